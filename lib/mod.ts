@@ -1,0 +1,13 @@
+/**
+ * lmbook's library: everything the notebooks, exercises and instructors import.
+ *
+ * Each symbol's documentation names the chapter that introduces it.
+ *
+ * @module
+ */
+
+// Chapter 0: the tools.
+export * from "./random.ts";
+export * from "./errors.ts";
+export * from "./backend.ts";
+export * from "./grading.ts";
