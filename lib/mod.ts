@@ -11,3 +11,6 @@ export * from "./random.ts";
 export * from "./errors.ts";
 export * from "./backend.ts";
 export * from "./grading.ts";
+
+/** TensorFlow.js, re-exported so notebooks and exercises import one library. */
+export * as tf from "@tensorflow/tfjs";
