@@ -187,11 +187,23 @@ export async function runGraded(
 }
 
 if (import.meta.main) {
-  const target = Deno.args[0] ?? "exercises";
-  const replace = target === "solutions" ? solutionReplacements() : {};
-  const results = await runGraded(replace, { files: Deno.args.slice(1).length ? Deno.args.slice(1) : undefined });
+  // Usage:
+  //   deno run -A tests/graded_runner.ts exercises [test files...]   grade the student files
+  //   deno run -A tests/graded_runner.ts solutions [test files...]   grade the reference solutions
+  //   deno run -A tests/graded_runner.ts replace exercises/X.ts other.ts [test files...]
+  const [target = "exercises", ...rest] = Deno.args;
+  let replace: Record<string, string> = {};
+  if (target === "solutions") replace = solutionReplacements();
+  else if (target === "replace") {
+    const [from, to] = rest.splice(0, 2);
+    replace = { [from]: to };
+  } else if (target !== "exercises") {
+    throw new RangeError(`target must be exercises, solutions or replace: target=${target}`);
+  }
+  const results = await runGraded(replace, { files: rest.length ? rest : undefined });
   for (const r of results) {
-    console.log(`${r.status.padEnd(14)} ${r.name}${r.status === "passed" ? "" : "\n    " + r.message.split("\n").slice(0, 6).join("\n    ")}`);
+    const detail = r.status === "passed" ? "" : "\n    " + r.message.split("\n").slice(0, 8).join("\n    ");
+    console.log(`${r.status.padEnd(14)} ${r.name}${detail}`);
   }
   const passed = results.filter((r) => r.status === "passed").length;
   console.log(`${passed} passed, ${results.length - passed} failed`);
