@@ -11,6 +11,9 @@ export * from "./random.ts";
 export * from "./errors.ts";
 export * from "./backend.ts";
 export * from "./grading.ts";
+export * from "./display.ts";
+export * from "./plot.ts";
+export * from "./progress.ts";
 
 /** TensorFlow.js, re-exported so notebooks and exercises import one library. */
 export * as tf from "@tensorflow/tfjs";

@@ -1,0 +1,77 @@
+import { assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
+import { escapeHtml, formatTable, inNotebook } from "./display.ts";
+import { ProgressBar } from "./progress.ts";
+import {
+  barChart,
+  describeFigure,
+  figureHtml,
+  heatmap,
+  histogram,
+  lineChart,
+  plotlyLibraryHtml,
+  scatterChart,
+} from "./plot.ts";
+
+Deno.test("outside a notebook, inNotebook is false", () => {
+  assertEquals(inNotebook(), false);
+});
+
+Deno.test("formatTable aligns columns and formats numbers", () => {
+  const t = formatTable([{ model: "bigram", ppl: 170.04 }, { model: "unigram", ppl: 962 }], { title: "WSJ" });
+  const lines = t.split("\n");
+  assertEquals(lines[0], "WSJ");
+  assertStringIncludes(lines[1], "model");
+  assertEquals(lines[3].length, lines[4].length);
+  assertStringIncludes(t, "170");
+  assertStringIncludes(escapeHtml("<a & 'b'>"), "&lt;a &amp; &#39;b&#39;&gt;");
+});
+
+Deno.test("chart builders make plotly traces with titles and log axes", () => {
+  const f = lineChart([{ y: [1, 2], name: "a" }, { x: [5, 6], y: [3, 4] }], {
+    title: "T", xTitle: "step", yTitle: "loss", logY: true,
+  });
+  assertEquals(f.data.length, 2);
+  assertEquals(f.data[0].x, [0, 1]);
+  assertEquals((f.layout.yaxis as Record<string, unknown>).type, "log");
+  assertEquals((f.layout.title as { text: string }).text, "T");
+  assertEquals(scatterChart({ x: [1], y: [2], text: ["w"] }).data[0].mode, "markers+text");
+  assertEquals(barChart({ x: ["a", "b"], y: [1, 2] }).data[0].type, "bar");
+  assertEquals(histogram([1, 2, 2], { bins: 3 }).data[0].nbinsx, 3);
+  const h = heatmap([[1, 0], [0.5, 0.5]], { xLabels: ["a", "b"], zmin: 0, zmax: 1 });
+  assertEquals(h.data[0].z, [[1, 0], [0.5, 0.5]]);
+  assertEquals(describeFigure(f), "[plot] T: 2 traces (scatter)");
+});
+
+Deno.test("chart builders reject bad input with the values named", () => {
+  assertThrows(() => lineChart({ x: [1, 2, 3], y: [1, 2] }), RangeError, "x.length=3, y.length=2");
+  assertThrows(() => heatmap([[1, 2], [3]]), RangeError, "z[1].length=1");
+  assertThrows(() => histogram([1], { bins: 0 }), RangeError, "bins=0");
+});
+
+Deno.test("figure HTML draws itself and escapes </script> in data", () => {
+  const html = figureHtml(lineChart({ y: [1] }, { title: "</script><b>" }));
+  assertEquals(html.includes("</script><b>"), false);
+  assertStringIncludes(html, "Plotly.newPlot");
+});
+
+Deno.test("the plotly library HTML embeds plotly.js, shielded from AMD loaders", () => {
+  const lib = plotlyLibraryHtml();
+  assertStringIncludes(lib, "data-lmbook-plotly=");
+  assertStringIncludes(lib, "(function (module, exports, define)");
+  assertStringIncludes(lib, "window.Plotly");
+});
+
+Deno.test("ProgressBar counts, shows rate, ETA and metrics", async () => {
+  let t = 0;
+  const bar = new ProgressBar(100, { label: "train", output: "none", now: () => t });
+  t = 10_000;
+  bar.update(50, { loss: 2.34567 });
+  const s = bar.format();
+  assertStringIncludes(s, "train  50%");
+  assertStringIncludes(s, "50/100");
+  assertStringIncludes(s, "[00:10<00:10, 5 it/s]");
+  assertStringIncludes(s, "loss=2.346");
+  await bar.done();
+  assertThrows(() => new ProgressBar(0), RangeError, "total=0");
+  assertThrows(() => bar.update(-1), RangeError, "n=-1");
+});
