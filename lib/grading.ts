@@ -122,24 +122,24 @@ export interface CloseOptions extends CheckContext {
  * @param maxItems how many items of a long array to show.
  * @returns a one-line string.
  */
-export function show(value: unknown, maxItems = 12): string {
+export function formatValue(value: unknown, maxItems = 12): string {
   if (value instanceof tf.Tensor) {
     return `Tensor(shape [${value.shape}], ${value.dtype}) ${
-      show(value.arraySync(), maxItems)
+      formatValue(value.arraySync(), maxItems)
     }`;
   }
   if (typeof value === "number") {
     return Number.isInteger(value) ? String(value) : String(+value.toPrecision(6));
   }
   if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
-    return show(Array.from(value as unknown as ArrayLike<number>), maxItems);
+    return formatValue(Array.from(value as unknown as ArrayLike<number>), maxItems);
   }
   if (Array.isArray(value)) {
-    const items = value.slice(0, maxItems).map((v) => show(v, maxItems));
+    const items = value.slice(0, maxItems).map((v) => formatValue(v, maxItems));
     return `[${items.join(", ")}${value.length > maxItems ? `, … (${value.length} items)` : ""}]`;
   }
   if (value instanceof Map) {
-    return `Map(${value.size}) ${show([...value.entries()].slice(0, maxItems), maxItems)}`;
+    return `Map(${value.size}) ${formatValue([...value.entries()].slice(0, maxItems), maxItems)}`;
   }
   if (typeof value === "string") return JSON.stringify(value);
   if (value === undefined) return "undefined";
@@ -154,7 +154,7 @@ export function show(value: unknown, maxItems = 12): string {
 function fail(ctx: CheckContext, lines: string[]): never {
   const msg = [
     ctx.what,
-    ...(ctx.input !== undefined ? [`  input:    ${show(ctx.input)}`] : []),
+    ...(ctx.input !== undefined ? [`  input:    ${formatValue(ctx.input)}`] : []),
     ...lines.map((l) => `  ${l}`),
     ...(ctx.hint ? [`  hint:     ${ctx.hint}`] : []),
   ].join("\n");
@@ -208,32 +208,32 @@ export function expectClose(
   if (g.values.some((v) => typeof v !== "number")) {
     const bad = g.values.find((v) => typeof v !== "number");
     fail(options, [
-      `expected: ${show(expected)}`,
-      `got:      ${show(got)} (contains a ${typeof bad}, not a number)`,
+      `expected: ${formatValue(expected)}`,
+      `got:      ${formatValue(got)} (contains a ${typeof bad}, not a number)`,
     ]);
   }
   if (g.shape.join() !== e.shape.join()) {
     fail(options, [
       `expected shape [${e.shape}], got shape [${g.shape}]`,
-      `expected: ${show(expected)}`,
-      `got:      ${show(got)}`,
+      `expected: ${formatValue(expected)}`,
+      `got:      ${formatValue(got)}`,
     ]);
   }
   for (let i = 0; i < e.values.length; i++) {
     const gv = g.values[i] as number, ev = e.values[i] as number;
     if (Number.isNaN(gv) && !Number.isNaN(ev)) {
       fail(options, [
-        `expected: ${show(expected)}`,
-        `got:      ${show(got)}`,
+        `expected: ${formatValue(expected)}`,
+        `got:      ${formatValue(got)}`,
         `got NaN at flat index ${i}: look for 0/0, log of a negative number, or Infinity - Infinity`,
       ]);
     }
     const same = gv === ev || Math.abs(gv - ev) <= atol + rtol * Math.abs(ev);
     if (!same) {
       fail(options, [
-        `expected: ${show(expected)}`,
-        `got:      ${show(got)}`,
-        `first difference at flat index ${i}: expected ${show(ev)}, got ${show(gv)}`,
+        `expected: ${formatValue(expected)}`,
+        `got:      ${formatValue(got)}`,
+        `first difference at flat index ${i}: expected ${formatValue(ev)}, got ${formatValue(gv)}`,
       ]);
     }
   }
@@ -251,7 +251,7 @@ export function expectEqual(
   options: CheckContext,
 ): void {
   if (!deepEqual(got, expected)) {
-    fail(options, [`expected: ${show(expected)}`, `got:      ${show(got)}`]);
+    fail(options, [`expected: ${formatValue(expected)}`, `got:      ${formatValue(got)}`]);
   }
 }
 
@@ -298,7 +298,7 @@ export function expectThrows(
   if (!(thrown instanceof errorClass)) {
     fail(options, [
       `expected a ${errorClass.name}, got ${
-        thrown instanceof Error ? `${thrown.name}: ${thrown.message}` : show(thrown)
+        thrown instanceof Error ? `${thrown.name}: ${thrown.message}` : formatValue(thrown)
       }`,
     ]);
   }
