@@ -15,5 +15,8 @@ export * from "./display.ts";
 export * from "./plot.ts";
 export * from "./progress.ts";
 
+// Chapter 7: decoding and sampling.
+export * from "./sampling.ts";
+
 /** TensorFlow.js, re-exported so notebooks and exercises import one library. */
 export * as tf from "@tensorflow/tfjs";
