@@ -18,6 +18,9 @@
  */
 import * as tf from "@tensorflow/tfjs";
 
+// No "install tfjs-node" banner: that backend cannot be used from Deno.
+tf.env().set("PROD", true);
+
 /** The backends the workbook knows, fastest first. */
 export const BACKENDS = ["webgpu", "wasm", "cpu"] as const;
 

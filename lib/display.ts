@@ -2,8 +2,10 @@
  * Showing things in a notebook (chapter 0): rich outputs in the Deno Jupyter
  * kernel, plain text anywhere else (a terminal, `deno test`).
  *
- * Every display is awaited and followed by one yield to the event loop, so
- * that outputs survive headless execution (`jupyter nbconvert --execute`).
+ * Every display is awaited and followed by a short pause (one event-loop turn,
+ * longer for large bundles), so that outputs survive headless execution
+ * (`jupyter nbconvert --execute`): Deno 2.9's kernel can otherwise report the
+ * cell finished before a large output has left, and the output is lost.
  *
  * @module
  */
@@ -46,6 +48,19 @@ export function inNotebook(): boolean {
 }
 
 /**
+ * How long to pause after displaying a bundle: 0 ms (one event-loop turn) for
+ * small ones, about 25 ms per megabyte for large ones (measured: an 11 MB
+ * bundle was lost with no pause and kept with 100 ms).
+ * @param bundle the bundle displayed.
+ * @returns milliseconds.
+ */
+export function settleMs(bundle: MimeBundle): number {
+  let bytes = 0;
+  for (const v of Object.values(bundle)) bytes += typeof v === "string" ? v.length : JSON.stringify(v)?.length ?? 0;
+  return bytes < 100_000 ? 0 : Math.min(5000, 50 + Math.ceil(bytes / 40_000));
+}
+
+/**
  * Displays a MIME bundle in the notebook, or prints its `text/plain` part
  * outside one. Always awaited, then yields once so headless runs keep it.
  *
@@ -64,7 +79,7 @@ export async function display(bundle: MimeBundle, options: DisplayOptions = {}):
     ...(options.displayId ? { display_id: options.displayId } : {}),
     ...(options.update ? { update: true } : {}),
   });
-  await new Promise((r) => setTimeout(r, 0));
+  await new Promise((r) => setTimeout(r, settleMs(bundle)));
 }
 
 /**
