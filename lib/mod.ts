@@ -15,6 +15,11 @@ export * from "./display.ts";
 export * from "./plot.ts";
 export * from "./progress.ts";
 
+// Chapters 1-2: counting, n-grams, perplexity.
+export * from "./vocab.ts";
+export * from "./brown.ts";
+export * from "./lm.ts";
+
 // Chapter 7: decoding and sampling.
 export * from "./sampling.ts";
 
