@@ -20,6 +20,9 @@ export * from "./vocab.ts";
 export * from "./brown.ts";
 export * from "./lm.ts";
 
+// Chapter 3: the fixed-window neural language model, and the trainer shared with chapter 6.
+export * from "./train.ts";
+
 // Chapter 7: decoding and sampling.
 export * from "./sampling.ts";
 
