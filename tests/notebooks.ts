@@ -1,0 +1,200 @@
+/**
+ * Checks and executes the workbook's notebooks.
+ *
+ * - {@link checkNotebookSource}: a committed notebook is valid nbformat 4, uses
+ *   the Deno kernelspec, and carries no outputs or execution counts.
+ * - {@link executeNotebook}: runs one notebook top to bottom under the real
+ *   Deno kernel through `jupyter nbconvert --execute`; the executed copy goes
+ *   to the ignored folder `build/executed/`. A cell error or time-out fails.
+ *
+ * CLI: `deno run -A tests/notebooks.ts [notebooks/NN_x.ipynb ...]` executes the
+ * given notebooks (default: all) and exits non-zero on any failure.
+ *
+ * @module
+ */
+import { join, resolve } from "node:path";
+
+/** The repository root. */
+export const ROOT = resolve(new URL("..", import.meta.url).pathname);
+/** Where executed copies go (ignored by git). */
+export const EXECUTED_DIR = join(ROOT, "build", "executed");
+
+/** The committed notebooks, sorted by chapter number. */
+export function notebookFiles(): string[] {
+  return [...Deno.readDirSync(join(ROOT, "notebooks"))]
+    .filter((e) => e.isFile && /^\d\d_.*\.ipynb$/.test(e.name))
+    .map((e) => `notebooks/${e.name}`)
+    .sort();
+}
+
+// deno-lint-ignore no-explicit-any
+type Json = any;
+
+/**
+ * Problems with a committed notebook (empty when it is fine).
+ * @param nb the parsed notebook JSON.
+ * @returns one message per problem.
+ */
+export function checkNotebookSource(nb: Json): string[] {
+  const problems: string[] = [];
+  if (nb?.nbformat !== 4) problems.push(`nbformat must be 4: nbformat=${nb?.nbformat}`);
+  const ks = nb?.metadata?.kernelspec;
+  if (ks?.name !== "deno") problems.push(`kernelspec.name must be "deno": kernelspec=${JSON.stringify(ks)}`);
+  if (!Array.isArray(nb?.cells) || nb.cells.length === 0) problems.push("the notebook has no cells");
+  (nb?.cells ?? []).forEach((c: Json, i: number) => {
+    if (!["code", "markdown", "raw"].includes(c.cell_type)) {
+      problems.push(`cell ${i}: unknown cell_type=${c.cell_type}`);
+    }
+    if (typeof c.source !== "string" && !Array.isArray(c.source)) problems.push(`cell ${i}: source missing`);
+    if (c.cell_type === "code") {
+      if (!Array.isArray(c.outputs)) problems.push(`cell ${i}: code cell without an outputs list`);
+      else if (c.outputs.length) problems.push(`cell ${i}: committed with ${c.outputs.length} output(s); clear them`);
+      if (c.execution_count !== null && c.execution_count !== undefined) {
+        problems.push(`cell ${i}: committed with execution_count=${c.execution_count}; clear it`);
+      }
+    }
+  });
+  return problems;
+}
+
+/** What executing a notebook produced. */
+export interface NotebookRun {
+  /** The notebook, relative to the root. */
+  notebook: string;
+  /** Whether it ran without a cell error or time-out. */
+  ok: boolean;
+  /** Wall time in seconds. */
+  seconds: number;
+  /** The executed copy (when ok). */
+  output?: string;
+  /** nbconvert's error output (when not ok), trimmed. */
+  error?: string;
+  /** Problems found in the executed copy (error outputs, missing plots). */
+  problems: string[];
+}
+
+/**
+ * Whether Jupyter with the Deno kernel is available.
+ * @returns a reason it is not, or undefined when it is.
+ */
+export async function jupyterMissing(): Promise<string | undefined> {
+  try {
+    const out = await new Deno.Command("jupyter", { args: ["nbconvert", "--version"], stdout: "piped", stderr: "piped" })
+      .output();
+    if (!out.success) return "`jupyter nbconvert` is not installed";
+  } catch {
+    return "`jupyter` is not on the PATH";
+  }
+  const dirs = [
+    join(Deno.env.get("HOME") ?? "", ".local/share/jupyter/kernels/deno"),
+    "/usr/local/share/jupyter/kernels/deno",
+    "/usr/share/jupyter/kernels/deno",
+  ];
+  for (const d of dirs) {
+    try {
+      Deno.statSync(join(d, "kernel.json"));
+      return undefined;
+    } catch { /* next */ }
+  }
+  return "the Deno kernel is not registered (run `deno jupyter --install`)";
+}
+
+/**
+ * Problems in an executed notebook: error outputs, and plots that a cell asked
+ * for but that are not in the outputs.
+ * @param nb the executed notebook JSON.
+ * @returns one message per problem.
+ */
+export function checkExecuted(nb: Json): string[] {
+  const problems: string[] = [];
+  (nb.cells ?? []).forEach((c: Json, i: number) => {
+    if (c.cell_type !== "code") return;
+    const src = Array.isArray(c.source) ? c.source.join("") : c.source;
+    const outs: Json[] = c.outputs ?? [];
+    for (const o of outs) {
+      if (o.output_type === "error") problems.push(`cell ${i}: ${o.ename}: ${o.evalue}`);
+      if (o.output_type === "stream" && o.name === "stderr") {
+        const text = Array.isArray(o.text) ? o.text.join("") : o.text;
+        if (/\berror\b|Uncaught/i.test(text)) problems.push(`cell ${i}: stderr: ${text.slice(0, 200)}`);
+      }
+    }
+    const shows = (src.match(/\blm\.show\(/g) ?? []).length;
+    const plots = outs.filter((o) => o.data?.["application/vnd.plotly.v1+json"]).length;
+    if (plots < shows) problems.push(`cell ${i}: ${shows} plot(s) requested, ${plots} in the output`);
+  });
+  return problems;
+}
+
+/**
+ * Executes one notebook under the Deno kernel.
+ * @param notebook the notebook path relative to the root.
+ * @param options cell timeout in seconds (default 900) and extra environment.
+ * @returns what happened.
+ */
+export async function executeNotebook(
+  notebook: string,
+  options: { cellTimeout?: number; env?: Record<string, string> } = {},
+): Promise<NotebookRun> {
+  const run = await executeOnce(notebook, options);
+  // Deno 2.9's kernel occasionally garbles a message under load (nbclient then
+  // reports "Invalid Signature" or a dead kernel): that is the kernel's fault,
+  // not the notebook's, so run it once more and say so.
+  if (!run.ok && /Invalid Signature|Kernel died|DeadKernelError/.test(run.error ?? "")) {
+    console.warn(`warning: ${notebook}: kernel protocol error, retrying once`);
+    return await executeOnce(notebook, options);
+  }
+  return run;
+}
+
+async function executeOnce(
+  notebook: string,
+  options: { cellTimeout?: number; env?: Record<string, string> },
+): Promise<NotebookRun> {
+  await Deno.mkdir(EXECUTED_DIR, { recursive: true });
+  const name = notebook.split("/").pop()!;
+  const output = join(EXECUTED_DIR, name);
+  const t0 = performance.now();
+  const out = await new Deno.Command("jupyter", {
+    args: [
+      "nbconvert", "--to", "notebook", "--execute",
+      "--ExecutePreprocessor.kernel_name=deno",
+      `--ExecutePreprocessor.timeout=${options.cellTimeout ?? 900}`,
+      "--output-dir", EXECUTED_DIR, "--output", name, join(ROOT, notebook),
+    ],
+    cwd: join(ROOT, "notebooks"),
+    env: { NO_COLOR: "1", ...options.env },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const seconds = (performance.now() - t0) / 1000;
+  if (!out.success) {
+    const text = new TextDecoder().decode(out.stderr);
+    const lines = text.split("\n").filter((l) => !/^\[NbConvertApp\]|Warning.*unstable/.test(l));
+    return { notebook, ok: false, seconds, error: lines.slice(-40).join("\n").trim(), problems: [] };
+  }
+  const problems = checkExecuted(JSON.parse(await Deno.readTextFile(output)));
+  return { notebook, ok: problems.length === 0, seconds, output, problems };
+}
+
+if (import.meta.main) {
+  const files = Deno.args.length ? Deno.args : notebookFiles();
+  const missing = await jupyterMissing();
+  if (missing) {
+    console.error(`Cannot execute notebooks: ${missing}.\nInstall Jupyter (Debian/Ubuntu: ` +
+      "`sudo apt install jupyter-notebook jupyter-nbconvert python3-nbclient`; elsewhere `pip install notebook nbconvert`), " +
+      "then `deno jupyter --install`.");
+    Deno.exit(Deno.env.get("CI") ? 1 : 0);
+  }
+  let failed = 0;
+  for (const nb of files) {
+    const run = await executeNotebook(nb);
+    console.log(`${run.ok ? "ok    " : "FAILED"} ${nb} (${run.seconds.toFixed(1)} s)`);
+    if (!run.ok) {
+      failed++;
+      if (run.error) console.log(run.error.replace(/^/gm, "    "));
+      for (const p of run.problems) console.log(`    ${p}`);
+    }
+  }
+  console.log(`${files.length - failed} passed, ${failed} failed`);
+  if (failed) Deno.exit(1);
+}

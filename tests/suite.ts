@@ -1,0 +1,179 @@
+/**
+ * The whole test suite: `deno task test` (the README's test command; CI runs it).
+ *
+ * Stages, in order:
+ * 1. library and tool tests, with the JSDoc examples (`deno test --doc`);
+ * 2. the graded tests against the reference solutions: every one must pass;
+ * 3. the graded tests against the untouched stubs: every one must fail as
+ *    "not attempted", so no graded test passes by accident;
+ * 4. every notebook, executed top to bottom under the real Deno kernel.
+ *
+ * When JSR cannot be reached (this project's CI), `@std/assert` comes from the
+ * offline stand-in through `tests/offline_import_map.json`; set
+ * `LMBOOK_OFFLINE=1` to force that, `LMBOOK_OFFLINE=0` to forbid it.
+ * `--skip-notebooks` skips stage 4 (quick local runs). Under `CI`, a missing
+ * Jupyter is a failure, not a skip.
+ *
+ * The last line is `N passed, N failed`, counting tests across all stages.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { runGraded, solutionReplacements } from "./graded_runner.ts";
+import { executeNotebook, jupyterMissing, notebookFiles, ROOT } from "./notebooks.ts";
+
+const args = new Set(Deno.args);
+const isCI = Boolean(Deno.env.get("CI"));
+
+async function jsrReachable(): Promise<boolean> {
+  try {
+    const res = await fetch("https://jsr.io/@std/assert/meta.json", { signal: AbortSignal.timeout(5000) });
+    await res.body?.cancel();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+let offline: boolean;
+const forced = Deno.env.get("LMBOOK_OFFLINE");
+if (forced === "1" || forced === "0") offline = forced === "1";
+else {
+  offline = !(await jsrReachable());
+  if (offline) console.log("JSR is not reachable: using the offline @std/assert stand-in (tests/offline_import_map.json).");
+}
+Deno.env.set("LMBOOK_OFFLINE", offline ? "1" : "0");
+
+interface Stage {
+  name: string;
+  passed: number;
+  failed: number;
+  seconds: number;
+  note?: string;
+}
+const stages: Stage[] = [];
+
+function heading(title: string) {
+  console.log(`\n=== ${title} ${"=".repeat(Math.max(3, 70 - title.length))}`);
+}
+
+/** Runs a command, echoing its output live, and returns the combined text. */
+async function runEcho(cmd: string[], env: Record<string, string> = {}): Promise<{ code: number; text: string }> {
+  const child = new Deno.Command(cmd[0], {
+    args: cmd.slice(1),
+    cwd: ROOT,
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let text = "";
+  const pump = async (stream: ReadableStream<Uint8Array>, sink: typeof Deno.stdout) => {
+    const dec = new TextDecoder();
+    for await (const chunk of stream) {
+      text += dec.decode(chunk, { stream: true });
+      await sink.write(chunk);
+    }
+  };
+  const [status] = await Promise.all([child.status, pump(child.stdout, Deno.stdout), pump(child.stderr, Deno.stderr)]);
+  return { code: status.code, text };
+}
+
+// 1. Library and tool tests.
+{
+  heading("1. library and tool tests (with JSDoc examples)");
+  const t0 = performance.now();
+  const topTests = [...Deno.readDirSync(join(ROOT, "tests"))]
+    .filter((e) => e.isFile && e.name.endsWith("_test.ts"))
+    .map((e) => `tests/${e.name}`).sort();
+  const mapArgs = offline ? ["--import-map", "tests/offline_import_map.json"] : [];
+  const { code, text } = await runEcho(
+    [Deno.execPath(), "test", "-A", "--doc", ...mapArgs, "lib/", ...topTests],
+    { NO_COLOR: "1" },
+  );
+  // deno prints one summary line per run: "ok | 12 passed (3 steps) | 0 failed" (doc tests are counted in it).
+  const m = [...text.matchAll(/(?:ok|FAILED) \| (\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed/g)].at(-1);
+  const passed = m ? Number(m[1]) : 0;
+  const failed = m ? Number(m[2]) : 1;
+  stages.push({
+    name: "library and tool tests",
+    passed,
+    failed: code !== 0 && failed === 0 ? 1 : failed,
+    seconds: (performance.now() - t0) / 1000,
+    note: code !== 0 && !m ? "deno test failed before running tests (type error?)" : undefined,
+  });
+}
+
+// 2. Graded tests against the solutions.
+{
+  heading("2. graded tests against the reference solutions (all must pass)");
+  const t0 = performance.now();
+  const results = await runGraded(solutionReplacements(), { offline });
+  let failed = 0;
+  for (const r of results) {
+    if (r.status !== "passed") {
+      failed++;
+      console.log(`FAILED ${r.name} [${r.status}]\n${r.message.replace(/^/gm, "    ")}`);
+    }
+  }
+  console.log(`${results.length - failed} of ${results.length} graded tests pass on the solutions`);
+  stages.push({ name: "graded tests on solutions", passed: results.length - failed, failed, seconds: (performance.now() - t0) / 1000 });
+}
+
+// 3. Graded tests against the untouched stubs.
+{
+  heading('3. graded tests against the untouched stubs (all must fail as "not attempted")');
+  const t0 = performance.now();
+  const results = await runGraded({}, { offline });
+  let failed = 0;
+  for (const r of results) {
+    if (r.status !== "not attempted") {
+      failed++;
+      console.log(`FAILED ${r.name}: on the stub it is "${r.status}", expected "not attempted"\n${
+        r.message.replace(/^/gm, "    ")
+      }`);
+    }
+  }
+  console.log(`${results.length - failed} of ${results.length} graded tests report "not attempted" on the stubs`);
+  stages.push({ name: "graded tests on stubs", passed: results.length - failed, failed, seconds: (performance.now() - t0) / 1000 });
+}
+
+// 4. Notebooks under the real kernel.
+if (args.has("--skip-notebooks")) {
+  stages.push({ name: "notebooks", passed: 0, failed: 0, seconds: 0, note: "skipped (--skip-notebooks)" });
+} else {
+  heading("4. notebooks, executed under the Deno kernel");
+  const t0 = performance.now();
+  const missing = await jupyterMissing();
+  if (missing) {
+    const msg = `cannot execute notebooks: ${missing}. Install Jupyter (see README) and run \`deno jupyter --install\`.`;
+    console.log(isCI ? `FAILED ${msg}` : `SKIPPED ${msg}`);
+    stages.push({ name: "notebooks", passed: 0, failed: isCI ? 1 : 0, seconds: 0, note: isCI ? msg : `skipped: ${msg}` });
+  } else {
+    let passed = 0, failed = 0;
+    for (const nb of notebookFiles()) {
+      const run = await executeNotebook(nb);
+      console.log(`${run.ok ? "ok    " : "FAILED"} ${nb} (${run.seconds.toFixed(1)} s)`);
+      if (run.ok) passed++;
+      else {
+        failed++;
+        if (run.error) console.log(run.error.replace(/^/gm, "    "));
+        for (const p of run.problems) console.log(`    ${p}`);
+      }
+    }
+    stages.push({ name: "notebooks", passed, failed, seconds: (performance.now() - t0) / 1000 });
+  }
+}
+
+heading("summary");
+let totalPassed = 0, totalFailed = 0;
+for (const s of stages) {
+  totalPassed += s.passed;
+  totalFailed += s.failed;
+  console.log(
+    `${s.failed ? "FAILED" : "ok    "} ${s.name.padEnd(28)} ${String(s.passed).padStart(4)} passed ${
+      String(s.failed).padStart(3)
+    } failed  ${s.seconds.toFixed(1).padStart(6)} s${s.note ? `  (${s.note})` : ""}`,
+  );
+}
+console.log(`${totalPassed} passed, ${totalFailed} failed`);
+if (totalFailed > 0) Deno.exit(1);
