@@ -60,9 +60,7 @@ export interface BackendReport {
 export function parseBackend(name: string): BackendName {
   if (!(BACKENDS as readonly string[]).includes(name)) {
     throw new RangeError(
-      `unknown backend: backend=${JSON.stringify(name)}; valid backends are ${
-        BACKENDS.join(", ")
-      }`,
+      `unknown backend: backend=${JSON.stringify(name)}; valid backends are ${BACKENDS.join(", ")}`,
     );
   }
   return name as BackendName;
@@ -173,9 +171,7 @@ export async function initBackend(
     await activate(wanted);
     report = {
       name: wanted,
-      reason: `requested by ${
-        source === "argument" ? "the backend argument" : `${BACKEND_ENV}=${wanted}`
-      }`,
+      reason: `requested by ${source === "argument" ? "the backend argument" : `${BACKEND_ENV}=${wanted}`}`,
       source,
       adapter,
       skipped,
@@ -221,9 +217,7 @@ export function formatBackendReport(report: BackendReport): string {
   const lines = [`backend: ${report.name} (${report.reason})`];
   if (report.adapter) {
     lines.push(
-      `WebGPU adapter: ${report.adapter.description}${
-        report.adapter.fallback ? " [software fallback]" : ""
-      }`,
+      `WebGPU adapter: ${report.adapter.description}${report.adapter.fallback ? " [software fallback]" : ""}`,
     );
   }
   for (const s of report.skipped) lines.push(`skipped ${s.name}: ${s.why}`);

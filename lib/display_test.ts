@@ -28,7 +28,10 @@ Deno.test("formatTable aligns columns and formats numbers", () => {
 
 Deno.test("chart builders make plotly traces with titles and log axes", () => {
   const f = lineChart([{ y: [1, 2], name: "a" }, { x: [5, 6], y: [3, 4] }], {
-    title: "T", xTitle: "step", yTitle: "loss", logY: true,
+    title: "T",
+    xTitle: "step",
+    yTitle: "loss",
+    logY: true,
   });
   assertEquals(f.data.length, 2);
   assertEquals(f.data[0].x, [0, 1]);

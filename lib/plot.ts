@@ -185,7 +185,7 @@ export interface HeatmapOptions extends ChartOptions {
  * @param options labels, colour range and titles.
  * @returns the figure.
  */
-export function heatmap(z: ArrayLike<number>[] , options: HeatmapOptions = {}): Figure {
+export function heatmap(z: ArrayLike<number>[], options: HeatmapOptions = {}): Figure {
   const rows = z.map((r) => Array.from(r));
   rows.forEach((r, i) => {
     if (r.length !== rows[0].length) {

@@ -83,13 +83,7 @@ export class ProgressBar {
     this.#label = options.label ?? "";
     this.#unit = options.unit ?? "it";
     const out = options.output ?? "auto";
-    this.#mode = out !== "auto"
-      ? out
-      : inNotebook()
-      ? "notebook"
-      : Deno.stderr.isTerminal()
-      ? "terminal"
-      : "log";
+    this.#mode = out !== "auto" ? out : inNotebook() ? "notebook" : Deno.stderr.isTerminal() ? "terminal" : "log";
     this.#interval = options.intervalMs ?? (this.#mode === "log" ? 5000 : 250);
     this.#now = options.now ?? (() => performance.now());
     this.#start = this.#now();

@@ -79,7 +79,11 @@ export interface NotebookRun {
  */
 export async function jupyterMissing(): Promise<string | undefined> {
   try {
-    const out = await new Deno.Command("jupyter", { args: ["nbconvert", "--version"], stdout: "piped", stderr: "piped" })
+    const out = await new Deno.Command("jupyter", {
+      args: ["nbconvert", "--version"],
+      stdout: "piped",
+      stderr: "piped",
+    })
       .output();
     if (!out.success) return "`jupyter nbconvert` is not installed";
   } catch {
@@ -156,10 +160,17 @@ async function executeOnce(
   const t0 = performance.now();
   const out = await new Deno.Command("jupyter", {
     args: [
-      "nbconvert", "--to", "notebook", "--execute",
+      "nbconvert",
+      "--to",
+      "notebook",
+      "--execute",
       "--ExecutePreprocessor.kernel_name=deno",
       `--ExecutePreprocessor.timeout=${options.cellTimeout ?? 900}`,
-      "--output-dir", EXECUTED_DIR, "--output", name, join(ROOT, notebook),
+      "--output-dir",
+      EXECUTED_DIR,
+      "--output",
+      name,
+      join(ROOT, notebook),
     ],
     cwd: join(ROOT, "notebooks"),
     env: { NO_COLOR: "1", ...options.env },
@@ -180,9 +191,11 @@ if (import.meta.main) {
   const files = Deno.args.length ? Deno.args : notebookFiles();
   const missing = await jupyterMissing();
   if (missing) {
-    console.error(`Cannot execute notebooks: ${missing}.\nInstall Jupyter (Debian/Ubuntu: ` +
-      "`sudo apt install jupyter-notebook jupyter-nbconvert python3-nbclient`; elsewhere `pip install notebook nbconvert`), " +
-      "then `deno jupyter --install`.");
+    console.error(
+      `Cannot execute notebooks: ${missing}.\nInstall Jupyter (Debian/Ubuntu: ` +
+        "`sudo apt install jupyter-notebook jupyter-nbconvert python3-nbclient`; elsewhere `pip install notebook nbconvert`), " +
+        "then `deno jupyter --install`.",
+    );
     Deno.exit(Deno.env.get("CI") ? 1 : 0);
   }
   let failed = 0;

@@ -49,9 +49,9 @@ function deepEqual(a: unknown, b: unknown): boolean {
 export function assertEquals<T>(actual: T, expected: T, msg?: string): void {
   if (!deepEqual(actual, expected)) {
     throw new AssertionError(
-      `Values are not equal${suffix(msg)}\n\n    [Diff] Actual / Expected\n\n-   ${
-        fmt(actual)
-      }\n+   ${fmt(expected)}\n`,
+      `Values are not equal${suffix(msg)}\n\n    [Diff] Actual / Expected\n\n-   ${fmt(actual)}\n+   ${
+        fmt(expected)
+      }\n`,
     );
   }
 }
@@ -83,9 +83,9 @@ export function assertAlmostEquals(
   if (delta <= tol) return;
   const f = (n: number) => (Number.isInteger(n) ? n : n.toExponential());
   throw new AssertionError(
-    `Expected actual: "${f(actual)}" to be close to "${f(expected)}": delta "${f(delta)}" is greater than "${
-      f(tol)
-    }"${suffix(msg)}`,
+    `Expected actual: "${f(actual)}" to be close to "${f(expected)}": delta "${f(delta)}" is greater than "${f(tol)}"${
+      suffix(msg)
+    }`,
   );
 }
 
@@ -144,7 +144,9 @@ export function assertArrayIncludes<T>(actual: ArrayLike<T>, expected: ArrayLike
     if (!found) missing.push(expected[i]);
   }
   if (missing.length) {
-    throw new AssertionError(`Expected actual: "${fmt(actual)}" to include: "${fmt(expected)}"${suffix(msg)}\nmissing: ${fmt(missing)}`);
+    throw new AssertionError(
+      `Expected actual: "${fmt(actual)}" to include: "${fmt(expected)}"${suffix(msg)}\nmissing: ${fmt(missing)}`,
+    );
   }
 }
 
@@ -171,9 +173,9 @@ function checkError(
   if (!ErrorClass) return;
   if (!(e instanceof ErrorClass)) {
     throw new AssertionError(
-      `Expected error to be instance of "${ErrorClass.name}", but was "${
-        (e as Error)?.constructor?.name
-      }"${suffix(msg)}`,
+      `Expected error to be instance of "${ErrorClass.name}", but was "${(e as Error)?.constructor?.name}"${
+        suffix(msg)
+      }`,
     );
   }
   if (msgIncludes !== undefined && !String((e as Error).message).includes(msgIncludes)) {
@@ -188,7 +190,6 @@ function checkError(
 /** Asserts that `fn` throws; optionally of a class, with a message including text. Returns the error. */
 export function assertThrows(
   fn: () => unknown,
-  // deno-lint-ignore no-explicit-any
   ErrorClassOrMsg?: AnyConstructor | string,
   msgIncludes?: string,
   msg?: string,

@@ -40,7 +40,9 @@ const forced = Deno.env.get("LMBOOK_OFFLINE");
 if (forced === "1" || forced === "0") offline = forced === "1";
 else {
   offline = !(await jsrReachable());
-  if (offline) console.log("JSR is not reachable: using the offline @std/assert stand-in (tests/offline_import_map.json).");
+  if (offline) {
+    console.log("JSR is not reachable: using the offline @std/assert stand-in (tests/offline_import_map.json).");
+  }
 }
 Deno.env.set("LMBOOK_OFFLINE", offline ? "1" : "0");
 
@@ -116,7 +118,12 @@ async function runEcho(cmd: string[], env: Record<string, string> = {}): Promise
     }
   }
   console.log(`${results.length - failed} of ${results.length} graded tests pass on the solutions`);
-  stages.push({ name: "graded tests on solutions", passed: results.length - failed, failed, seconds: (performance.now() - t0) / 1000 });
+  stages.push({
+    name: "graded tests on solutions",
+    passed: results.length - failed,
+    failed,
+    seconds: (performance.now() - t0) / 1000,
+  });
 }
 
 // 3. Graded tests against the untouched stubs.
@@ -128,13 +135,20 @@ async function runEcho(cmd: string[], env: Record<string, string> = {}): Promise
   for (const r of results) {
     if (r.status !== "not attempted") {
       failed++;
-      console.log(`FAILED ${r.name}: on the stub it is "${r.status}", expected "not attempted"\n${
-        r.message.replace(/^/gm, "    ")
-      }`);
+      console.log(
+        `FAILED ${r.name}: on the stub it is "${r.status}", expected "not attempted"\n${
+          r.message.replace(/^/gm, "    ")
+        }`,
+      );
     }
   }
   console.log(`${results.length - failed} of ${results.length} graded tests report "not attempted" on the stubs`);
-  stages.push({ name: "graded tests on stubs", passed: results.length - failed, failed, seconds: (performance.now() - t0) / 1000 });
+  stages.push({
+    name: "graded tests on stubs",
+    passed: results.length - failed,
+    failed,
+    seconds: (performance.now() - t0) / 1000,
+  });
 }
 
 // 4. Notebooks under the real kernel.
@@ -145,9 +159,16 @@ if (args.has("--skip-notebooks")) {
   const t0 = performance.now();
   const missing = await jupyterMissing();
   if (missing) {
-    const msg = `cannot execute notebooks: ${missing}. Install Jupyter (see README) and run \`deno jupyter --install\`.`;
+    const msg =
+      `cannot execute notebooks: ${missing}. Install Jupyter (see README) and run \`deno jupyter --install\`.`;
     console.log(isCI ? `FAILED ${msg}` : `SKIPPED ${msg}`);
-    stages.push({ name: "notebooks", passed: 0, failed: isCI ? 1 : 0, seconds: 0, note: isCI ? msg : `skipped: ${msg}` });
+    stages.push({
+      name: "notebooks",
+      passed: 0,
+      failed: isCI ? 1 : 0,
+      seconds: 0,
+      note: isCI ? msg : `skipped: ${msg}`,
+    });
   } else {
     let passed = 0, failed = 0;
     for (const nb of notebookFiles()) {
