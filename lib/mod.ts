@@ -26,5 +26,9 @@ export * from "./train.ts";
 // Chapter 7: decoding and sampling.
 export * from "./sampling.ts";
 
+// Chapter 8: subword tokenization (BPE) and scaling laws.
+export * from "./bpe.ts";
+export * from "./scaling.ts";
+
 /** TensorFlow.js, re-exported so notebooks and exercises import one library. */
 export * as tf from "@tensorflow/tfjs";
