@@ -23,6 +23,9 @@ export * from "./lm.ts";
 // Chapter 3: the fixed-window neural language model, and the trainer shared with chapter 6.
 export * from "./train.ts";
 
+// Chapter 4 (optional bridge): recurrent language models.
+export * from "./rnn.ts";
+
 // Chapter 7: decoding and sampling.
 export * from "./sampling.ts";
 
