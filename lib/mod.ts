@@ -22,6 +22,7 @@ export * from "./lm.ts";
 
 // Chapter 3: the fixed-window neural language model, and the trainer shared with chapter 6.
 export * from "./train.ts";
+export * from "./fixed_window.ts";
 
 // Chapter 4 (optional bridge): recurrent language models.
 export * from "./rnn.ts";
