@@ -187,6 +187,39 @@ async function executeOnce(
   return { notebook, ok: problems.length === 0, seconds, output, problems };
 }
 
+/**
+ * Executes notebooks, `jobs` at a time (each kernel is mostly one busy core).
+ * @param notebooks paths relative to the root.
+ * @param options how many at once (default: the number of CPUs, at most 2), and a callback per finished notebook.
+ * @returns the runs, in the order given.
+ */
+export async function executeNotebooks(
+  notebooks: string[],
+  options: { jobs?: number; onDone?: (run: NotebookRun) => void } = {},
+): Promise<NotebookRun[]> {
+  const jobs = Math.max(1, options.jobs ?? Math.min(2, navigator.hardwareConcurrency || 1));
+  const runs: NotebookRun[] = new Array(notebooks.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < notebooks.length) {
+      const i = next++;
+      runs[i] = await executeNotebook(notebooks[i]);
+      options.onDone?.(runs[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(jobs, notebooks.length) }, worker));
+  return runs;
+}
+
+/** Prints one line per notebook run, with the error or problems when it failed. */
+export function reportRun(run: NotebookRun): void {
+  console.log(`${run.ok ? "ok    " : "FAILED"} ${run.notebook} (${run.seconds.toFixed(1)} s)`);
+  if (!run.ok) {
+    if (run.error) console.log(run.error.replace(/^/gm, "    "));
+    for (const p of run.problems) console.log(`    ${p}`);
+  }
+}
+
 if (import.meta.main) {
   const files = Deno.args.length ? Deno.args : notebookFiles();
   const missing = await jupyterMissing();
@@ -198,16 +231,8 @@ if (import.meta.main) {
     );
     Deno.exit(Deno.env.get("CI") ? 1 : 0);
   }
-  let failed = 0;
-  for (const nb of files) {
-    const run = await executeNotebook(nb);
-    console.log(`${run.ok ? "ok    " : "FAILED"} ${nb} (${run.seconds.toFixed(1)} s)`);
-    if (!run.ok) {
-      failed++;
-      if (run.error) console.log(run.error.replace(/^/gm, "    "));
-      for (const p of run.problems) console.log(`    ${p}`);
-    }
-  }
+  const runs = await executeNotebooks(files, { onDone: reportRun });
+  const failed = runs.filter((r) => !r.ok).length;
   console.log(`${files.length - failed} passed, ${failed} failed`);
   if (failed) Deno.exit(1);
 }

@@ -20,7 +20,7 @@
  */
 import { join } from "node:path";
 import { runGraded, solutionReplacements } from "./graded_runner.ts";
-import { executeNotebook, jupyterMissing, notebookFiles, ROOT } from "./notebooks.ts";
+import { executeNotebooks, jupyterMissing, notebookFiles, reportRun, ROOT } from "./notebooks.ts";
 
 const args = new Set(Deno.args);
 const isCI = Boolean(Deno.env.get("CI"));
@@ -170,17 +170,8 @@ if (args.has("--skip-notebooks")) {
       note: isCI ? msg : `skipped: ${msg}`,
     });
   } else {
-    let passed = 0, failed = 0;
-    for (const nb of notebookFiles()) {
-      const run = await executeNotebook(nb);
-      console.log(`${run.ok ? "ok    " : "FAILED"} ${nb} (${run.seconds.toFixed(1)} s)`);
-      if (run.ok) passed++;
-      else {
-        failed++;
-        if (run.error) console.log(run.error.replace(/^/gm, "    "));
-        for (const p of run.problems) console.log(`    ${p}`);
-      }
-    }
+    const runs = await executeNotebooks(notebookFiles(), { onDone: reportRun });
+    const failed = runs.filter((r) => !r.ok).length, passed = runs.length - failed;
     stages.push({ name: "notebooks", passed, failed, seconds: (performance.now() - t0) / 1000 });
   }
 }
