@@ -19,6 +19,7 @@ export * from "./progress.ts";
 export * from "./vocab.ts";
 export * from "./brown.ts";
 export * from "./lm.ts";
+export * from "./ngram.ts";
 
 // Chapter 3: the fixed-window neural language model, and the trainer shared with chapter 6.
 export * from "./train.ts";
