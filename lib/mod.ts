@@ -24,6 +24,7 @@ export * from "./ngram.ts";
 // Chapter 3: the fixed-window neural language model, and the trainer shared with chapter 6.
 export * from "./train.ts";
 export * from "./fixed_window.ts";
+export * from "./mixture.ts";
 
 // Chapter 4 (optional bridge): recurrent language models.
 export * from "./rnn.ts";
