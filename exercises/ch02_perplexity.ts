@@ -1,0 +1,119 @@
+// deno-lint-ignore-file no-unused-vars
+/**
+ * Chapter 2 exercises: perplexity and smoothing.
+ *
+ * Counts are maps from n-gram keys (words joined by one space, e.g.
+ * `"<s> the"`) to counts, as `ngramCounts` builds them in chapter 1.
+ * Replace each `notImplemented(...)` with your code, then run
+ * `deno test exercises/ch02_perplexity_test.ts` (or the graded runner).
+ * @module
+ */
+import { notImplemented } from "../lib/mod.ts";
+
+/**
+ * Exercise 2.1: perplexity from per-token log-probabilities.
+ *
+ * A model assigns each of the N tokens of a held-out text a probability
+ * P(w_t | w_<t). Its cross-entropy is the average negative log-probability,
+ * H = -(1/N) sum_t ln P(w_t | w_<t) (in nats, as the inputs are natural
+ * logarithms), and its perplexity is e^H: the number of equally likely
+ * choices the model is, on average, hesitating between. (With log base 2 it
+ * is 2^H in bits: the same number. Do not mix the bases.)
+ *
+ * Add logarithms; never multiply the probabilities themselves: the product
+ * of thousands of probabilities underflows to 0. A probability of 0 has log
+ * -Infinity and makes the perplexity Infinity: that is the right answer.
+ *
+ * @param logProbs ln P(w_t | w_<t) for every token (natural logarithms).
+ * @returns the perplexity, a number >= 1 (Infinity if a probability was 0).
+ * @throws {RangeError} for an empty list (`logProbs must not be empty: logProbs.length=0`).
+ */
+export function perplexity(logProbs: number[]): number {
+  return notImplemented("perplexity");
+}
+
+/**
+ * Exercise 2.2: cross-entropy in bits per token.
+ *
+ * The same average negative log-probability as in exercise 2.1, but with
+ * base-2 logarithms: how many bits per token an ideal code built from the
+ * model would need. The inputs are natural logarithms: log2(x) = ln(x) / ln(2).
+ *
+ * @param logProbs ln P(w_t | w_<t) for every token (natural logarithms).
+ * @returns -(1/N) sum_t log2 P(w_t | w_<t).
+ * @throws {RangeError} for an empty list.
+ */
+export function crossEntropyBits(logProbs: number[]): number {
+  return notImplemented("crossEntropyBits");
+}
+
+/** Options of {@link addKProb}. */
+export interface AddKOptions {
+  /** The pseudo-count added to every n-gram, >= 0. */
+  k: number;
+  /** V: how many different words can come next. */
+  vocabSize: number;
+}
+
+/**
+ * Exercise 2.3: add-k smoothing.
+ *
+ * Pretend every possible n-gram was seen k more times than it was. With V
+ * possible next words, the context h gains k V extra observations in all, so
+ *
+ *     P(w | h) = (c(h w) + k) / (c(h ·) + k V)
+ *
+ * where c(h ·) is the total count of the n-grams that start with h (as in
+ * exercise 1.3). k = 1 is Laplace's add-one; k = 0 is the plain
+ * maximum-likelihood estimate (return 0, not NaN, when then c(h ·) = 0).
+ * The probabilities of all V words after h still sum to 1.
+ *
+ * @param counts n-gram counts of one order n.
+ * @param ngram n words: the context, then the word.
+ * @param options k and the vocabulary size V.
+ * @returns the smoothed probability.
+ * @throws {RangeError} when k < 0 (`k must be >= 0: k=-1`).
+ */
+export function addKProb(
+  counts: Map<string, number>,
+  ngram: string[],
+  options: AddKOptions,
+): number {
+  return notImplemented("addKProb");
+}
+
+/** Options of {@link interpolatedProb}. */
+export interface InterpolationOptions {
+  /** λ_0 (uniform), λ_1 (unigram), ..., λ_n: non-negative, summing to 1. */
+  weights: number[];
+  /** V: how many different words can come next. */
+  vocabSize: number;
+}
+
+/**
+ * Exercise 2.4: linear interpolation of maximum-likelihood estimates.
+ *
+ * Mix the estimates of every order, from the uniform distribution up to the
+ * full n-gram:
+ *
+ *     P(w | h) = λ_n P_n(w | h) + ... + λ_2 P_2(w | h_1) + λ_1 P_1(w) + λ_0 / V
+ *
+ * where P_k is the maximum-likelihood estimate from the k-gram counts,
+ * using only the last k - 1 words of the context (P_1(w) = c(w) / total). If
+ * the context of order k was never seen (c(h ·) = 0), P_k is undefined: use
+ * P_(k-1) in its place, so the result is always a probability.
+ *
+ * @param countsByOrder countsByOrder[k - 1] holds the k-gram counts, k = 1 ... n.
+ * @param ngram n words: the context, then the word.
+ * @param options the weights λ_0 ... λ_n and the vocabulary size V.
+ * @returns the interpolated probability.
+ * @throws {RangeError} when the weights do not have n + 1 entries, are
+ * negative, or do not sum to 1 (`weights must sum to 1: sum=1.2`).
+ */
+export function interpolatedProb(
+  countsByOrder: Map<string, number>[],
+  ngram: string[],
+  options: InterpolationOptions,
+): number {
+  return notImplemented("interpolatedProb");
+}
