@@ -300,8 +300,7 @@ export function loadBrown(options: BrownOptions = {}): Promise<BrownCorpus> {
     );
   }
   const dir = corpusDir(options.dir);
-  const key =
-    `v${CACHE_VERSION}-train${trainWords}-valid${validWords}-min${minCount}`;
+  const key = `v${CACHE_VERSION}-train${trainWords}-valid${validWords}-min${minCount}`;
   const memKey = `${dir}|${key}`;
   const hit = corpusCache.get(memKey);
   if (hit) return hit.then((c) => ({ ...c, source: "memory" as const }));

@@ -1,10 +1,5 @@
 import { assertEquals, assertThrows } from "@std/assert";
-import {
-  type BrownDocument,
-  loadBrown,
-  parseBrownFile,
-  splitCorpus,
-} from "./brown.ts";
+import { type BrownDocument, loadBrown, parseBrownFile, splitCorpus } from "./brown.ts";
 import { EOS_ID, UNK_ID } from "./vocab.ts";
 
 const doc = (id: string, paragraphs: string[][][]): BrownDocument => ({
@@ -14,8 +9,7 @@ const doc = (id: string, paragraphs: string[][][]): BrownDocument => ({
 });
 
 Deno.test("parseBrownFile: tags stripped (last slash), case and punctuation kept", () => {
-  const text =
-    "\n\n\t``/`` A/at 1/2/cd Dog's/nn$ ./.\n\n\n\tb/nn ''/''\nC/np\n\n";
+  const text = "\n\n\t``/`` A/at 1/2/cd Dog's/nn$ ./.\n\n\n\tb/nn ''/''\nC/np\n\n";
   assertEquals(parseBrownFile(text), [[["``", "A", "1/2", "Dog's", "."]], [[
     "b",
     "''",
@@ -67,8 +61,7 @@ Deno.test("loadBrown: bad options", () => {
 });
 
 Deno.test({
-  name:
-    "loadBrown: the real corpus, Bengio et al. split (needs read permission)",
+  name: "loadBrown: the real corpus, Bengio et al. split (needs read permission)",
   ignore: (await Deno.permissions.query({ name: "read" })).state !== "granted",
   async fn() {
     const b = await loadBrown({ cache: false });

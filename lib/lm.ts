@@ -202,9 +202,7 @@ export function summarizeLogProbs(
   }
   const name = options.model ?? "";
   const prefix = name ? `${name}: ` : "";
-  const note = isDistribution
-    ? ""
-    : " (scores, not probabilities: not a true perplexity)";
+  const note = isDistribution ? "" : " (scores, not probabilities: not a true perplexity)";
   if (zeros > 0) {
     let which = `position ${firstZero}`;
     if (options.stream) {
@@ -222,10 +220,9 @@ export function summarizeLogProbs(
       zeroProbTokens: zeros,
       firstZero,
       isDistribution,
-      message:
-        `${prefix}perplexity is Infinity: the model gave probability 0 to ${zeros} of ${n} tokens (${
-          (100 * zeros / n).toFixed(2)
-        }%; first at ${which}). One impossible token makes the whole text impossible; smooth the model.`,
+      message: `${prefix}perplexity is Infinity: the model gave probability 0 to ${zeros} of ${n} tokens (${
+        (100 * zeros / n).toFixed(2)
+      }%; first at ${which}). One impossible token makes the whole text impossible; smooth the model.`,
     };
   }
   const nats = -total / n;
@@ -241,23 +238,19 @@ export function summarizeLogProbs(
     zeroProbTokens: 0,
     firstZero: -1,
     isDistribution,
-    message: `${prefix}perplexity ${perplexity.toFixed(2)}${note} (${
-      bits.toFixed(3)
-    } bits, ${nats.toFixed(3)} nats per token over ${n} tokens)`,
+    message: `${prefix}perplexity ${perplexity.toFixed(2)}${note} (${bits.toFixed(3)} bits, ${
+      nats.toFixed(3)
+    } nats per token over ${n} tokens)`,
   };
 }
 
 function checkStream(tokens: ArrayLike<number>, vocabSize: number): Int32Array {
-  const stream = tokens instanceof Int32Array
-    ? tokens
-    : Int32Array.from(tokens);
+  const stream = tokens instanceof Int32Array ? tokens : Int32Array.from(tokens);
   for (let t = 0; t < stream.length; t++) {
     const id = stream[t];
     if (id < 0 || id >= vocabSize || id !== tokens[t]) {
       throw new RangeError(
-        `token ids must be integers in [0, ${vocabSize}): tokens[${t}]=${
-          tokens[t]
-        }`,
+        `token ids must be integers in [0, ${vocabSize}): tokens[${t}]=${tokens[t]}`,
       );
     }
   }
@@ -345,9 +338,7 @@ export async function evaluate(
     options.onProgress?.(done, total);
     if (options.progress) {
       bar ??= new ProgressBar(total, {
-        label: typeof options.progress === "string"
-          ? options.progress
-          : `score ${model.name}`,
+        label: typeof options.progress === "string" ? options.progress : `score ${model.name}`,
         unit: "tok",
       });
       bar.update(done - last);
@@ -478,9 +469,7 @@ export function sampleTokens(
   const out: number[] = [];
   let ends = 0;
   while (out.length < maxTokens) {
-    const start = Number.isFinite(model.contextSize)
-      ? Math.max(0, all.length - model.contextSize)
-      : 0;
+    const start = Number.isFinite(model.contextSize) ? Math.max(0, all.length - model.contextSize) : 0;
     const dist = model.nextDistribution(all.slice(start));
     const id = options.rng.categorical(dist);
     all.push(id);

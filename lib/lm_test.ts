@@ -1,10 +1,4 @@
-import {
-  assertAlmostEquals,
-  assertEquals,
-  assertRejects,
-  assertStringIncludes,
-  assertThrows,
-} from "@std/assert";
+import { assertAlmostEquals, assertEquals, assertRejects, assertStringIncludes, assertThrows } from "@std/assert";
 import {
   contextWindow,
   evaluate,
@@ -131,8 +125,7 @@ Deno.test("evaluate: bad streams and NaN models", async () => {
 
 Deno.test("evaluate: uses the batched logProbs when a model has it", async () => {
   const m = new Toy() as Toy & LanguageModel;
-  m.logProbs = (stream) =>
-    Promise.resolve(new Float64Array(stream.length).fill(Math.log(0.5)));
+  m.logProbs = (stream) => Promise.resolve(new Float64Array(stream.length).fill(Math.log(0.5)));
   const r = await evaluate(m, [0, 3, 3]);
   assertAlmostEquals(r.perplexity, 2);
   assertEquals(m.calls, 0);

@@ -305,6 +305,40 @@ export class NgramCounts {
   }
 
   /**
+   * The tokens of a k-gram from its id, oldest first, with `<s>` padding
+   * written out (the inverse of the lookup behind {@link NgramCounts.count}).
+   * @param order k.
+   * @param id a k-gram id (0 is the all-`<s>` k-gram).
+   * @returns k token ids.
+   * @throws {RangeError} for an id out of range.
+   */
+  gram(order: number, id: number): number[] {
+    const t = this.#table(order);
+    if (!Number.isInteger(id) || id < 0 || id >= t.size) {
+      throw new RangeError(`id must be an integer in [0, ${t.size}): id=${id}`);
+    }
+    const out = new Array(order).fill(BOS_ID);
+    for (let k = order; k >= 1 && id > 0; k--) {
+      out[k - 1] = this.tables[k].word[id];
+      id = this.tables[k].ctx[id];
+    }
+    return out;
+  }
+
+  /**
+   * The most frequent k-grams, most frequent first (ties by first seen).
+   * @param order k.
+   * @param limit how many (default 10).
+   * @returns `{ gram, count }` objects; `gram` holds k token ids, oldest first.
+   */
+  mostFrequent(order: number, limit = 10): { gram: number[]; count: number }[] {
+    const t = this.#table(order);
+    const ids = Array.from({ length: t.size - 1 }, (_, i) => i + 1);
+    ids.sort((a, b) => t.count[b] - t.count[a] || a - b);
+    return ids.slice(0, limit).map((id) => ({ gram: this.gram(order, id), count: t.count[id] }));
+  }
+
+  /**
    * Continuation counts of order k < n: for each k-gram, how many distinct
    * tokens precede it, N1+(· g) (Kneser-Ney's lower-order counts).
    * @internal

@@ -34,6 +34,10 @@ Deno.test("countNgrams: hand-counted bigrams and trigrams with <s> padding", () 
   assertEquals(c.contextCount([B]), 1);
   assertEquals([c.distinct(1), c.distinct(2), c.distinct(3)], [3, 5, 5]);
   assertEquals(c.countOfCounts(2, 3), [4, 1, 0]);
+  assertEquals(c.mostFrequent(2, 2), [{ gram: [BOS, A], count: 2 }, { gram: [A, B], count: 1 }]);
+  assertEquals(c.mostFrequent(3, 1), [{ gram: [BOS, BOS, A], count: 2 }]);
+  assertEquals(c.gram(3, 0), [BOS, BOS, BOS]);
+  assertThrows(() => c.gram(2, 99), RangeError, "id=99");
 });
 
 Deno.test("countNgrams: a stream that does not end with </s>, and vocabSize inference", () => {

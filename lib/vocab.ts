@@ -103,9 +103,7 @@ export class Vocabulary {
     for (let i = 0; i < SPECIALS.length; i++) {
       if (words[i] !== SPECIALS[i]) {
         throw new RangeError(
-          `words must start with ${SPECIALS.join(", ")}: words[${i}]=${
-            JSON.stringify(words[i])
-          }`,
+          `words must start with ${SPECIALS.join(", ")}: words[${i}]=${JSON.stringify(words[i])}`,
         );
       }
     }
@@ -171,9 +169,7 @@ export class Vocabulary {
       throw new RangeError("the training text is empty: counts.size=0");
     }
     const entries = [...counts].filter(([w]) => !SPECIALS.includes(w));
-    entries.sort((a, b) =>
-      b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)
-    );
+    entries.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     const kept: [string, number][] = [];
     let unk = counts.get(UNK) ?? 0;
     for (const e of entries) {
