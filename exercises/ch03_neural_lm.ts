@@ -1,0 +1,154 @@
+// deno-lint-ignore-file no-unused-vars
+/**
+ * Chapter 3 exercises: the fixed-window neural language model of Bengio et
+ * al. (2003).
+ *
+ * Language modelling becomes supervised learning: each position of a text is
+ * one example, whose input is the n-1 words before it (the context window)
+ * and whose label is the word itself. You will build those examples, run the
+ * network forward, score a batch by its negative log-likelihood, and mix the
+ * network with another model the way the paper's best result does.
+ *
+ * Token ids follow the workbook's vocabulary: `BOS_ID` (1) is `<s>`, used only
+ * to pad contexts; `EOS_ID` (2) is `</s>`, which ends every sentence and is a
+ * word to predict like any other. Both are exported by `../lib/mod.ts`.
+ *
+ * Replace each `notImplemented(...)` with your code, then run
+ * `deno test exercises/ch03_neural_lm_test.ts`.
+ *
+ * Do not call the library's own versions (`lm.buildWindows`,
+ * `lm.FixedWindowLM`, `lm.mixLogProbs`, ...): writing them is the exercise.
+ * @module
+ */
+import { BOS_ID, EOS_ID, notImplemented, tf } from "../lib/mod.ts";
+
+/** The weights of a fixed-window model (exercise 3.2). */
+export interface FixedWindowParams {
+  /** C, the embedding table: (V, m), one row of m numbers per word. */
+  C: tf.Tensor2D;
+  /** H, the hidden layer's weights: (n·m, h) with n = blockSize. */
+  H: tf.Tensor2D;
+  /** d, the hidden layer's bias: (h,). */
+  d: tf.Tensor1D;
+  /** U, the output weights: (h, V). */
+  U: tf.Tensor2D;
+  /** b, the output bias: (V,). */
+  b: tf.Tensor1D;
+  /** W, optional direct connections from the embeddings to the output: (n·m, V). */
+  W?: tf.Tensor2D;
+}
+
+/**
+ * Exercise 3.1: the (context, target) windows of a token stream.
+ *
+ * Every token of the stream is a target, `</s>` included (perplexity counts
+ * it, so the model must learn to predict it). Its context is the
+ * `blockSize` tokens just before it IN THE SAME SENTENCE, oldest first. At
+ * the start of a sentence there are fewer than `blockSize` of them: pad on
+ * the left with `<s>` (`BOS_ID`). A new sentence starts at the beginning of
+ * the stream and right after each `</s>` (`EOS_ID`), so a context never
+ * contains `</s>`.
+ *
+ * Example, blockSize 2, tokens "the cat </s> it" = [5, 6, 2, 7]:
+ * contexts [[1, 1], [1, 5], [5, 6], [1, 1]], targets [5, 6, 2, 7].
+ *
+ * Rules: a blockSize that is not an integer >= 1 is an error: throw a
+ * RangeError whose message names `blockSize` and its value.
+ *
+ * @param tokens token ids, with `</s>` after each sentence.
+ * @param blockSize n-1, the number of context words.
+ * @returns one context and one target per token, in stream order.
+ */
+export function makeWindows(
+  tokens: number[],
+  blockSize: number,
+): { contexts: number[][]; targets: number[] } {
+  return notImplemented("makeWindows");
+}
+
+/**
+ * Exercise 3.2: the forward pass of the fixed-window model.
+ *
+ * For each row of `contexts` (n word ids, oldest first):
+ * 1. look up each word's row of the embedding table C (`tf.gather`);
+ * 2. concatenate the n rows, OLDEST WORD FIRST, into one vector x of n·m
+ *    numbers (a reshape of the gathered (B·n, m) rows to (B, n·m) does it);
+ * 3. hidden layer: a = tanh(x H + d), (B, h);
+ * 4. logits y = a U + b, plus x W when the direct connections W are given;
+ * 5. probabilities = softmax of the logits over the vocabulary, i.e. along
+ *    each ROW (axis 1): every row must sum to 1.
+ * Use `tf.tidy` so that no intermediate tensor is left behind.
+ *
+ * @param params the weights (see {@link FixedWindowParams}).
+ * @param contexts int32 word ids, shape (B, n).
+ * @returns next-word probabilities, shape (B, V).
+ */
+export function fixedWindowForward(params: FixedWindowParams, contexts: tf.Tensor2D): tf.Tensor2D {
+  return notImplemented("fixedWindowForward");
+}
+
+/**
+ * Exercise 3.3: the loss of a batch, its mean negative log-likelihood (the
+ * cross-entropy between the data and the model).
+ *
+ * For each row b, take the log-probability the model gives the true next
+ * word, ln softmax(logits_b)[targets_b], then return MINUS the MEAN over the
+ * batch (a mean, so the loss does not grow with the batch size). Use natural
+ * logarithms (nats), so that exp(loss) is the perplexity on the batch.
+ *
+ * Compute the log-softmax stably: logits of 1000 must not overflow exp().
+ * `tf.logSoftmax`, or subtracting each row's maximum before exp, does it.
+ * Use `tf.tidy`.
+ *
+ * @param logits unnormalised scores, shape (B, V).
+ * @param targets int32 ids of the true next words, shape (B,).
+ * @returns the mean negative log-likelihood, a scalar tensor (shape []).
+ */
+export function batchNll(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Scalar {
+  return notImplemented("batchNll");
+}
+
+/**
+ * Exercise 3.4: mixing two next-word distributions.
+ *
+ * Bengio et al. (2003) got their best result by averaging the network's
+ * distribution with a trigram model's: P = λ P_A + (1 - λ) P_B, word by
+ * word, where λ (lambda) is the weight of the FIRST model. A mixture of two
+ * distributions is again a distribution (it sums to 1).
+ *
+ * Rules: lambda outside [0, 1] (or NaN) is an error: throw a RangeError
+ * naming `lambda` and its value; p and q of different lengths is an error:
+ * throw a RangeError naming both lengths.
+ *
+ * @param p the first model's probabilities, e.g. [0.2, 0.8].
+ * @param q the second model's probabilities, e.g. [0.6, 0.4].
+ * @param lambda the weight of p, e.g. 0.25.
+ * @returns the mixture, e.g. [0.5, 0.5].
+ */
+export function mixDistributions(p: number[], q: number[], lambda: number): number[] {
+  return notImplemented("mixDistributions");
+}
+
+/**
+ * Exercise 3.5: choosing the mixture weight, one step of
+ * expectation-maximisation (EM).
+ *
+ * Given the probabilities pA[i] and pB[i] that two models gave each token
+ * of held-out text, and the current weight λ of model A, EM asks, for each
+ * token, which share of the mixture's probability came from A:
+ * r_i = λ pA[i] / (λ pA[i] + (1 - λ) pB[i]), and returns their MEAN as the
+ * new λ. Repeating the update never lowers the likelihood of the held-out
+ * text and converges to the best weight. If both models gave a token
+ * probability 0, that token says nothing: count its share as the current λ.
+ *
+ * Rules: empty arrays or arrays of different lengths are an error: throw a
+ * RangeError naming both lengths.
+ *
+ * @param pA probabilities under model A, one per held-out token.
+ * @param pB probabilities under model B for the same tokens.
+ * @param lambda the current weight of A, in (0, 1).
+ * @returns the updated weight of A.
+ */
+export function emWeightUpdate(pA: number[], pB: number[], lambda: number): number {
+  return notImplemented("emWeightUpdate");
+}

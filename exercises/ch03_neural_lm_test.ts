@@ -1,0 +1,547 @@
+/**
+ * Graded tests for chapter 3 (the fixed-window neural language model).
+ * Run: `deno test exercises/ch03_neural_lm_test.ts`.
+ *
+ * Expected values are computed here from scratch with plain numbers (or by
+ * hand, in comments), never by calling a reference solution. When an answer
+ * is wrong, the tests also compute the answers that the usual mistakes give
+ * and, if yours matches one, the hint names that mistake.
+ * @module
+ */
+import { expectClose, expectEqual, expectShape, expectThrows, graded, tf } from "../lib/mod.ts";
+import {
+  batchNll,
+  emWeightUpdate,
+  fixedWindowForward,
+  type FixedWindowParams,
+  makeWindows,
+  mixDistributions,
+} from "./ch03_neural_lm.ts";
+
+const BOS = 1, EOS = 2;
+
+/** Returns the hint of the first wrong answer that `got` matches, else `fallback`. */
+function diagnose(
+  got: unknown,
+  variants: { value: number[] | number[][] | number; hint: string }[],
+  fallback: string,
+): string {
+  let flat: number[] | null = null;
+  if (got instanceof tf.Tensor && !got.isDisposed) flat = Array.from(got.dataSync());
+  else if (Array.isArray(got)) flat = (got as unknown[]).flat(2) as number[];
+  else if (typeof got === "number") flat = [got];
+  if (!flat) return fallback;
+  for (const v of variants) {
+    const want = typeof v.value === "number"
+      ? [v.value]
+      : (v.value as unknown[]).flat(2) as number[];
+    if (
+      want.length === flat.length &&
+      want.every((w, i) => Math.abs(w - flat![i]) <= 1e-4 + 1e-4 * Math.abs(w))
+    ) return v.hint;
+  }
+  return fallback;
+}
+
+// ---------------------------------------------------------------- 3.1 windows
+
+type WindowMistake =
+  | "none"
+  | "shifted"
+  | "shiftedNoReset"
+  | "noReset"
+  | "padZero"
+  | "newestFirst"
+  | "eosInWindow";
+
+/** Windows from scratch, with switches that reproduce the usual mistakes. */
+function windowsPlain(tokens: number[], n: number, mistake: WindowMistake = "none"): number[][] {
+  const pad = mistake === "padZero" ? 0 : BOS;
+  let w: number[] = new Array(n).fill(pad);
+  const out: number[][] = [];
+  const slide = (t: number) => {
+    const reset = t === EOS && mistake !== "noReset" && mistake !== "shiftedNoReset";
+    if (reset) {
+      w = mistake === "eosInWindow" ? [...new Array(n - 1).fill(pad), EOS] : new Array(n).fill(pad);
+    } else w = [...w.slice(1), t];
+  };
+  for (const t of tokens) {
+    if (mistake === "shifted" || mistake === "shiftedNoReset") slide(t);
+    out.push(mistake === "newestFirst" ? [...w].reverse() : [...w]);
+    if (mistake !== "shifted" && mistake !== "shiftedNoReset") slide(t);
+  }
+  return out;
+}
+
+function windowHints(tokens: number[], n: number) {
+  const shifted =
+    "the windows are shifted by one: a context must end just BEFORE its target, never include it";
+  return [
+    { value: windowsPlain(tokens, n, "shifted"), hint: shifted },
+    { value: windowsPlain(tokens, n, "shiftedNoReset"), hint: shifted },
+    {
+      value: windowsPlain(tokens, n, "padZero"),
+      hint: "pad with <s> (BOS_ID = 1), not with 0 (which is <unk>)",
+    },
+    {
+      value: windowsPlain(tokens, n, "newestFirst"),
+      hint: "contexts are oldest word first: [5, 6] before the target 7, not [6, 5]",
+    },
+    {
+      value: windowsPlain(tokens, n, "noReset"),
+      hint: "after </s> (2) the window must restart from <s>: contexts do not cross sentences",
+    },
+    {
+      value: windowsPlain(tokens, n, "eosInWindow"),
+      hint: "reset the window to all <s> after </s>, without putting </s> itself into it",
+    },
+  ];
+}
+
+graded("3.1 makeWindows: one sentence, padded with <s> at its start", () => {
+  const tokens = [5, 6, 7, EOS];
+  const got = makeWindows(tokens, 2);
+  // worked by hand: the contexts of 5, 6, 7 and </s>
+  const expected = { contexts: [[BOS, BOS], [BOS, 5], [5, 6], [6, 7]], targets: [5, 6, 7, EOS] };
+  expectEqual(got, expected, {
+    what: "makeWindows([5, 6, 7, 2], 2)  (2 is </s>, 1 is <s>)",
+    hint: diagnose(
+      got?.contexts,
+      windowHints(tokens, 2),
+      "the context of token t is the blockSize tokens before it, padded on the left with <s> (1)",
+    ),
+  });
+});
+
+graded("3.1 makeWindows: every token is a target, </s> included, in stream order", () => {
+  const tokens = [8, 9, EOS, 10, EOS];
+  const got = makeWindows(tokens, 1);
+  expectEqual(got?.targets, tokens, {
+    what: "makeWindows([8, 9, 2, 10, 2], 1).targets",
+    hint: "one example per token: the targets are the tokens themselves, </s> (2) included",
+  });
+  expectEqual(got?.contexts?.length, tokens.length, {
+    what: "the number of contexts of makeWindows([8, 9, 2, 10, 2], 1)",
+    hint: "one context per target",
+  });
+});
+
+graded("3.1 makeWindows: a new sentence starts after </s>", () => {
+  const tokens = [5, 6, EOS, 7, 8, EOS];
+  const got = makeWindows(tokens, 3);
+  const expected = [
+    [BOS, BOS, BOS],
+    [BOS, BOS, 5],
+    [BOS, 5, 6],
+    [BOS, BOS, BOS],
+    [BOS, BOS, 7],
+    [BOS, 7, 8],
+  ];
+  expectEqual(got?.contexts, expected, {
+    what: "makeWindows([5, 6, 2, 7, 8, 2], 3).contexts",
+    hint: diagnose(
+      got?.contexts,
+      windowHints(tokens, 3),
+      "each sentence's windows start from <s> <s> <s> again",
+    ),
+  });
+});
+
+graded("3.1 makeWindows: long sentences keep the last blockSize words, oldest first", () => {
+  const got = makeWindows([5, 6, 7, 8, 9], 3);
+  expectEqual(got?.contexts?.[4], [6, 7, 8], {
+    what: "the context of the target 9 in makeWindows([5, 6, 7, 8, 9], 3)",
+    hint:
+      "keep only the blockSize most recent words, in text order: drop the oldest as the window slides",
+  });
+});
+
+graded("3.1 makeWindows: rejects a blockSize that is not a positive integer", () => {
+  for (const bad of [0, -1, 2.5]) {
+    expectThrows(() => makeWindows([5, EOS], bad), RangeError, {
+      what: `makeWindows([5, 2], ${bad})`,
+      includes: "blockSize",
+      hint:
+        "check the argument first: throw new RangeError(`blockSize must be a positive integer: blockSize=${blockSize}`)",
+    });
+  }
+});
+
+// ---------------------------------------------------------------- 3.2 forward pass
+
+interface Plain {
+  C: number[][];
+  H: number[][];
+  d: number[];
+  U: number[][];
+  b: number[];
+  W?: number[][];
+}
+
+/** The forward pass from scratch, with switches that reproduce the usual mistakes. */
+function forwardPlain(
+  p: Plain,
+  contexts: number[][],
+  mistake: "none" | "newestFirst" | "noTanh" | "noDirect" | "axis0" | "logits" = "none",
+): number[][] {
+  const logits = contexts.map((ctx) => {
+    const order = mistake === "newestFirst" ? [...ctx].reverse() : ctx;
+    const x = order.flatMap((id) => p.C[id]);
+    const a = p.d.map((dj, j) => {
+      const pre = dj + x.reduce((s, xi, i) => s + xi * p.H[i][j], 0);
+      return mistake === "noTanh" ? pre : Math.tanh(pre);
+    });
+    return p.b.map((bk, k) => {
+      let y = bk + a.reduce((s, aj, j) => s + aj * p.U[j][k], 0);
+      if (p.W && mistake !== "noDirect") y += x.reduce((s, xi, i) => s + xi * p.W![i][k], 0);
+      return y;
+    });
+  });
+  if (mistake === "logits") return logits;
+  if (mistake === "axis0") {
+    const V = logits[0].length;
+    const cols = Array.from({ length: V }, (_, k) => softmaxPlain(logits.map((r) => r[k])));
+    return logits.map((r, bi) => r.map((_, k) => cols[k][bi]));
+  }
+  return logits.map(softmaxPlain);
+}
+
+function softmaxPlain(z: number[]): number[] {
+  const m = Math.max(...z);
+  const e = z.map((v) => Math.exp(v - m));
+  const s = e.reduce((a, b) => a + b, 0);
+  return e.map((v) => v / s);
+}
+
+function toParams(p: Plain): FixedWindowParams {
+  return {
+    C: tf.tensor2d(p.C),
+    H: tf.tensor2d(p.H),
+    d: tf.tensor1d(p.d),
+    U: tf.tensor2d(p.U),
+    b: tf.tensor1d(p.b),
+    ...(p.W ? { W: tf.tensor2d(p.W) } : {}),
+  };
+}
+
+// V = 4 words, m = 2, n = 2 context words, h = 3 hidden units. H is far from
+// symmetric, so swapping the two context words changes the answer, and some
+// pre-activations exceed 1, so forgetting tanh changes it too.
+const SMALL: Plain = {
+  C: [[0.1, -0.2], [0.5, 0.3], [-0.4, 0.8], [1.0, -0.6]],
+  H: [[0.9, -0.3, 0.2], [0.1, 0.7, -0.5], [-1.2, 0.4, 0.6], [0.3, -0.8, 1.1]],
+  d: [0.5, -0.4, 1.5],
+  U: [[1.0, -0.5, 0.3, 0.2], [-0.7, 0.9, 0.1, -0.3], [0.4, 0.2, -1.1, 0.8]],
+  b: [0.1, 0.0, -0.2, 0.3],
+};
+
+const FORWARD_HINTS = (p: Plain, ctx: number[][]) => [
+  {
+    value: forwardPlain(p, ctx, "newestFirst"),
+    hint: "concatenate the context embeddings OLDEST word first: C[ctx[0]] then C[ctx[1]] ...",
+  },
+  {
+    value: forwardPlain(p, ctx, "axis0"),
+    hint: "take the softmax over the vocabulary (axis 1, each row), not over the batch (axis 0)",
+  },
+  {
+    value: forwardPlain(p, ctx, "noTanh"),
+    hint: "apply tanh to the hidden layer: a = tanh(x H + d)",
+  },
+  {
+    value: forwardPlain(p, ctx, "logits"),
+    hint: "return probabilities: apply softmax to the logits",
+  },
+  ...(p.W
+    ? [{
+      value: forwardPlain(p, ctx, "noDirect"),
+      hint: "add the direct connections x W to the logits when params.W is given",
+    }]
+    : []),
+];
+
+graded("3.2 fixedWindowForward: matches a hand computation (no direct connections)", () => {
+  const ctx = [[1, 3], [2, 0]];
+  const params = toParams(SMALL);
+  const got = fixedWindowForward(params, tf.tensor2d(ctx, [2, 2], "int32"));
+  const expected = forwardPlain(SMALL, ctx);
+  expectShape(got, [2, 4], {
+    what: "fixedWindowForward on 2 contexts with V = 4",
+    hint: "the output is (B, V)",
+  });
+  expectClose(got, expected, {
+    what: "fixedWindowForward(small params, contexts [[1, 3], [2, 0]])",
+    input: { contexts: ctx, ...SMALL },
+    hint: diagnose(
+      got,
+      FORWARD_HINTS(SMALL, ctx),
+      "softmax(b + tanh(d + x H) U) with x = [C[oldest], ..., C[newest]]",
+    ),
+  });
+});
+
+graded("3.2 fixedWindowForward: the context order matters (oldest word first)", () => {
+  const ctx = [[3, 1], [1, 3]];
+  const got = fixedWindowForward(toParams(SMALL), tf.tensor2d(ctx, [2, 2], "int32"));
+  expectClose(got, forwardPlain(SMALL, ctx), {
+    what: "fixedWindowForward on the contexts [3, 1] and [1, 3]",
+    hint: diagnose(
+      got,
+      FORWARD_HINTS(SMALL, ctx),
+      "the concatenation follows the context's order, oldest word first",
+    ),
+  });
+});
+
+graded("3.2 fixedWindowForward: each row is a distribution over the vocabulary", () => {
+  const ctx = [[0, 1], [2, 3], [3, 3]]; // B = 3, V = 4: rows and columns differ
+  const got = fixedWindowForward(toParams(SMALL), tf.tensor2d(ctx, [3, 2], "int32"));
+  expectShape(got, [3, 4], {
+    what: "fixedWindowForward on 3 contexts with V = 4",
+    hint: "the output is (B, V)",
+  });
+  const sums = got.sum(1);
+  expectClose(sums, [1, 1, 1], {
+    what: "the row sums of fixedWindowForward's output",
+    hint: diagnose(
+      got,
+      FORWARD_HINTS(SMALL, ctx),
+      "apply the softmax along axis 1 so that each row sums to 1",
+    ),
+  });
+});
+
+graded("3.2 fixedWindowForward: adds the direct connections W when given", () => {
+  const withW: Plain = {
+    ...SMALL,
+    W: [[0.5, -0.5, 0, 1], [0.2, 0.3, -0.7, 0], [-0.6, 0, 0.4, 0.9], [0, 1.2, -0.3, -0.4]],
+  };
+  const ctx = [[1, 2], [3, 0]];
+  const got = fixedWindowForward(toParams(withW), tf.tensor2d(ctx, [2, 2], "int32"));
+  expectClose(got, forwardPlain(withW, ctx), {
+    what: "fixedWindowForward with direct connections W (4, 4)",
+    input: { contexts: ctx, W: withW.W },
+    hint: diagnose(got, FORWARD_HINTS(withW, ctx), "logits = b + x W + tanh(d + x H) U"),
+  });
+});
+
+graded("3.2 fixedWindowForward: leaves no tensors behind", () => {
+  const params = toParams(SMALL);
+  const ctx = tf.tensor2d([[1, 2]], [1, 2], "int32");
+  const before = tf.memory().numTensors;
+  const out = fixedWindowForward(params, ctx);
+  const created = tf.memory().numTensors - before;
+  out.dispose();
+  expectEqual(created, 1, {
+    what: "tensors left by one fixedWindowForward call (only the result should remain)",
+    hint: "wrap the computation in tf.tidy(() => ...) so that intermediates are freed",
+  });
+});
+
+// ---------------------------------------------------------------- 3.3 batch NLL
+
+function nllPlain(logits: number[][], targets: number[]): number[] {
+  return logits.map((row, i) => {
+    const m = Math.max(...row);
+    const lse = m + Math.log(row.reduce((s, v) => s + Math.exp(v - m), 0));
+    return lse - row[targets[i]];
+  });
+}
+
+const NLL_HINTS = (logits: number[][], targets: number[]) => {
+  const each = nllPlain(logits, targets);
+  const mean = each.reduce((a, b) => a + b, 0) / each.length;
+  return [
+    { value: each.reduce((a, b) => a + b, 0), hint: "return the MEAN over the batch, not the sum" },
+    {
+      value: -mean,
+      hint: "the negative log-likelihood is MINUS the mean log-probability: it is >= 0",
+    },
+    { value: mean / Math.LN2, hint: "use natural logarithms (nats), not log2" },
+  ];
+};
+
+graded("3.3 batchNll: matches a hand computation", () => {
+  // row 0: ln softmax([1, 2, 3])[2] = 3 - ln(e + e^2 + e^3); row 1: ln(1/3)
+  const logits = [[1, 2, 3], [1, 1, 1]], targets = [2, 0];
+  const got = batchNll(tf.tensor2d(logits), tf.tensor1d(targets, "int32"));
+  expectShape(got, [], {
+    what: "batchNll's result",
+    hint: "return a scalar (shape []): reduce with mean()",
+  });
+  const each = nllPlain(logits, targets);
+  expectClose(got, (each[0] + each[1]) / 2, {
+    what: "batchNll([[1, 2, 3], [1, 1, 1]], [2, 0])",
+    hint: diagnose(got, NLL_HINTS(logits, targets), "-(1/B) Σ_b ln softmax(logits_b)[targets_b]"),
+  });
+});
+
+graded("3.3 batchNll: a mean, so repeating the batch does not change it", () => {
+  const logits = [[0.5, -1, 2, 0], [3, 0, 0, 1], [0, 0, 0, 0], [-2, 1, 1, 4]],
+    targets = [1, 0, 3, 3];
+  const got = batchNll(tf.tensor2d(logits), tf.tensor1d(targets, "int32"));
+  const each = nllPlain(logits, targets);
+  expectClose(got, each.reduce((a, b) => a + b, 0) / 4, {
+    what: "batchNll on a batch of 4",
+    input: { logits, targets },
+    hint: diagnose(
+      got,
+      NLL_HINTS(logits, targets),
+      "average the per-example negative log-probabilities",
+    ),
+  });
+});
+
+graded("3.3 batchNll: reads the target's column, not the most likely one", () => {
+  const logits = [[5, 0, 0], [0, 0, 5]], targets = [1, 1];
+  const got = batchNll(tf.tensor2d(logits), tf.tensor1d(targets, "int32"));
+  const each = nllPlain(logits, targets);
+  expectClose(got, (each[0] + each[1]) / 2, {
+    what: "batchNll([[5, 0, 0], [0, 0, 5]], [1, 1])",
+    hint: "pick column targets[b] of row b (tf.oneHot or tf.gather), not the argmax",
+  });
+});
+
+graded("3.3 batchNll: large logits do not overflow", () => {
+  // ln softmax([1000, 0])[1] = -1000 (to float precision); ln softmax([0, 1000])[1] = 0
+  const got = batchNll(tf.tensor2d([[1000, 0], [0, 1000]]), tf.tensor1d([1, 1], "int32"));
+  expectClose(got, 500, {
+    what: "batchNll([[1000, 0], [0, 1000]], [1, 1])",
+    atol: 1e-3,
+    hint: "exp(1000) is Infinity: use tf.logSoftmax, or subtract each row's max before exp",
+  });
+});
+
+graded("3.3 batchNll: leaves no tensors behind", () => {
+  const logits = tf.tensor2d([[1, 2], [3, 4]]), targets = tf.tensor1d([0, 1], "int32");
+  const before = tf.memory().numTensors;
+  const out = batchNll(logits, targets);
+  const created = tf.memory().numTensors - before;
+  out.dispose();
+  expectEqual(created, 1, {
+    what: "tensors left by one batchNll call (only the result should remain)",
+    hint: "wrap the computation in tf.tidy(() => ...)",
+  });
+});
+
+// ---------------------------------------------------------------- 3.4 mixing
+
+graded("3.4 mixDistributions: λ weighs the first distribution", () => {
+  // 0.25 * [0.2, 0.8] + 0.75 * [0.6, 0.4] = [0.05 + 0.45, 0.2 + 0.3] = [0.5, 0.5]
+  const got = mixDistributions([0.2, 0.8], [0.6, 0.4], 0.25);
+  expectClose(got, [0.5, 0.5], {
+    what: "mixDistributions([0.2, 0.8], [0.6, 0.4], 0.25)",
+    hint: diagnose(got, [
+      {
+        value: [0.3, 0.7],
+        hint: "lambda is the weight of p (the first argument): λ p + (1 - λ) q",
+      },
+      { value: [0.2, 0.3], hint: "the weights must be λ and 1 - λ, so that the mixture sums to 1" },
+    ], "compute λ p_i + (1 - λ) q_i for each word i"),
+  });
+});
+
+graded("3.4 mixDistributions: an arithmetic mixture that sums to one", () => {
+  const p = [0.5, 0.25, 0.125, 0.125], q = [0.1, 0.2, 0.3, 0.4];
+  const got = mixDistributions(p, q, 0.6);
+  const expected = p.map((pi, i) => 0.6 * pi + 0.4 * q[i]);
+  const geometric = p.map((pi, i) => pi ** 0.6 * q[i] ** 0.4);
+  const z = geometric.reduce((a, b) => a + b, 0);
+  expectClose(got, expected, {
+    what: "mixDistributions([0.5, 0.25, 0.125, 0.125], [0.1, 0.2, 0.3, 0.4], 0.6)",
+    hint: diagnose(got, [
+      {
+        value: geometric,
+        hint: "mix the probabilities, not their logarithms: λ p + (1 - λ) q, not p^λ q^(1-λ)",
+      },
+      {
+        value: geometric.map((g) => g / z),
+        hint: "mix the probabilities, not their logarithms: λ p + (1 - λ) q",
+      },
+    ], "λ p_i + (1 - λ) q_i"),
+  });
+  expectClose(mixDistributions(p, q, 1), p, { what: "mixDistributions(p, q, 1) is p" });
+  expectClose(mixDistributions(p, q, 0), q, { what: "mixDistributions(p, q, 0) is q" });
+});
+
+graded("3.4 mixDistributions: rejects a weight outside [0, 1] and mismatched lengths", () => {
+  for (const bad of [1.5, -0.1, NaN]) {
+    expectThrows(() => mixDistributions([1, 0], [0, 1], bad), RangeError, {
+      what: `mixDistributions([1, 0], [0, 1], ${bad})`,
+      includes: "lambda",
+      hint:
+        "a weight outside [0, 1] does not give a distribution: throw a RangeError naming lambda",
+    });
+  }
+  expectThrows(() => mixDistributions([1, 0], [0.5, 0.25, 0.25], 0.5), RangeError, {
+    what: "mixDistributions of a 2-word and a 3-word distribution",
+    includes: "3",
+    hint: "throw a RangeError naming both lengths (p.length=2, q.length=3)",
+  });
+});
+
+// ---------------------------------------------------------------- 3.5 EM
+
+function emPlain(pA: number[], pB: number[], l: number): number {
+  return pA.reduce((s, a, i) => s + (l * a) / (l * a + (1 - l) * pB[i]), 0) / pA.length;
+}
+
+graded("3.5 emWeightUpdate: matches a hand computation", () => {
+  // shares: 0.3*0.8/(0.24+0.14) = 0.6316, 0.06/(0.06+0.28) = 0.1765, 0.15/(0.15+0.35) = 0.3
+  const pA = [0.8, 0.2, 0.5], pB = [0.2, 0.4, 0.5];
+  const got = emWeightUpdate(pA, pB, 0.3);
+  const shares = pA.map((a, i) => (0.3 * a) / (0.3 * a + 0.7 * pB[i]));
+  expectClose(got, emPlain(pA, pB, 0.3), {
+    what: "emWeightUpdate([0.8, 0.2, 0.5], [0.2, 0.4, 0.5], 0.3)",
+    hint: diagnose(got, [
+      {
+        value: shares.reduce((a, b) => a + b, 0),
+        hint: "return the MEAN of the shares, not their sum",
+      },
+      {
+        value: pA.reduce((s, a, i) => s + a / (a + pB[i]), 0) / 3,
+        hint: "weigh each model by the current λ: r_i = λ pA / (λ pA + (1 - λ) pB)",
+      },
+      {
+        value: pA.reduce((s, a, i) => s + (0.3 * a) / (a + pB[i]), 0) / 3,
+        hint: "the denominator is the mixture's probability λ pA + (1 - λ) pB",
+      },
+    ], "new λ = mean over tokens of λ pA[i] / (λ pA[i] + (1 - λ) pB[i])"),
+  });
+});
+
+graded("3.5 emWeightUpdate: repeated updates converge to the best weight", () => {
+  // 700 tokens where A says 0.9 and B 0.1, 300 where A says 0.1 and B 0.9. The log-likelihood
+  // 700 ln(0.1 + 0.8 λ) + 300 ln(0.9 - 0.8 λ) is largest where 560/(0.1 + 0.8λ) = 240/(0.9 - 0.8λ),
+  // i.e. λ = (700 * 0.9 - 300 * 0.1) / 800 = 0.75.
+  const pA = [...new Array(700).fill(0.9), ...new Array(300).fill(0.1)];
+  const pB = pA.map((p) => 1 - p);
+  let lambda = 0.5;
+  for (let i = 0; i < 300; i++) lambda = emWeightUpdate(pA, pB, lambda);
+  expectClose(lambda, 0.75, {
+    what: "λ after 300 EM updates from 0.5",
+    atol: 1e-3,
+    hint: "each update must be the mean share of model A under the current λ",
+  });
+});
+
+graded("3.5 emWeightUpdate: a token both models find impossible counts as the current λ", () => {
+  const got = emWeightUpdate([0.5, 0], [0.5, 0], 0.4);
+  // token 0: 0.2 / (0.2 + 0.3) = 0.4; token 1: 0/0, counted as λ = 0.4
+  expectClose(got, 0.4, {
+    what: "emWeightUpdate([0.5, 0], [0.5, 0], 0.4)",
+    hint: "0 / 0 is NaN: when λ pA + (1 - λ) pB is 0, count the token's share as lambda",
+  });
+});
+
+graded("3.5 emWeightUpdate: rejects empty or mismatched inputs", () => {
+  expectThrows(() => emWeightUpdate([], [], 0.5), RangeError, {
+    what: "emWeightUpdate([], [], 0.5)",
+    hint: "no tokens, no estimate: throw a RangeError (the mean of nothing is NaN)",
+  });
+  expectThrows(() => emWeightUpdate([0.5, 0.5], [0.5], 0.5), RangeError, {
+    what: "emWeightUpdate of 2 and 1 probabilities",
+    includes: "1",
+    hint: "throw a RangeError naming both lengths",
+  });
+});
