@@ -43,9 +43,7 @@ function describe(values: Scores, maxItems = 8): string {
   const items = Array.from(values).slice(0, maxItems).map((v) =>
     Number.isInteger(v) ? String(v) : String(+v.toPrecision(4))
   );
-  return `[${items.join(", ")}${
-    values.length > maxItems ? `, … (${values.length} items)` : ""
-  }]`;
+  return `[${items.join(", ")}${values.length > maxItems ? `, … (${values.length} items)` : ""}]`;
 }
 
 /**
@@ -94,9 +92,7 @@ export function checkLogits(logits: Scores, name = "logits"): void {
   }
   if (finite === 0) {
     throw new RangeError(
-      `${name} are all -Infinity, so no token can be chosen: ${name}=${
-        describe(logits)
-      }`,
+      `${name} are all -Infinity, so no token can be chosen: ${name}=${describe(logits)}`,
     );
   }
 }

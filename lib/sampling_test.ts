@@ -1,9 +1,4 @@
-import {
-  assert,
-  assertAlmostEquals,
-  assertEquals,
-  assertThrows,
-} from "@std/assert";
+import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
 import { Rng } from "./random.ts";
 import {
   checkLogits,
