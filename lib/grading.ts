@@ -45,9 +45,7 @@ export function graded(
 ): void {
   if (!/^\d+\.\d+ /.test(name)) {
     throw new RangeError(
-      `graded test name must start with an exercise number like "1.2 ": name=${
-        JSON.stringify(name)
-      }`,
+      `graded test name must start with an exercise number like "1.2 ": name=${JSON.stringify(name)}`,
     );
   }
   Deno.test({
@@ -68,34 +66,78 @@ export function graded(
 /**
  * Turns what a graded test threw into the error the student reads.
  * @param err what the test threw.
- * @returns an error whose message starts with "not attempted", "wrong answer"
- * or "error".
+ * @returns an error named "not attempted", "wrong answer" or "your code threw
+ * <ErrorClass>", so Deno prints e.g. `error: wrong answer: softmax([1, 2])…`.
  */
 export function explainFailure(err: unknown): Error {
+  // Deno prints a failed test as `error: ${name}: ${message}` followed by the lines of `stack`
+  // past the first; the names below make that read as plain words, and each stack is one line.
   if (err instanceof NotImplementedError) {
     const e = new Error(
-      `${err.message}. Write it in the exercise file, then run the tests again.`,
+      `${err.message.replace(/^not attempted: /, "")}. Write it in the exercise file, then run the tests again.`,
     );
-    e.name = "NotAttempted";
+    e.name = "not attempted";
     e.stack = `${e.name}: ${e.message}`;
     return e;
   }
   if (err instanceof WrongAnswerError) {
-    err.stack = `wrong answer: ${err.message}`;
+    err.name = "wrong answer";
+    err.stack = `${err.name}: ${err.message}`;
     return err;
   }
   const e = err instanceof Error ? err : new Error(String(err));
-  const where = (e.stack ?? "").split("\n").find((l) =>
-    /exercises\/|solutions\//.test(l)
-  );
+  const where = (e.stack ?? "").split("\n").find((l) => /exercises\/|solutions\/|mutants\//.test(l));
+  const hint = errorHint(e);
+  // Deno suggests a permission flag; graded code never gets one, so leave that out.
+  const message = e.message.replace(/, run again with the --allow-\w+ flag$/, "");
   const wrapped = new Error(
-    `error: your code threw ${e.name}: ${e.message}${
-      where ? `\n  at ${where.trim().replace(/^at /, "")}` : ""
+    `${message}${where ? `\n  at ${shortenPath(where.trim().replace(/^at /, ""))}` : ""}${
+      hint ? `\n  hint:     ${hint}` : ""
     }`,
   );
-  wrapped.name = "StudentCodeError";
-  wrapped.stack = wrapped.message;
+  wrapped.name = `your code threw ${e.name}`;
+  wrapped.stack = `${wrapped.name}: ${wrapped.message}`;
   return wrapped;
+}
+
+/** Makes `file:///…/exercises/x.ts:3:4` read as `exercises/x.ts:3:4`. */
+function shortenPath(text: string): string {
+  return text.replace(/file:\/\/\/\S*?\/((?:exercises|solutions|tests\/mutants)\/)/g, "$1");
+}
+
+/**
+ * A hint for the usual cause of an exception thrown by student code.
+ * @param e the exception.
+ * @returns one sentence, or "" when there is no usual cause to point at.
+ */
+export function errorHint(e: Error): string {
+  const m = e.message;
+  if (e.name === "NotCapable" || e.name === "PermissionDenied" || /Requires \w+ access/.test(m)) {
+    return "graded code runs without permissions: it may not read or write files, use the network, " +
+      "read environment variables or start programs. Compute the answer from the function's arguments only.";
+  }
+  if (/Maximum call stack size exceeded/.test(m)) {
+    return "a function calls itself without end: check the base case of your recursion.";
+  }
+  if (/Invalid array length|Array buffer allocation failed/.test(m)) {
+    return "an array of an impossible size was requested: check the length you compute (negative? NaN? huge?).";
+  }
+  if (/Cannot read propert(y|ies) of (undefined|null)/.test(m)) {
+    return "something is undefined: an index past the end of an array, a missing Map key, or a helper that forgot to `return`.";
+  }
+  if (/is not a function/.test(m)) {
+    return "check the name of the function or method you call (tfjs ops exist both as tf.op(x) and x.op()).";
+  }
+  if (/is not defined/.test(m)) {
+    return "a variable is used before it is declared, or a name is misspelled (imports come from ../lib/mod.ts).";
+  }
+  if (/broadcast|shapes? .* (do not|must) match|inner shapes|Error in (matMul|concat|reshape|gather)/i.test(m)) {
+    return "tensor shapes do not fit together: print each tensor's .shape and compare with the shape comments.";
+  }
+  if (/disposed/i.test(m)) {
+    return "a tensor was used after it was disposed: keep tensors you still need out of tf.dispose, and return results from tf.tidy.";
+  }
+  return "";
 }
 
 /** What a check is about, for the failure message. */
@@ -124,10 +166,11 @@ export interface CloseOptions extends CheckContext {
  */
 export function formatValue(value: unknown, maxItems = 12): string {
   if (value instanceof tf.Tensor) {
-    return `Tensor(shape [${value.shape}], ${value.dtype}) ${
-      formatValue(value.arraySync(), maxItems)
-    }`;
+    if (value.isDisposed) return `Tensor(shape [${value.shape}], ${value.dtype}, disposed)`;
+    return `Tensor(shape [${value.shape}], ${value.dtype}) ${formatValue(value.arraySync(), maxItems)}`;
   }
+  if (typeof value === "function") return `[function ${value.name || "(anonymous)"}]`;
+  if (value !== null && typeof (value as { then?: unknown }).then === "function") return "Promise { … }";
   if (typeof value === "number") {
     return Number.isInteger(value) ? String(value) : String(+value.toPrecision(6));
   }
@@ -204,28 +247,40 @@ export function expectClose(
   options: CloseOptions,
 ): void {
   const atol = options.atol ?? 1e-5, rtol = options.rtol ?? 1e-4;
+  const problem = typeProblem(got);
+  if (problem) fail(options, [`expected: ${formatValue(expected)}`, `got:      ${problem}`]);
   const g = flatten(got), e = flatten(expected);
-  if (g.values.some((v) => typeof v !== "number")) {
-    const bad = g.values.find((v) => typeof v !== "number");
+  const bad = g.values.findIndex((v) => typeof v !== "number");
+  if (bad >= 0) {
+    const v = g.values[bad];
     fail(options, [
       `expected: ${formatValue(expected)}`,
-      `got:      ${formatValue(got)} (contains a ${typeof bad}, not a number)`,
+      `got:      ${formatValue(got)}`,
+      `wrong type: got ${describeType(v)} ${formatValue(v)} at flat index ${bad} where a number was expected`,
     ]);
   }
   if (g.shape.join() !== e.shape.join()) {
     fail(options, [
-      `expected shape [${e.shape}], got shape [${g.shape}]`,
+      `wrong shape: expected shape [${e.shape}], got shape [${g.shape}]`,
       `expected: ${formatValue(expected)}`,
       `got:      ${formatValue(got)}`,
     ]);
   }
   for (let i = 0; i < e.values.length; i++) {
     const gv = g.values[i] as number, ev = e.values[i] as number;
-    if (Number.isNaN(gv) && !Number.isNaN(ev)) {
+    if (Number.isNaN(gv) && Number.isNaN(ev)) continue;
+    if (Number.isNaN(gv)) {
       fail(options, [
         `expected: ${formatValue(expected)}`,
         `got:      ${formatValue(got)}`,
-        `got NaN at flat index ${i}: look for 0/0, log of a negative number, or Infinity - Infinity`,
+        `got NaN at flat index ${i}: look for 0/0, log of a negative number or of 0 times 0, or Infinity - Infinity`,
+      ]);
+    }
+    if (!Number.isFinite(gv) && Number.isFinite(ev)) {
+      fail(options, [
+        `expected: ${formatValue(expected)}`,
+        `got:      ${formatValue(got)}`,
+        `got ${gv} at flat index ${i}: a number overflowed (exp of a large value?) or you divided by zero`,
       ]);
     }
     const same = gv === ev || Math.abs(gv - ev) <= atol + rtol * Math.abs(ev);
@@ -237,6 +292,40 @@ export function expectClose(
       ]);
     }
   }
+}
+
+/** A short description of a value's type: "a string", "a Promise", "a Tensor". */
+function describeType(value: unknown): string {
+  if (value === null) return "null";
+  if (value === undefined) return "undefined";
+  if (value instanceof tf.Tensor) return "a Tensor";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object") {
+    const name = (value as object).constructor?.name;
+    return name && name !== "Object" ? `a ${name}` : "an object";
+  }
+  return `a ${typeof value}`;
+}
+
+/**
+ * Explains a returned value that cannot be the answer at all (undefined, a
+ * Promise, a disposed tensor, a function), or returns "" when it might be.
+ */
+function typeProblem(got: unknown): string {
+  if (got === undefined) {
+    return "undefined (wrong type): your function returned nothing; did you forget `return`?";
+  }
+  if (got === null) return "null (wrong type): return the computed value, not null";
+  if (typeof got === "function") {
+    return "a function (wrong type): did you return the function instead of calling it?";
+  }
+  if (typeof (got as { then?: unknown }).then === "function") {
+    return "a Promise (wrong type): this exercise is synchronous; remove `async` or the Promise and return the value itself";
+  }
+  if (got instanceof tf.Tensor && got.isDisposed) {
+    return "a disposed Tensor: you returned a tensor that was already freed. Return it from tf.tidy (tidy keeps what you return) and do not dispose it";
+  }
+  return "";
 }
 
 /**
@@ -251,7 +340,12 @@ export function expectEqual(
   options: CheckContext,
 ): void {
   if (!deepEqual(got, expected)) {
-    fail(options, [`expected: ${formatValue(expected)}`, `got:      ${formatValue(got)}`]);
+    const te = describeType(expected), tg = describeType(got);
+    fail(options, [
+      `expected: ${formatValue(expected)}`,
+      `got:      ${formatValue(got)}`,
+      ...(te !== tg ? [`wrong type: expected ${te}, got ${tg}${typeProblem(got) ? `: ${typeProblem(got)}` : ""}`] : []),
+    ]);
   }
 }
 
@@ -266,9 +360,15 @@ export function expectShape(
   shape: number[],
   options: CheckContext,
 ): void {
+  const problem = typeProblem(got);
+  if (problem) fail(options, [`expected shape [${shape}]`, `got:      ${problem}`]);
   const s = got instanceof tf.Tensor ? got.shape : flatten(got).shape;
   if (s.join() !== shape.join()) {
-    fail(options, [`expected shape [${shape}], got shape [${s}]`]);
+    fail(options, [
+      `wrong shape: expected shape [${shape}], got shape [${s}]${
+        got instanceof tf.Tensor || Array.isArray(got) ? "" : ` (got ${describeType(got)})`
+      }`,
+    ]);
   }
 }
 
@@ -324,8 +424,7 @@ function deepEqual(a: unknown, b: unknown): boolean {
     for (const v of a) if (!b.has(v)) return false;
     return true;
   }
-  const isArr = (x: unknown) =>
-    Array.isArray(x) || (ArrayBuffer.isView(x) && !(x instanceof DataView));
+  const isArr = (x: unknown) => Array.isArray(x) || (ArrayBuffer.isView(x) && !(x instanceof DataView));
   if (isArr(a) || isArr(b)) {
     if (!isArr(a) || !isArr(b)) return false;
     const x = a as ArrayLike<unknown>, y = b as ArrayLike<unknown>;

@@ -1,0 +1,31 @@
+// mutant of 0.2 rowSoftmax: divides by the sum of the whole matrix, not of each row
+/**
+ * Chapter 0 exercises: a first taste of the grader (reference solution).
+ * @module
+ */
+import { tf } from "../../../lib/mod.ts";
+
+/**
+ * Exercise 0.1: the softmax of a list of numbers, computed stably.
+ * @param logits any finite numbers.
+ * @returns probabilities exp(x_i) / sum_j exp(x_j), summing to 1.
+ */
+export function softmax(logits: number[]): number[] {
+  const max = Math.max(...logits);
+  const exps = logits.map((x) => Math.exp(x - max));
+  const total = exps.reduce((a, b) => a + b, 0);
+  return exps.map((e) => e / total);
+}
+
+/**
+ * Exercise 0.2: softmax of every row of a matrix, with TensorFlow.js ops.
+ * @param x a matrix of shape (rows, cols).
+ * @returns a matrix of the same shape whose rows each sum to 1.
+ */
+export function rowSoftmax(x: tf.Tensor2D): tf.Tensor2D {
+  return tf.tidy(() => {
+    const shifted = x.sub(x.max(1, true)); // (rows, cols)
+    const e = shifted.exp(); // (rows, cols)
+    return e.div(e.sum()) as tf.Tensor2D; // (rows, cols)
+  });
+}

@@ -1,0 +1,30 @@
+// mutant of 0.1 softmax: returns the shifted exps without dividing by their sum
+/**
+ * Chapter 0 exercises: a first taste of the grader (reference solution).
+ * @module
+ */
+import { tf } from "../../../lib/mod.ts";
+
+/**
+ * Exercise 0.1: the softmax of a list of numbers, computed stably.
+ * @param logits any finite numbers.
+ * @returns probabilities exp(x_i) / sum_j exp(x_j), summing to 1.
+ */
+export function softmax(logits: number[]): number[] {
+  const max = Math.max(...logits);
+  const exps = logits.map((x) => Math.exp(x - max));
+  return exps;
+}
+
+/**
+ * Exercise 0.2: softmax of every row of a matrix, with TensorFlow.js ops.
+ * @param x a matrix of shape (rows, cols).
+ * @returns a matrix of the same shape whose rows each sum to 1.
+ */
+export function rowSoftmax(x: tf.Tensor2D): tf.Tensor2D {
+  return tf.tidy(() => {
+    const shifted = x.sub(x.max(1, true)); // (rows, cols)
+    const e = shifted.exp(); // (rows, cols)
+    return e.div(e.sum(1, true)) as tf.Tensor2D; // (rows, cols)
+  });
+}
