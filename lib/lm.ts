@@ -225,7 +225,7 @@ export function summarizeLogProbs(
       }%; first at ${which}). One impossible token makes the whole text impossible; smooth the model.`,
     };
   }
-  const nats = -total / n;
+  const nats = total === 0 ? 0 : -total / n; // never -0
   const bits = nats / Math.LN2;
   const perplexity = Math.exp(nats);
   return {
