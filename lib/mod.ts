@@ -31,6 +31,7 @@ export * from "./rnn.ts";
 
 // Chapter 7: decoding and sampling.
 export * from "./sampling.ts";
+export * from "./decode.ts";
 
 // Chapter 8: subword tokenization (BPE) and scaling laws.
 export * from "./bpe.ts";
