@@ -1,0 +1,204 @@
+/// <reference lib="dom" />
+/**
+ * Debian's Chromium, headless, through playwright-core, and the page checker
+ * the browser tests share.
+ *
+ * Chromium comes from the system (`apt-get install chromium`, done by
+ * `.ci/run`): playwright never downloads a browser here. It runs with no
+ * sandbox (CI runs as root), no GPU, no background networking and a fresh
+ * temporary profile.
+ *
+ * {@link checkPage} opens one page and reports every problem a reader would
+ * see: JavaScript errors (console errors and uncaught exceptions), failed or
+ * network requests (pages must work from `file://` offline), plot containers
+ * without a drawn plot, and cell error output in the page.
+ *
+ * @module
+ */
+import { chromium } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+
+/** Chromium's flags for a headless, offline, sandbox-less run. */
+export const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--no-first-run",
+  "--no-default-browser-check",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-quic",
+  "--disable-extensions",
+  "--disable-default-apps",
+  "--metrics-recording-only",
+  "--mute-audio",
+];
+
+/**
+ * The Chromium executable: `$LMBOOK_CHROMIUM`, else Debian's.
+ * @returns its path, or undefined when there is none.
+ */
+export function chromiumPath(): string | undefined {
+  const candidates = [Deno.env.get("LMBOOK_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"];
+  for (const c of candidates) {
+    if (!c) continue;
+    try {
+      if (Deno.statSync(c).isFile) return c;
+    } catch { /* next */ }
+  }
+  return undefined;
+}
+
+/**
+ * Why the browser tests cannot run, or undefined when they can.
+ * @returns a message naming the fix.
+ */
+export function chromiumMissing(): string | undefined {
+  return chromiumPath()
+    ? undefined
+    : "Chromium is not installed (Debian: `apt-get install -y chromium`; or set LMBOOK_CHROMIUM to a Chromium binary)";
+}
+
+/**
+ * Launches headless Chromium with {@link CHROMIUM_ARGS} and a fresh profile.
+ * @returns the browser; close it when done.
+ */
+export async function launchChromium(): Promise<Browser> {
+  const executablePath = chromiumPath();
+  if (!executablePath) throw new Error(chromiumMissing());
+  return await chromium.launch({
+    executablePath,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    timeout: 60_000,
+    // The temporary profile playwright makes is fresh and removed on close.
+  });
+}
+
+/** One plot container as the browser drew it. */
+export interface PlotState {
+  /** The container's id. */
+  id: string;
+  /** It holds plotly's `.main-svg`. */
+  svg: boolean;
+  /** Trace groups drawn (lines, bars, heat-map images...). */
+  traces: number;
+  /** site.js marked it failed. */
+  failed: boolean;
+  /** The text shown in it (an error message when it failed). */
+  text: string;
+}
+
+/** What {@link checkPage} found. */
+export interface PageCheck {
+  /** The URL checked. */
+  url: string;
+  /** Every problem, as a sentence; empty when the page is fine. */
+  problems: string[];
+  /** The plot containers. */
+  plots: PlotState[];
+  /** Milliseconds from navigation until every plot was drawn (or the wait ended). */
+  renderMs: number;
+  /** The screenshot written, if one was asked for. */
+  screenshot?: string;
+}
+
+/** Options of {@link checkPage}. */
+export interface CheckPageOptions {
+  /** Save a full-page PNG screenshot here. */
+  screenshot?: string;
+  /** How long to wait for the plots (default 30 s). */
+  plotTimeoutMs?: number;
+  /** How long to wait for the page to load (default 30 s). */
+  loadTimeoutMs?: number;
+}
+
+/** Text that means a cell failed or a plot could not be drawn, wherever it appears on a page. */
+export const ERROR_TEXT =
+  /plotly\.js is not loaded in this page|This plot could not be drawn|Uncaught \w*Error|Traceback \(most recent call last\)/;
+
+/** Elements the site renders for cell errors, failed chapters and failed plots. */
+export const ERROR_SELECTOR = ".output-error, .stderr-error, .render-failed, .lmbook-plot-failed";
+
+/**
+ * Opens a page of the rendered site and checks it.
+ * @param context a browser context (one per test run is enough).
+ * @param url the page, usually a `file://` URL.
+ * @param options screenshot path and time limits.
+ * @returns the problems found and the state of each plot.
+ */
+export async function checkPage(
+  context: BrowserContext,
+  url: string,
+  options: CheckPageOptions = {},
+): Promise<PageCheck> {
+  const problems: string[] = [];
+  const page: Page = await context.newPage();
+  try {
+    page.on("console", (msg) => {
+      if (msg.type() === "error") {
+        const loc = msg.location();
+        problems.push(
+          `console error: ${msg.text()}${loc?.url ? ` (${loc.url.split("/").pop()}:${loc.lineNumber})` : ""}`,
+        );
+      }
+    });
+    page.on("pageerror", (err) => problems.push(`uncaught exception: ${err.message}`));
+    page.on("requestfailed", (req) => {
+      if (!req.url().startsWith("data:")) {
+        problems.push(`request failed: ${req.url()} (${req.failure()?.errorText ?? "?"})`);
+      }
+    });
+    await page.route("**/*", (route) => {
+      const u = route.request().url();
+      if (/^(file|data|blob|about):/.test(u)) return route.continue();
+      problems.push(`network request from an offline page: ${u}`);
+      return route.abort("blockedbyclient");
+    });
+    const t0 = performance.now();
+    await page.goto(url, { waitUntil: "load", timeout: options.loadTimeoutMs ?? 30_000 });
+    let timedOut = false;
+    await page.waitForFunction(
+      () => {
+        const plots = [...document.querySelectorAll(".lmbook-plot")];
+        const drawn = plots.every((el) => el.querySelector(".main-svg"));
+        return drawn || document.documentElement.dataset.plots === "done";
+      },
+      null,
+      { timeout: options.plotTimeoutMs ?? 30_000, polling: 50 },
+    ).catch(() => timedOut = true);
+    const renderMs = performance.now() - t0;
+    const state = await page.evaluate((selector) => {
+      const plots = [...document.querySelectorAll(".lmbook-plot")].map((el) => ({
+        id: el.id,
+        svg: el.querySelector(".main-svg") !== null,
+        // Cartesian traces are g.trace; heat-maps draw g.hm; pies g.slice; gl plots a canvas.
+        traces: el.querySelectorAll("g.trace, g.hm, g.slice, canvas.gl-canvas-focus").length,
+        failed: el.classList.contains("lmbook-plot-failed"),
+        text: (el as HTMLElement).innerText.slice(0, 200),
+      }));
+      const errors = [...document.querySelectorAll(selector)].map((el) =>
+        `${el.className}: ${(el as HTMLElement).innerText.trim().slice(0, 200)}`
+      );
+      return { plots, errors, text: document.body.innerText, title: document.title };
+    }, ERROR_SELECTOR);
+    if (timedOut) problems.push(`the plots were not all drawn within ${options.plotTimeoutMs ?? 30_000} ms`);
+    for (const p of state.plots) {
+      if (p.failed) problems.push(`plot #${p.id} failed: ${p.text}`);
+      else if (!p.svg) problems.push(`plot #${p.id} has no rendered SVG (.main-svg)`);
+      else if (p.traces === 0) problems.push(`plot #${p.id} has axes but no trace drawn`);
+    }
+    for (const e of state.errors) problems.push(`error shown on the page: ${e}`);
+    const m = ERROR_TEXT.exec(state.text);
+    if (m) problems.push(`error text on the page: "${m[0]}"`);
+    if (!state.title.trim()) problems.push("the page has no title");
+    let screenshot: string | undefined;
+    if (options.screenshot) {
+      await page.screenshot({ path: options.screenshot, fullPage: true, timeout: 60_000 });
+      screenshot = options.screenshot;
+    }
+    return { url, problems, plots: state.plots, renderMs, screenshot };
+  } finally {
+    await page.close();
+  }
+}

@@ -1,0 +1,314 @@
+// Tests of the static-site renderer (tests/site.ts, site_render.ts, site_markdown.ts): no browser, no kernel.
+import { assert, assertEquals, assertFalse, assertMatch, assertRejects, assertStringIncludes } from "@std/assert";
+import { join } from "node:path";
+import { MarkdownRenderer, markdownToHtml, slugify } from "./site_markdown.ts";
+import {
+  applyCarriageReturns,
+  chapterLink,
+  highlightTypeScript,
+  newPageContext,
+  notebookSummary,
+  notebookTitle,
+  renderBundle,
+  renderMath,
+  renderOutputs,
+  stripAnsi,
+  stripPlotlyLibrary,
+} from "./site_render.ts";
+import { PLOTLY_FILE, renderSite, writeSite } from "./site.ts";
+import { sampleNotebook } from "./site_fixtures.ts";
+import { ROOT } from "./notebooks.ts";
+
+Deno.test("markdown: headings get unique ids and anchors; emphasis, code and links render", () => {
+  const r = new MarkdownRenderer();
+  const html = r.render(
+    "# Title\n\n## Part *one*\n\ntext\n\n## Part one\n\nSome **bold**, _em_, `a<b>` and [x](https://a.org).",
+  );
+  assertStringIncludes(html, '<h2 id="part-one">Part <em>one</em>');
+  assertStringIncludes(html, '<h2 id="part-one-1">');
+  assertStringIncludes(html, "<strong>bold</strong>");
+  assertStringIncludes(html, "<em>em</em>");
+  assertStringIncludes(html, "<code>a&lt;b&gt;</code>");
+  assertStringIncludes(html, '<a href="https://a.org" class="external" rel="noopener noreferrer">x</a>');
+  assertEquals(r.headings.map((h) => [h.level, h.text, h.id]), [
+    [1, "Title", "title"],
+    [2, "Part one", "part-one"],
+    [2, "Part one", "part-one-1"],
+  ]);
+});
+
+Deno.test("markdown: raw HTML and dangerous links are neutralised, safe bare tags pass", () => {
+  const html = markdownToHtml(
+    '<script>alert(1)</script> <img src=x onerror="alert(1)"> [click](javascript:alert(1)) ' +
+      "![i](vbscript:x) a<sub>2</sub>\n\n<details>\n<summary>Hint</summary>\n\nUse *it*.\n\n</details>",
+  );
+  assertFalse(/<script|<img src=x|javascript:|vbscript:|onerror="/.test(html), html);
+  assertStringIncludes(html, "&lt;script&gt;");
+  assertStringIncludes(html, "click"); // the text stays, the link goes
+  assertStringIncludes(html, "a<sub>2</sub>");
+  assertStringIncludes(html, "<details>\n<summary>Hint</summary>");
+  assertStringIncludes(html, "<p>Use <em>it</em>.</p>\n</details>");
+});
+
+Deno.test("markdown: snake_case words, $ amounts and arithmetic stars stay text", () => {
+  const html = markdownToHtml("vocab_size and block_size; it costs $5 and $10; 2 * 3 * 4");
+  assertEquals(html, "<p>vocab_size and block_size; it costs $5 and $10; 2 * 3 * 4</p>");
+});
+
+Deno.test("markdown: nested, ordered, loose and task lists", () => {
+  const html = markdownToHtml("- a\n- b\n  - b1\n  - b2\n- c\n\n3. x\n4. y\n\n   more y\n\n- [ ] todo\n- [x] done");
+  assertStringIncludes(html, "<ul>\n<li>a</li>\n<li>b\n<ul>\n<li>b1</li>\n<li>b2</li>\n</ul></li>\n<li>c</li>\n</ul>");
+  assertStringIncludes(html, '<ol start="3">');
+  assertStringIncludes(html, "<li><p>y</p>\n<p>more y</p></li>");
+  assertStringIncludes(html, '<li class="task"><input type="checkbox" disabled> todo</li>');
+  assertStringIncludes(html, '<li class="task"><input type="checkbox" disabled checked> done</li>');
+});
+
+Deno.test("markdown: tables with alignment and escaped pipes, fenced and indented code, quotes, rules", () => {
+  const html = markdownToHtml(
+    "| model | ppl |\n|:--|--:|\n| `a|b` | 3 |\n| x \\| y | 4 |\n\n```ts\nconst a = 1 < 2;\n```\n\n    indented <x>\n\n> quoted\n\n---",
+  );
+  assertStringIncludes(html, '<th style="text-align:left">model</th><th style="text-align:right">ppl</th>');
+  assertStringIncludes(html, '<td style="text-align:left"><code>a|b</code></td>');
+  assertStringIncludes(html, '<td style="text-align:left">x | y</td>');
+  assertStringIncludes(html, '<pre class="md-code"><code class="language-ts">const a = 1 &lt; 2;</code></pre>');
+  assertStringIncludes(html, '<pre class="md-code"><code>indented &lt;x&gt;</code></pre>');
+  assertStringIncludes(html, "<blockquote><p>quoted</p></blockquote>");
+  assertStringIncludes(html, "<hr>");
+});
+
+Deno.test("markdown: setext headings, hard breaks, reference links, autolinks, escapes", () => {
+  const html = markdownToHtml(
+    'Big\n===\n\nline one  \nline two\n\nSee [the paper][b03] and <https://x.org/a_b> or https://y.org/p.\n\n\\*not em\\*\n\n[b03]: https://jmlr.org/papers/v3/bengio03a.html "Bengio et al."',
+  );
+  assertStringIncludes(html, '<h1 id="big">Big');
+  assertStringIncludes(html, "line one<br>\nline two");
+  assertStringIncludes(html, '<a href="https://jmlr.org/papers/v3/bengio03a.html" title="Bengio et al."');
+  assertStringIncludes(html, '<a href="https://x.org/a_b"');
+  assertStringIncludes(html, '<a href="https://y.org/p"');
+  assertStringIncludes(html, "<p>*not em*</p>");
+  assertFalse(html.includes("[b03]:"), "reference definitions are not shown");
+});
+
+Deno.test("markdown: math is handed to the math renderer untouched by emphasis", () => {
+  const seen: [string, boolean][] = [];
+  const html = markdownToHtml("Inline $p(w_i \\mid w_{<i})$ and\n\n$$\n\\sum_i x_i * y_i\n$$", {
+    math: (tex, display) => {
+      seen.push([tex, display]);
+      return `[${display ? "D" : "I"}]`;
+    },
+  });
+  assertEquals(seen, [["p(w_i \\mid w_{<i})", false], ["\\sum_i x_i * y_i", true]]);
+  assertStringIncludes(html, "<p>Inline [I] and</p>");
+  assertStringIncludes(html, '<div class="math-display">[D]</div>');
+});
+
+Deno.test("markdown: relative links go through resolveLink; slugify keeps letters and digits", () => {
+  const html = markdownToHtml("[next](01_counting.ipynb) [lib](../lib/ngram.ts) [top](#intro)", {
+    resolveLink: chapterLink,
+  });
+  assertStringIncludes(html, 'href="01_counting.html"');
+  assertStringIncludes(html, 'href="../../lib/ngram.ts"');
+  assertStringIncludes(html, 'href="#intro"');
+  assertEquals(slugify("3. n-grams: the Markov assumption"), "3-n-grams-the-markov-assumption");
+  assertEquals(slugify("Kučera's <unk>"), "kucera-s-unk");
+});
+
+Deno.test("math: KaTeX renders MathML; a bad expression is reported and shown as code", () => {
+  assertMatch(renderMath("\\frac{1}{N}", false), /^<span class="katex"><math[^>]*><semantics><mrow><mfrac>/);
+  assertMatch(renderMath("x", true), /display="block"/);
+  const errors: string[] = [];
+  const bad = renderMath("\\frac{", false, (p) => errors.push(p.message));
+  assertStringIncludes(bad, '<code class="math-error"');
+  assertEquals(errors.length, 1);
+});
+
+Deno.test("highlightTypeScript: escapes everything and marks keywords, strings, numbers, comments", () => {
+  const html = highlightTypeScript('const x = f("<b>", 1.5e3); // a < b\nif (x) return Rng;');
+  assertStringIncludes(html, '<span class="kw">const</span>');
+  assertStringIncludes(html, '<span class="fn">f</span>');
+  assertStringIncludes(html, '<span class="str">&quot;&lt;b&gt;&quot;</span>');
+  assertStringIncludes(html, '<span class="num">1.5e3</span>');
+  assertStringIncludes(html, '<span class="com">// a &lt; b</span>');
+  assertStringIncludes(html, '<span class="type">Rng</span>');
+  assertFalse(html.includes("<b>"));
+});
+
+Deno.test("stripPlotlyLibrary: removes the inlined library, keeps the figure's own script", () => {
+  const lib = '<script type="text/javascript" data-lmbook-plotly="3.1.1">if (!window.Plotly) { big(); }</script>';
+  const fig = '<div id="p" class="lmbook-plot"></div><script type="text/javascript">draw("p");</script>';
+  const s = stripPlotlyLibrary(lib + fig);
+  assertEquals(s.html, fig);
+  assertEquals(s.removed, 1);
+  assertEquals(s.versions, ["3.1.1"]);
+  assertEquals(stripPlotlyLibrary(fig).removed, 0);
+});
+
+Deno.test("outputs: streams merge, ANSI and carriage returns resolve, errors are reported", () => {
+  const ctx = newPageContext();
+  const html = renderOutputs([
+    { output_type: "stream", name: "stdout", text: ["a\n", "b\x1b[31mred\x1b[0m\n"] },
+    { output_type: "stream", name: "stdout", text: "10%\r50%\r100%\n" },
+    {
+      output_type: "error",
+      ename: "TypeError",
+      evalue: "x is not a function",
+      traceback: ["\x1b[31mTypeError\x1b[0m: x"],
+    },
+  ], ctx);
+  assertEquals((html.match(/<pre class="output stream stdout">/g) ?? []).length, 1);
+  assertStringIncludes(html, "a\nbred\n100%\n</pre>");
+  assertStringIncludes(html, '<pre class="output output-error"><strong>TypeError: x is not a function</strong>');
+  assertEquals(ctx.problems, ["error output: TypeError: x is not a function"]);
+  assertEquals(stripAnsi("\x1b[1;32mok\x1b[0m"), "ok");
+  assertEquals(applyCarriageReturns("loading...\rdone"), "doneing..."); // as a terminal shows it
+  assertEquals(applyCarriageReturns("[###  ] 60%\r[#####] 100%\n"), "[#####] 100%\n");
+});
+
+Deno.test("outputs: a plotly bundle becomes a container + JSON that cannot close its script element", () => {
+  const ctx = newPageContext();
+  const fig = { data: [{ type: "bar", x: ["</script><b>"], y: [1] }], layout: { height: 300 } };
+  const html = renderBundle(
+    {
+      "application/vnd.plotly.v1+json": fig,
+      "text/html": "<script data-lmbook-plotly>lib</script>",
+      "text/plain": "[plot] t",
+    },
+    {},
+    ctx,
+  );
+  assertStringIncludes(
+    html,
+    '<div class="lmbook-plot" id="plot-1" data-figure="plot-1-figure" role="img" aria-label="[plot] t" style="min-height:300px"></div>',
+  );
+  assertFalse(html.includes("</script><b>"));
+  const json = /<script type="application\/json" id="plot-1-figure">(.*)<\/script>$/.exec(html)![1];
+  assertEquals(JSON.parse(json), fig);
+  assertEquals(ctx.plots, 1);
+  assert(ctx.needsPlotly);
+});
+
+Deno.test("outputs: HTML, markdown, images, JSON and plain text bundles", () => {
+  const ctx = newPageContext();
+  assertStringIncludes(renderBundle({ "text/html": "<table></table>", "text/plain": "t" }, {}, ctx), "<table></table>");
+  assertStringIncludes(renderBundle({ "text/markdown": "**hi**" }, {}, ctx), "<strong>hi</strong>");
+  assertStringIncludes(
+    renderBundle({ "image/png": "iVBO\nRw==", "text/plain": "a plot" }, { "image/png": { width: 10 } }, ctx),
+    '<img class="output-image" src="data:image/png;base64,iVBORw==" alt="a plot" width="10">',
+  );
+  assertStringIncludes(renderBundle({ "application/json": { a: 1 } }, {}, ctx), "{\n  &quot;a&quot;: 1\n}");
+  assertStringIncludes(renderBundle({ "text/plain": "<x>" }, {}, ctx), '<pre class="output text">&lt;x&gt;</pre>');
+  // The lib's own self-rendering plot HTML counts as a plot too.
+  renderBundle({ "text/html": '<div id="q" class="lmbook-plot"></div>' }, {}, ctx);
+  assertEquals(ctx.plots, 1);
+  assertEquals(ctx.problems, []);
+});
+
+Deno.test("notebookTitle/notebookSummary: first heading and first paragraph", () => {
+  const nb = {
+    cells: [
+      { cell_type: "code", source: "# not markdown" },
+      {
+        cell_type: "markdown",
+        source: ["# Chapter 1 — Counting `n`-grams\n", "\n", "- a list\n", "\n", "A *first* paragraph.\n"],
+      },
+    ],
+  };
+  assertEquals(notebookTitle(nb, "x"), {
+    text: "Chapter 1 — Counting n-grams",
+    html: "Chapter 1 — Counting <code>n</code>-grams",
+  });
+  assertEquals(notebookSummary(nb), "A <em>first</em> paragraph.");
+  assertEquals(notebookTitle({ cells: [] }, "fallback").text, "fallback");
+});
+
+Deno.test("writeSite: pages, index, assets; plotly.js once beside the pages, never inlined", async () => {
+  const outDir = await Deno.makeTempDir({ prefix: "lmbook_site_" });
+  try {
+    const report = await writeSite([
+      { notebook: "notebooks/09_sample.ipynb", nb: sampleNotebook() },
+      { notebook: "notebooks/10_text.ipynb", nb: { cells: [{ cell_type: "markdown", source: "# Text only" }] } },
+    ], { outDir });
+    assert(report.ok, JSON.stringify(report.chapters));
+    const names = report.files.map((f) => f.name).sort();
+    assertEquals(names, ["09_sample.html", "10_text.html", PLOTLY_FILE, "index.html", "site.js", "style.css"].sort());
+    const page = await Deno.readTextFile(join(outDir, "09_sample.html"));
+    assertEquals(report.chapters[0].plots, 1);
+    assertEquals(report.chapters[0].librariesRemoved, 1);
+    assertFalse(page.includes("data-lmbook-plotly"), "the inlined library is stripped");
+    assertStringIncludes(page, `<script src="${PLOTLY_FILE}"></script>`);
+    assertStringIncludes(page, '<a class="next" rel="next" href="10_text.html">');
+    assertStringIncludes(page, "<math");
+    assertFalse(/(src|href)="(https?:)?\/\//.test(page.replace(/<a [^>]*class="external"[^>]*>/g, "")), "no network");
+    const textPage = await Deno.readTextFile(join(outDir, "10_text.html"));
+    assertFalse(textPage.includes(PLOTLY_FILE), "a page without plots does not load plotly.js");
+    const index = await Deno.readTextFile(join(outDir, "index.html"));
+    assertStringIncludes(
+      index,
+      '<a class="chapter-link" href="09_sample.html"><span class="num">9</span><span class="title">Chapter 9 — A sample</span></a>',
+    );
+    assertStringIncludes(index, "1 interactive plot");
+    const plotly = report.files.find((f) => f.name === PLOTLY_FILE)!;
+    assert(plotly.bytes > 1_000_000, `plotly.js is the whole library: ${plotly.bytes} bytes`);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("writeSite: refuses to wipe a folder that is not a rendered site", async () => {
+  const outDir = await Deno.makeTempDir({ prefix: "lmbook_notsite_" });
+  try {
+    await Deno.writeTextFile(join(outDir, "precious.txt"), "keep me");
+    await assertRejects(() => writeSite([], { outDir }), Error, "refusing to overwrite");
+    assertEquals(await Deno.readTextFile(join(outDir, "precious.txt")), "keep me");
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("renderSite --from-executed: a missing or stale executed copy gives a source-only page and ok=false", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "lmbook_render_" });
+  try {
+    const executedDir = join(tmp, "executed");
+    await Deno.mkdir(executedDir);
+    const quiet = () => {};
+    let report = await renderSite({
+      fromExecuted: true,
+      notebooks: ["notebooks/00_tour.ipynb"],
+      executedDir,
+      outDir: join(tmp, "site"),
+      log: quiet,
+    });
+    assertFalse(report.ok);
+    assertStringIncludes(report.chapters[0].failure!, "No executed copy");
+    assertStringIncludes(await Deno.readTextFile(join(tmp, "site", "00_tour.html")), 'class="banner render-failed"');
+
+    const source = JSON.parse(await Deno.readTextFile(join(ROOT, "notebooks/00_tour.ipynb")));
+    const stale = structuredClone(source);
+    const code = stale.cells.find((c: { cell_type: string }) => c.cell_type === "code");
+    code.source = "console.log('changed');";
+    await Deno.writeTextFile(join(executedDir, "00_tour.ipynb"), JSON.stringify(stale));
+    report = await renderSite({
+      fromExecuted: true,
+      notebooks: ["notebooks/00_tour.ipynb"],
+      executedDir,
+      outDir: join(tmp, "site"),
+      log: quiet,
+    });
+    assertFalse(report.ok);
+    assertStringIncludes(report.chapters[0].failure!, "stale");
+
+    // The same sources (no outputs) render fine.
+    await Deno.writeTextFile(join(executedDir, "00_tour.ipynb"), JSON.stringify(source));
+    report = await renderSite({
+      fromExecuted: true,
+      notebooks: ["notebooks/00_tour.ipynb"],
+      executedDir,
+      outDir: join(tmp, "site"),
+      log: quiet,
+    });
+    assert(report.ok, JSON.stringify(report.chapters[0]));
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
