@@ -1,0 +1,126 @@
+// deno-lint-ignore-file no-unused-vars
+/**
+ * Chapter 8 exercises: byte-pair encoding and a scaling-law fit.
+ *
+ * BPE (Sennrich, Haddow & Birch, 2016) builds a subword vocabulary by
+ * repeatedly merging the most frequent adjacent pair of symbols. Here you
+ * write its three moving parts on a toy corpus where a word is written as
+ * its symbols separated by single spaces, e.g. `"l o w </w>"`:
+ * counting adjacent pairs (8.1), applying one merge (8.2), and encoding a new
+ * word with a learned merge list (8.3). Then you fit a power law in log-log
+ * space (8.4), the tool behind Kaplan et al. (2020)'s scaling laws.
+ *
+ * Replace each `notImplemented(...)` with your code, then run
+ * `deno test exercises/ch08_bpe_scaling_test.ts`.
+ *
+ * Do not call the library's own versions (`lm.trainBpe`, `lm.fitPowerLaw`):
+ * writing them is the exercise.
+ * @module
+ */
+import { notImplemented } from "../lib/mod.ts";
+
+/**
+ * Exercise 8.1: count adjacent symbol pairs over a corpus.
+ *
+ * `words` maps each distinct word, written as its symbols separated by single
+ * spaces, to how many times it occurs in the corpus. Symbols never contain a
+ * space, but can be longer than one character (`"lo w </w>"` has the three
+ * symbols `lo`, `w` and `</w>`).
+ *
+ * For every pair of neighbouring symbols `a`, `b` in a word, add the word's
+ * frequency to the count of the pair, keyed `"a b"` (the two symbols with one
+ * space between). A pair that occurs twice in a word counts twice: the word
+ * `"a a a"` seen 5 times adds 10 to `"a a"`. A word of one symbol has no
+ * pairs. Only pairs that occur appear in the result.
+ *
+ * @param words word (symbols separated by spaces) -> frequency.
+ * @returns pair `"a b"` -> total count, e.g. for
+ * `new Map([["l o w", 5], ["l o w e r", 2]])`: `"l o"` -> 7, `"o w"` -> 7,
+ * `"w e"` -> 2, `"e r"` -> 2.
+ */
+export function countPairs(words: Map<string, number>): Map<string, number> {
+  return notImplemented("countPairs");
+}
+
+/**
+ * Exercise 8.2: apply one merge to every word of the corpus.
+ *
+ * Replace every occurrence of the symbol `pair[0]` immediately followed by the
+ * symbol `pair[1]` by the single symbol `pair[0] + pair[1]`, scanning each
+ * word from left to right; after merging two symbols, continue AFTER them (so
+ * merging `["a", "a"]` turns `"a a a"` into `"aa a"`, not `"aa aa"`).
+ *
+ * Work on whole symbols, not on the text: merging `["e", "r"]` must leave
+ * `"ne r"` alone (its symbols are `ne` and `r`; there is no symbol `e`
+ * there), so a plain `replaceAll("e r", "er")` is wrong.
+ *
+ * Return a NEW map (leave `words` unchanged) with the same frequencies. If two
+ * words become the same after the merge, their frequencies add up.
+ *
+ * @param words word (symbols separated by spaces) -> frequency.
+ * @param pair the two symbols to merge, e.g. `["e", "r"]`.
+ * @returns the corpus after the merge, e.g. merging `["e", "r"]` in
+ * `new Map([["l o w e r", 2]])` gives `new Map([["l o w er", 2]])`.
+ */
+export function mergePair(
+  words: Map<string, number>,
+  pair: [string, string],
+): Map<string, number> {
+  return notImplemented("mergePair");
+}
+
+/**
+ * Exercise 8.3: encode one word with a learned merge list.
+ *
+ * Start from the word's characters (Unicode code points: `Array.from(word)`,
+ * so an emoji is ONE symbol, not two UTF-16 halves). `merges` is in priority
+ * order: `merges[0]` was learned first and wins over every later merge.
+ *
+ * Repeat: among all pairs of neighbouring symbols in the word, find the pair
+ * that comes EARLIEST in `merges` (not the leftmost pair in the word); merge
+ * every occurrence of it, left to right as in 8.2; stop when no neighbouring
+ * pair is in `merges`. This is how GPT-2's tokenizer encodes each word.
+ *
+ * @param word the word to encode (may be empty).
+ * @param merges pairs of symbols in priority order.
+ * @returns the symbols, e.g. `encodeWord("lower", [["l","o"], ["lo","w"], ["e","r"]])`
+ * gives `["low", "er"]`.
+ */
+export function encodeWord(word: string, merges: [string, string][]): string[] {
+  return notImplemented("encodeWord");
+}
+
+/** A power law `y = scale * x^(-alpha)`, as returned by {@link fitPowerLaw}. */
+export interface PowerLaw {
+  /** The exponent (positive when y falls as x grows). */
+  alpha: number;
+  /** y at x = 1. */
+  scale: number;
+}
+
+/**
+ * Exercise 8.4: fit a power law by least squares in log-log space.
+ *
+ * Kaplan et al. (2020) found test loss falls as a power of model size,
+ * `L = scale * N^(-alpha)`. Taking logs gives a straight line,
+ * `ln L = ln(scale) - alpha * ln N`, so: take the natural log of every x and
+ * y, fit the ordinary least-squares line `u = intercept + slope * v` through
+ * the points `(v, u) = (ln x, ln y)` (minimising the squared error in `ln y`),
+ * and return `alpha = -slope` and `scale = exp(intercept)`.
+ *
+ * Least squares: slope = sum((v - mean v)(u - mean u)) / sum((v - mean v)^2),
+ * intercept = mean u - slope * mean v.
+ *
+ * Errors: throw a RangeError whose message names the argument (for a bad
+ * value, with its index, e.g. `y[2] must be positive: y[2]=0`) when x and y
+ * have different lengths, when there are fewer than 2 points, when an x or y
+ * is not a positive number (the log of 0 or of a negative number does not
+ * exist), or when all x are equal (no line is defined: the slope is 0 / 0).
+ *
+ * @param x sizes, all positive, e.g. parameter counts.
+ * @param y measurements, all positive, e.g. losses.
+ * @returns `{ alpha, scale }`.
+ */
+export function fitPowerLaw(x: number[], y: number[]): PowerLaw {
+  return notImplemented("fitPowerLaw");
+}
