@@ -146,6 +146,11 @@ Deno.test("evaluate: progress callback reaches the total", async () => {
   assertEquals(seen.at(-1), 10_000);
 });
 
+Deno.test("evaluate: a progress bar can be asked for by label", async () => {
+  const r = await evaluate(new UniformModel(3), new Int32Array(9000), { progress: "uniform" });
+  assertAlmostEquals(r.perplexity, 3);
+});
+
 Deno.test("sentenceContext and contextWindow", () => {
   assertEquals(Array.from(sentenceContext([], 3)), [1, 1, 1]);
   assertEquals(Array.from(sentenceContext([4, 5, 6, 7], 2)), [6, 7]);
