@@ -65,7 +65,7 @@ export interface AddKOptions {
  *
  * where c(h ·) is the total count of the n-grams that start with h (as in
  * exercise 1.3). k = 1 is Laplace's add-one; k = 0 is the plain
- * maximum-likelihood estimate (return 0, not NaN, when then c(h ·) = 0).
+ * maximum-likelihood estimate (and if c(h ·) is 0 too, return 0, not NaN).
  * The probabilities of all V words after h still sum to 1.
  *
  * @param counts n-gram counts of one order n.
