@@ -1,6 +1,17 @@
-import { assert, assertEquals, assertThrows } from "@std/assert";
+import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import { ALL_SPECIAL_TOKENS, encode as referenceEncode } from "gpt-tokenizer/encoding/r50k_base";
-import { BpeTokenizer, bytesToUnicode, GPT2_END_OF_TEXT, loadGpt2Tokenizer, pretokenize, trainBpe } from "./bpe.ts";
+import {
+  BpeTokenizer,
+  bytesToUnicode,
+  detokenize,
+  GPT2_END_OF_TEXT,
+  loadBrownTexts,
+  loadGpt2Tokenizer,
+  pretokenize,
+  splitBrownTexts,
+  trainBpe,
+} from "./bpe.ts";
+import type { BrownDocument } from "./brown.ts";
 import { Rng } from "./random.ts";
 
 /** Strings that stress pre-tokenization and byte handling. */
@@ -394,4 +405,43 @@ Deno.test("GPT-2: long pre-tokens (heap path) match gpt-tokenizer", async () => 
   }
   const spaces = " ".repeat(1000) + "x" + "\n".repeat(500) + "!".repeat(333) + "7".repeat(200);
   assertEquals(gpt2.encode(spaces), referenceEncode(spaces));
+});
+
+Deno.test("detokenize: punctuation and Brown's quote marks", () => {
+  assertEquals(detokenize(["``", "Yes", ",", "sir", "''", ",", "he", "said", "."]), '"Yes, sir", he said.');
+  assertEquals(detokenize(["costs", "$", "5", "(", "or", "10", "%", ")", "!"]), "costs $5 (or 10%)!");
+  assertEquals(detokenize([]), "");
+});
+
+Deno.test("splitBrownTexts: cuts at exact word counts, keeps genres", () => {
+  const doc = (id: string, category: string, n: number): BrownDocument => ({
+    id,
+    category,
+    paragraphs: [[Array.from({ length: n }, (_, i) => `${id}${i}`), ["end", "."]]],
+  });
+  const docs = [doc("a", "news", 3), doc("b", "fiction", 4), doc("c", "humor", 5)];
+  // words: a0 a1 a2 end . | b0 b1 b2 b3 end . | c0 ... c4 end .  (18 words)
+  const t = splitBrownTexts(docs, { trainWords: 6, validWords: 5 });
+  assertEquals(t.words, { train: 6, valid: 5, test: 7 });
+  assertEquals(t.train, ["a0 a1 a2 end.", "b0"]);
+  assertEquals(t.valid, ["b1 b2 b3 end."]);
+  assertEquals(t.categories, { train: ["news", "fiction"], valid: ["fiction"], test: ["humor"] });
+  assertEquals(t.test, ["c0 c1 c2 c3 c4 end."]);
+  assertThrows(() => splitBrownTexts(docs, { trainWords: 10, validWords: 9 }), RangeError, "corpus words = 18");
+});
+
+Deno.test({
+  name: "loadBrownTexts: chapter 2's split sizes, text that round-trips",
+  permissions: { read: true, write: false, env: true },
+  async fn() {
+    const brown = await loadBrownTexts();
+    assertEquals([brown.words.train, brown.words.valid], [800_000, 200_000]);
+    assert(brown.words.test > 150_000);
+    assertEquals(brown.train.length, brown.categories.train.length);
+    assert(brown.train[0].startsWith("The Fulton County Grand Jury said Friday"), brown.train[0].slice(0, 60));
+    const tok = trainBpe(brown.train.slice(0, 20), { numMerges: 300 });
+    const sample = brown.valid[0];
+    assertEquals(tok.decode(tok.encode(sample)), sample);
+    await assertRejects(() => loadBrownTexts({ trainWords: 0 }), RangeError, "trainWords=0");
+  },
 });
