@@ -471,6 +471,14 @@ export class BpeTokenizer {
   }
 
   /**
+   * Forgets the encoder's memory of pre-tokens already encoded (the cache
+   * that makes repeated words fast), e.g. to time a cold start.
+   */
+  clearCache(): void {
+    this.#cache.clear();
+  }
+
+  /**
    * Decodes token ids back into text. A sequence that ends inside a
    * multi-byte character decodes that character as U+FFFD.
    * @param ids token ids.
