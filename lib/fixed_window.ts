@@ -366,7 +366,18 @@ export interface FixedWindowOptions {
   evalBatchSize?: number;
   /** A display name (default built from the config). */
   name?: string;
+  /**
+   * How the training loss is differentiated: `"fused"` (default), the output
+   * layer and cross-entropy as one op with a hand-written backward pass
+   * ({@link linearCrossEntropy}); or `"autodiff"`, {@link crossEntropy} of
+   * {@link FixedWindowLM.logits} with tfjs's automatic gradient for the
+   * output layer's matrix product (kept to measure the difference).
+   */
+  lossPath?: "fused" | "autodiff";
 }
+
+/** ln(1e-30): log-probabilities below this are recomputed exactly by {@link FixedWindowLM.logProbs}. */
+const TINY_LOG_PROB = Math.log(1e-30);
 
 /** The paper's figures for the models of Table 1 this workbook reproduces (chapter 3). */
 export const BENGIO_MODELS = Object.freeze({
@@ -420,6 +431,8 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
   embeddingPath: EmbeddingPath;
   /** Windows per forward pass in {@link FixedWindowLM.logProbs}. */
   evalBatchSize: number;
+  /** How the training loss is differentiated (see {@link FixedWindowOptions.lossPath}). */
+  lossPath: "fused" | "autodiff";
   #vars: Record<string, tf.Variable>;
   #mask: tf.Tensor1D;
 
@@ -458,6 +471,12 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
     this.contextSize = c.blockSize;
     this.embeddingPath = options.embeddingPath ?? "gather";
     this.evalBatchSize = options.evalBatchSize ?? 1024;
+    this.lossPath = options.lossPath ?? "fused";
+    if (this.lossPath !== "fused" && this.lossPath !== "autodiff") {
+      throw new RangeError(
+        `lossPath must be "fused" or "autodiff": lossPath=${JSON.stringify(this.lossPath)}`,
+      );
+    }
     this.name = options.name ??
       `fixed-window MLP (n=${c.blockSize + 1}, m=${c.nEmbd}, h=${c.nHidden}${
         c.direct ? ", direct" : ""
@@ -557,8 +576,9 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
 
   /**
    * The mean negative log-likelihood of a batch, in nats (for the trainer).
-   * Training uses the fused {@link linearCrossEntropy}; evaluation
-   * (`training: false`) the exact log-sum-exp of {@link crossEntropy}.
+   * Computed by the fused {@link linearCrossEntropy} (each example's loss
+   * capped at 69 nats, a probability of 1e-30), in training and evaluation
+   * alike; {@link FixedWindowLM.logProbs}, which {@link evaluate} uses, is exact.
    * @param batch `x` (B, blockSize) contexts, `y` (B,) next words.
    * @param options training or evaluation (the model has no dropout).
    * @returns a scalar.
@@ -566,7 +586,7 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
   loss(batch: Batch, options?: LossOptions): tf.Scalar {
     return tf.tidy(() => {
       const x = batch.x as tf.Tensor2D, y = batch.y as tf.Tensor1D;
-      if (options?.training === false) return crossEntropy(this.logits(x), y); // exact log-sum-exp
+      if (this.lossPath === "autodiff") return crossEntropy(this.logits(x), y);
       return linearCrossEntropy(
         this.features(x),
         this.#vars["output.weight"] as tf.Tensor2D,
@@ -648,14 +668,40 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
     const bs = this.evalBatchSize;
     for (let s = 0; s < stream.length; s += bs) {
       const e = Math.min(stream.length, s + bs);
-      const lp = tf.tidy(() =>
-        targetLogProbs(
-          this.logits(tf.tensor2d(x.subarray(s * n, e * n), [e - s, n], "int32")),
-          tf.tensor1d(y.subarray(s, e), "int32"),
-        )
-      );
-      out.set(await lp.data(), s);
+      const xs = x.subarray(s * n, e * n), ys = y.subarray(s, e);
+      // Fast path: the softmax kernel (one vectorised pass on wasm), then ln p[target].
+      const lp = tf.tidy(() => {
+        const probs = tf.softmax(this.logits(tf.tensor2d(xs, [e - s, n], "int32"))); // (B, V)
+        const at = tf.stack([tf.range(0, e - s, 1, "int32"), tf.tensor1d(ys, "int32")], 1); // (B, 2)
+        return tf.gatherND(probs, at).log(); // (B,)
+      });
+      const values = await lp.data();
       lp.dispose();
+      // A probability below ~1e-30 may have lost digits (or underflowed) in float32:
+      // recompute those rows exactly with the log-sum-exp.
+      const redo: number[] = [];
+      for (let i = 0; i < values.length; i++) if (!(values[i] > TINY_LOG_PROB)) redo.push(i);
+      if (redo.length > 0) {
+        const exact = tf.tidy(() =>
+          targetLogProbs(
+            this.logits(
+              tf.tensor2d(
+                Int32Array.from(redo.flatMap((i) => Array.from(xs.subarray(i * n, (i + 1) * n)))),
+                [
+                  redo.length,
+                  n,
+                ],
+                "int32",
+              ),
+            ),
+            tf.tensor1d(Int32Array.from(redo.map((i) => ys[i])), "int32"),
+          )
+        );
+        const ev = await exact.data();
+        exact.dispose();
+        redo.forEach((i, j) => (values[i] = ev[j]));
+      }
+      out.set(values, s);
       for (let t = s; t < e; t++) if (y[t] === BOS_ID) out[t] = -Infinity;
       options.onProgress?.(e, stream.length);
     }

@@ -165,6 +165,19 @@ Deno.test("FixedWindowLM: a proper distribution; logProbs equals logProb everywh
   }
 });
 
+Deno.test("FixedWindowLM.logProbs: probabilities that underflow float32 are recomputed exactly", async () => {
+  const model = new FixedWindowLM({ vocabSize: 12, blockSize: 2, nEmbd: 3, nHidden: 4 }, { seed: 3 });
+  const bias = model.variables()["output.bias"];
+  bias.assign(tf.tensor1d(Array.from({ length: 12 }, (_, i) => (i === 7 ? -200 : 0))));
+  const stream = Int32Array.from([5, 7, 6, EOS_ID]);
+  const fast = await model.logProbs(stream);
+  assert(Number.isFinite(fast[1]) && fast[1] < -190, `log P(7) = ${fast[1]}`);
+  for (let t = 0; t < stream.length; t++) {
+    assertAlmostEquals(fast[t], model.logProb(stream[t], stream.subarray(0, t)), 1e-4);
+  }
+  model.dispose();
+});
+
 Deno.test("FixedWindowLM: sentence windows forget the previous sentence, stream windows do not", () => {
   const a = new FixedWindowLM({ vocabSize: 12, blockSize: 3, nEmbd: 4, nHidden: 5 }, { seed: 1 });
   const b = new FixedWindowLM({

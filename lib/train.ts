@@ -305,6 +305,16 @@ export interface AdamWOptions {
    * matrices and embeddings), not biases or gains.
    */
   decay?: (name: string, variable: tf.Variable) => boolean;
+  /**
+   * How the update is computed: `"tensor"` with tfjs ops (about fourteen
+   * passes over each variable, moments kept as `tf.Variable`s), or `"js"` in
+   * one plain loop per variable (moments kept as `Float32Array`s; the
+   * gradients are read back and the new weights written once). `"auto"`
+   * (default) picks `"js"` on the `cpu` and `wasm` backends, where reading a
+   * tensor is cheap and the loop is several times faster, and `"tensor"` on
+   * a GPU. Both give the same numbers up to float rounding.
+   */
+  implementation?: "auto" | "tensor" | "js";
 }
 
 /**
@@ -352,6 +362,9 @@ export class AdamW {
   #decay: (name: string, variable: tf.Variable) => boolean;
   #m = new Map<string, tf.Variable>();
   #v = new Map<string, tf.Variable>();
+  #mJs = new Map<string, Float32Array>();
+  #vJs = new Map<string, Float32Array>();
+  #impl: "auto" | "tensor" | "js";
 
   /**
    * @param options the hyper-parameters.
@@ -380,6 +393,21 @@ export class AdamW {
       );
     }
     this.#decay = options.decay ?? ((_name, v) => v.rank >= 2);
+    this.#impl = options.implementation ?? "auto";
+    if (!["auto", "tensor", "js"].includes(this.#impl)) {
+      throw new RangeError(
+        `implementation must be "auto", "tensor" or "js": implementation=${
+          JSON.stringify(this.#impl)
+        }`,
+      );
+    }
+  }
+
+  /** The implementation the next step will use (see {@link AdamWOptions.implementation}). */
+  get implementation(): "tensor" | "js" {
+    if (this.#impl !== "auto") return this.#impl;
+    const b = tf.getBackend();
+    return b === "cpu" || b === "wasm" ? "js" : "tensor";
   }
 
   /**
@@ -403,18 +431,25 @@ export class AdamW {
     if (!(lr >= 0) || !Number.isFinite(lr)) {
       throw new RangeError(`lr must be a non-negative finite number: lr=${lr}`);
     }
+    for (const [name, p] of Object.entries(variables)) {
+      const g = grads[name];
+      if (g && g.shape.join() !== p.shape.join()) {
+        throw new RangeError(
+          `gradient of ${name} has shape [${g.shape}], variable has [${p.shape}]`,
+        );
+      }
+    }
     this.step++;
     const t = this.step;
     const bc1 = 1 - this.beta1 ** t, bc2 = 1 - this.beta2 ** t;
+    if (this.implementation === "js") {
+      this.#stepJs(variables, grads, lr, options.scale ? options.scale.dataSync()[0] : 1);
+      return;
+    }
     tf.tidy(() => {
       for (const [name, p] of Object.entries(variables)) {
         let g = grads[name];
         if (!g) continue;
-        if (g.shape.join() !== p.shape.join()) {
-          throw new RangeError(
-            `gradient of ${name} has shape [${g.shape}], variable has [${p.shape}]`,
-          );
-        }
         if (options.scale) g = g.mul(options.scale);
         let m = this.#m.get(name), v = this.#v.get(name);
         if (!m || !v) {
@@ -436,11 +471,50 @@ export class AdamW {
     });
   }
 
+  /** The same update as one plain loop per variable (the `"js"` implementation). */
+  #stepJs(
+    variables: Record<string, tf.Variable>,
+    grads: Record<string, tf.Tensor>,
+    lr: number,
+    scale: number,
+  ): void {
+    const t = this.step;
+    const bc1 = 1 - this.beta1 ** t, bc2 = 1 - this.beta2 ** t;
+    const b1 = this.beta1, b2 = this.beta2;
+    // (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps) = stepSize m / (sqrt(v) + epsHat)
+    const stepSize = (lr / bc1) * Math.sqrt(bc2), epsHat = this.epsilon * Math.sqrt(bc2);
+    for (const [name, p] of Object.entries(variables)) {
+      const gT = grads[name];
+      if (!gT) continue;
+      const g = gT.dataSync() as Float32Array;
+      const w = Float32Array.from(p.dataSync() as Float32Array);
+      let m = this.#mJs.get(name), v = this.#vJs.get(name);
+      if (!m || !v) {
+        m = new Float32Array(w.length);
+        v = new Float32Array(w.length);
+        this.#mJs.set(name, m);
+        this.#vJs.set(name, v);
+      }
+      const keep = this.weightDecay > 0 && this.#decay(name, p) ? 1 - lr * this.weightDecay : 1;
+      for (let i = 0; i < w.length; i++) {
+        const gi = g[i] * scale;
+        const mi = (m[i] = b1 * m[i] + (1 - b1) * gi);
+        const vi = (v[i] = b2 * v[i] + (1 - b2) * gi * gi);
+        w[i] = w[i] * keep - (stepSize * mi) / (Math.sqrt(vi) + epsHat);
+      }
+      const next = tf.tensor(w, p.shape, "float32");
+      p.assign(next);
+      next.dispose();
+    }
+  }
+
   /** Frees the moment estimates. */
   dispose(): void {
     for (const t of [...this.#m.values(), ...this.#v.values()]) t.dispose();
     this.#m.clear();
     this.#v.clear();
+    this.#mJs.clear();
+    this.#vJs.clear();
   }
 }
 
@@ -709,6 +783,12 @@ export interface TrainerOptions {
   betas?: [number, number];
   /** Which variables are decayed (default: rank >= 2). */
   decay?: (name: string, variable: tf.Variable) => boolean;
+  /**
+   * An optimiser to use instead of a new {@link AdamW} built from the options
+   * above (e.g. one configured with `implementation`, or one whose state
+   * should carry over from another trainer).
+   */
+  optimizer?: AdamW;
   /** Clip the global gradient norm to this (default 1; `Infinity` to switch off). */
   gradClip?: number;
   /** Validation data: evaluated every `evalEvery` steps and at the end; drives early stopping. */
@@ -870,7 +950,7 @@ export class Trainer {
     this.data = data;
     this.options = o;
     this.#rng = o.rng ?? new Rng(o.seed ?? 0);
-    this.optimizer = new AdamW({
+    this.optimizer = o.optimizer ?? new AdamW({
       beta1: o.betas?.[0],
       beta2: o.betas?.[1],
       weightDecay: o.weightDecay,

@@ -83,44 +83,50 @@ Deno.test("learningRateAt: warm-up, constant and cosine", () => {
   );
 });
 
-Deno.test("AdamW: matches PyTorch's update rule computed by hand", () => {
-  const lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
-  const w = tf.variable(tf.tensor2d([[0.5, -1.0]]));
-  const b = tf.variable(tf.tensor1d([0.3]));
-  const opt = new AdamW({
-    beta1: b1,
-    beta2: b2,
-    epsilon: eps,
-    weightDecay: wd,
+for (const implementation of ["tensor", "js"] as const) {
+  Deno.test(`AdamW (${implementation}): matches PyTorch's update rule computed by hand`, () => {
+    const lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
+    const w = tf.variable(tf.tensor2d([[0.5, -1.0]]));
+    const b = tf.variable(tf.tensor1d([0.3]));
+    const opt = new AdamW({ beta1: b1, beta2: b2, epsilon: eps, weightDecay: wd, implementation });
+    assertEquals(opt.implementation, implementation);
+    const gs = [[0.2, -0.4], [0.1, 0.3], [-0.5, 0.05]];
+    const gb = [0.7, -0.2, 0.1];
+    let p = [0.5, -1.0];
+    const m = [0, 0], v = [0, 0];
+    let pb = 0.3, mb = 0, vb = 0;
+    for (let t = 1; t <= 3; t++) {
+      const g = gs[t - 1];
+      const gw = tf.tensor2d([g]), gbt = tf.tensor1d([gb[t - 1]]);
+      // a clipping factor of 0.5 applied to gradients twice as large
+      const gw2 = gw.mul(2), gb2 = gbt.mul(2), half = tf.scalar(0.5);
+      opt.applyGradients({ w, b }, { w: gw2, b: gb2 }, { lr, scale: half });
+      tf.dispose([gw, gbt, gw2, gb2, half]);
+      const bc1 = 1 - b1 ** t, bc2 = 1 - b2 ** t;
+      p = p.map((pi, i) => {
+        m[i] = b1 * m[i] + (1 - b1) * g[i];
+        v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+        return pi * (1 - lr * wd) -
+          (lr / bc1) * m[i] / (Math.sqrt(v[i]) / Math.sqrt(bc2) + eps);
+      });
+      mb = b1 * mb + (1 - b1) * gb[t - 1];
+      vb = b2 * vb + (1 - b2) * gb[t - 1] ** 2;
+      // biases (rank 1) are not decayed by default
+      pb = pb - (lr / bc1) * mb / (Math.sqrt(vb) / Math.sqrt(bc2) + eps);
+    }
+    const got = w.dataSync();
+    assertAlmostEquals(got[0], p[0], 1e-6);
+    assertAlmostEquals(got[1], p[1], 1e-6);
+    assertAlmostEquals(b.dataSync()[0], pb, 1e-6);
+    opt.dispose();
+    tf.dispose([w, b]);
   });
-  const gs = [[0.2, -0.4], [0.1, 0.3], [-0.5, 0.05]];
-  const gb = [0.7, -0.2, 0.1];
-  let p = [0.5, -1.0];
-  const m = [0, 0], v = [0, 0];
-  let pb = 0.3, mb = 0, vb = 0;
-  for (let t = 1; t <= 3; t++) {
-    const g = gs[t - 1];
-    const gw = tf.tensor2d([g]), gbt = tf.tensor1d([gb[t - 1]]);
-    opt.applyGradients({ w, b }, { w: gw, b: gbt }, { lr });
-    tf.dispose([gw, gbt]);
-    const bc1 = 1 - b1 ** t, bc2 = 1 - b2 ** t;
-    p = p.map((pi, i) => {
-      m[i] = b1 * m[i] + (1 - b1) * g[i];
-      v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-      return pi * (1 - lr * wd) -
-        (lr / bc1) * m[i] / (Math.sqrt(v[i]) / Math.sqrt(bc2) + eps);
-    });
-    mb = b1 * mb + (1 - b1) * gb[t - 1];
-    vb = b2 * vb + (1 - b2) * gb[t - 1] ** 2;
-    // biases (rank 1) are not decayed by default
-    pb = pb - (lr / bc1) * mb / (Math.sqrt(vb) / Math.sqrt(bc2) + eps);
-  }
-  const got = w.dataSync();
-  assertAlmostEquals(got[0], p[0], 1e-6);
-  assertAlmostEquals(got[1], p[1], 1e-6);
-  assertAlmostEquals(b.dataSync()[0], pb, 1e-6);
-  opt.dispose();
-  tf.dispose([w, b]);
+}
+
+Deno.test("AdamW: auto picks the js loop on cpu; bad implementation names are rejected", () => {
+  assertEquals(new AdamW().implementation, "js");
+  // deno-lint-ignore no-explicit-any
+  assertThrows(() => new AdamW({ implementation: "gpu" as any }), RangeError, "gpu");
 });
 
 Deno.test("AdamW: rejects bad hyper-parameters and mismatched gradients", () => {
