@@ -864,6 +864,62 @@ export async function generate(
   };
 }
 
+/** What {@link scoreContinuation} returns. */
+export interface ContinuationScore {
+  /** ln P(continuation | prompt): the sum of the per-token log-probabilities. */
+  logProb: number;
+  /** ln P(token | prompt and the tokens before it), one per continuation token. */
+  perToken: number[];
+}
+
+/**
+ * How likely a model finds a continuation of a prompt: the sum of the
+ * log-probabilities of its tokens, each given everything before it. Ranking
+ * candidate answers this way casts a task (question answering, a multiple
+ * choice) as next-token prediction.
+ *
+ * Chapter 7.
+ *
+ * @param model a transformer, a {@link LanguageModel} or a logits function.
+ * @param prompt the context (same rules as {@link generate}).
+ * @param continuation the tokens to score (at least one).
+ * @param options the cache mode and a decoder to reuse (transformers).
+ * @returns the total and per-token log-probabilities.
+ * @throws {RangeError} on an empty continuation or a bad id.
+ *
+ * @example
+ * ```ts
+ * import { assertAlmostEquals } from "@std/assert";
+ * import { UniformModel } from "./lm.ts";
+ * import { scoreContinuation } from "./decode.ts";
+ * const s = await scoreContinuation(new UniformModel(4), [1], [2, 3]);
+ * assertAlmostEquals(s.logProb, 2 * Math.log(1 / 4));
+ * ```
+ */
+export async function scoreContinuation(
+  model: Decodable,
+  prompt: ArrayLike<number>,
+  continuation: ArrayLike<number>,
+  options: SessionOptions = {},
+): Promise<ContinuationScore> {
+  const vocabSize = vocabSizeOf(model);
+  const ids = checkPrompt(prompt, vocabSize);
+  const cont = checkPrompt(continuation, vocabSize);
+  if (cont.length === 0) throw new RangeError("continuation must not be empty: continuation.length=0");
+  const session = await openSession(model, options);
+  const perToken: number[] = [];
+  try {
+    let logits = await session.start(ids);
+    for (let i = 0; i < cont.length; i++) {
+      perToken.push(logSoftmaxLogits(logits)[cont[i]]);
+      if (i + 1 < cont.length) logits = await session.next(cont[i]);
+    }
+  } finally {
+    session.dispose();
+  }
+  return { logProb: perToken.reduce((a, b) => a + b, 0), perToken };
+}
+
 // ---------------------------------------------------------------------------
 // Beam search
 // ---------------------------------------------------------------------------
@@ -1026,7 +1082,8 @@ export async function beamSearch(
  *
  * Chapter 7.
  *
- * @param sequences one sequence or several (token ids, or strings of characters).
+ * @param sequences one sequence (a string, or an array of token ids) or a list of
+ * sequences (strings, id arrays, or arrays of words).
  * @param n the n-gram order, an integer >= 1.
  * @returns the ratio in [0, 1] (0 when there is no n-gram at all).
  * @throws {RangeError} when `n` is not an integer >= 1.
@@ -1037,16 +1094,17 @@ export async function beamSearch(
  * import { distinctNgrams } from "./decode.ts";
  * assertEquals(distinctNgrams([[1, 2, 1, 2, 1]], 2), 2 / 4); // "1 2", "2 1" each twice
  * assertEquals(distinctNgrams(["abcd"], 1), 1);
+ * assertEquals(distinctNgrams([["the", "sea", "the", "sea"]], 2), 2 / 3); // words
  * ```
  */
 export function distinctNgrams(
-  sequences: ArrayLike<number> | string | (ArrayLike<number> | string)[],
+  sequences: string | ArrayLike<number> | (string | ArrayLike<number> | ArrayLike<string>)[],
   n: number,
 ): number {
   if (!Number.isInteger(n) || n < 1) throw new RangeError(`n must be an integer >= 1: n=${n}`);
-  const list = typeof sequences === "string" || !Array.isArray(sequences) || typeof sequences[0] === "number"
-    ? [sequences as ArrayLike<number> | string]
-    : sequences as (ArrayLike<number> | string)[];
+  // One sequence (a string or an array of ids), or a list of sequences.
+  const one = typeof sequences === "string" || !Array.isArray(sequences) || typeof sequences[0] === "number";
+  const list = (one ? [sequences] : sequences) as ArrayLike<unknown>[];
   const seen = new Set<string>();
   let total = 0;
   for (const s of list) {
