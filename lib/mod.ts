@@ -29,6 +29,14 @@ export * from "./mixture.ts";
 // Chapter 4 (optional bridge): recurrent language models.
 export * from "./rnn.ts";
 
+// Chapter 5: attention and masking.
+export * from "./attention.ts";
+
+// Chapter 6: the transformer language model (fast kernels, the model, character data).
+export * from "./kernels.ts";
+export * from "./transformer.ts";
+export * from "./chars.ts";
+
 // Chapter 7: decoding and sampling.
 export * from "./sampling.ts";
 export * from "./decode.ts";

@@ -1,0 +1,562 @@
+/**
+ * Fast tensor kernels with hand-written gradients, used by the transformer
+ * (chapter 6).
+ *
+ * The readable versions of these operations live in `attention.ts` and are
+ * what chapter 5 teaches. The versions here compute the same numbers but are
+ * arranged for speed, because TensorFlow.js's automatic differentiation and
+ * its CPU backends have a few expensive corners:
+ *
+ * - On `wasm`, only a plain 2-D matrix product without transposes reaches the
+ *   fast XNNPACK path (about 25 GFLOP/s here); a product with `transposeA`,
+ *   `transposeB` or a batch dimension falls back to a slow loop (about
+ *   2 GFLOP/s). {@link linear} therefore transposes explicitly in its backward
+ *   pass, and {@link attentionCore} runs its batched products (one per head
+ *   and sequence) as a grouped convolution (`depthwiseConv2d` with a channel
+ *   multiplier), which XNNPACK runs about four times faster.
+ * - `tf.gather` has no gradient on `wasm` (its gradient needs
+ *   `UnsortedSegmentSum`); {@link embeddingLookup} scatters the gradient with
+ *   `scatterND`, which every backend has.
+ * - Layer norm, GELU and the cross-entropy written with elementary ops record
+ *   dozens of small kernels for the backward pass; {@link layerNormFused},
+ *   {@link gelu} and {@link crossEntropyFromLogits} have closed-form gradients
+ *   that need fewer, larger ones.
+ *
+ * Every kernel is checked against plain automatic differentiation in
+ * `kernels_test.ts`, on `cpu` and `wasm`.
+ *
+ * @module
+ */
+import * as tf from "@tensorflow/tfjs";
+
+/** Saves tensors for the backward pass of a custom op. */
+type Save = (tensors: tf.Tensor[]) => void;
+
+/** What the forward function of a custom op returns. */
+interface Forward {
+  value: tf.Tensor;
+  gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.Tensor[];
+}
+
+/**
+ * A typed wrapper over `tf.customGrad`: `f` receives the input tensors as an
+ * array and the save function.
+ */
+function customOp(f: (inputs: tf.Tensor[], save: Save) => Forward): (...inputs: tf.Tensor[]) => tf.Tensor {
+  const g = (...args: unknown[]) => {
+    const save = args.pop() as Save;
+    return f(args as tf.Tensor[], save);
+  };
+  // deno-lint-ignore no-explicit-any
+  return tf.customGrad(g as any) as unknown as (...inputs: tf.Tensor[]) => tf.Tensor;
+}
+
+/** Whether the active backend is `wasm` (where the layout tricks pay off). */
+function onWasm(): boolean {
+  return tf.getBackend() === "wasm";
+}
+
+/** Activations {@link linear} can fuse into its matrix product. */
+export type LinearActivation = "linear" | "relu";
+
+/**
+ * A plain 2-D product `a @ b` (no transposes, batch 1): the fast XNNPACK
+ * path on wasm, an ordinary `matMul` elsewhere.
+ */
+function matMul2d(
+  a: tf.Tensor2D,
+  b: tf.Tensor2D,
+  bias?: tf.Tensor1D,
+  activation: LinearActivation = "linear",
+): tf.Tensor2D {
+  if (!bias && activation === "linear") return tf.matMul(a, b); // (M, N)
+  // Run the fused kernel directly: tf.fused.matMul refuses to fuse an
+  // activation while gradients are being recorded.
+  const [m, k] = a.shape;
+  const n = b.shape[1];
+  const inputs: Record<string, tf.Tensor> = {
+    a: tf.reshape(a, [1, m, k]), // (1, M, K)
+    b: tf.reshape(b, [1, k, n]), // (1, K, N)
+  };
+  if (bias) inputs.bias = bias; // (N)
+  const out = tf.engine().runKernel("_FusedMatMul", inputs, {
+    transposeA: false,
+    transposeB: false,
+    activation,
+    leakyreluAlpha: 0.2,
+  }) as tf.Tensor3D; // (1, M, N)
+  return tf.reshape(out, [m, n]); // (M, N)
+}
+
+/**
+ * `a @ b^T` for 2-D tensors, fast on every backend.
+ */
+function matMulBT(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
+  if (onWasm()) return tf.matMul(a, tf.transpose(b)); // (M, N)
+  return tf.matMul(a, b, false, true); // (M, N)
+}
+
+/**
+ * `a^T @ b` for 2-D tensors (a: (K, M), b: (K, N)), fast on every backend.
+ * On wasm it transposes whichever of `a` and `b` is smaller (then, for `b`,
+ * the (N, M) result).
+ */
+function matMulAT(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
+  if (!onWasm()) return tf.matMul(a, b, true, false); // (M, N)
+  if (a.shape[1] <= b.shape[1]) return tf.matMul(tf.transpose(a), b); // (M, N)
+  return tf.transpose(tf.matMul(tf.transpose(b), a)); // (M, N)
+}
+
+/**
+ * Column sums of a 2-D tensor, `sum(x, 0)`. On wasm a reduction over the
+ * first axis is slow, so it is a (1, N) @ (N, C) product with a row of ones.
+ */
+function colSum(x: tf.Tensor2D): tf.Tensor1D {
+  if (!onWasm()) return tf.sum(x, 0); // (C)
+  return tf.reshape(tf.matMul(tf.ones([1, x.shape[0]]), x), [x.shape[1]]); // (C)
+}
+
+/**
+ * A dense layer `y = act(x @ w + b)` on rows, with a hand-written gradient
+ * that uses only fast 2-D products (chapter 6).
+ *
+ * @param x the inputs, one row per token: (N, inFeatures).
+ * @param w the weight matrix: (inFeatures, outFeatures).
+ * @param options `bias` (outFeatures) and `activation` (`"linear"` or `"relu"`, fused).
+ * @returns (N, outFeatures).
+ * @throws {RangeError} when the inner dimensions differ.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import * as tf from "@tensorflow/tfjs";
+ * import { linear } from "./kernels.ts";
+ * const y = linear(tf.ones([3, 2]), tf.ones([2, 4]), { bias: tf.zeros([4]) });
+ * assertEquals(y.shape, [3, 4]);
+ * ```
+ */
+export function linear(
+  x: tf.Tensor2D,
+  w: tf.Tensor2D,
+  options: { bias?: tf.Tensor1D; activation?: LinearActivation } = {},
+): tf.Tensor2D {
+  if (x.shape[1] !== w.shape[0]) {
+    throw new RangeError(
+      `linear: x has ${x.shape[1]} features but w expects ${w.shape[0]}: x.shape=[${x.shape}], w.shape=[${w.shape}]`,
+    );
+  }
+  const activation = options.activation ?? "linear";
+  const backward = (dy: tf.Tensor2D, xs: tf.Tensor2D, ws: tf.Tensor2D, y: tf.Tensor2D) => {
+    const g = activation === "relu" ? tf.mul(dy, tf.step(y)) as tf.Tensor2D : dy; // (N, out)
+    const dx = matMulBT(g, ws); // (N, in)
+    const dw = matMulAT(xs, g); // (in, out)
+    return { g, dx, dw };
+  };
+  if (options.bias) {
+    const op = customOp(([xs, ws, bs], save) => {
+      const y = matMul2d(xs as tf.Tensor2D, ws as tf.Tensor2D, bs as tf.Tensor1D, activation); // (N, out)
+      save([xs, ws, y]);
+      return {
+        value: y,
+        gradFunc: (dy, saved) => {
+          const [xs2, ws2, y2] = saved as tf.Tensor2D[];
+          const { g, dx, dw } = backward(dy as tf.Tensor2D, xs2, ws2, y2);
+          return [dx, dw, colSum(g)]; // (N, in), (in, out), (out)
+        },
+      };
+    });
+    return op(x, w, options.bias) as tf.Tensor2D;
+  }
+  const op = customOp(([xs, ws], save) => {
+    const y = matMul2d(xs as tf.Tensor2D, ws as tf.Tensor2D, undefined, activation); // (N, out)
+    save([xs, ws, y]);
+    return {
+      value: y,
+      gradFunc: (dy, saved) => {
+        const [xs2, ws2, y2] = saved as tf.Tensor2D[];
+        const { dx, dw } = backward(dy as tf.Tensor2D, xs2, ws2, y2);
+        return [dx, dw];
+      },
+    };
+  });
+  return op(x, w) as tf.Tensor2D;
+}
+
+/**
+ * Batched products `out[g] = a[g] @ b[g]` on wasm as a grouped convolution.
+ *
+ * `b` is given in layout (K, G, N) and the result comes in layout (M, G, N).
+ * `a` is given in layout (M, K, G) (`aLayout = "MKG"`) or (K, M, G)
+ * (`"KMG"`, i.e. a transposed). Reading `a` as an image with G channels whose
+ * K rows (or K-row blocks) are summed by a (K x 1) filter, the depthwise
+ * convolution with channel multiplier N computes exactly the G products;
+ * XNNPACK runs it about four times faster than the batched matMul.
+ */
+function groupMatMul(
+  a: tf.Tensor,
+  b: tf.Tensor,
+  dims: { m: number; k: number; g: number; n: number; aLayout: "MKG" | "KMG" },
+): tf.Tensor3D {
+  const { m, k, g, n } = dims;
+  const f = tf.reshape(b, [k, 1, g, n]) as tf.Tensor4D; // (K, 1, G, N)
+  const y = dims.aLayout === "MKG"
+    ? tf.depthwiseConv2d(tf.reshape(a, [1, m * k, 1, g]) as tf.Tensor4D, f, [k, 1], "valid") // (1, M, 1, G*N)
+    : tf.depthwiseConv2d(tf.reshape(a, [1, k, m, g]) as tf.Tensor4D, f, [1, 1], "valid"); // (1, 1, M, G*N)
+  return tf.reshape(y, [m, g, n]); // (M, G, N)
+}
+
+/** Options of {@link attentionCore}. */
+export interface AttentionCoreOptions {
+  /** The values: (Tk, B, nHead, headSize). */
+  v: tf.Tensor4D;
+  /** Multiplies the scores (default 1/sqrt(headSize)). */
+  scale?: number;
+  /**
+   * Added to the scaled scores before the softmax, broadcast over batch and
+   * heads: (Tq, Tk), 0 where attention is allowed and a large negative number
+   * (e.g. -1e9) where it is not. Every row must allow at least one key.
+   */
+  bias?: tf.Tensor2D;
+  /** Dropout rate on the attention weights (training only; default 0). */
+  dropout?: number;
+  /** Seed for the dropout mask. */
+  seed?: number;
+}
+
+/**
+ * The heart of multi-head attention, softmax(q k^T * scale + bias) v, for all
+ * heads and sequences at once, with a hand-written gradient (chapter 6).
+ *
+ * Tensors are time-major, (T, B, nHead, headSize): the transformer keeps its
+ * residual stream as rows ordered (T, B), so q, k and v come straight out of
+ * the projections and the output goes straight into the next one. On wasm,
+ * with that layout, the six batched products of the forward and backward
+ * passes run as grouped convolutions with only six transposes in all;
+ * elsewhere they are ordinary batched `matMul`s.
+ *
+ * @param q queries: (Tq, B, nHead, headSize).
+ * @param k keys: (Tk, B, nHead, headSize).
+ * @param options the values `v` (Tk, B, nHead, headSize), the scale, an additive bias, dropout.
+ * @returns (Tq, B, nHead, headSize).
+ * @throws {RangeError} when the shapes do not fit together.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import * as tf from "@tensorflow/tfjs";
+ * import { attentionCore } from "./kernels.ts";
+ * const q = tf.ones([3, 1, 2, 4]) as tf.Tensor4D;
+ * const y = attentionCore(q, q, { v: q });
+ * assertEquals(y.shape, [3, 1, 2, 4]);
+ * ```
+ */
+export function attentionCore(
+  q: tf.Tensor4D,
+  k: tf.Tensor4D,
+  options: AttentionCoreOptions,
+): tf.Tensor4D {
+  const [Tq, B, H, D] = q.shape;
+  const Tk = k.shape[0];
+  const v = options.v;
+  if (k.shape[1] !== B || k.shape[2] !== H || k.shape[3] !== D || v.shape.join() !== k.shape.join()) {
+    throw new RangeError(
+      `attentionCore: shapes do not match: q=[${q.shape}], k=[${k.shape}], v=[${v.shape}]`,
+    );
+  }
+  const bias = options.bias;
+  if (bias && (bias.shape[0] !== Tq || bias.shape[1] !== Tk)) {
+    throw new RangeError(`attentionCore: bias must be (Tq, Tk) = (${Tq}, ${Tk}): bias.shape=[${bias.shape}]`);
+  }
+  const scale = options.scale ?? 1 / Math.sqrt(D);
+  const rate = options.dropout ?? 0;
+  const G = B * H;
+  if (onWasm()) {
+    const op = customOp(([qs, ks, vs], save) => {
+      // Time-major tensors are (T, G, D) with G = (b, h): the group-last layouts
+      // the grouped convolution wants for `b` and for its output.
+      const qx = tf.transpose(qs, [0, 3, 1, 2]); // (Tq, D, B, H)  = A (M=Tq, K=D, G)
+      const kf = tf.transpose(ks, [3, 1, 2, 0]); // (D, B, H, Tk)  = B (K=D, G, N=Tk)
+      const s = groupMatMul(qx, kf, { m: Tq, k: D, g: G, n: Tk, aLayout: "MKG" }); // (Tq, G, Tk)
+      const scaled = tf.mul(s, scale); // (Tq, G, Tk)
+      const p = tf.softmax(bias ? tf.add(scaled, tf.reshape(bias, [Tq, 1, Tk])) : scaled); // (Tq, G, Tk)
+      const keep = rate > 0 ? dropoutMask(p.shape, rate, options.seed) : null; // (Tq, G, Tk)
+      const px = tf.transpose(keep ? tf.mul(p, keep) : p, [0, 2, 1]); // (Tq, Tk, G)
+      const y = groupMatMul(px, vs, { m: Tq, k: Tk, g: G, n: D, aLayout: "MKG" }); // (Tq, G, D)
+      save(keep ? [qs, ks, vs, p, px, keep] : [qs, ks, vs, p, px]);
+      return {
+        value: tf.reshape(y, [Tq, B, H, D]), // (Tq, B, H, D)
+        gradFunc: (dy, saved) => {
+          const [q2, k2, v2, p2, px2, keep2] = saved;
+          // dP = dY V^T: A = dY (Tq, D, G), B = V^T (D, G, Tk).
+          const dyx = tf.transpose(dy, [0, 3, 1, 2]); // (Tq, D, B, H)
+          const vt = tf.transpose(v2, [3, 1, 2, 0]); // (D, B, H, Tk)
+          let dp = groupMatMul(dyx, vt, { m: Tq, k: D, g: G, n: Tk, aLayout: "MKG" }); // (Tq, G, Tk)
+          // dV = P^T dY: A = P^T, i.e. P in (K=Tq, M=Tk, G) layout; B = dY (Tq, G, D).
+          const dv = groupMatMul(px2, dy, { m: Tk, k: Tq, g: G, n: D, aLayout: "KMG" }); // (Tk, G, D)
+          if (keep2) dp = tf.mul(dp, keep2); // (Tq, G, Tk)
+          // Softmax backward, then the scale.
+          const dot = tf.sum(tf.mul(dp, p2), -1, true); // (Tq, G, 1)
+          const ds = tf.mul(tf.mul(p2, tf.sub(dp, dot)), scale); // (Tq, G, Tk)
+          const dsx = tf.transpose(ds, [0, 2, 1]); // (Tq, Tk, G)
+          // dQ = dS K: A = dS (Tq, Tk, G), B = K (Tk, G, D).
+          const dq = groupMatMul(dsx, k2, { m: Tq, k: Tk, g: G, n: D, aLayout: "MKG" }); // (Tq, G, D)
+          // dK = dS^T Q: A = dS^T, i.e. dS in (K=Tq, M=Tk, G) layout; B = Q (Tq, G, D).
+          const dk = groupMatMul(dsx, q2, { m: Tk, k: Tq, g: G, n: D, aLayout: "KMG" }); // (Tk, G, D)
+          return [
+            tf.reshape(dq, [Tq, B, H, D]), // (Tq, B, H, D)
+            tf.reshape(dk, [Tk, B, H, D]), // (Tk, B, H, D)
+            tf.reshape(dv, [Tk, B, H, D]), // (Tk, B, H, D)
+          ];
+        },
+      };
+    });
+    return op(q, k, v) as tf.Tensor4D;
+  }
+  const op = customOp(([qs, ks, vs], save) => {
+    const qh = tf.transpose(qs, [1, 2, 0, 3]); // (B, H, Tq, D)
+    const kh = tf.transpose(ks, [1, 2, 0, 3]); // (B, H, Tk, D)
+    const vh = tf.transpose(vs, [1, 2, 0, 3]); // (B, H, Tk, D)
+    const s = tf.matMul(qh, kh, false, true); // (B, H, Tq, Tk)
+    const scaled = tf.mul(s, scale); // (B, H, Tq, Tk)
+    const p = tf.softmax(bias ? tf.add(scaled, bias) : scaled); // (B, H, Tq, Tk)
+    const keep = rate > 0 ? dropoutMask(p.shape, rate, options.seed) : null; // (B, H, Tq, Tk)
+    const pd = keep ? tf.mul(p, keep) : p; // (B, H, Tq, Tk)
+    const y = tf.matMul(pd, vh); // (B, H, Tq, D)
+    save(keep ? [qh, kh, vh, p, keep] : [qh, kh, vh, p]);
+    return {
+      value: tf.transpose(y, [2, 0, 1, 3]), // (Tq, B, H, D)
+      gradFunc: (dy, saved) => {
+        const [qh2, kh2, vh2, p2, keep2] = saved;
+        const pd2 = keep2 ? tf.mul(p2, keep2) : p2; // (B, H, Tq, Tk)
+        const dyh = tf.transpose(dy, [1, 2, 0, 3]); // (B, H, Tq, D)
+        let dp = tf.matMul(dyh, vh2, false, true); // (B, H, Tq, Tk)
+        const dv = tf.matMul(pd2, dyh, true, false); // (B, H, Tk, D)
+        if (keep2) dp = tf.mul(dp, keep2); // (B, H, Tq, Tk)
+        const dot = tf.sum(tf.mul(dp, p2), -1, true); // (B, H, Tq, 1)
+        const ds = tf.mul(tf.mul(p2, tf.sub(dp, dot)), scale); // (B, H, Tq, Tk)
+        const dq = tf.matMul(ds, kh2); // (B, H, Tq, D)
+        const dk = tf.matMul(ds, qh2, true, false); // (B, H, Tk, D)
+        const back = (t: tf.Tensor) => tf.transpose(t, [2, 0, 1, 3]); // (T, B, H, D)
+        return [back(dq), back(dk), back(dv)];
+      },
+    };
+  });
+  return op(q, k, v) as tf.Tensor4D;
+}
+
+/** A dropout keep-mask scaled by 1/(1-rate): values 0 or 1/(1-rate). */
+function dropoutMask(shape: number[], rate: number, seed?: number): tf.Tensor {
+  const u = tf.randomUniform(shape, 0, 1, "float32", seed); // same shape
+  return tf.mul(tf.cast(tf.greaterEqual(u, rate), "float32"), 1 / (1 - rate));
+}
+
+/**
+ * Layer norm over the last axis with a hand-written gradient (chapter 6):
+ * `(x - mean) / sqrt(var + eps) * gamma + beta`, the variance biased (divided
+ * by C, as in PyTorch).
+ *
+ * @param x (N, C).
+ * @param gamma (C) scale.
+ * @param options `beta` (C) shift and `eps` (default 1e-5).
+ * @returns (N, C).
+ *
+ * @example
+ * ```ts
+ * import { assertAlmostEquals } from "@std/assert";
+ * import * as tf from "@tensorflow/tfjs";
+ * import { layerNormFused } from "./kernels.ts";
+ * const y = layerNormFused(tf.tensor2d([[1, 2, 3]]), tf.ones([3]), { beta: tf.zeros([3]) });
+ * assertAlmostEquals(y.dataSync()[2], Math.sqrt(1.5), 1e-3);
+ * ```
+ */
+export function layerNormFused(
+  x: tf.Tensor2D,
+  gamma: tf.Tensor1D,
+  options: { beta: tf.Tensor1D; eps?: number },
+): tf.Tensor2D {
+  const eps = options.eps ?? 1e-5;
+  const op = customOp(([xs, gs, bs], save) => {
+    const mean = tf.mean(xs, -1, true); // (N, 1)
+    const xc = tf.sub(xs, mean); // (N, C)
+    const variance = tf.mean(tf.square(xc), -1, true); // (N, 1)
+    const rstd = tf.rsqrt(tf.add(variance, eps)); // (N, 1)
+    const xhat = tf.mul(xc, rstd); // (N, C)
+    const y = tf.add(tf.mul(xhat, gs), bs); // (N, C)
+    save([xhat, rstd, gs]);
+    return {
+      value: y,
+      gradFunc: (dy, saved) => {
+        const [xhat2, rstd2, g2] = saved;
+        const dxhat = tf.mul(dy, g2); // (N, C)
+        const a = tf.mean(dxhat, -1, true); // (N, 1)
+        const b = tf.mean(tf.mul(dxhat, xhat2), -1, true); // (N, 1)
+        const dx = tf.mul(tf.sub(tf.sub(dxhat, a), tf.mul(xhat2, b)), rstd2); // (N, C)
+        const dg = colSum(tf.mul(dy, xhat2) as tf.Tensor2D); // (C)
+        const db = colSum(dy as tf.Tensor2D); // (C)
+        return [dx, dg, db];
+      },
+    };
+  });
+  return op(x, gamma, options.beta) as tf.Tensor2D;
+}
+
+const GELU_K = 2 * Math.sqrt(2 / Math.PI); // 1.5957691...
+const GELU_A = 0.044715;
+
+/**
+ * GELU with the tanh approximation used by GPT-2 (Hendrycks & Gimpel, 2016),
+ * written as x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)), with a
+ * hand-written gradient (chapter 6).
+ *
+ * @param x any shape.
+ * @returns the same shape.
+ *
+ * @example
+ * ```ts
+ * import { assertAlmostEquals } from "@std/assert";
+ * import * as tf from "@tensorflow/tfjs";
+ * import { gelu } from "./kernels.ts";
+ * assertAlmostEquals(gelu(tf.scalar(1)).dataSync()[0], 0.8412, 1e-3);
+ * ```
+ */
+export function gelu<T extends tf.Tensor>(x: T): T {
+  const op = customOp(([xs], save) => {
+    const u = tf.square(xs); // same shape
+    const z = tf.mul(xs, tf.add(tf.mul(u, GELU_K * GELU_A), GELU_K)); // same shape
+    const s = tf.sigmoid(z); // same shape
+    save([xs, s]);
+    return {
+      value: tf.mul(xs, s),
+      gradFunc: (dy, saved) => {
+        const [x2, s2] = saved;
+        // d/dx [x s(z)] = s + x s (1 - s) z', with z' = k (1 + 3 a x^2).
+        const dz = tf.add(tf.mul(tf.square(x2), 3 * GELU_K * GELU_A), GELU_K); // same shape
+        const ds = tf.mul(tf.mul(s2, tf.sub(1, s2)), tf.mul(x2, dz)); // same shape
+        return [tf.mul(dy, tf.add(s2, ds))];
+      },
+    };
+  });
+  return op(x) as T;
+}
+
+/**
+ * Embedding lookup `table[ids]` whose gradient is a scatter-add (chapter 6):
+ * works on every backend, including wasm where `tf.gather` has no gradient.
+ *
+ * @param table (vocabSize, C).
+ * @param ids int32 token ids of any shape, each in [0, vocabSize).
+ * @returns ids.shape + [C].
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import * as tf from "@tensorflow/tfjs";
+ * import { embeddingLookup } from "./kernels.ts";
+ * const e = embeddingLookup(tf.tensor2d([[0, 0], [1, 2]]), tf.tensor1d([1, 1], "int32"));
+ * assertEquals(Array.from(e.dataSync()), [1, 2, 1, 2]);
+ * ```
+ */
+export function embeddingLookup(table: tf.Tensor2D, ids: tf.Tensor): tf.Tensor {
+  const [V, C] = table.shape;
+  const flat = tf.reshape(ids, [-1]) as tf.Tensor1D; // (N)
+  const op = customOp(([tbl], save) => {
+    save([flat]);
+    return {
+      value: tf.gather(tbl, flat), // (N, C)
+      gradFunc: (dy, saved) => [tf.scatterND(tf.reshape(saved[0], [-1, 1]), dy, [V, C])], // (V, C)
+    };
+  });
+  return tf.reshape(op(table), [...ids.shape, C]);
+}
+
+/**
+ * Mean cross-entropy of next-token logits against target ids, with the
+ * closed-form gradient (softmax - one-hot) / N (chapter 6).
+ *
+ * It makes few passes over the (N, V) logits, which matter for a word-level
+ * vocabulary: one softmax, two row maxima, and in the backward pass one
+ * scatter and one scaling. The log-sum-exp comes from the softmax itself:
+ * with m the row maximum, the largest probability is exp(m - lse), so
+ * lse = m - log(max p), and max p >= 1/V never underflows.
+ *
+ * @param logits (N, V) unnormalised scores.
+ * @param targets (N) int32 target ids in [0, V).
+ * @returns the mean negative log-likelihood in nats, a scalar.
+ *
+ * @example
+ * ```ts
+ * import { assertAlmostEquals } from "@std/assert";
+ * import * as tf from "@tensorflow/tfjs";
+ * import { crossEntropyFromLogits } from "./kernels.ts";
+ * const loss = crossEntropyFromLogits(tf.zeros([2, 4]), tf.tensor1d([0, 3], "int32"));
+ * assertAlmostEquals(loss.dataSync()[0], Math.log(4), 1e-6);
+ * ```
+ */
+export function crossEntropyFromLogits(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Scalar {
+  const [N, V] = logits.shape;
+  if (targets.size !== N) {
+    throw new RangeError(
+      `one target per row of logits: logits.shape=[${logits.shape}], targets.shape=[${targets.shape}]`,
+    );
+  }
+  // (gather with batchDims crashes on wasm: pick from the flattened logits.)
+  const flatIdx = tf.add(tf.range(0, N * V, V, "int32"), tf.cast(tf.reshape(targets, [N]), "int32")); // (N)
+  const op = customOp(([ls], save) => {
+    const p = tf.softmax(ls); // (N, V)
+    const m = tf.max(ls, -1); // (N)
+    const lse = tf.sub(m, tf.log(tf.max(p, -1))); // (N)
+    const picked = tf.gather(tf.reshape(ls, [N * V]), flatIdx); // (N)
+    save([p, flatIdx]); // (tensors used by the gradient must be saved, not closed over)
+    return {
+      value: tf.mean(tf.sub(lse, picked)), // ()
+      gradFunc: (dy, saved) => {
+        const [p2, idx2] = saved;
+        const pf = tf.reshape(p2, [N * V]); // (N*V)
+        // softmax - one-hot: subtract 1 at each target (tf.oneHot with a float
+        // dtype is wrong on wasm, and a dense one-hot is wasteful for big V).
+        const pT = tf.sub(tf.gather(pf, idx2), 1); // (N)
+        const g = tf.tensorScatterUpdate(pf, tf.reshape(idx2, [N, 1]), pT); // (N*V)
+        return [tf.mul(tf.reshape(g, [N, V]), tf.div(dy, N))]; // (N, V)
+      },
+    };
+  });
+  return op(logits) as tf.Scalar;
+}
+
+/**
+ * The LM head tied to the token embedding, `logits = x @ wte^T`, with a
+ * gradient that avoids transposing anything of size N x V (chapter 6).
+ *
+ * @param x (N, C) final hidden states.
+ * @param wte (V, C) the token embedding matrix.
+ * @returns (N, V) logits.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import * as tf from "@tensorflow/tfjs";
+ * import { tiedHead } from "./kernels.ts";
+ * assertEquals(tiedHead(tf.ones([2, 3]), tf.ones([5, 3])).shape, [2, 5]);
+ * ```
+ */
+export function tiedHead(x: tf.Tensor2D, wte: tf.Tensor2D): tf.Tensor2D {
+  if (x.shape[1] !== wte.shape[1]) {
+    throw new RangeError(
+      `tiedHead: x has ${x.shape[1]} features, wte has ${wte.shape[1]}: x.shape=[${x.shape}], wte.shape=[${wte.shape}]`,
+    );
+  }
+  const op = customOp(([xs, ws], save) => {
+    save([xs, ws]);
+    return {
+      value: matMulBT(xs as tf.Tensor2D, ws as tf.Tensor2D), // (N, V)
+      gradFunc: (dy, saved) => {
+        const [x2, w2] = saved as tf.Tensor2D[];
+        return [
+          tf.matMul(dy as tf.Tensor2D, w2), // (N, C)
+          matMulAT(dy as tf.Tensor2D, x2), // (V, C)
+        ];
+      },
+    };
+  });
+  return op(x, wte) as tf.Tensor2D;
+}

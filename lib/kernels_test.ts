@@ -1,0 +1,186 @@
+/**
+ * The fast kernels against plain automatic differentiation, on cpu and wasm.
+ * Run: deno test -A --import-map tests/offline_import_map.json lib/kernels_test.ts
+ */
+import { assert, assertEquals } from "@std/assert";
+import * as tf from "@tensorflow/tfjs";
+import { initBackend, probeWebGpu } from "./backend.ts";
+import { Rng } from "./random.ts";
+import {
+  attentionCore,
+  crossEntropyFromLogits,
+  embeddingLookup,
+  gelu,
+  layerNormFused,
+  linear,
+  tiedHead,
+} from "./kernels.ts";
+
+function randn(shape: number[], rng: Rng, std = 1): tf.Tensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const data = new Float32Array(n);
+  for (let i = 0; i < n; i++) data[i] = rng.normal(0, std);
+  return tf.tensor(data, shape);
+}
+
+async function maxAbsDiff(a: tf.Tensor, b: tf.Tensor): Promise<number> {
+  assertEquals(a.shape, b.shape);
+  const d = tf.tidy(() => tf.max(tf.abs(tf.sub(a, b))));
+  const v = (await d.data())[0]; // data(), not dataSync(): webgpu cannot read synchronously
+  d.dispose();
+  return v;
+}
+
+/** Compares f_fast and f_ref (values and gradients w.r.t. every input). */
+async function checkGrad(
+  label: string,
+  inputs: tf.Tensor[],
+  fast: (...xs: tf.Tensor[]) => tf.Tensor,
+  ref: (...xs: tf.Tensor[]) => tf.Tensor,
+  tol = 2e-4,
+) {
+  tf.engine().startScope(); // frees everything created here (tidy cannot await)
+  // A fixed random projection turns the output into a scalar loss.
+  const probe = tf.tidy(() => randn(ref(...inputs).shape, new Rng(99)));
+  const lossOf = (f: (...xs: tf.Tensor[]) => tf.Tensor) => (...xs: tf.Tensor[]) => tf.sum(tf.mul(f(...xs), probe));
+  const [yFast, yRef] = [fast(...inputs), ref(...inputs)];
+  const diffY = await maxAbsDiff(yFast, yRef);
+  assert(diffY < tol, `${label}: forward differs by ${diffY}`);
+  const gFast = tf.grads(lossOf(fast))(inputs);
+  const gRef = tf.grads(lossOf(ref))(inputs);
+  for (let i = 0; i < gFast.length; i++) {
+    const m = tf.max(tf.abs(gRef[i]));
+    const scale = Math.max(1, (await m.data())[0]);
+    const d = (await maxAbsDiff(gFast[i], gRef[i])) / scale;
+    assert(d < tol, `${label}: gradient of input ${i} differs by ${d} (relative)`);
+    m.dispose();
+  }
+  tf.engine().endScope();
+}
+
+// WebGPU too when an adapter exists (Mesa's software one is enough).
+const backends = ["cpu", "wasm", ...((await probeWebGpu()) ? ["webgpu"] : [])];
+for (const backend of backends) {
+  Deno.test(`kernels match autodiff on ${backend}`, async (t) => {
+    await initBackend(backend);
+    const rng = new Rng(1);
+    const before = tf.memory().numTensors;
+
+    await t.step("linear (bias, relu, no bias)", async () => {
+      const x = randn([6, 5], rng), w = randn([5, 7], rng), b = randn([7], rng);
+      await checkGrad(
+        "linear+bias",
+        [x, w, b],
+        (x, w, b) => linear(x as tf.Tensor2D, w as tf.Tensor2D, { bias: b as tf.Tensor1D }),
+        (x, w, b) => tf.add(tf.matMul(x as tf.Tensor2D, w as tf.Tensor2D), b),
+      );
+      await checkGrad(
+        "linear+relu",
+        [x, w, b],
+        (x, w, b) => linear(x as tf.Tensor2D, w as tf.Tensor2D, { bias: b as tf.Tensor1D, activation: "relu" }),
+        (x, w, b) => tf.relu(tf.add(tf.matMul(x as tf.Tensor2D, w as tf.Tensor2D), b)),
+      );
+      await checkGrad(
+        "linear",
+        [x, w],
+        (x, w) => linear(x as tf.Tensor2D, w as tf.Tensor2D),
+        (x, w) => tf.matMul(x as tf.Tensor2D, w as tf.Tensor2D),
+      );
+      tf.dispose([x, w, b]);
+    });
+
+    await t.step("attention core (causal bias, cross-length, dropout)", async () => {
+      const [B, T, H, D] = [2, 5, 3, 4];
+      // Time-major (T, B, H, D) inputs.
+      const q = randn([T, B, H, D], rng), k = randn([T, B, H, D], rng), v = randn([T, B, H, D], rng);
+      const bias = tf.tidy(() => tf.mul(tf.sub(1, tf.linalg.bandPart(tf.ones([T, T]), -1, 0)), -1e9)) as tf.Tensor2D;
+      const ref = (withBias: boolean) => (q: tf.Tensor, k: tf.Tensor, v: tf.Tensor) => {
+        const toH = (t: tf.Tensor) => tf.transpose(t, [1, 2, 0, 3]); // (B, H, T, D)
+        let s = tf.div(tf.matMul(toH(q), toH(k), false, true), Math.sqrt(D));
+        if (withBias) s = tf.add(s, bias);
+        return tf.transpose(tf.matMul(tf.softmax(s), toH(v)), [2, 0, 1, 3]); // (T, B, H, D)
+      };
+      await checkGrad(
+        "attentionCore",
+        [q, k, v],
+        (q, k, v) => attentionCore(q as tf.Tensor4D, k as tf.Tensor4D, { v: v as tf.Tensor4D, bias }),
+        ref(true),
+      );
+      // Queries shorter than keys (as with a KV cache), no bias.
+      const q2 = randn([2, B, H, D], rng);
+      await checkGrad(
+        "attentionCore Tq<Tk",
+        [q2, k, v],
+        (q, k, v) => attentionCore(q as tf.Tensor4D, k as tf.Tensor4D, { v: v as tf.Tensor4D }),
+        ref(false),
+      );
+      // Dropout: the same seed gives the same mask, another seed another one.
+      const drop = (seed: number) =>
+        attentionCore(q as tf.Tensor4D, k as tf.Tensor4D, { v: v as tf.Tensor4D, dropout: 0.5, seed });
+      const [a, b, c] = [drop(7), drop(7), drop(8)];
+      assertEquals(await maxAbsDiff(a, b), 0);
+      assert(await maxAbsDiff(a, c) > 1e-3, "different seeds should give different dropout masks");
+      tf.dispose([q, k, v, q2, bias, a, b, c]);
+    });
+
+    await t.step("tied LM head", async () => {
+      const x = randn([6, 4], rng), wte = randn([9, 4], rng);
+      await checkGrad(
+        "tiedHead",
+        [x, wte],
+        (x, w) => tiedHead(x as tf.Tensor2D, w as tf.Tensor2D),
+        (x, w) => tf.matMul(x as tf.Tensor2D, w as tf.Tensor2D, false, true),
+      );
+      tf.dispose([x, wte]);
+    });
+
+    await t.step("layer norm", async () => {
+      const x = randn([4, 6], rng, 3), g = randn([6], rng), b = randn([6], rng);
+      await checkGrad(
+        "layerNormFused",
+        [x, g, b],
+        (x, g, b) => layerNormFused(x as tf.Tensor2D, g as tf.Tensor1D, { beta: b as tf.Tensor1D }),
+        (x, g, b) => {
+          const { mean, variance } = tf.moments(x, -1, true);
+          return tf.add(tf.mul(tf.div(tf.sub(x, mean), tf.sqrt(tf.add(variance, 1e-5))), g), b);
+        },
+      );
+      tf.dispose([x, g, b]);
+    });
+
+    await t.step("gelu (tanh approximation)", async () => {
+      const x = randn([3, 8], rng, 2);
+      await checkGrad("gelu", [x], (x) => gelu(x), (x) => {
+        const inner = tf.mul(Math.sqrt(2 / Math.PI), tf.add(x, tf.mul(0.044715, tf.pow(x, 3))));
+        return tf.mul(tf.mul(0.5, x), tf.add(1, tf.tanh(inner)));
+      });
+      tf.dispose(x);
+    });
+
+    await t.step("embedding lookup with repeated ids", async () => {
+      const table = randn([5, 3], rng);
+      const ids = tf.tensor2d([[1, 4, 1], [0, 1, 2]], [2, 3], "int32");
+      await checkGrad(
+        "embeddingLookup",
+        [table],
+        (t) => embeddingLookup(t as tf.Tensor2D, ids),
+        (t) => tf.matMul(tf.oneHot(tf.reshape(ids, [-1]), 5), t as tf.Tensor2D).reshape([2, 3, 3]),
+      );
+      tf.dispose([table, ids]);
+    });
+
+    await t.step("cross-entropy", async () => {
+      const logits = randn([6, 9], rng, 3);
+      const targets = tf.tensor1d([0, 8, 3, 3, 5, 1], "int32");
+      await checkGrad(
+        "crossEntropyFromLogits",
+        [logits],
+        (l) => crossEntropyFromLogits(l as tf.Tensor2D, targets),
+        (l) => tf.losses.softmaxCrossEntropy(tf.oneHot(targets, 9), l),
+      );
+      tf.dispose([logits, targets]);
+    });
+
+    assertEquals(tf.memory().numTensors, before, "kernels leaked tensors");
+  });
+}

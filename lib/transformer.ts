@@ -1,0 +1,933 @@
+/**
+ * A decoder-only transformer language model in the spirit of Karpathy's
+ * nanoGPT (chapter 6): one file whose parts match the boxes of the usual
+ * diagram.
+ *
+ * ```
+ *   token ids (B, T)
+ *        |
+ *   [token embedding wte] + [position embedding wpe]      -> x (B, T, C)
+ *        |
+ *   nLayer x Block:                                           (pre-LN, GPT-2)
+ *        x = x + Attention(LayerNorm1(x))                     the residual stream
+ *        x = x + MLP(LayerNorm2(x))                           MLP: C -> 4C -> GELU -> C
+ *        |
+ *   [final LayerNorm lnF]
+ *        |
+ *   [LM head = wte^T, tied to the embedding]               -> logits (B, T, vocabSize)
+ * ```
+ *
+ * `norm: "post"` gives the original transformer's post-LN blocks
+ * (x = LayerNorm(x + sublayer(x)), Vaswani et al., 2017) without a final
+ * layer norm. `positions: "sinusoidal"` replaces the learned position table
+ * by fixed sinusoids.
+ *
+ * The model implements both the trainer's {@link TrainableModel} (chapter 3's
+ * `Trainer` trains it with AdamW, warm-up and cosine decay, clipping) and
+ * chapter 2's {@link LanguageModel}, so its perplexity goes in the same table
+ * as the n-gram and fixed-window models.
+ *
+ * The same code runs on the `webgpu`, `wasm` and `cpu` backends; the heavy
+ * operations go through `kernels.ts`, whose hand-written gradients avoid the
+ * slow corners of each backend (see there).
+ *
+ * ## Incremental decoding with a KV cache (for chapter 7)
+ *
+ * `forward(idx, undefined, { past })` runs only the new tokens `idx` (B, T)
+ * after the `past.length` positions already processed and returns, in
+ * `present`, each layer's keys and values for all positions so far:
+ *
+ * ```ts ignore
+ * let { logits, present } = model.forward(prompt, undefined, { past: [] }); // prompt (1, T0)
+ * // next token from logits[:, -1, :] ...
+ * ({ logits, present } = model.forward(nextToken, undefined, { past: present })); // (1, 1)
+ * ```
+ *
+ * `past` is an array with one {@link KVCacheEntry} `{ k, v }` per layer, each
+ * (B, nHead, Tpast, headSize); an empty array means "no past, but return the
+ * cache". The new queries see every cached key (the causal mask is offset by
+ * Tpast) and positions continue at Tpast. The caller owns (and disposes)
+ * the returned cache tensors. Tpast + T may not exceed `blockSize` with
+ * learned positions.
+ *
+ * @module
+ */
+import * as tf from "@tensorflow/tfjs";
+import { Rng } from "./random.ts";
+import type { LanguageModel, LogProbsOptions } from "./lm.ts";
+import type { Batch, LossOptions, TrainableModel } from "./train.ts";
+import { assignWeights, loadWeights, saveWeights } from "./train.ts";
+import { type KVCacheEntry, normalMatrix, sinusoidalPositions } from "./attention.ts";
+import {
+  attentionCore,
+  crossEntropyFromLogits,
+  embeddingLookup,
+  gelu,
+  layerNormFused,
+  linear,
+  tiedHead,
+} from "./kernels.ts";
+import { makeSampler, type SamplerOptions } from "./sampling.ts";
+
+// ---------------------------------------------------------------------------
+// Configuration
+// ---------------------------------------------------------------------------
+
+/** The shape of a transformer (chapter 6). */
+export interface TransformerConfig {
+  /** Number of token ids. */
+  vocabSize: number;
+  /** The context length: the most positions the model reads at once. */
+  blockSize: number;
+  /** Number of blocks. */
+  nLayer: number;
+  /** Number of attention heads per block; must divide nEmbd. */
+  nHead: number;
+  /** The width of the residual stream, C (also d_model). */
+  nEmbd: number;
+  /** Dropout rate on embeddings, attention weights and residual branches (default 0). */
+  dropout?: number;
+  /** Biases in the linear layers and layer norms (default true, as GPT-2). */
+  bias?: boolean;
+  /** `"pre"` (default: GPT-2 and later) or `"post"` layer norm (the original transformer). */
+  norm?: "pre" | "post";
+  /** `"learned"` (default, GPT-2) or `"sinusoidal"` positions (Vaswani et al., 2017). */
+  positions?: "learned" | "sinusoidal";
+  /** The MLP's non-linearity: `"gelu"` (default, tanh approximation) or `"relu"`. */
+  activation?: "gelu" | "relu";
+  /** The MLP's hidden width as a multiple of nEmbd (default 4). */
+  mlpRatio?: number;
+}
+
+/** A config with every option filled in. */
+export type FullTransformerConfig = Required<TransformerConfig>;
+
+/** Named sizes (without `vocabSize`), smallest first. */
+export const TRANSFORMER_PRESETS = Object.freeze(
+  {
+    /** For tests and quick demos: 2 layers, 2 heads, 32 dims, block 32. */
+    tiny: { nLayer: 2, nHead: 2, nEmbd: 32, blockSize: 32 },
+    /** nanoGPT's CPU "baby" config: 4 layers, 4 heads, 128 dims, block 64. */
+    baby: { nLayer: 4, nHead: 4, nEmbd: 128, blockSize: 64 },
+    /** nanoGPT's Shakespeare-character GPU config: 6 layers, 6 heads, 384 dims, block 256. */
+    small: { nLayer: 6, nHead: 6, nEmbd: 384, blockSize: 256 },
+    /** GPT-2 small (Radford et al., 2019): 12 layers, 12 heads, 768 dims, block 1024. */
+    gpt2: { nLayer: 12, nHead: 12, nEmbd: 768, blockSize: 1024 },
+  } as const,
+);
+
+/** The name of a preset. */
+export type TransformerPreset = keyof typeof TRANSFORMER_PRESETS;
+
+/**
+ * Builds a full config from a preset and overrides, and checks it.
+ *
+ * @param preset a preset name (see {@link TRANSFORMER_PRESETS}) or a partial config.
+ * @param overrides at least `vocabSize`, and anything to change.
+ * @returns the checked config with every option filled in.
+ * @throws {RangeError} naming the bad field (e.g. nEmbd not divisible by nHead).
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { transformerConfig } from "./transformer.ts";
+ * const c = transformerConfig("baby", { vocabSize: 65 });
+ * assertEquals([c.nLayer, c.nHead, c.nEmbd, c.blockSize], [4, 4, 128, 64]);
+ * ```
+ */
+export function transformerConfig(
+  preset: TransformerPreset | Partial<TransformerConfig>,
+  overrides: Partial<TransformerConfig> & { vocabSize: number },
+): FullTransformerConfig {
+  let base: Partial<TransformerConfig>;
+  if (typeof preset === "string") {
+    if (!(preset in TRANSFORMER_PRESETS)) {
+      throw new RangeError(
+        `unknown preset: preset=${JSON.stringify(preset)}; presets are ${Object.keys(TRANSFORMER_PRESETS).join(", ")}`,
+      );
+    }
+    base = TRANSFORMER_PRESETS[preset];
+  } else base = preset;
+  const c: FullTransformerConfig = {
+    dropout: 0,
+    bias: true,
+    norm: "pre",
+    positions: "learned",
+    activation: "gelu",
+    mlpRatio: 4,
+    ...base,
+    ...overrides,
+  } as FullTransformerConfig;
+  checkConfig(c);
+  return c;
+}
+
+function checkConfig(c: FullTransformerConfig): void {
+  for (const k of ["vocabSize", "blockSize", "nLayer", "nHead", "nEmbd", "mlpRatio"] as const) {
+    if (!Number.isInteger(c[k]) || c[k] < 1) {
+      throw new RangeError(`${k} must be a positive integer: ${k}=${c[k]}`);
+    }
+  }
+  if (c.nEmbd % c.nHead !== 0) {
+    throw new RangeError(`nEmbd must be divisible by nHead: nEmbd=${c.nEmbd}, nHead=${c.nHead}`);
+  }
+  if (!(c.dropout >= 0 && c.dropout < 1)) {
+    throw new RangeError(`dropout must be in [0, 1): dropout=${c.dropout}`);
+  }
+  if (c.norm !== "pre" && c.norm !== "post") {
+    throw new RangeError(`norm must be "pre" or "post": norm=${JSON.stringify(c.norm)}`);
+  }
+  if (c.positions !== "learned" && c.positions !== "sinusoidal") {
+    throw new RangeError(
+      `positions must be "learned" or "sinusoidal": positions=${JSON.stringify(c.positions)}`,
+    );
+  }
+  if (c.activation !== "gelu" && c.activation !== "relu") {
+    throw new RangeError(
+      `activation must be "gelu" or "relu": activation=${JSON.stringify(c.activation)}`,
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Parameter count
+// ---------------------------------------------------------------------------
+
+/** The exact number of parameters of a config, by part (chapter 6). */
+export interface ParameterCount {
+  /** Token embedding (shared with the LM head): vocabSize * nEmbd. */
+  tokenEmbedding: number;
+  /** Learned position table: blockSize * nEmbd (0 for sinusoidal positions). */
+  positionEmbedding: number;
+  /** One block: attention, MLP and two layer norms. */
+  perBlock: number;
+  /** Of which the attention (W_qkv, W_O and their biases). */
+  attention: number;
+  /** Of which the MLP. */
+  mlp: number;
+  /** Of which the two layer norms. */
+  layerNorms: number;
+  /** The final layer norm (0 for post-LN). */
+  finalNorm: number;
+  /** Everything but the embeddings: nLayer * perBlock + finalNorm. */
+  nonEmbedding: number;
+  /** All trainable parameters (the tied head counted once). */
+  total: number;
+  /** The rule of thumb 12 * nLayer * nEmbd^2 (Kaplan et al., 2020). */
+  estimate: number;
+}
+
+/**
+ * Counts the parameters of a transformer exactly, next to the 12 * nLayer *
+ * d^2 estimate (chapter 6). The LM head is tied to the token embedding, so it
+ * adds nothing.
+ *
+ * Per block with d = nEmbd and biases: attention 4d^2 + 4d (W_qkv is d x 3d,
+ * W_O is d x d), MLP 2 * mlpRatio * d^2 + (mlpRatio + 1) d, two layer norms 4d.
+ *
+ * @param config the transformer's shape (only the size fields are used).
+ * @returns the count by part.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { countParameters, transformerConfig } from "./transformer.ts";
+ * // GPT-3: 96 layers, d = 12288 -> about 175 billion.
+ * const gpt3 = countParameters(transformerConfig({ nLayer: 96, nHead: 96, nEmbd: 12288, blockSize: 2048 }, { vocabSize: 50257 }));
+ * assertEquals(Math.round(gpt3.estimate / 1e9), 174);
+ * assertEquals(Math.round(gpt3.total / 1e9), 175);
+ * ```
+ */
+export function countParameters(config: TransformerConfig): ParameterCount {
+  const c = { bias: true, mlpRatio: 4, positions: "learned", norm: "pre", ...config };
+  const d = c.nEmbd, b = c.bias ? 1 : 0, r = c.mlpRatio;
+  const attention = 4 * d * d + b * 4 * d;
+  const mlp = 2 * r * d * d + b * (r * d + d);
+  const layerNorms = 2 * (d + b * d);
+  const perBlock = attention + mlp + layerNorms;
+  const finalNorm = c.norm === "pre" ? d + b * d : 0;
+  const tokenEmbedding = c.vocabSize * d;
+  const positionEmbedding = c.positions === "learned" ? c.blockSize * d : 0;
+  const nonEmbedding = c.nLayer * perBlock + finalNorm;
+  return {
+    tokenEmbedding,
+    positionEmbedding,
+    perBlock,
+    attention,
+    mlp,
+    layerNorms,
+    finalNorm,
+    nonEmbedding,
+    total: tokenEmbedding + positionEmbedding + nonEmbedding,
+    estimate: 12 * c.nLayer * d * d,
+  };
+}
+
+// ---------------------------------------------------------------------------
+// The model
+// ---------------------------------------------------------------------------
+
+/** Options of the {@link TransformerLM} constructor. */
+export interface TransformerOptions {
+  /** The seeded generator for the initial weights (or give `seed`). */
+  rng?: Rng;
+  /** A seed, when no `rng` is given (default 0). */
+  seed?: number;
+  /** A display name (default: from the size). */
+  name?: string;
+  /**
+   * The id fed before the first token of a stream when scoring or
+   * generating from an empty prompt (default 1, the word vocabulary's `<s>`).
+   */
+  bosId?: number;
+  /** Stride of the sliding windows used to score long streams (default blockSize / 2). */
+  evalStride?: number;
+}
+
+/** Options of {@link TransformerLM.forward}. */
+export interface ForwardOptions {
+  /** Training mode: dropout on (default false). */
+  training?: boolean;
+  /** Seed for this call's dropout masks. */
+  seed?: number;
+  /** Earlier keys and values, one entry per layer (see the module docs); `[]` to start a cache. */
+  past?: KVCacheEntry[];
+  /** Also return each layer's attention weights (B, nHead, T, Tpast + T). */
+  returnAttention?: boolean;
+  /** Also return the residual stream after the embedding and after each block (B, T, C). */
+  returnHidden?: boolean;
+}
+
+/** What {@link TransformerLM.forward} returns. */
+export interface ForwardResult {
+  /** Next-token logits at every position: (B, T, vocabSize). */
+  logits: tf.Tensor3D;
+  /** The mean cross-entropy in nats, when targets were given. */
+  loss?: tf.Scalar;
+  /** Keys and values of all positions so far, when `past` was given. */
+  present?: KVCacheEntry[];
+  /** Per layer: attention weights (B, nHead, T, Tpast + T), when asked. */
+  attention?: tf.Tensor4D[];
+  /** The residual stream: nLayer + 1 tensors (B, T, C), when asked. */
+  hidden?: tf.Tensor3D[];
+}
+
+/** What the time-major forward pass returns. */
+interface RunResult extends Omit<ForwardResult, "logits"> {
+  /** Logits with rows ordered (T, B): (T*B, vocabSize). */
+  logitsTB: tf.Tensor2D;
+}
+
+/** One block's variables. */
+interface BlockParams {
+  ln1g: tf.Variable;
+  ln1b?: tf.Variable;
+  wq: tf.Variable; // (C, C): W^Q, all heads side by side
+  bq?: tf.Variable;
+  wk: tf.Variable; // (C, C): W^K
+  bk?: tf.Variable;
+  wv: tf.Variable; // (C, C): W^V
+  bv?: tf.Variable;
+  projW: tf.Variable; // (C, C): W^O
+  projB?: tf.Variable;
+  ln2g: tf.Variable;
+  ln2b?: tf.Variable;
+  fcW: tf.Variable; // (C, 4C)
+  fcB?: tf.Variable;
+  fc2W: tf.Variable; // (4C, C)
+  fc2B?: tf.Variable;
+}
+
+/**
+ * A GPT-style decoder-only transformer language model (chapter 6).
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import * as tf from "@tensorflow/tfjs";
+ * import { TransformerLM, transformerConfig } from "./transformer.ts";
+ * await tf.setBackend("cpu");
+ * const model = new TransformerLM(transformerConfig("tiny", { vocabSize: 10 }), { seed: 1 });
+ * const idx = tf.tensor2d([[1, 2, 3]], [1, 3], "int32");
+ * const { logits, loss } = model.forward(idx, idx);
+ * assertEquals(logits.shape, [1, 3, 10]);
+ * assertEquals(loss!.shape, []);
+ * model.dispose();
+ * ```
+ */
+export class TransformerLM implements TrainableModel, LanguageModel {
+  /** The shape of the model. */
+  readonly config: FullTransformerConfig;
+  /** A display name. */
+  readonly name: string;
+  /** The id fed before the first token of a stream. */
+  readonly bosId: number;
+  /** Stride of the sliding windows when scoring streams longer than blockSize. */
+  readonly evalStride: number;
+  #vars: Record<string, tf.Variable> = {};
+  #blocks: BlockParams[] = [];
+  #wte: tf.Variable;
+  #wpe?: tf.Variable;
+  #lnFg?: tf.Variable;
+  #lnFb?: tf.Variable;
+  #constants = new Map<string, tf.Tensor>();
+
+  /**
+   * Creates the model with freshly initialised weights: N(0, 0.02) for
+   * matrices and embeddings, N(0, 0.02 / sqrt(2 nLayer)) for the two
+   * projections that write into the residual stream (as GPT-2), zero biases,
+   * unit layer-norm gains.
+   *
+   * @param config the shape (see {@link transformerConfig}).
+   * @param options the seed, a name, the start id and the scoring stride.
+   * @throws {RangeError} on a bad config or option.
+   */
+  constructor(config: TransformerConfig, options: TransformerOptions = {}) {
+    const c = transformerConfig(config, config);
+    this.config = c;
+    this.name = options.name ??
+      `transformer (${c.nLayer} layers, ${c.nHead} heads, ${c.nEmbd} dims, block ${c.blockSize})`;
+    this.bosId = options.bosId ?? 1;
+    if (!Number.isInteger(this.bosId) || this.bosId < 0 || this.bosId >= c.vocabSize) {
+      throw new RangeError(`bosId must be a token id in [0, ${c.vocabSize}): bosId=${this.bosId}`);
+    }
+    this.evalStride = options.evalStride ?? Math.max(1, Math.floor(c.blockSize / 2));
+    if (!Number.isInteger(this.evalStride) || this.evalStride < 1 || this.evalStride > c.blockSize) {
+      throw new RangeError(
+        `evalStride must be an integer in [1, blockSize=${c.blockSize}]: evalStride=${this.evalStride}`,
+      );
+    }
+    const rng = options.rng ?? new Rng(options.seed ?? 0);
+    const C = c.nEmbd, H = c.mlpRatio * C;
+    const std = 0.02, projStd = 0.02 / Math.sqrt(2 * c.nLayer);
+    const add = (name: string, t: tf.Tensor): tf.Variable => {
+      const v = tf.variable(t, true, `${name}_${variableId++}`);
+      t.dispose();
+      this.#vars[name] = v;
+      return v;
+    };
+    const ones = (n: number) => tf.ones([n]);
+    const zeros = (n: number) => tf.zeros([n]);
+    this.#wte = add("wte", normalMatrix([c.vocabSize, C], rng, std));
+    if (c.positions === "learned") this.#wpe = add("wpe", normalMatrix([c.blockSize, C], rng, std));
+    for (let l = 0; l < c.nLayer; l++) {
+      const p = `h${l}.`;
+      this.#blocks.push({
+        ln1g: add(p + "ln1.g", ones(C)),
+        ln1b: c.bias ? add(p + "ln1.b", zeros(C)) : undefined,
+        wq: add(p + "attn.wq", normalMatrix([C, C], rng, std)),
+        bq: c.bias ? add(p + "attn.bq", zeros(C)) : undefined,
+        wk: add(p + "attn.wk", normalMatrix([C, C], rng, std)),
+        bk: c.bias ? add(p + "attn.bk", zeros(C)) : undefined,
+        wv: add(p + "attn.wv", normalMatrix([C, C], rng, std)),
+        bv: c.bias ? add(p + "attn.bv", zeros(C)) : undefined,
+        projW: add(p + "attn.wo", normalMatrix([C, C], rng, projStd)),
+        projB: c.bias ? add(p + "attn.bo", zeros(C)) : undefined,
+        ln2g: add(p + "ln2.g", ones(C)),
+        ln2b: c.bias ? add(p + "ln2.b", zeros(C)) : undefined,
+        fcW: add(p + "mlp.w1", normalMatrix([C, H], rng, std)),
+        fcB: c.bias ? add(p + "mlp.b1", zeros(H)) : undefined,
+        fc2W: add(p + "mlp.w2", normalMatrix([H, C], rng, projStd)),
+        fc2B: c.bias ? add(p + "mlp.b2", zeros(C)) : undefined,
+      });
+    }
+    if (c.norm === "pre") {
+      this.#lnFg = add("lnF.g", ones(C));
+      this.#lnFb = c.bias ? add("lnF.b", zeros(C)) : undefined;
+    }
+  }
+
+  /** The number of token ids ({@link LanguageModel}). */
+  get vocabSize(): number {
+    return this.config.vocabSize;
+  }
+
+  /** The most preceding tokens the model reads: blockSize ({@link LanguageModel}). */
+  get contextSize(): number {
+    return this.config.blockSize;
+  }
+
+  /**
+   * The trainable variables by stable name (`wte`, `wpe`, `h0.attn.qkv.w`,
+   * ...), for the trainer and {@link saveWeights}.
+   * @returns the same variables on every call.
+   */
+  variables(): Record<string, tf.Variable> {
+    return this.#vars;
+  }
+
+  /**
+   * The exact parameter count of this model, by part.
+   * @returns see {@link countParameters}.
+   */
+  parameterCount(): ParameterCount {
+    return countParameters(this.config);
+  }
+
+  /** A cached constant tensor (kept across calls, freed by dispose). */
+  #constant(key: string, make: () => tf.Tensor): tf.Tensor {
+    let t = this.#constants.get(key);
+    if (!t || t.isDisposed) {
+      t = tf.keep(make());
+      this.#constants.set(key, t);
+    }
+    return t;
+  }
+
+  /** The additive causal bias (T, Tpast + T): 0 where allowed, -1e9 where not. */
+  #causalBias(T: number, offset: number): tf.Tensor2D {
+    return this.#constant(`causal:${T}:${offset}`, () => {
+      const Tk = offset + T;
+      const data = new Float32Array(T * Tk);
+      for (let i = 0; i < T; i++) for (let j = offset + i + 1; j < Tk; j++) data[i * Tk + j] = -1e9;
+      return tf.tensor2d(data, [T, Tk]);
+    }) as tf.Tensor2D;
+  }
+
+  /** Position vectors for positions offset .. offset+T-1: (T, C). */
+  #positions(T: number, offset: number): tf.Tensor2D {
+    const C = this.config.nEmbd;
+    if (this.#wpe) return tf.slice(this.#wpe, [offset, 0], [T, C]) as tf.Tensor2D; // (T, C)
+    return this.#constant(`sin:${T}:${offset}`, () => sinusoidalPositions(T, C, { offset })) as tf.Tensor2D;
+  }
+
+  /**
+   * The forward pass: logits for the next token at every position, and the
+   * mean cross-entropy when targets are given (chapter 6).
+   *
+   * Not wrapped in `tf.tidy` (so the trainer can differentiate it): call it
+   * inside `tf.tidy`, or dispose of the results.
+   *
+   * @param idx int32 token ids (B, T), T <= blockSize (minus the cached length).
+   * @param targets int32 next-token ids (B, T) (X = text[:, :-1], Y = text[:, 1:]).
+   * @param options training mode and dropout seed, a KV cache, extra outputs.
+   * @returns logits (B, T, vocabSize), and loss / present / attention / hidden when asked.
+   * @throws {RangeError} when T (plus the cached length) exceeds blockSize, or
+   * the targets' shape differs from idx's.
+   */
+  forward(idx: tf.Tensor2D, targets?: tf.Tensor2D, options: ForwardOptions = {}): ForwardResult {
+    const { logitsTB, loss, present, attention, hidden } = this.#run(idx, targets, options);
+    const [B, T] = idx.shape, V = this.config.vocabSize;
+    const result: ForwardResult = {
+      logits: tf.transpose(tf.reshape(logitsTB, [T, B, V]), [1, 0, 2]) as tf.Tensor3D, // (B, T, V)
+    };
+    if (loss) result.loss = loss;
+    if (present) result.present = present;
+    if (attention) result.attention = attention;
+    if (hidden) result.hidden = hidden;
+    return result;
+  }
+
+  /**
+   * The forward pass proper. The residual stream is kept time-major: one row
+   * per (position, sequence), ordered (T, B), so that the attention kernel
+   * gets its inputs and gives its output without transposes. Row order does
+   * not matter to the row-wise parts (layer norm, linear layers, the head).
+   */
+  #run(
+    idx: tf.Tensor2D,
+    targets: tf.Tensor2D | undefined,
+    options: ForwardOptions & { headFrom?: number },
+  ): RunResult {
+    const c = this.config;
+    if (idx.rank !== 2) {
+      throw new RangeError(`idx must be a (B, T) tensor of token ids: idx.shape=[${idx.shape}]`);
+    }
+    const [B, T] = idx.shape;
+    const past = options.past;
+    const offset = past && past.length > 0 ? past[0].k.shape[2] : 0;
+    if (past && past.length > 0 && past.length !== c.nLayer) {
+      throw new RangeError(`past must have one entry per layer: past.length=${past.length}, nLayer=${c.nLayer}`);
+    }
+    if (offset + T > c.blockSize && c.positions === "learned") {
+      throw new RangeError(
+        `sequence longer than blockSize: T=${T}${offset ? ` + cached ${offset}` : ""} > blockSize=${c.blockSize}; ` +
+          `crop the context to its last ${c.blockSize} tokens`,
+      );
+    }
+    if (targets && targets.shape.join() !== idx.shape.join()) {
+      throw new RangeError(
+        `targets must have the same shape as idx: targets.shape=[${targets.shape}], idx.shape=[${idx.shape}]`,
+      );
+    }
+    const C = c.nEmbd, nH = c.nHead, hs = C / nH, N = T * B;
+    const training = options.training ?? false;
+    const rate = training ? c.dropout : 0;
+    const seeds = new Rng(options.seed ?? 0);
+    const drop = <R extends tf.Tensor>(x: R): R => rate > 0 ? tf.dropout(x, rate, undefined, seeds.tfSeed()) as R : x;
+    const zeros = this.#constant(`zeros:${C}`, () => tf.zeros([C])) as tf.Tensor1D;
+    const ln = (x: tf.Tensor2D, g: tf.Variable, b?: tf.Variable) =>
+      layerNormFused(x, g as tf.Tensor1D, { beta: (b ?? zeros) as tf.Tensor1D }); // (N, C)
+    const dense = (x: tf.Tensor2D, w: tf.Variable, b?: tf.Variable, activation?: "relu") =>
+      linear(x, w as tf.Tensor2D, { bias: b as tf.Tensor1D | undefined, activation }); // (N, out)
+    const bias = this.#causalBias(T, offset); // (T, Tpast + T)
+    const present: KVCacheEntry[] = [];
+    const attention: tf.Tensor4D[] = [];
+    const hidden: tf.Tensor3D[] = [];
+    const toBTC = (x: tf.Tensor2D) => tf.transpose(tf.reshape(x, [T, B, C]), [1, 0, 2]) as tf.Tensor3D; // (B, T, C)
+
+    // Attention box: project to q, k, v; attend within each head; project back.
+    const attn = (h: tf.Tensor2D, p: BlockParams, layer: number): tf.Tensor2D => {
+      const q = tf.reshape(dense(h, p.wq, p.bq), [T, B, nH, hs]) as tf.Tensor4D; // (T, B, nH, hs)
+      let k = tf.reshape(dense(h, p.wk, p.bk), [T, B, nH, hs]) as tf.Tensor4D; // (T, B, nH, hs)
+      let v = tf.reshape(dense(h, p.wv, p.bv), [T, B, nH, hs]) as tf.Tensor4D; // (T, B, nH, hs)
+      if (past) {
+        // The cache is (B, nH, T, hs); the kernel is time-major.
+        const toCache = (t: tf.Tensor4D) => tf.transpose(t, [1, 2, 0, 3]) as tf.Tensor4D; // (B, nH, T, hs)
+        const fromCache = (t: tf.Tensor4D) => tf.transpose(t, [2, 0, 1, 3]) as tf.Tensor4D; // (T, B, nH, hs)
+        const entry = past[layer];
+        const kAll = entry ? tf.concat([entry.k, toCache(k)], 2) as tf.Tensor4D : toCache(k); // (B, nH, Tk, hs)
+        const vAll = entry ? tf.concat([entry.v, toCache(v)], 2) as tf.Tensor4D : toCache(v); // (B, nH, Tk, hs)
+        present.push({ k: kAll, v: vAll });
+        k = fromCache(kAll); // (Tk, B, nH, hs)
+        v = fromCache(vAll); // (Tk, B, nH, hs)
+      }
+      if (options.returnAttention) {
+        attention.push(tf.tidy(() => {
+          const qh = tf.transpose(q, [1, 2, 0, 3]); // (B, nH, T, hs)
+          const kh = tf.transpose(k, [1, 2, 0, 3]); // (B, nH, Tk, hs)
+          const s = tf.add(tf.mul(tf.matMul(qh, kh, false, true), 1 / Math.sqrt(hs)), bias); // (B, nH, T, Tk)
+          return tf.softmax(s) as tf.Tensor4D; // (B, nH, T, Tk)
+        }));
+      }
+      const y = attentionCore(q, k, {
+        v,
+        bias,
+        dropout: rate,
+        seed: rate > 0 ? seeds.tfSeed() : undefined,
+      }); // (T, B, nH, hs)
+      return drop(dense(tf.reshape(y, [N, C]) as tf.Tensor2D, p.projW, p.projB)); // (N, C)
+    };
+
+    // MLP box: C -> 4C -> non-linearity -> C.
+    const mlp = (h: tf.Tensor2D, p: BlockParams): tf.Tensor2D => {
+      const relu = c.activation === "relu";
+      let u = dense(h, p.fcW, p.fcB, relu ? "relu" : undefined); // (N, 4C)
+      if (!relu) u = gelu(u); // (N, 4C)
+      return drop(dense(u, p.fc2W, p.fc2B)); // (N, C)
+    };
+
+    // Embedding boxes (time-major rows).
+    const idxTB = tf.transpose(idx); // (T, B)
+    const tok = embeddingLookup(this.#wte as tf.Tensor2D, idxTB); // (T, B, C)
+    const pos = this.#positions(T, offset); // (T, C)
+    let x = tf.reshape(tf.add(tok, tf.reshape(pos, [T, 1, C])), [N, C]) as tf.Tensor2D; // (N, C)
+    x = drop(x); // (N, C)
+    if (options.returnHidden) hidden.push(toBTC(x));
+
+    // The blocks: the residual stream x flows through, each sub-layer adds to it.
+    this.#blocks.forEach((p, l) => {
+      if (c.norm === "pre") {
+        x = tf.add(x, attn(ln(x, p.ln1g, p.ln1b), p, l)); // (N, C)
+        x = tf.add(x, mlp(ln(x, p.ln2g, p.ln2b), p)); // (N, C)
+      } else {
+        x = ln(tf.add(x, attn(x, p, l)), p.ln1g, p.ln1b); // (N, C)
+        x = ln(tf.add(x, mlp(x, p)), p.ln2g, p.ln2b); // (N, C)
+      }
+      if (options.returnHidden) hidden.push(toBTC(x));
+    });
+
+    // Final layer norm (pre-LN only) and the LM head tied to the embedding.
+    if (this.#lnFg) x = ln(x, this.#lnFg, this.#lnFb); // (N, C)
+    if (options.headFrom) {
+      // Only positions >= headFrom need logits (scoring overlapping windows):
+      // in time-major order they are the last rows.
+      x = tf.slice(x, [options.headFrom * B, 0], [N - options.headFrom * B, C]) as tf.Tensor2D; // (N', C)
+    }
+    const logitsTB = tiedHead(x, this.#wte as tf.Tensor2D); // (N, V), rows (T, B)
+    const out: RunResult = { logitsTB };
+    if (targets) {
+      out.loss = crossEntropyFromLogits(logitsTB, tf.reshape(tf.transpose(targets), [N]) as tf.Tensor1D); // ()
+    }
+    if (past) out.present = present;
+    if (options.returnAttention) out.attention = attention;
+    if (options.returnHidden) out.hidden = hidden;
+    return out;
+  }
+
+  /**
+   * The mean next-token cross-entropy of a batch ({@link TrainableModel}).
+   * @param batch `x` and `y`, int32 (B, T).
+   * @param options training mode (dropout) and a seed.
+   * @returns a scalar, in nats per token.
+   */
+  loss(batch: Batch, options: LossOptions): tf.Scalar {
+    return this.#run(batch.x as tf.Tensor2D, batch.y as tf.Tensor2D, {
+      training: options.training,
+      seed: options.seed,
+    }).loss!;
+  }
+
+  /**
+   * Applies the final layer norm and the tied LM head to a residual-stream
+   * state: the "logit lens" (nostalgebraist, 2020) reads what an intermediate
+   * layer would predict if the network stopped there.
+   *
+   * @param h (B, T, C) a state from `forward(..., { returnHidden: true })`.
+   * @returns log-probabilities (B, T, vocabSize).
+   */
+  readOut(h: tf.Tensor3D): tf.Tensor3D {
+    const [B, T, C] = h.shape;
+    return tf.tidy(() => {
+      let x = tf.reshape(h, [B * T, C]) as tf.Tensor2D; // (N, C)
+      if (this.#lnFg) {
+        x = layerNormFused(x, this.#lnFg as tf.Tensor1D, {
+          beta: (this.#lnFb ?? tf.zeros([C])) as tf.Tensor1D,
+        }); // (N, C)
+      }
+      const logits = tf.matMul(x, this.#wte, false, true); // (N, V)
+      return tf.reshape(tf.logSoftmax(logits), [B, T, this.config.vocabSize]) as tf.Tensor3D; // (B, T, V)
+    });
+  }
+
+  /**
+   * The window start used to predict position i of `[bos, ...stream]`: 0
+   * while i < blockSize, then the latest multiple of `evalStride` that keeps
+   * i inside the window's last `evalStride` positions. {@link logProb},
+   * {@link nextDistribution} and {@link logProbs} all use it, so they agree.
+   * @param i the position (0 predicts the stream's first token from `bos`).
+   * @returns the first position of the window.
+   */
+  windowStart(i: number): number {
+    const L = this.config.blockSize, S = this.evalStride;
+    if (i < L) return 0;
+    return S * Math.ceil((i - L + 1) / S);
+  }
+
+  /** The model input for predicting the token after `context`. */
+  #windowFor(context: ArrayLike<number>): Int32Array {
+    const t = context.length; // position in [bos, ...context]
+    const a = this.windowStart(t);
+    const out = new Int32Array(t - a + 1);
+    for (let i = a; i <= t; i++) out[i - a] = i === 0 ? this.bosId : context[i - 1];
+    return out;
+  }
+
+  /**
+   * The next-token distribution after a context ({@link LanguageModel}). The
+   * model reads `[bos, ...context]` cut to the window given by
+   * {@link windowStart} (at most blockSize tokens).
+   * @param context preceding ids, oldest first (may be empty).
+   * @returns vocabSize probabilities summing to 1.
+   */
+  nextDistribution(context: ArrayLike<number>): Float64Array {
+    checkSyncRead("nextDistribution", "await model.logProbs(stream)");
+    const window = this.#windowFor(context);
+    const probs = tf.tidy(() => {
+      const idx = tf.tensor2d(window, [1, window.length], "int32");
+      const { logitsTB } = this.#run(idx, undefined, { headFrom: window.length - 1 }); // (1, V)
+      return tf.softmax(tf.reshape(logitsTB, [this.vocabSize]));
+    });
+    const out = Float64Array.from(probs.dataSync());
+    probs.dispose();
+    return out;
+  }
+
+  /**
+   * ln P(word | context) ({@link LanguageModel}).
+   * @param word the next token's id.
+   * @param context preceding ids, oldest first.
+   * @returns the natural log-probability.
+   */
+  logProb(word: number, context: ArrayLike<number>): number {
+    return Math.log(this.nextDistribution(context)[word]);
+  }
+
+  /**
+   * Log-probabilities of every token of a stream, scored with overlapping
+   * windows of blockSize tokens moved by `evalStride`, in batches
+   * ({@link LanguageModel}). Each token is predicted from at least
+   * blockSize - evalStride earlier tokens (all of them near the start).
+   *
+   * @param stream token ids.
+   * @param options progress reporting and the number of windows per batch.
+   * @returns ln P(stream[t] | stream[0..t)) for every t.
+   */
+  async logProbs(
+    stream: Int32Array,
+    options: LogProbsOptions & { batchSize?: number } = {},
+  ): Promise<Float64Array> {
+    const L = this.config.blockSize, S = this.evalStride, V = this.vocabSize;
+    const n = stream.length;
+    const out = new Float64Array(n);
+    const seq = new Int32Array(n + 1); // [bos, ...stream]; seq[i] predicts stream[i]
+    seq[0] = this.bosId;
+    seq.set(stream, 1);
+    // Windows [a, a + len): the first scores positions 0..len-1, later ones their last S.
+    const windows: { a: number; len: number; from: number }[] = [];
+    for (let a = 0;; a += S) {
+      const len = Math.min(L, n - a);
+      if (len <= 0) break;
+      windows.push({ a, len, from: a === 0 ? 0 : L - S });
+      if (a + len >= n) break;
+    }
+    const batchSize = options.batchSize ?? Math.max(1, Math.floor(16384 / Math.max(L, 1) / Math.max(1, V / 4096)));
+    let done = 0;
+    for (let w0 = 0; w0 < windows.length; w0 += batchSize) {
+      const group = windows.slice(w0, w0 + batchSize);
+      // Full-length windows batch together; a short (last) window goes alone.
+      const full = group.filter((w) => w.len === L), short = group.filter((w) => w.len !== L);
+      for (const part of [full, ...short.map((w) => [w])]) {
+        if (part.length === 0) continue;
+        const len = part[0].len;
+        const x = new Int32Array(part.length * len), y = new Int32Array(part.length * len);
+        part.forEach((w, r) => {
+          x.set(seq.subarray(w.a, w.a + len), r * len);
+          y.set(stream.subarray(w.a, w.a + len), r * len);
+        });
+        const from = Math.min(...part.map((w) => w.from)); // 0 if the first window is in the part
+        const rows = part.length * (len - from);
+        const lp = tf.tidy(() => {
+          const { logitsTB } = this.#run(tf.tensor2d(x, [part.length, len], "int32"), undefined, {
+            headFrom: from,
+          }); // (rows, V), rows ordered (position, window)
+          const logp = tf.reshape(tf.logSoftmax(logitsTB), [-1]); // (rows*V)
+          const flat = new Int32Array(rows);
+          for (let t = from; t < len; t++) {
+            for (let r = 0; r < part.length; r++) {
+              flat[(t - from) * part.length + r] = ((t - from) * part.length + r) * V + y[r * len + t];
+            }
+          }
+          return tf.gather(logp, tf.tensor1d(flat, "int32")); // (rows)
+        });
+        const vals = await lp.data();
+        lp.dispose();
+        part.forEach((w, r) => {
+          for (let t = w.from; t < len; t++) out[w.a + t] = vals[(t - from) * part.length + r];
+        });
+        done += part.reduce((s, w) => s + w.len - w.from, 0);
+        options.onProgress?.(done, n);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Generates tokens after a prompt, one at a time, reading at most the last
+   * blockSize tokens (chapter 6; chapter 7 adds a KV cache and more samplers).
+   *
+   * @param prompt ids to continue (may be empty: generation starts from `bos`).
+   * @param options how many tokens, the sampler settings (temperature, topK,
+   * topP, greedy) and the seeded `rng` or `seed`.
+   * @returns the new ids (without the prompt).
+   */
+  generate(
+    prompt: ArrayLike<number>,
+    options: SamplerOptions & { maxNewTokens: number; rng?: Rng; seed?: number },
+  ): Int32Array {
+    checkSyncRead("generate", "await model.generateAsync(prompt, options)");
+    const step = this.#generator(prompt, options);
+    const out = new Int32Array(options.maxNewTokens);
+    for (let i = 0; i < out.length; i++) {
+      const logits = step.logits();
+      out[i] = step.push(logits.dataSync());
+      logits.dispose();
+    }
+    return out;
+  }
+
+  /**
+   * {@link TransformerLM.generate} for every backend, webgpu included (it
+   * reads the logits asynchronously).
+   *
+   * @param prompt ids to continue (may be empty: generation starts from `bos`).
+   * @param options how many tokens, the sampler settings and the seeded `rng` or `seed`.
+   * @returns the new ids (without the prompt).
+   */
+  async generateAsync(
+    prompt: ArrayLike<number>,
+    options: SamplerOptions & { maxNewTokens: number; rng?: Rng; seed?: number },
+  ): Promise<Int32Array> {
+    const step = this.#generator(prompt, options);
+    const out = new Int32Array(options.maxNewTokens);
+    for (let i = 0; i < out.length; i++) {
+      const logits = step.logits();
+      out[i] = step.push(await logits.data());
+      logits.dispose();
+    }
+    return out;
+  }
+
+  /** The shared state of generate / generateAsync. */
+  #generator(
+    prompt: ArrayLike<number>,
+    options: SamplerOptions & { maxNewTokens: number; rng?: Rng; seed?: number },
+  ): { logits: () => tf.Tensor1D; push: (logits: ArrayLike<number>) => number } {
+    if (!Number.isInteger(options.maxNewTokens) || options.maxNewTokens < 0) {
+      throw new RangeError(
+        `maxNewTokens must be a non-negative integer: maxNewTokens=${options.maxNewTokens}`,
+      );
+    }
+    for (let i = 0; i < prompt.length; i++) {
+      if (!Number.isInteger(prompt[i]) || prompt[i] < 0 || prompt[i] >= this.vocabSize) {
+        throw new RangeError(`prompt[${i}] must be a token id in [0, ${this.vocabSize}): prompt[${i}]=${prompt[i]}`);
+      }
+    }
+    const sampler = makeSampler(options);
+    const ctx: number[] = prompt.length ? Array.from(prompt) : [this.bosId];
+    const L = this.config.blockSize;
+    return {
+      logits: () =>
+        tf.tidy(() => {
+          const window = ctx.slice(-L); // at most blockSize tokens
+          const { logitsTB } = this.#run(tf.tensor2d(window, [1, window.length], "int32"), undefined, {
+            headFrom: window.length - 1,
+          }); // (1, V): only the last position
+          return tf.reshape(logitsTB, [-1]) as tf.Tensor1D;
+        }),
+      push: (logits) => {
+        const next = sampler(logits);
+        ctx.push(next);
+        return next;
+      },
+    };
+  }
+
+  /**
+   * Saves the weights and the config to one file (see {@link saveWeights}).
+   * @param path the file to write.
+   * @param meta extra metadata to store (e.g. the training figures).
+   */
+  async save(path: string, meta: Record<string, unknown> = {}): Promise<void> {
+    await saveWeights(path, this.#vars, {
+      meta: { ...meta, config: this.config, bosId: this.bosId, evalStride: this.evalStride, name: this.name },
+    });
+  }
+
+  /**
+   * Loads a model saved with {@link TransformerLM.save}.
+   * @param path the file.
+   * @returns the model and the saved metadata.
+   * @throws {RangeError} when the file lacks a config or a weight is missing or has the wrong shape.
+   */
+  static async load(path: string): Promise<{ model: TransformerLM; meta: Record<string, unknown> }> {
+    const { tensors, meta } = await loadWeights(path);
+    if (!meta.config) throw new RangeError(`no transformer config in ${path}: meta keys=${Object.keys(meta)}`);
+    const model = new TransformerLM(meta.config as TransformerConfig, {
+      bosId: meta.bosId as number | undefined,
+      evalStride: meta.evalStride as number | undefined,
+      name: meta.name as string | undefined,
+    });
+    assignWeights(model.variables(), tensors);
+    return { model, meta };
+  }
+
+  /** Frees the variables and cached constants. */
+  dispose(): void {
+    tf.dispose(Object.values(this.#vars));
+    tf.dispose([...this.#constants.values()]);
+    this.#constants.clear();
+  }
+}
+
+let variableId = 0;
+
+/** Throws a clear error where a synchronous read would fail (webgpu cannot read synchronously in Deno). */
+function checkSyncRead(method: string, alternative: string): void {
+  if (tf.getBackend() === "webgpu") {
+    throw new Error(
+      `${method} reads tensors synchronously, which the webgpu backend cannot do: use ${alternative}, ` +
+        `or switch to wasm or cpu for this step (await lm.initBackend("wasm"))`,
+    );
+  }
+}

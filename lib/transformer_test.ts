@@ -1,0 +1,318 @@
+/**
+ * Tests of the chapter 6 transformer.
+ * Run: deno test -A --import-map tests/offline_import_map.json lib/transformer_test.ts
+ *
+ * The backend test trains a few steps on `wasm` and on `webgpu` (Mesa's
+ * software adapter is enough) and compares the losses with `cpu`. Without
+ * any WebGPU adapter the webgpu part is skipped with a message, unless
+ * LMBOOK_REQUIRE_WEBGPU=1 makes that a failure (CI sets it).
+ */
+import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
+import * as tf from "@tensorflow/tfjs";
+import { initBackend, probeWebGpu } from "./backend.ts";
+import { Rng } from "./random.ts";
+import { evaluate } from "./lm.ts";
+import { sequenceDataset, Trainer } from "./train.ts";
+import { countParameters, TRANSFORMER_PRESETS, transformerConfig, TransformerLM } from "./transformer.ts";
+
+await initBackend("cpu");
+
+const tiny = (over: Record<string, unknown> = {}) =>
+  transformerConfig({ nLayer: 2, nHead: 2, nEmbd: 16, blockSize: 8 }, { vocabSize: 11, ...over });
+
+function ids(rows: number[][]): tf.Tensor2D {
+  return tf.tensor2d(rows, [rows.length, rows[0].length], "int32");
+}
+
+function maxDiff(a: tf.Tensor, b: tf.Tensor): number {
+  return tf.tidy(() => tf.max(tf.abs(tf.sub(a, b))).dataSync()[0]);
+}
+
+Deno.test("config: presets, defaults and clear errors", () => {
+  const baby = transformerConfig("baby", { vocabSize: 65 });
+  assertEquals(baby, {
+    ...TRANSFORMER_PRESETS.baby,
+    vocabSize: 65,
+    dropout: 0,
+    bias: true,
+    norm: "pre",
+    positions: "learned",
+    activation: "gelu",
+    mlpRatio: 4,
+  });
+  assertThrows(
+    () => transformerConfig("baby", { vocabSize: 65, nHead: 3 }),
+    RangeError,
+    "nEmbd must be divisible by nHead: nEmbd=128, nHead=3",
+  );
+  assertThrows(() => transformerConfig("huge" as "baby", { vocabSize: 5 }), RangeError, "unknown preset");
+  assertThrows(() => transformerConfig("tiny", { vocabSize: 0 }), RangeError, "vocabSize=0");
+  assertThrows(() => transformerConfig("tiny", { vocabSize: 5, dropout: 1 }), RangeError, "dropout=1");
+  assertThrows(() => transformerConfig("tiny", { vocabSize: 5, norm: "mid" as "pre" }), RangeError, "norm");
+});
+
+Deno.test("parameter count: exact, matches the variables, and the 12 L d^2 estimate", () => {
+  // The baby config with 65 characters has 809,856 parameters (PyTorch counts the same).
+  assertEquals(countParameters(transformerConfig("baby", { vocabSize: 65 })).total, 809_856);
+  for (
+    const over of [{}, { bias: false }, { positions: "sinusoidal" }, { norm: "post" }, { mlpRatio: 2 }]
+  ) {
+    const model = new TransformerLM(tiny(over));
+    const actual = Object.values(model.variables()).reduce((n, v) => n + v.size, 0);
+    assertEquals(model.parameterCount().total, actual, JSON.stringify(over));
+    model.dispose();
+  }
+  const c = countParameters(transformerConfig("gpt2", { vocabSize: 50257 }));
+  assertEquals(c.estimate, 12 * 12 * 768 * 768);
+  // Biases and layer norms make the exact non-embedding count slightly larger.
+  assert(c.nonEmbedding > c.estimate && c.nonEmbedding < 1.01 * c.estimate);
+  assertEquals(Math.round(c.total / 1e6), 124); // GPT-2 small: 124M with tied weights
+});
+
+Deno.test("forward: shapes, initial loss near ln(V), errors", () => {
+  const model = new TransformerLM(tiny(), { seed: 1 });
+  const x = ids([[1, 2, 3, 4], [5, 6, 7, 8]]);
+  const { logits, loss } = model.forward(x, ids([[9, 0, 10, 2], [3, 1, 4, 7]]));
+  assertEquals(logits.shape, [2, 4, 11]);
+  assertAlmostEquals(loss!.dataSync()[0], Math.log(11), 0.15);
+  assertThrows(() => model.forward(ids([[1, 2, 3, 4, 5, 6, 7, 8, 9]])), RangeError, "longer than blockSize");
+  assertThrows(() => model.forward(x, ids([[1, 2]])), RangeError, "same shape");
+  model.dispose();
+});
+
+Deno.test("causal: a later token never changes earlier logits", () => {
+  const model = new TransformerLM(tiny(), { seed: 2 });
+  const a = model.forward(ids([[1, 2, 3, 4, 5]])).logits;
+  const b = model.forward(ids([[1, 2, 3, 9, 0]])).logits;
+  assert(maxDiff(tf.slice(a, [0, 0, 0], [1, 3, 11]), tf.slice(b, [0, 0, 0], [1, 3, 11])) < 1e-5);
+  assert(maxDiff(tf.slice(a, [0, 3, 0], [1, 1, 11]), tf.slice(b, [0, 3, 0], [1, 1, 11])) > 1e-4);
+  model.dispose();
+});
+
+Deno.test("KV cache: incremental decoding equals the full forward pass", () => {
+  for (const positions of ["learned", "sinusoidal"] as const) {
+    const model = new TransformerLM(tiny({ positions }), { seed: 3 });
+    const seq = [[3, 1, 4, 1, 5, 9], [2, 6, 5, 3, 5, 8]];
+    const full = model.forward(ids(seq)).logits;
+    const first = model.forward(ids(seq.map((r) => r.slice(0, 4))), undefined, { past: [] });
+    assertEquals(first.present!.length, 2);
+    assertEquals(first.present![0].k.shape, [2, 2, 4, 8]); // (B, nHead, T, headSize)
+    let past = first.present!;
+    for (let t = 4; t < 6; t++) {
+      const step = model.forward(ids(seq.map((r) => [r[t]])), undefined, { past });
+      assert(maxDiff(step.logits, tf.slice(full, [0, t, 0], [2, 1, 11])) < 1e-4, `position ${t}`);
+      past = step.present!;
+    }
+    assertEquals(past[0].v.shape, [2, 2, 6, 8]);
+    if (positions === "learned") {
+      const long = model.forward(ids([[1, 2, 3, 4, 5, 6, 7]]), undefined, { past: [] });
+      assertThrows(
+        () => model.forward(ids([[1, 2]]), undefined, { past: long.present }),
+        RangeError,
+        "cached 7",
+      );
+    }
+    model.dispose();
+  }
+});
+
+Deno.test("same seed, same model and same losses; no tensors leak while training", async () => {
+  const rng = new Rng(0);
+  const text = Int32Array.from({ length: 400 }, (_, i) => (i % 7) + rng.int(2));
+  const run = async () => {
+    const model = new TransformerLM(tiny({ dropout: 0.1 }), { seed: 4 });
+    const trainer = new Trainer(model, sequenceDataset(text, 8), {
+      batchSize: 4,
+      maxSteps: 24,
+      lr: 3e-3,
+      seed: 5,
+      progress: false,
+      logEvery: 4,
+    });
+    const history = await trainer.run();
+    // Continue for more steps: the number of live tensors must stay flat.
+    const afterFirst = tf.memory().numTensors;
+    for (let i = 0; i < 3; i++) {
+      const batch = sequenceDataset(text, 8).batch([i, i + 10, i + 20, i + 30]);
+      const { loss, gradNorm } = trainer.step(batch);
+      tf.dispose([loss, gradNorm, batch.x, batch.y]);
+    }
+    const grew = tf.memory().numTensors - afterFirst;
+    trainer.dispose();
+    model.dispose();
+    return { losses: history.train.map((r) => r.loss), grew };
+  };
+  const before = tf.memory().numTensors;
+  const a = await run(), b = await run();
+  assertEquals(a.losses, b.losses);
+  assert(a.losses.at(-1)! < a.losses[0], `loss should fall: ${a.losses}`);
+  assertEquals(a.grew, 0);
+  assertEquals(tf.memory().numTensors, before, "model.dispose() and trainer.dispose() free everything");
+});
+
+Deno.test("pre-LN and post-LN both learn a repeating sequence", async () => {
+  const text = Int32Array.from({ length: 300 }, (_, i) => [1, 4, 2, 8, 5, 7][i % 6]);
+  for (const norm of ["pre", "post"] as const) {
+    const model = new TransformerLM(tiny({ norm }), { seed: 6 });
+    const history = await new Trainer(model, sequenceDataset(text, 8), {
+      batchSize: 8,
+      maxSteps: 60,
+      lr: 1e-2,
+      seed: 1,
+      progress: false,
+    }).run();
+    const last = history.train.at(-1)!.loss;
+    assert(last < 0.5, `${norm}-LN loss ${last}`);
+    model.dispose();
+  }
+});
+
+Deno.test("dropout: on only in training, seeded", () => {
+  const model = new TransformerLM(tiny({ dropout: 0.5 }), { seed: 7 });
+  const x = ids([[1, 2, 3, 4]]);
+  const evalA = model.forward(x).logits, evalB = model.forward(x).logits;
+  assertEquals(maxDiff(evalA, evalB), 0);
+  const t1 = model.forward(x, undefined, { training: true, seed: 1 }).logits;
+  const t1b = model.forward(x, undefined, { training: true, seed: 1 }).logits;
+  const t2 = model.forward(x, undefined, { training: true, seed: 2 }).logits;
+  assertEquals(maxDiff(t1, t1b), 0);
+  assert(maxDiff(t1, t2) > 1e-4);
+  model.dispose();
+});
+
+Deno.test("LanguageModel: logProbs (windows, batched) equals logProb at every position", async () => {
+  const model = new TransformerLM(tiny(), { seed: 8, evalStride: 3 });
+  const rng = new Rng(9);
+  const stream = Int32Array.from({ length: 23 }, () => rng.int(11));
+  const fast = await model.logProbs(stream, { batchSize: 2 });
+  for (let t = 0; t < stream.length; t++) {
+    assertAlmostEquals(fast[t], model.logProb(stream[t], stream.subarray(0, t)), 1e-4, `t=${t}`);
+  }
+  const dist = model.nextDistribution([1, 2]);
+  assertAlmostEquals(dist.reduce((a, b) => a + b), 1, 1e-5);
+  const result = await evaluate(model, stream);
+  assertAlmostEquals(result.perplexity, Math.exp(-fast.reduce((a, b) => a + b) / stream.length), 1e-3);
+  assertEquals(model.contextSize, 8);
+  model.dispose();
+});
+
+Deno.test("generate: seeded, long prompts cropped to blockSize", () => {
+  const model = new TransformerLM(tiny(), { seed: 10 });
+  const a = model.generate([1, 2, 3], { maxNewTokens: 12, seed: 3 });
+  const b = model.generate([1, 2, 3], { maxNewTokens: 12, seed: 3 });
+  assertEquals(a, b);
+  assertEquals(a.length, 12);
+  assertEquals(model.generate([], { maxNewTokens: 2, greedy: true }).length, 2);
+  assertThrows(() => model.generate([1], { maxNewTokens: -1, greedy: true }), RangeError, "maxNewTokens=-1");
+  model.dispose();
+});
+
+Deno.test("attention maps and the logit lens", () => {
+  const model = new TransformerLM(tiny(), { seed: 11 });
+  const x = ids([[1, 2, 3, 4, 5]]);
+  const r = model.forward(x, undefined, { returnAttention: true, returnHidden: true });
+  assertEquals(r.attention!.length, 2);
+  const w = r.attention![0].arraySync() as number[][][][];
+  w[0][1].forEach((row, i) => {
+    assertAlmostEquals(row.reduce((a, b) => a + b), 1, 1e-5);
+    for (let j = i + 1; j < 5; j++) assertEquals(row[j], 0);
+  });
+  assertEquals(r.hidden!.length, 3);
+  // Reading out the last layer gives the model's own log-probabilities.
+  const lens = model.readOut(r.hidden![2]);
+  assert(maxDiff(lens, tf.logSoftmax(r.logits)) < 1e-4);
+  model.dispose();
+});
+
+Deno.test("save and load round trip", async () => {
+  const model = new TransformerLM(tiny({ positions: "sinusoidal" }), { seed: 12, bosId: 3, name: "t" });
+  const path = await Deno.makeTempFile({ suffix: ".lmbw" });
+  await model.save(path, { note: "hi" });
+  const { model: loaded, meta } = await TransformerLM.load(path);
+  assertEquals(meta.note, "hi");
+  assertEquals(loaded.config, model.config);
+  assertEquals([loaded.bosId, loaded.name], [3, "t"]);
+  const x = ids([[1, 2, 3]]);
+  assertEquals(maxDiff(model.forward(x).logits, loaded.forward(x).logits), 0);
+  await Deno.remove(path);
+  model.dispose();
+  loaded.dispose();
+});
+
+/** Trains a few steps on the current backend and returns the losses. */
+async function lossesOn(backend: string, steps: number): Promise<number[]> {
+  await initBackend(backend);
+  const model = new TransformerLM(
+    transformerConfig({ nLayer: 2, nHead: 2, nEmbd: 32, blockSize: 16 }, { vocabSize: 23 }),
+    { seed: 13 },
+  );
+  const rng = new Rng(14);
+  const text = Int32Array.from({ length: 600 }, (_, i) => (i * 7 + rng.int(3)) % 23);
+  const data = sequenceDataset(text, 16);
+  const trainer = new Trainer(model, data, { batchSize: 4, maxSteps: steps, lr: 3e-3, seed: 1, progress: false });
+  const losses: number[] = [];
+  for (let s = 0; s < steps; s++) {
+    const batch = data.batch([s * 10, s * 10 + 3, s * 10 + 200, s * 10 + 401]);
+    const { loss, gradNorm } = trainer.step(batch);
+    losses.push((await loss.data())[0]);
+    tf.dispose([loss, gradNorm, batch.x, batch.y]);
+  }
+  trainer.dispose();
+  model.dispose();
+  return losses;
+}
+
+// Float32 arithmetic in a different order (SIMD, GPU reductions) drifts a
+// little each step; 8 steps of Adam at lr 3e-3 stay within 1e-3 in loss.
+const BACKEND_TOLERANCE = 1e-3;
+
+Deno.test("the same training steps on wasm and webgpu match cpu within 1e-3", async () => {
+  const steps = 8;
+  const ref = await lossesOn("cpu", steps);
+  assert(ref[steps - 1] < ref[0], `the loss should fall on cpu: ${ref}`);
+  const wasm = await lossesOn("wasm", steps);
+  wasm.forEach((l, i) => assertAlmostEquals(l, ref[i], BACKEND_TOLERANCE, `wasm step ${i}`));
+  const adapter = await probeWebGpu();
+  if (!adapter) {
+    if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") {
+      throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
+    }
+    console.log("no WebGPU adapter: skipped the webgpu half of this test");
+  } else {
+    await initBackend("webgpu");
+    // tfjs-webgpu's AddN silently drops inputs beyond the adapter's storage-buffer
+    // limit (8 on llvmpipe): a trainer that adds up many gradient norms with
+    // tf.addN gets a wrong norm and NaN weights. Say so plainly if it happens.
+    const eight = Array.from({ length: 8 }, () => tf.scalar(1));
+    const sum = tf.addN(eight);
+    const addNBroken = (await sum.data())[0] !== 8;
+    tf.dispose([...eight, sum]);
+    const gpu = await lossesOn("webgpu", steps);
+    gpu.forEach((l, i) =>
+      assertAlmostEquals(
+        l,
+        ref[i],
+        BACKEND_TOLERANCE,
+        `webgpu step ${i}${
+          addNBroken && Number.isNaN(l)
+            ? " (tf.addN of more than 7 tensors is wrong on this webgpu adapter: sum many tensors with tf.stack(xs).sum() or in chunks)"
+            : ""
+        }`,
+      )
+    );
+  }
+  await initBackend("cpu");
+});
+
+Deno.test("webgpu: synchronous reads fail with a clear message, async ones work", async () => {
+  if (!(await probeWebGpu())) return;
+  await initBackend("webgpu");
+  const model = new TransformerLM(tiny(), { seed: 15 });
+  assertThrows(() => model.generate([1], { maxNewTokens: 1, greedy: true }), Error, "generateAsync");
+  assertThrows(() => model.logProb(1, [2]), Error, "logProbs");
+  assertEquals((await model.generateAsync([1], { maxNewTokens: 3, greedy: true })).length, 3);
+  const lp = await model.logProbs(Int32Array.from([1, 2, 3]));
+  assert(lp.every((x) => x < 0 && Number.isFinite(x)));
+  model.dispose();
+  await initBackend("cpu");
+});
