@@ -53,6 +53,8 @@ export function graded(
     timeout: options.timeout ?? GRADED_TIMEOUT_MS,
     async fn() {
       tf.env().set("PROD", true);
+      // Deep enough that a stack through tfjs internals still reaches the student's line.
+      Error.stackTraceLimit = Math.max(Error.stackTraceLimit, 60);
       if (tf.getBackend() !== "cpu") await tf.setBackend("cpu");
       try {
         await fn();

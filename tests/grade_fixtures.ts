@@ -2,8 +2,9 @@
  * Throwaway copies of the project for testing the grader on broken student
  * code (used by tests/grade_test.ts). The real files are never touched.
  *
- * `deno run -A tests/grade_fixtures.ts` builds the broken project and prints
- * its path, to see what students see: `cd <path> && deno run -A tests/grade.ts`.
+ * `deno run -A tests/grade_fixtures.ts [hang]` builds the broken project (or the
+ * hanging one) and prints its path, to see what students see:
+ * `cd <path> && deno run -A tests/grade.ts`.
  * @module
  */
 import { join } from "node:path";
@@ -174,4 +175,31 @@ export async function brokenProject(): Promise<string> {
   });
 }
 
-if (import.meta.main) console.log(await brokenProject());
+/**
+ * Slower faults: a missing closing brace (reported by the parser at the next
+ * function), a loop at the top level of a file (it never finishes loading),
+ * and a test blocked in native code (Atomics.wait) beside a passing one.
+ * @returns the project's folder (remove it when done).
+ */
+export async function hangProject(): Promise<string> {
+  const solution = await Deno.readTextFile(join(ROOT, "solutions/ch00_tour.ts"));
+  const broken = solution.replace("  return exps.map((e) => e / total);\n}", "  return exps.map((e) => e / total);\n");
+  if (broken === solution) throw new Error("solutions/ch00_tour.ts changed: update hangProject()");
+  return await sandbox({
+    "exercises/ch00_tour.ts": broken,
+    "exercises/ch00_tour_test.ts": await Deno.readTextFile(join(ROOT, "exercises/ch00_tour_test.ts")),
+    "exercises/ch95_hang.ts": `let i = 0;\nwhile (i >= 0) i++;\nexport function f(): number {\n  return 1;\n}\n`,
+    "exercises/ch95_hang_test.ts":
+      `import { expectClose, graded } from "../lib/mod.ts";\nimport { f } from "./ch95_hang.ts";\n` +
+      `graded("95.1 f: one", () => expectClose(f(), 1, { what: "f()" }));\n`,
+    "exercises/ch94_atomics.ts":
+      `export function f(): number {\n  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60000);\n` +
+      `  return 1;\n}\n\nexport function g(): number {\n  return 2;\n}\n`,
+    "exercises/ch94_atomics_test.ts":
+      `import { expectClose, graded } from "../lib/mod.ts";\nimport { f, g } from "./ch94_atomics.ts";\n` +
+      `graded("94.1 f: one", () => expectClose(f(), 1, { what: "f()" }), { timeout: 2000 });\n` +
+      `graded("94.2 g: two", () => expectClose(g(), 2, { what: "g()" }));\n`,
+  }, { "0.1": 2, "0.2": 2, "95.1": 1, "94.1": 1, "94.2": 1 });
+}
+
+if (import.meta.main) console.log(Deno.args[0] === "hang" ? await hangProject() : await brokenProject());

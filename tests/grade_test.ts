@@ -29,6 +29,7 @@ import {
   testFileInfo,
   topLevelRegions,
 } from "./graded_runner.ts";
+import { brokenProject, hangProject, MARKER } from "./grade_fixtures.ts";
 
 const offlineArgs: Record<string, string> = Deno.env.get("LMBOOK_OFFLINE") === "1" ? { LMBOOK_OFFLINE: "1" } : {};
 
@@ -296,6 +297,33 @@ Deno.test({
       assertEquals(gs.score, 2);
       const junit = await Deno.readTextFile(join(dir, "out/junit.xml"));
       assertMatch(junit, /<failure type="timed out"/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "slow (LMBOOK_SLOW=1): a missing brace, a loop at the top level and a test stuck in native code",
+  ignore: Deno.env.get("LMBOOK_SLOW") !== "1",
+  sanitizeResources: false,
+  async fn() {
+    const dir = await hangProject();
+    try {
+      const t0 = performance.now();
+      const { code, report } = await gradeCli(dir, []);
+      console.log(`graded the hanging sandbox in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      assertEquals(code, 0);
+      const ex = new Map(report.exercises.map((e) => [e.exercise, e]));
+      const msg = (n: string) => ex.get(n)!.tests.map((t) => t.message).join("\n");
+      // The parser reports the missing brace at rowSoftmax; the brace count blames softmax.
+      assertEquals(ex.get("0.1")?.status, "error");
+      assertMatch(msg("0.1"), /syntax error in your softmax/);
+      assertEquals(ex.get("0.2")?.status, "passed");
+      assertEquals(ex.get("95.1")?.status, "timed out");
+      assertMatch(msg("95.1"), /did not finish loading/);
+      assertEquals(ex.get("94.1")?.status, "timed out");
+      assertEquals(ex.get("94.2")?.status, "passed");
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

@@ -535,14 +535,20 @@ async function materialize(job: GradeJob, tmp: string, patched: Record<string, s
   return { job, dir, testCopy, implPaths, patched, info };
 }
 
-async function readCapped(stream: ReadableStream<Uint8Array>, cap = 2_000_000): Promise<string> {
+async function readCapped(
+  stream: ReadableStream<Uint8Array>,
+  seen: { text: string } = { text: "" },
+  cap = 2_000_000,
+): Promise<string> {
   const dec = new TextDecoder();
-  let text = "";
   for await (const chunk of stream) {
-    if (text.length < cap) text += dec.decode(chunk, { stream: true });
+    if (seen.text.length < cap) seen.text += dec.decode(chunk, { stream: true });
   }
-  return text.length > cap ? text.slice(0, cap) + "\n[output truncated]" : text;
+  return seen.text.length > cap ? seen.text.slice(0, cap) + "\n[output truncated]" : seen.text;
 }
+
+/** How long the test modules may take to load before the process is stopped (a loop at the top level). */
+export const LOAD_TIMEOUT_MS = 30_000;
 
 async function runProcess(ms: Materialized[], tmp: string, check: boolean, offline: boolean, extraArgs: string[]) {
   const junitPath = join(tmp, `junit_${ms.map((m) => m.job.id).join("_").slice(0, 80)}_${crypto.randomUUID()}.xml`);
@@ -564,18 +570,36 @@ async function runProcess(ms: Materialized[], tmp: string, check: boolean, offli
     stderr: "piped",
   }).spawn();
   let killed = false;
-  const timer = setTimeout(() => {
+  const kill = () => {
     killed = true;
     try {
       child.kill("SIGKILL");
     } catch { /* already gone */ }
-  }, budget);
+  };
+  const timer = setTimeout(kill, budget);
+  // Deno loads a test module, runs its tests, then loads the next. Silence for LOAD_TIMEOUT_MS while no
+  // test is in progress means a module hangs while loading (a loop at the top level): stop the process.
+  // A test in progress ("name ..." not yet followed by its verdict) is left to its own timeout.
+  const out = { text: "" };
+  let lastLength = 0, lastChange = Date.now();
+  const watchdog = setInterval(() => {
+    if (out.text.length !== lastLength) {
+      lastLength = out.text.length;
+      lastChange = Date.now();
+      return;
+    }
+    const tail = out.text.slice(-4000);
+    const inTest = / \.\.\.\s*$/.test(tail) ||
+      tail.lastIndexOf("------- output -------") > tail.lastIndexOf("----- output end -----");
+    if (!inTest && Date.now() - lastChange > LOAD_TIMEOUT_MS) kill();
+  }, 1_000);
   const [status, stdout, stderr] = await Promise.all([
     child.status,
-    readCapped(child.stdout),
+    readCapped(child.stdout, out),
     readCapped(child.stderr),
   ]);
   clearTimeout(timer);
+  clearInterval(watchdog);
   let junit: string | null = null;
   try {
     junit = await Deno.readTextFile(junitPath);
@@ -1147,13 +1171,16 @@ export async function runJobs(jobs: GradeJob[], options: RunJobsOptions = {}): P
       const dir = join(tmp, `batch${bi}`);
       const ms = await Promise.all(batch.map((s) => materialize(s.job, dir, s.patched)));
       const raw = await runProcess(ms, dir, false, options.offline ?? false, options.extraArgs ?? []);
-      const split = raw.killed ? new Map<string, GradedResult[]>() : splitResults(raw, ms);
+      const split = splitResults(raw, ms);
       for (const m of ms) {
         const s = batch.find((b) => b.job.id === m.job.id)!;
         const rs = split.get(m.job.id) ?? [];
         for (const r of rs) r.message = translate(r.message, m);
         const expected = m.info.names.filter((n) => !m.job.only || m.job.only.includes(parseTestName(n).exercise));
-        if (rs.length > 0 && rs.length >= expected.length) results.set(m.job.id, rs);
+        // A stopped process has no failure messages: keep only jobs that finished and fully passed.
+        const complete = rs.length > 0 && rs.length >= expected.length &&
+          (!raw.killed || rs.every((r) => r.status === "passed"));
+        if (complete) results.set(m.job.id, rs);
         else retry.push(s);
       }
     });
