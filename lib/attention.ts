@@ -27,6 +27,16 @@ import * as tf from "@tensorflow/tfjs";
 import { Rng } from "./random.ts";
 import { layerNormFused } from "./kernels.ts";
 
+/** Queries, keys and values, the inputs of an attention call. */
+export interface QKV {
+  /** Queries: (..., Tq, d_k). */
+  q: tf.Tensor;
+  /** Keys: (..., Tk, d_k). */
+  k: tf.Tensor;
+  /** Values: (..., Tk, d_v). */
+  v: tf.Tensor;
+}
+
 /** Options of {@link scaledDotProductAttention}. */
 export interface AttentionOptions {
   /**
@@ -75,9 +85,7 @@ function checkMaskShape(mask: tf.Tensor, scoresShape: number[]): void {
  * size, so the softmax does not saturate. Masked scores are set to -infinity
  * before the softmax, so masked keys get exactly zero weight.
  *
- * @param q queries: (..., Tq, d_k).
- * @param k keys: (..., Tk, d_k).
- * @param v values: (..., Tk, d_v).
+ * @param inputs queries q (..., Tq, d_k), keys k (..., Tk, d_k) and values v (..., Tk, d_v).
  * @param options the mask, the scale and what to do with fully masked rows.
  * @returns the output (..., Tq, d_v) and the weights (..., Tq, Tk).
  * @throws {RangeError} when the shapes do not fit together, or (with
@@ -89,17 +97,16 @@ function checkMaskShape(mask: tf.Tensor, scoresShape: number[]): void {
  * import * as tf from "@tensorflow/tfjs";
  * import { causalMask, scaledDotProductAttention } from "./attention.ts";
  * const x = tf.tensor2d([[1, 0], [0, 1], [1, 1]]); // (T=3, d=2)
- * const { weights } = scaledDotProductAttention(x, x, x, { mask: causalMask(3) });
+ * const { weights } = scaledDotProductAttention({ q: x, k: x, v: x }, { mask: causalMask(3) });
  * // The first query can only see the first key.
  * assertAlmostEquals((weights.arraySync() as number[][])[0][0], 1);
  * ```
  */
 export function scaledDotProductAttention(
-  q: tf.Tensor,
-  k: tf.Tensor,
-  v: tf.Tensor,
+  inputs: QKV,
   options: AttentionOptions = {},
 ): AttentionResult {
+  const { q, k, v } = inputs;
   if (q.rank < 2 || k.rank < 2 || v.rank < 2) {
     throw new RangeError(
       `q, k and v must have rank >= 2 (..., T, d): q.shape=[${q.shape}], k.shape=[${k.shape}], v.shape=[${v.shape}]`,
@@ -403,11 +410,19 @@ export function multiHeadAttention(
       k = tf.concat([options.past.k, k], 2); // (B, nHead, Tpast + T, headSize)
       v = tf.concat([options.past.v, v], 2); // (B, nHead, Tpast + T, headSize)
     }
-    const att = scaledDotProductAttention(q, k, v, { mask: options.mask });
+    const att = scaledDotProductAttention({ q, k, v }, { mask: options.mask });
     const merged = mergeHeads(att.output as tf.Tensor4D); // (B, T, C)
     const output = project(merged, weights.wO, weights.bO); // (B, T, C)
     return { output, weights: att.weights as tf.Tensor4D, present: { k, v } };
   });
+}
+
+/** The parameters of a layer norm. */
+export interface LayerNormParams {
+  /** Scale, (C). */
+  gamma: tf.Tensor;
+  /** Shift, (C). */
+  beta: tf.Tensor;
 }
 
 /** Options of {@link layerNorm}. */
@@ -425,8 +440,7 @@ export interface LayerNormOptions {
  * Uses the fused kernel with a hand-written gradient from `kernels.ts`.
  *
  * @param x (..., C).
- * @param gamma (C) scale.
- * @param beta (C) shift.
+ * @param params `gamma` (C) scale and `beta` (C) shift.
  * @param options `eps`.
  * @returns the same shape as x.
  * @throws {RangeError} when gamma or beta do not have C entries.
@@ -436,16 +450,16 @@ export interface LayerNormOptions {
  * import { assertAlmostEquals } from "@std/assert";
  * import * as tf from "@tensorflow/tfjs";
  * import { layerNorm } from "./attention.ts";
- * const y = layerNorm(tf.tensor2d([[1, 2, 3, 4]]), tf.ones([4]), tf.zeros([4]));
+ * const y = layerNorm(tf.tensor2d([[1, 2, 3, 4]]), { gamma: tf.ones([4]), beta: tf.zeros([4]) });
  * assertAlmostEquals(tf.moments(y).variance.dataSync()[0], 1, 1e-3);
  * ```
  */
 export function layerNorm(
   x: tf.Tensor,
-  gamma: tf.Tensor,
-  beta: tf.Tensor,
+  params: LayerNormParams,
   options: LayerNormOptions = {},
 ): tf.Tensor {
+  const { gamma, beta } = params;
   const C = x.shape[x.rank - 1];
   if (gamma.size !== C || beta.size !== C) {
     throw new RangeError(

@@ -48,7 +48,7 @@ Deno.test("scaledDotProductAttention matches a hand computation", () => {
   const q = tf.tensor2d([[1, 0], [0, 2]]);
   const k = tf.tensor2d([[1, 1], [0, 1], [2, 0]]);
   const v = tf.tensor2d([[1, 2], [3, 4], [5, 6]]);
-  const { output, weights } = scaledDotProductAttention(q, k, v);
+  const { output, weights } = scaledDotProductAttention({ q, k, v });
   const qa = q.arraySync(), ka = k.arraySync(), va = v.arraySync();
   const w = qa.map((qi) => {
     const s = ka.map((kj) => (qi[0] * kj[0] + qi[1] * kj[1]) / Math.sqrt(2));
@@ -61,7 +61,7 @@ Deno.test("scaledDotProductAttention matches a hand computation", () => {
 
 Deno.test("masked keys get exactly zero weight; rows sum to one", () => {
   const x = randn([2, 4, 3], 1);
-  const { weights } = scaledDotProductAttention(x, x, x, { mask: causalMask(4) });
+  const { weights } = scaledDotProductAttention({ q: x, k: x, v: x }, { mask: causalMask(4) });
   const w = weights.arraySync() as number[][][];
   for (const m of w) {
     m.forEach((row, i) => {
@@ -74,13 +74,13 @@ Deno.test("masked keys get exactly zero weight; rows sum to one", () => {
 Deno.test("a fully masked row gives zeros, never NaN, or a RangeError on request", () => {
   const x = randn([3, 2], 2);
   const mask = tf.tensor2d([[1, 0, 0], [0, 0, 0], [1, 1, 1]]);
-  const { output, weights } = scaledDotProductAttention(x, x, x, { mask });
+  const { output, weights } = scaledDotProductAttention({ q: x, k: x, v: x }, { mask });
   const w = weights.arraySync() as number[][];
   assertEquals(w[1], [0, 0, 0]);
   assertEquals((output.arraySync() as number[][])[1], [0, 0]);
   assert(!Array.from(output.dataSync()).some(Number.isNaN));
   assertThrows(
-    () => scaledDotProductAttention(x, x, x, { mask, fullyMasked: "error" }),
+    () => scaledDotProductAttention({ q: x, k: x, v: x }, { mask, fullyMasked: "error" }),
     RangeError,
     "query row 1",
   );
@@ -88,9 +88,13 @@ Deno.test("a fully masked row gives zeros, never NaN, or a RangeError on request
 
 Deno.test("scaledDotProductAttention: clear errors on bad shapes", () => {
   const a = tf.ones([2, 3]), b = tf.ones([2, 4]);
-  assertThrows(() => scaledDotProductAttention(a, b, b), RangeError, "d_k");
-  assertThrows(() => scaledDotProductAttention(a, a, tf.ones([3, 3])), RangeError, "Tk");
-  assertThrows(() => scaledDotProductAttention(a, a, a, { mask: tf.ones([3, 3]) }), RangeError, "broadcast");
+  assertThrows(() => scaledDotProductAttention({ q: a, k: b, v: b }), RangeError, "d_k");
+  assertThrows(() => scaledDotProductAttention({ q: a, k: a, v: tf.ones([3, 3]) }), RangeError, "Tk");
+  assertThrows(
+    () => scaledDotProductAttention({ q: a, k: a, v: a }, { mask: tf.ones([3, 3]) }),
+    RangeError,
+    "broadcast",
+  );
 });
 
 Deno.test("the 1/sqrt(d_k) scale keeps score variance near 1", () => {
@@ -116,8 +120,8 @@ Deno.test("causalMask and paddingMask values, with offsets and checks", () => {
 Deno.test("padding: padded keys are ignored, so padding does not change real outputs", () => {
   const x = randn([1, 3, 4], 3);
   const padded = tf.concat([x, randn([1, 2, 4], 4)], 1); // two junk positions
-  const short = scaledDotProductAttention(x, x, x);
-  const long = scaledDotProductAttention(padded, padded, padded, { mask: paddingMask([3], 5) });
+  const short = scaledDotProductAttention({ q: x, k: x, v: x });
+  const long = scaledDotProductAttention({ q: padded, k: padded, v: padded }, { mask: paddingMask([3], 5) });
   close(tf.slice(long.output, [0, 0, 0], [1, 3, 4]), short.output, 1e-5);
 });
 
@@ -150,7 +154,7 @@ Deno.test("multiHeadAttention equals attention run head by head", () => {
     const q = tf.matMul(x, cols(w.wQ).expandDims(0).tile([B, 1, 1]));
     const k = tf.matMul(x, cols(w.wK).expandDims(0).tile([B, 1, 1]));
     const v = tf.matMul(x, cols(w.wV).expandDims(0).tile([B, 1, 1]));
-    heads.push(scaledDotProductAttention(q, k, v, { mask: causalMask(T) }).output);
+    heads.push(scaledDotProductAttention({ q, k, v }, { mask: causalMask(T) }).output);
   }
   const expected = tf.matMul(tf.concat(heads, 2), w.wO.expandDims(0).tile([B, 1, 1]));
   close(r.output, expected, 1e-4);
@@ -198,10 +202,10 @@ Deno.test("the fast attention kernel (chapter 6) agrees with chapter 5's attenti
     await tf.setBackend(backend);
     const [B, T, H, D] = [2, 6, 2, 3];
     const x = randn([B, H, T, D], 11) as tf.Tensor4D;
-    const ref = scaledDotProductAttention(x, x, x, { mask: causalMask(T) }).output; // (B, H, T, D)
+    const ref = scaledDotProductAttention({ q: x, k: x, v: x }, { mask: causalMask(T) }).output; // (B, H, T, D)
     const tm = tf.transpose(x, [2, 0, 1, 3]) as tf.Tensor4D; // (T, B, H, D)
     const bias = tf.mul(tf.sub(1, causalMask(T)), -1e9) as tf.Tensor2D;
-    const fast = attentionCore(tm, tm, { v: tm, bias });
+    const fast = attentionCore({ q: tm, k: tm, v: tm }, { bias });
     close(tf.transpose(fast, [1, 2, 0, 3]), ref, 1e-4);
   }
   await tf.setBackend("cpu");
@@ -209,19 +213,19 @@ Deno.test("the fast attention kernel (chapter 6) agrees with chapter 5's attenti
 
 Deno.test("layerNorm normalises the last axis, with gamma, beta and eps", () => {
   const x = tf.tensor2d([[1, 2, 3, 4], [10, 10, 10, 10]]);
-  const y = layerNorm(x, tf.ones([4]), tf.zeros([4]));
+  const y = layerNorm(x, { gamma: tf.ones([4]), beta: tf.zeros([4]) });
   const rows = y.arraySync() as number[][];
   const mean = (r: number[]) => r.reduce((a, b) => a + b) / r.length;
   assertAlmostEquals(mean(rows[0]), 0, 1e-6);
   assertAlmostEquals(mean(rows[0].map((v) => v * v)), 1, 1e-3); // biased variance
   assertEquals(rows[1], [0, 0, 0, 0]); // constant row: eps keeps it finite
-  const y2 = layerNorm(x, tf.fill([4], 2), tf.fill([4], 1));
+  const y2 = layerNorm(x, { gamma: tf.fill([4], 2), beta: tf.fill([4], 1) });
   close(y2, tf.add(tf.mul(y, 2), 1));
   // (x - mean) / sqrt(var + eps), var = 1.25 for [1, 2, 3, 4]
   assertAlmostEquals(rows[0][0], -1.5 / Math.sqrt(1.25 + 1e-5), 1e-5);
-  assertThrows(() => layerNorm(x, tf.ones([3]), tf.zeros([4])), RangeError, "C=4");
+  assertThrows(() => layerNorm(x, { gamma: tf.ones([3]), beta: tf.zeros([4]) }), RangeError, "C=4");
   // Works on (B, T, C) too.
-  assertEquals(layerNorm(randn([2, 3, 4], 1), tf.ones([4]), tf.zeros([4])).shape, [2, 3, 4]);
+  assertEquals(layerNorm(randn([2, 3, 4], 1), { gamma: tf.ones([4]), beta: tf.zeros([4]) }).shape, [2, 3, 4]);
 });
 
 Deno.test("sinusoidalPositions: formula, odd dimension, offset, errors", () => {
@@ -252,7 +256,7 @@ Deno.test("attention helpers leave no tensors behind", () => {
   const mask = causalMask(4);
   const before = tf.memory().numTensors;
   const r = multiHeadAttention(x, w, { nHead: 2, mask });
-  const r2 = scaledDotProductAttention(x, x, x, { mask });
+  const r2 = scaledDotProductAttention({ q: x, k: x, v: x }, { mask });
   tf.dispose([r.output, r.weights, r.present.k, r.present.v, r2.output, r2.weights]);
   assertEquals(tf.memory().numTensors, before);
 });

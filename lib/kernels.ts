@@ -205,10 +205,18 @@ function groupMatMul(
   return tf.reshape(y, [m, g, n]); // (M, G, N)
 }
 
+/** Time-major queries, keys and values of {@link attentionCore}. */
+export interface TimeMajorQKV {
+  /** Queries: (Tq, B, nHead, headSize). */
+  q: tf.Tensor4D;
+  /** Keys: (Tk, B, nHead, headSize). */
+  k: tf.Tensor4D;
+  /** Values: (Tk, B, nHead, headSize). */
+  v: tf.Tensor4D;
+}
+
 /** Options of {@link attentionCore}. */
 export interface AttentionCoreOptions {
-  /** The values: (Tk, B, nHead, headSize). */
-  v: tf.Tensor4D;
   /** Multiplies the scores (default 1/sqrt(headSize)). */
   scale?: number;
   /**
@@ -234,9 +242,8 @@ export interface AttentionCoreOptions {
  * passes run as grouped convolutions with only six transposes in all;
  * elsewhere they are ordinary batched `matMul`s.
  *
- * @param q queries: (Tq, B, nHead, headSize).
- * @param k keys: (Tk, B, nHead, headSize).
- * @param options the values `v` (Tk, B, nHead, headSize), the scale, an additive bias, dropout.
+ * @param inputs time-major queries q (Tq, B, nHead, headSize), keys k and values v (Tk, B, nHead, headSize).
+ * @param options the scale, an additive bias, dropout.
  * @returns (Tq, B, nHead, headSize).
  * @throws {RangeError} when the shapes do not fit together.
  *
@@ -246,18 +253,17 @@ export interface AttentionCoreOptions {
  * import * as tf from "@tensorflow/tfjs";
  * import { attentionCore } from "./kernels.ts";
  * const q = tf.ones([3, 1, 2, 4]) as tf.Tensor4D;
- * const y = attentionCore(q, q, { v: q });
+ * const y = attentionCore({ q, k: q, v: q });
  * assertEquals(y.shape, [3, 1, 2, 4]);
  * ```
  */
 export function attentionCore(
-  q: tf.Tensor4D,
-  k: tf.Tensor4D,
-  options: AttentionCoreOptions,
+  inputs: TimeMajorQKV,
+  options: AttentionCoreOptions = {},
 ): tf.Tensor4D {
+  const { q, k, v } = inputs;
   const [Tq, B, H, D] = q.shape;
   const Tk = k.shape[0];
-  const v = options.v;
   if (k.shape[1] !== B || k.shape[2] !== H || k.shape[3] !== D || v.shape.join() !== k.shape.join()) {
     throw new RangeError(
       `attentionCore: shapes do not match: q=[${q.shape}], k=[${k.shape}], v=[${v.shape}]`,

@@ -103,7 +103,7 @@ for (const backend of backends) {
       await checkGrad(
         "attentionCore",
         [q, k, v],
-        (q, k, v) => attentionCore(q as tf.Tensor4D, k as tf.Tensor4D, { v: v as tf.Tensor4D, bias }),
+        (q, k, v) => attentionCore({ q: q as tf.Tensor4D, k: k as tf.Tensor4D, v: v as tf.Tensor4D }, { bias }),
         ref(true),
       );
       // Queries shorter than keys (as with a KV cache), no bias.
@@ -111,12 +111,12 @@ for (const backend of backends) {
       await checkGrad(
         "attentionCore Tq<Tk",
         [q2, k, v],
-        (q, k, v) => attentionCore(q as tf.Tensor4D, k as tf.Tensor4D, { v: v as tf.Tensor4D }),
+        (q, k, v) => attentionCore({ q: q as tf.Tensor4D, k: k as tf.Tensor4D, v: v as tf.Tensor4D }),
         ref(false),
       );
       // Dropout: the same seed gives the same mask, another seed another one.
       const drop = (seed: number) =>
-        attentionCore(q as tf.Tensor4D, k as tf.Tensor4D, { v: v as tf.Tensor4D, dropout: 0.5, seed });
+        attentionCore({ q: q as tf.Tensor4D, k: k as tf.Tensor4D, v: v as tf.Tensor4D }, { dropout: 0.5, seed });
       const [a, b, c] = [drop(7), drop(7), drop(8)];
       assertEquals(await maxAbsDiff(a, b), 0);
       assert(await maxAbsDiff(a, c) > 1e-3, "different seeds should give different dropout masks");

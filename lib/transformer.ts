@@ -590,8 +590,7 @@ export class TransformerLM implements TrainableModel, LanguageModel {
           return tf.softmax(s) as tf.Tensor4D; // (B, nH, T, Tk)
         }));
       }
-      const y = attentionCore(q, k, {
-        v,
+      const y = attentionCore({ q, k, v }, {
         bias,
         dropout: rate,
         seed: rate > 0 ? seeds.tfSeed() : undefined,
