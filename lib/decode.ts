@@ -324,7 +324,7 @@ export class FastDecoder {
     const H = mlpRatio * C;
     let floats = 0;
     for (const w of weights.values()) floats += w.length + 4;
-    floats += 2 * nLayer * L * C + 8 * C + H + L + V + 64 + L * C;
+    floats += 2 * nLayer * L * C + L * (8 * C + H) + C + L + V + 64 + L * C;
     this.#arena = new KernelArena(floats, { wasm: options.simd });
     this.kernels = makeKernels(this.#arena);
     const a = this.#arena;
@@ -364,13 +364,14 @@ export class FastDecoder {
     }
     this.#lnFg = config.norm === "pre" ? get("lnF.g") : null;
     this.#lnFb = config.norm === "pre" ? opt("lnF.b") : null;
-    this.#x = a.alloc(C);
-    this.#h = a.alloc(C);
-    this.#qkv = a.alloc(3 * C);
+    // Activations for up to blockSize tokens at once (a prompt), one row per token.
+    this.#x = a.alloc(L * C);
+    this.#h = a.alloc(L * C);
+    this.#qkv = a.alloc(L * 3 * C);
     this.#q = a.alloc(C);
-    this.#att = a.alloc(C);
-    this.#tmp = a.alloc(C);
-    this.#u = a.alloc(H);
+    this.#att = a.alloc(L * C);
+    this.#tmp = a.alloc(L * C);
+    this.#u = a.alloc(L * H);
     this.#scores = a.alloc(L);
     this.#logits = a.alloc(V);
   }
@@ -452,75 +453,111 @@ export class FastDecoder {
    * @throws {RangeError} on a bad id or when the cache already holds blockSize positions.
    */
   step(token: number): Float32Array {
+    return this.feed([token]);
+  }
+
+  /**
+   * Appends several tokens (a prompt) in one pass, with matrix-matrix products
+   * instead of one matrix-vector product per token, and returns the logits
+   * for the token after the last one. Same numbers as calling
+   * {@link FastDecoder.step} for each token, up to float32 rounding.
+   * @param tokens token ids in [0, vocabSize), at least one.
+   * @returns the next-token logits (a view that the next call overwrites).
+   * @throws {RangeError} on a bad id, no tokens, or more tokens than the cache has room for.
+   */
+  feed(tokens: ArrayLike<number>): Float32Array {
     const { vocabSize: V, blockSize: L, nEmbd: C, nHead, mlpRatio, norm, activation } = this.config;
-    if (!Number.isInteger(token) || token < 0 || token >= V) {
-      throw new RangeError(`token must be an id in [0, ${V}): token=${token}`);
+    const M = tokens.length, t0 = this.#length;
+    if (M < 1) throw new RangeError("tokens must not be empty: tokens.length=0");
+    for (let i = 0; i < M; i++) {
+      const token = tokens[i];
+      if (!Number.isInteger(token) || token < 0 || token >= V) {
+        throw new RangeError(`token must be an id in [0, ${V}): token=${token}`);
+      }
     }
-    const t = this.#length;
-    if (t >= L) {
+    if (t0 + M > L) {
       throw new RangeError(
-        `the KV cache is full: length=${t} = blockSize=${L}; call reset() and feed the context again`,
+        `the KV cache is full: length=${t0} + ${M} new > blockSize=${L}; call reset() and feed the context again`,
       );
     }
     const k = this.kernels, H = mlpRatio * C, hs = C / nHead, scale = 1 / Math.sqrt(hs);
     const x = this.#x.data, h = this.#h.data, qkv = this.#qkv.data, q = this.#q.data;
     const tmp = this.#tmp.data, u = this.#u.data, scores = this.#scores.data;
     const wte = this.#wte.data, pos = this.#pos.data;
-    for (let i = 0; i < C; i++) x[i] = wte[token * C + i] + pos[t * C + i];
+    const rowsC = (a: ArenaArray) => sub(a, 0, M * C);
+    const ln = (src: Float32Array, g: ArenaArray, b: ArenaArray | null, dst: Float32Array) => {
+      for (let m = 0; m < M; m++) {
+        this.#layerNorm(src.subarray(m * C, (m + 1) * C), g, b, dst.subarray(m * C, (m + 1) * C));
+      }
+    };
+    for (let m = 0; m < M; m++) {
+      const tok = tokens[m], t = t0 + m;
+      for (let i = 0; i < C; i++) x[m * C + i] = wte[tok * C + i] + pos[t * C + i];
+    }
 
     for (const p of this.#layers) {
-      // Attention box.
-      if (norm === "pre") this.#layerNorm(x, p.ln1g, p.ln1b, h);
-      else h.set(x);
-      k.matvec(p.attnW, this.#h, p.attnB, this.#qkv, [C, 3 * C]); // (3C)
-      for (let head = 0; head < nHead; head++) {
-        const o = head * hs, cacheRow = head * L * hs + t * hs;
-        for (let i = 0; i < hs; i++) {
-          q[o + i] = qkv[o + i] * scale;
-          p.keys.data[cacheRow + i] = qkv[C + o + i];
-          p.values.data[cacheRow + i] = qkv[2 * C + o + i];
+      // Attention box: q, k, v for the new tokens; keys and values join the cache.
+      if (norm === "pre") ln(x, p.ln1g, p.ln1b, h);
+      else h.set(x.subarray(0, M * C));
+      k.matmat(p.attnW, rowsC(this.#h), p.attnB, sub(this.#qkv, 0, M * 3 * C), [M, C, 3 * C]); // (M, 3C)
+      for (let m = 0; m < M; m++) {
+        const row = m * 3 * C, t = t0 + m;
+        for (let head = 0; head < nHead; head++) {
+          const o = head * hs, cacheRow = head * L * hs + t * hs;
+          for (let i = 0; i < hs; i++) {
+            p.keys.data[cacheRow + i] = qkv[row + C + o + i];
+            p.values.data[cacheRow + i] = qkv[row + 2 * C + o + i];
+          }
         }
-        const keys = sub(p.keys, head * L * hs, (t + 1) * hs); // (t+1, hs)
-        const values = sub(p.values, head * L * hs, (t + 1) * hs); // (t+1, hs)
-        k.dotRows(keys, sub(this.#q, o, hs), null, this.#scores, [hs, t + 1]); // (t+1)
-        let max = -Infinity;
-        for (let j = 0; j <= t; j++) if (scores[j] > max) max = scores[j];
-        let total = 0;
-        for (let j = 0; j <= t; j++) {
-          const e = Math.exp(scores[j] - max);
-          scores[j] = e;
-          total += e;
-        }
-        for (let j = 0; j <= t; j++) scores[j] /= total;
-        k.matvec(values, this.#scores, null, sub(this.#att, o, hs), [t + 1, hs]); // (hs)
       }
-      k.matvec(p.projW, this.#att, p.projB, this.#tmp, [C, C]); // (C)
-      if (norm === "pre") {
-        for (let i = 0; i < C; i++) x[i] += tmp[i];
-        this.#layerNorm(x, p.ln2g, p.ln2b, h);
-      } else {
-        for (let i = 0; i < C; i++) x[i] += tmp[i];
-        this.#layerNorm(x, p.ln1g, p.ln1b, x);
-        h.set(x);
+      // Each new token attends to the cache up to its own position (causal).
+      for (let m = 0; m < M; m++) {
+        const row = m * 3 * C, t = t0 + m;
+        for (let head = 0; head < nHead; head++) {
+          const o = head * hs;
+          for (let i = 0; i < hs; i++) q[o + i] = qkv[row + o + i] * scale;
+          const keys = sub(p.keys, head * L * hs, (t + 1) * hs); // (t+1, hs)
+          const values = sub(p.values, head * L * hs, (t + 1) * hs); // (t+1, hs)
+          k.dotRows(keys, sub(this.#q, o, hs), null, this.#scores, [hs, t + 1]); // (t+1)
+          let max = -Infinity;
+          for (let j = 0; j <= t; j++) if (scores[j] > max) max = scores[j];
+          let total = 0;
+          for (let j = 0; j <= t; j++) {
+            const e = Math.exp(scores[j] - max);
+            scores[j] = e;
+            total += e;
+          }
+          for (let j = 0; j <= t; j++) scores[j] /= total;
+          k.matvec(values, this.#scores, null, sub(this.#att, m * C + o, hs), [t + 1, hs]); // (hs)
+        }
+      }
+      k.matmat(p.projW, rowsC(this.#att), p.projB, rowsC(this.#tmp), [M, C, C]); // (M, C)
+      for (let i = 0; i < M * C; i++) x[i] += tmp[i];
+      if (norm === "pre") ln(x, p.ln2g, p.ln2b, h);
+      else {
+        ln(x, p.ln1g, p.ln1b, x);
+        h.set(x.subarray(0, M * C));
       }
       // MLP box.
-      k.matvec(p.fcW, this.#h, p.fcB, this.#u, [C, H]); // (4C)
+      k.matmat(p.fcW, rowsC(this.#h), p.fcB, sub(this.#u, 0, M * H), [M, C, H]); // (M, 4C)
       if (activation === "relu") {
-        for (let i = 0; i < H; i++) if (u[i] < 0) u[i] = 0;
+        for (let i = 0; i < M * H; i++) if (u[i] < 0) u[i] = 0;
       } else {
-        for (let i = 0; i < H; i++) {
+        for (let i = 0; i < M * H; i++) {
           const v = u[i];
           u[i] = v / (1 + Math.exp(-GELU_K * (v + 0.044715 * v * v * v)));
         }
       }
-      k.matvec(p.fc2W, this.#u, p.fc2B, this.#tmp, [H, C]); // (C)
-      for (let i = 0; i < C; i++) x[i] += tmp[i];
-      if (norm === "post") this.#layerNorm(x, p.ln2g, p.ln2b, x);
+      k.matmat(p.fc2W, sub(this.#u, 0, M * H), p.fc2B, rowsC(this.#tmp), [M, H, C]); // (M, C)
+      for (let i = 0; i < M * C; i++) x[i] += tmp[i];
+      if (norm === "post") ln(x, p.ln2g, p.ln2b, x);
     }
-    if (this.#lnFg) this.#layerNorm(x, this.#lnFg, this.#lnFb, h);
-    else h.set(x);
-    k.dotRows(this.#wte, this.#h, null, this.#logits, [C, V]); // (V), the tied head
-    this.#length = t + 1;
+    // Only the last token's logits are needed.
+    const last = sub(this.#x, (M - 1) * C, C);
+    if (this.#lnFg) this.#layerNorm(last.data, this.#lnFg, this.#lnFb, h.subarray(0, C));
+    else h.set(last.data);
+    k.dotRows(this.#wte, sub(this.#h, 0, C), null, this.#logits, [C, V]); // (V), the tied head
+    this.#length = t0 + M;
     return this.#logits.data;
   }
 }
@@ -658,9 +695,7 @@ class FastSession implements DecodingSession {
   #ctx: number[] = [];
   constructor(private decoder: FastDecoder, private bosId: number) {}
   #feed(tokens: number[]): Promise<Scores> {
-    let logits: Float32Array | undefined;
-    for (const t of tokens) logits = this.decoder.step(t);
-    return Promise.resolve(logits!);
+    return Promise.resolve(this.decoder.feed(tokens));
   }
   start(prompt: number[]) {
     this.#ctx = prompt.length ? [...prompt] : [this.bosId];

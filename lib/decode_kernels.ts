@@ -11,7 +11,9 @@
  * - {@link Kernels.matvec}: `y = x W + b` with `W` stored as (K, N), the layout
  *   of a dense layer's kernel (input size by output size);
  * - {@link Kernels.dotRows}: `y[n] = W[n] . x + b[n]` with `W` stored as (N, K),
- *   the layout of an embedding table (the tied LM head) or of cached keys.
+ *   the layout of an embedding table (the tied LM head) or of cached keys;
+ * - {@link Kernels.matmat}: `matvec` for several vectors at once, to process a
+ *   prompt in one pass (each piece of `W` loaded serves four rows).
  *
  * The kernels are a tiny WebAssembly module with 128-bit SIMD (four float32
  * lanes per instruction), assembled byte by byte below, so there is nothing to
@@ -58,6 +60,21 @@ export interface Kernels {
    * @param shape `[K, N]`.
    */
   dotRows(w: ArenaArray, x: ArenaArray, b: ArenaArray | null, y: ArenaArray, shape: [number, number]): void;
+  /**
+   * `Y[m, n] = b[n] + sum_k X[m, k] W[k, n]` for M rows at once: `matvec` for
+   * a batch of vectors (a prompt processed in one go).
+   * @param w the matrix, K * N values, row-major (K, N).
+   * @param x the rows, M * K values, row-major (M, K).
+   * @param b the bias (N values) or null.
+   * @param y the output, M * N values (must not overlap x).
+   * @param shape `[M, K, N]`.
+   */
+  matmat(w: ArenaArray, x: ArenaArray, b: ArenaArray | null, y: ArenaArray, shape: [number, number, number]): void;
+}
+
+/** Row `i` of a row-major matrix with `width` columns stored in an arena array. */
+export function arenaRow(a: ArenaArray, i: number, width: number): ArenaArray {
+  return { data: a.data.subarray(i * width, (i + 1) * width), ptr: a.ptr + i * width * 4 };
 }
 
 // ----------------------------------------------------------------------------
@@ -103,6 +120,7 @@ const op = {
   i32GtU: [0x4b],
   i32GeU: [0x4f],
   i32Ne: [0x47],
+  i32Mul: [0x6c],
   f32Load: (offset = 0) => [0x2a, 2, ...uleb(offset)],
   f32Store: (offset = 0) => [0x38, 2, ...uleb(offset)],
   f32Add: [0x92],
@@ -299,6 +317,149 @@ function dotRowsBody(): number[] {
   ];
 }
 
+/**
+ * `matmat`: Y (M, N) = X (M, K) W (K, N) + b, rows in blocks of 4 and columns in
+ * blocks of 8 (eight v128 accumulators), so each loaded piece of W serves four
+ * rows. Returns the number of rows done (a multiple of 4); the caller finishes
+ * the rest with `matvec`. Needs N to be a multiple of 8.
+ */
+function matmatBody(): number[] {
+  const M = 6;
+  // i32 locals: n(7) k(8) wp(9) m(10) stride(11) xstride(12) xp0..3(13..16) yp(17)
+  // v128 locals: acc0..7(18..25) w0(26) w1(27) xs(28)
+  const n = 7, k = 8, wp = 9, m = 10, stride = 11, xstride = 12, xp = [13, 14, 15, 16], yp = 17;
+  const acc = [18, 19, 20, 21, 22, 23, 24, 25], wv = [26, 27], xs = 28;
+  const R = 4;
+  const initAcc = (r: number, j: number) => [
+    ...op.get(B),
+    ...op.if(V128),
+    ...op.get(B),
+    ...op.get(n),
+    ...op.i32(2),
+    ...op.i32Shl,
+    ...op.i32Add,
+    ...op.v128Load(16 * j),
+    ...op.else,
+    ...op.v128Zero,
+    ...op.end,
+    ...op.set(acc[2 * r + j]),
+  ];
+  const rowPtr = (base: number, rowStride: number, r: number) => [
+    ...op.get(base),
+    ...op.get(m),
+    ...op.i32(r),
+    ...op.i32Add,
+    ...op.get(rowStride),
+    ...op.i32Mul,
+    ...op.i32Add,
+  ];
+  return [
+    ...op.get(N),
+    ...op.i32(2),
+    ...op.i32Shl,
+    ...op.set(stride),
+    ...op.get(K),
+    ...op.i32(2),
+    ...op.i32Shl,
+    ...op.set(xstride),
+    ...op.block(),
+    ...op.loop(),
+    // exit when m + 4 > M
+    ...op.get(m),
+    ...op.i32(R),
+    ...op.i32Add,
+    ...op.get(M),
+    ...op.i32GtU,
+    ...op.brIf(1),
+    ...op.i32(0),
+    ...op.set(n),
+    ...op.block(),
+    ...op.loop(),
+    // exit when n + 8 > N
+    ...op.get(n),
+    ...op.i32(8),
+    ...op.i32Add,
+    ...op.get(N),
+    ...op.i32GtU,
+    ...op.brIf(1),
+    ...Array.from({ length: R }, (_, r) => [...initAcc(r, 0), ...initAcc(r, 1)]).flat(),
+    ...op.get(W),
+    ...op.get(n),
+    ...op.i32(2),
+    ...op.i32Shl,
+    ...op.i32Add,
+    ...op.set(wp),
+    ...Array.from({ length: R }, (_, r) => [...rowPtr(X, xstride, r), ...op.set(xp[r])]).flat(),
+    ...op.get(K),
+    ...op.set(k),
+    ...op.loop(),
+    ...op.get(wp),
+    ...op.v128Load(0),
+    ...op.set(wv[0]),
+    ...op.get(wp),
+    ...op.v128Load(16),
+    ...op.set(wv[1]),
+    ...Array.from({ length: R }, (_, r) => [
+      ...op.get(xp[r]),
+      ...op.f32Load(),
+      ...op.f32x4Splat,
+      ...op.set(xs),
+      ...[0, 1].flatMap((j) => [
+        ...op.get(acc[2 * r + j]),
+        ...op.get(xs),
+        ...op.get(wv[j]),
+        ...op.f32x4Mul,
+        ...op.f32x4Add,
+        ...op.set(acc[2 * r + j]),
+      ]),
+      ...op.get(xp[r]),
+      ...op.i32(4),
+      ...op.i32Add,
+      ...op.set(xp[r]),
+    ]).flat(),
+    ...op.get(wp),
+    ...op.get(stride),
+    ...op.i32Add,
+    ...op.set(wp),
+    ...op.get(k),
+    ...op.i32(1),
+    ...op.i32Sub,
+    ...op.set(k),
+    ...op.get(k),
+    ...op.brIf(0),
+    ...op.end,
+    ...Array.from({ length: R }, (_, r) => [
+      ...rowPtr(Y, stride, r),
+      ...op.get(n),
+      ...op.i32(2),
+      ...op.i32Shl,
+      ...op.i32Add,
+      ...op.set(yp),
+      ...op.get(yp),
+      ...op.get(acc[2 * r]),
+      ...op.v128Store(0),
+      ...op.get(yp),
+      ...op.get(acc[2 * r + 1]),
+      ...op.v128Store(16),
+    ]).flat(),
+    ...op.get(n),
+    ...op.i32(8),
+    ...op.i32Add,
+    ...op.set(n),
+    ...op.br(0),
+    ...op.end,
+    ...op.end,
+    ...op.get(m),
+    ...op.i32(R),
+    ...op.i32Add,
+    ...op.set(m),
+    ...op.br(0),
+    ...op.end,
+    ...op.end,
+    ...op.get(m),
+  ];
+}
+
 function section(id: number, body: number[]): number[] {
   return [id, ...uleb(body.length), ...body];
 }
@@ -319,11 +480,12 @@ function funcBody(locals: [number, number][], code: number[]): number[] {
 
 /**
  * The bytes of the kernels' WebAssembly module (imports `env.mem`, exports
- * `matvec` and `dotRows`).
+ * `matvec`, `dotRows` and `matmat`).
  * @returns the module's binary.
  */
 export function kernelModuleBytes(): Uint8Array {
   const type = [0x60, ...vec(new Array(6).fill([I32])), 0x00];
+  const type7 = [0x60, ...vec(new Array(7).fill([I32])), ...vec([[I32]])];
   const bytes = [
     0x00,
     0x61,
@@ -333,15 +495,19 @@ export function kernelModuleBytes(): Uint8Array {
     0x00,
     0x00,
     0x00,
-    ...section(1, vec([type])),
+    ...section(1, vec([type, type7])),
     ...section(2, vec([[...str("env"), ...str("mem"), 0x02, 0x00, ...uleb(1)]])),
-    ...section(3, vec([[0x00], [0x00]])),
-    ...section(7, vec([[...str("matvec"), 0x00, 0x00], [...str("dotRows"), 0x00, 0x01]])),
+    ...section(3, vec([[0x00], [0x00], [0x01]])),
+    ...section(
+      7,
+      vec([[...str("matvec"), 0x00, 0x00], [...str("dotRows"), 0x00, 0x01], [...str("matmat"), 0x00, 0x02]]),
+    ),
     ...section(
       10,
       vec([
         funcBody([[5, I32], [9, V128]], matvecBody()),
         funcBody([[4, I32], [1, V128]], dotRowsBody()),
+        funcBody([[11, I32], [11, V128]], matmatBody()),
       ]),
     ),
   ];
@@ -423,6 +589,14 @@ function checkShape(name: string, w: ArenaArray, x: ArenaArray, y: ArenaArray, [
   }
 }
 
+function checkMatmat(w: ArenaArray, x: ArenaArray, y: ArenaArray, [m, k, n]: [number, number, number]) {
+  if (w.data.length < k * n || x.data.length < m * k || y.data.length < m * n) {
+    throw new RangeError(
+      `matmat: buffers too small for shape [M=${m}, K=${k}, N=${n}]: w=${w.data.length}, x=${x.data.length}, y=${y.data.length}`,
+    );
+  }
+}
+
 /**
  * The plain JavaScript kernels (the fallback, and the reference the SIMD
  * kernels are tested against).
@@ -438,6 +612,10 @@ export const jsKernels: Kernels = {
       const xi = xs[i], row = i * n;
       for (let j = 0; j < n; j++) ys[j] += xi * W[row + j];
     }
+  },
+  matmat(w, x, b, y, [m, k, n]) {
+    checkMatmat(w, x, y, [m, k, n]);
+    for (let i = 0; i < m; i++) jsKernels.matvec(w, arenaRow(x, i, k), b, arenaRow(y, i, n), [k, n]);
   },
   dotRows(w, x, b, y, shape) {
     checkShape("dotRows", w, x, y, shape);
@@ -500,6 +678,7 @@ export function makeKernels(arena: KernelArena): Kernels {
   const instance = new WebAssembly.Instance(compiled!, { env: { mem: arena.memory } });
   const mv = instance.exports.matvec as (...a: number[]) => void;
   const dr = instance.exports.dotRows as (...a: number[]) => void;
+  const mm = instance.exports.matmat as (...a: number[]) => number;
   return {
     simd: true,
     matvec(w, x, b, y, shape) {
@@ -507,6 +686,13 @@ export function makeKernels(arena: KernelArena): Kernels {
       if (n % 4 !== 0 || k < 1 || n < 1) return jsKernels.matvec(w, x, b, y, shape);
       checkShape("matvec", w, x, y, shape);
       mv(w.ptr, x.ptr, b ? b.ptr : 0, y.ptr, k, n);
+    },
+    matmat(w, x, b, y, shape) {
+      const [m, k, n] = shape;
+      checkMatmat(w, x, y, shape);
+      let done = 0;
+      if (n % 8 === 0 && k >= 1 && m >= 4) done = mm(w.ptr, x.ptr, b ? b.ptr : 0, y.ptr, k, n, m);
+      for (let i = done; i < m; i++) this.matvec(w, arenaRow(x, i, k), b, arenaRow(y, i, n), [k, n]);
     },
     dotRows(w, x, b, y, shape) {
       const [k, n] = shape;

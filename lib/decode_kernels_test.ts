@@ -77,3 +77,31 @@ Deno.test("the arena hands out disjoint aligned buffers and refuses to overflow"
   const k = makeKernels(arena);
   assertThrows(() => k.matvec(a, a, null, b, [4, 4]), RangeError, "buffers too small");
 });
+
+Deno.test("matmat equals row-by-row matvec (SIMD blocks of 4 x 8 and the leftovers)", () => {
+  const rng = new Rng(9);
+  const arena = new KernelArena(300_000);
+  const simd = makeKernels(arena);
+  for (const [m, k, n] of [[1, 8, 8], [4, 16, 8], [7, 128, 384], [9, 5, 16], [12, 64, 20], [33, 128, 512]]) {
+    const w = Array.from({ length: k * n }, () => rng.normal());
+    const x = Array.from({ length: m * k }, () => rng.normal());
+    const b = Array.from({ length: n }, () => rng.normal());
+    const W = arena.from(w), X = arena.from(x), Bb = arena.from(b), Y = arena.alloc(m * n);
+    for (const kernels of [simd, jsKernels]) {
+      for (const bias of [Bb, null]) {
+        kernels.matmat(W, X, bias, Y, [m, k, n]);
+        for (let r = 0; r < m; r++) {
+          const want = refMatvec(w, x.slice(r * k, (r + 1) * k), bias ? b : null, [k, n]);
+          want.forEach((v, j) =>
+            assertAlmostEquals(Y.data[r * n + j], v, 1e-4 * (1 + Math.abs(v)), `matmat ${[m, k, n]} row ${r} col ${j}`)
+          );
+        }
+      }
+    }
+  }
+  assertThrows(
+    () => simd.matmat(arena.alloc(4), arena.alloc(4), null, arena.alloc(4), [3, 2, 2]),
+    RangeError,
+    "matmat",
+  );
+});

@@ -346,3 +346,25 @@ Deno.test("scoreContinuation sums the model's log-probabilities, in every cache 
   await assertRejects(() => scoreContinuation(model, prompt, []), RangeError, "continuation.length=0");
   model.dispose();
 });
+
+Deno.test("FastDecoder.feed (a prompt in one pass) equals step by step", async () => {
+  for (const over of VARIANTS) {
+    const model = tinyModel(over);
+    const a = await FastDecoder.fromModel(model), b = await FastDecoder.fromModel(model);
+    const ids = [3, 5, 7, 1, 9, 2, 2, 11, 4];
+    let stepped: Float32Array = new Float32Array();
+    for (const t of ids) stepped = a.step(t);
+    const fed = b.feed(ids.slice(0, 6));
+    const fed2 = b.feed(ids.slice(6)); // then more, after a cached prefix
+    assertEquals(fed.length, 20);
+    Array.from(fed2).forEach((v, j) => assertAlmostEquals(v, stepped[j], 1e-4, `${JSON.stringify(over)} ${j}`));
+    a.reset();
+    for (const t of ids.slice(0, 6)) stepped = a.step(t);
+    const again = b;
+    again.reset();
+    Array.from(again.feed(ids.slice(0, 6))).forEach((v, j) => assertAlmostEquals(v, stepped[j], 1e-4));
+    assertThrows(() => b.feed([]), RangeError, "tokens.length=0");
+    assertThrows(() => b.feed(new Array(40).fill(1)), RangeError, "KV cache is full");
+    model.dispose();
+  }
+});
