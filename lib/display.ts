@@ -49,15 +49,16 @@ export function inNotebook(): boolean {
 
 /**
  * How long to pause after displaying a bundle: 0 ms (one event-loop turn) for
- * small ones, about 25 ms per megabyte for large ones (measured: an 11 MB
- * bundle was lost with no pause and kept with 100 ms).
+ * small ones, 0.2 s plus 0.1 s per megabyte for large ones (measured: an 11 MB
+ * bundle was lost with no pause and kept with 100 ms on an idle machine; a
+ * loaded machine needs more).
  * @param bundle the bundle displayed.
  * @returns milliseconds.
  */
 export function settleMs(bundle: MimeBundle): number {
   let bytes = 0;
   for (const v of Object.values(bundle)) bytes += typeof v === "string" ? v.length : JSON.stringify(v)?.length ?? 0;
-  return bytes < 100_000 ? 0 : Math.min(5000, 50 + Math.ceil(bytes / 40_000));
+  return bytes < 100_000 ? 0 : Math.min(5000, 200 + Math.ceil(bytes / 10_000));
 }
 
 /**

@@ -214,21 +214,68 @@ export function plotlyVersion(): string {
 }
 
 let source: string | undefined;
+let minified: string | undefined;
+
+function plotlyPath(): string {
+  try {
+    return createRequire(import.meta.url).resolve("plotly.js-dist");
+  } catch {
+    return new URL("../node_modules/plotly.js-dist/plotly.js", import.meta.url).pathname;
+  }
+}
 
 /**
- * The source of plotly.js from the `plotly.js-dist` npm package.
+ * The source of plotly.js from the `plotly.js-dist` npm package (about 11 MB).
  * @returns the library's JavaScript source.
  */
 export function plotlySource(): string {
-  if (source !== undefined) return source;
-  let path: string;
-  try {
-    path = createRequire(import.meta.url).resolve("plotly.js-dist");
-  } catch {
-    path = new URL("../node_modules/plotly.js-dist/plotly.js", import.meta.url).pathname;
-  }
-  source = Deno.readTextFileSync(path);
+  source ??= Deno.readTextFileSync(plotlyPath());
   return source;
+}
+
+function granted(desc: Deno.PermissionDescriptor): boolean {
+  try {
+    return Deno.permissions.querySync(desc).state === "granted";
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * plotly.js minified (about 4.7 MB instead of 11 MB), made once with
+ * `deno bundle --minify` and cached under `.cache/`. Notebooks embed this copy:
+ * a smaller first plot output makes headless runs more reliable and saved
+ * notebooks smaller. Falls back to the full source when bundling is not
+ * possible (no permission to run or write, or `deno bundle` fails).
+ * @returns the library's JavaScript source, minified when possible.
+ */
+export async function plotlyMinifiedSource(): Promise<string> {
+  if (minified !== undefined) return minified;
+  const version = plotlyVersion();
+  const cacheDir = new URL("../.cache/", import.meta.url);
+  const cached = new URL(`plotly.js-dist-${version}.min.js`, cacheDir).pathname;
+  try {
+    minified = await Deno.readTextFile(cached);
+    return minified;
+  } catch { /* not cached yet */ }
+  if (granted({ name: "run" }) && granted({ name: "write" })) {
+    try {
+      await Deno.mkdir(cacheDir, { recursive: true });
+      const tmp = `${cached}.${Deno.pid}.tmp`;
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["bundle", "--quiet", "--minify", "--format", "iife", "--platform", "browser", plotlyPath(), "-o", tmp],
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      if (out.success) {
+        await Deno.rename(tmp, cached); // atomic: parallel kernels never read half a file
+        minified = await Deno.readTextFile(cached);
+        return minified;
+      }
+    } catch { /* fall back below */ }
+  }
+  minified = plotlySource();
+  return minified;
 }
 
 let libraryShipped = false;
@@ -237,11 +284,12 @@ let libraryShipped = false;
  * The `<script>` element that defines `window.Plotly`, wrapped so that an AMD
  * loader in the page (classic Jupyter has require.js) does not capture it.
  * Marked with `data-lmbook-plotly` so a site renderer can swap it for a file.
+ * @param library the library's source (default: the full, unminified copy).
  * @returns the HTML.
  */
-export function plotlyLibraryHtml(): string {
+export function plotlyLibraryHtml(library: string = plotlySource()): string {
   return `<script type="text/javascript" data-lmbook-plotly="${plotlyVersion()}">` +
-    `if (!window.Plotly) { (function (module, exports, define) {\n${plotlySource()}\n}).call(window); }` +
+    `if (!window.Plotly) { (function (module, exports, define) {\n${library}\n}).call(window); }` +
     `</script>`;
 }
 
@@ -290,7 +338,7 @@ export async function show(fig: Figure): Promise<void> {
     await display({ "text/plain": describeFigure(fig) });
     return;
   }
-  const html = (libraryShipped ? "" : plotlyLibraryHtml()) + figureHtml(fig);
+  const html = (libraryShipped ? "" : plotlyLibraryHtml(await plotlyMinifiedSource())) + figureHtml(fig);
   libraryShipped = true;
   await display({
     "application/vnd.plotly.v1+json": { data: fig.data, layout: fig.layout, config: fig.config ?? {} },
