@@ -1211,11 +1211,14 @@ export async function runGradedReport(
     impl: Object.fromEntries(testFileInfo(file).modules.map((m) => [m, replace[m] ?? m])),
     ...(options.only ? { only: options.only } : {}),
   }));
+  const concurrency = options.concurrency ?? 2;
   const outcomes = await runJobs(jobs, {
     offline: options.offline ?? offlineRequested(),
     check: options.check ?? true,
     extraArgs: options.extraArgs,
-    concurrency: options.concurrency,
+    concurrency,
+    // One process per core, each with about the same number of test files.
+    batchSize: Math.max(1, Math.ceil(jobs.length / concurrency)),
   });
   return {
     results: outcomes.flatMap((o) => o.results),
