@@ -81,8 +81,8 @@ export interface PlotState {
   id: string;
   /** It holds plotly's `.main-svg`. */
   svg: boolean;
-  /** Trace groups drawn (lines, bars, heat-map images...). */
-  traces: number;
+  /** Marks drawn in its traces: non-empty paths (lines, markers, bars), images (heat-maps), pie slices. */
+  marks: number;
   /** site.js marked it failed. */
   failed: boolean;
   /** The text shown in it (an error message when it failed). */
@@ -172,8 +172,11 @@ export async function checkPage(
       const plots = [...document.querySelectorAll(".lmbook-plot")].map((el) => ({
         id: el.id,
         svg: el.querySelector(".main-svg") !== null,
-        // Cartesian traces are g.trace; heat-maps draw g.hm; pies g.slice; gl plots a canvas.
-        traces: el.querySelectorAll("g.trace, g.hm, g.slice, canvas.gl-canvas-focus").length,
+        // Cartesian traces are g.trace (lines and markers are paths, bars rects/paths); heat-maps draw an
+        // image in g.hm; pies g.slice. A path with an empty "d" draws nothing (e.g. all-NaN data).
+        marks: [...el.querySelectorAll("g.trace path, g.trace rect, g.trace image, g.hm image, g.slice path")]
+          .filter((m) => m.tagName !== "path" || (m.getAttribute("d") ?? "").length > 4).length +
+          el.querySelectorAll("canvas.gl-canvas-focus").length,
         failed: el.classList.contains("lmbook-plot-failed"),
         text: (el as HTMLElement).innerText.slice(0, 200),
       }));
@@ -186,7 +189,7 @@ export async function checkPage(
     for (const p of state.plots) {
       if (p.failed) problems.push(`plot #${p.id} failed: ${p.text}`);
       else if (!p.svg) problems.push(`plot #${p.id} has no rendered SVG (.main-svg)`);
-      else if (p.traces === 0) problems.push(`plot #${p.id} has axes but no trace drawn`);
+      else if (p.marks === 0) problems.push(`plot #${p.id} has axes but nothing drawn in them`);
     }
     for (const e of state.errors) problems.push(`error shown on the page: ${e}`);
     const m = ERROR_TEXT.exec(state.text);
