@@ -97,6 +97,12 @@ export interface TransformerConfig {
   activation?: "gelu" | "relu";
   /** The MLP's hidden width as a multiple of nEmbd (default 4). */
   mlpRatio?: number;
+  /**
+   * Apply the causal mask (default true). `false` lets every position see the
+   * whole window, future included: only for chapter 5's demonstration of the
+   * leakage failure (the model learns to copy the next token).
+   */
+  causal?: boolean;
 }
 
 /** A config with every option filled in. */
@@ -155,6 +161,7 @@ export function transformerConfig(
     positions: "learned",
     activation: "gelu",
     mlpRatio: 4,
+    causal: true,
     ...base,
     ...overrides,
   } as FullTransformerConfig;
@@ -181,6 +188,9 @@ function checkConfig(c: FullTransformerConfig): void {
     throw new RangeError(
       `positions must be "learned" or "sinusoidal": positions=${JSON.stringify(c.positions)}`,
     );
+  }
+  if (typeof c.causal !== "boolean") {
+    throw new RangeError(`causal must be true or false: causal=${JSON.stringify(c.causal)}`);
   }
   if (c.activation !== "gelu" && c.activation !== "relu") {
     throw new RangeError(
@@ -560,7 +570,7 @@ export class TransformerLM implements TrainableModel, LanguageModel {
       layerNormFused(x, g as tf.Tensor1D, { beta: (b ?? zeros) as tf.Tensor1D }); // (N, C)
     const dense = (x: tf.Tensor2D, w: tf.Variable, b?: tf.Variable, activation?: "relu") =>
       linear(x, w as tf.Tensor2D, { bias: b as tf.Tensor1D | undefined, activation }); // (N, out)
-    const bias = this.#causalBias(T, offset); // (T, Tpast + T)
+    const bias = c.causal ? this.#causalBias(T, offset) : undefined; // (T, Tpast + T)
     const present: KVCacheEntry[] = [];
     const attention: tf.Tensor4D[] = [];
     const hidden: tf.Tensor3D[] = [];
@@ -586,8 +596,8 @@ export class TransformerLM implements TrainableModel, LanguageModel {
         attention.push(tf.tidy(() => {
           const qh = tf.transpose(q, [1, 2, 0, 3]); // (B, nH, T, hs)
           const kh = tf.transpose(k, [1, 2, 0, 3]); // (B, nH, Tk, hs)
-          const s = tf.add(tf.mul(tf.matMul(qh, kh, false, true), 1 / Math.sqrt(hs)), bias); // (B, nH, T, Tk)
-          return tf.softmax(s) as tf.Tensor4D; // (B, nH, T, Tk)
+          const s = tf.mul(tf.matMul(qh, kh, false, true), 1 / Math.sqrt(hs)); // (B, nH, T, Tk)
+          return tf.softmax(bias ? tf.add(s, bias) : s) as tf.Tensor4D; // (B, nH, T, Tk)
         }));
       }
       const y = attentionCore({ q, k, v }, {

@@ -39,6 +39,7 @@ Deno.test("config: presets, defaults and clear errors", () => {
     positions: "learned",
     activation: "gelu",
     mlpRatio: 4,
+    causal: true,
   });
   assertThrows(
     () => transformerConfig("baby", { vocabSize: 65, nHead: 3 }),
@@ -86,6 +87,14 @@ Deno.test("causal: a later token never changes earlier logits", () => {
   const b = model.forward(ids([[1, 2, 3, 9, 0]])).logits;
   assert(maxDiff(tf.slice(a, [0, 0, 0], [1, 3, 11]), tf.slice(b, [0, 0, 0], [1, 3, 11])) < 1e-5);
   assert(maxDiff(tf.slice(a, [0, 3, 0], [1, 1, 11]), tf.slice(b, [0, 3, 0], [1, 1, 11])) > 1e-4);
+  model.dispose();
+});
+
+Deno.test("causal: false lets positions see the future (the leakage demonstration)", () => {
+  const model = new TransformerLM(tiny({ causal: false }), { seed: 2 });
+  const a = model.forward(ids([[1, 2, 3, 4, 5]])).logits;
+  const b = model.forward(ids([[1, 2, 3, 9, 0]])).logits;
+  assert(maxDiff(tf.slice(a, [0, 0, 0], [1, 1, 11]), tf.slice(b, [0, 0, 0], [1, 1, 11])) > 1e-5);
   model.dispose();
 });
 

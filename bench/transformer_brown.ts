@@ -1,0 +1,170 @@
+/**
+ * The word-level transformer on the Brown corpus with Bengio et al.'s split
+ * (chapter 6): trains, reports validation and test perplexity on the same
+ * streams as the n-gram (chapter 2) and fixed-window (chapter 3) models, and
+ * saves the model and a JSON summary that notebook 06 shows.
+ *
+ * This is the long, opt-in run behind the chapter's results table: about
+ * 2-3 hours on a 2-core laptop CPU with the wasm backend for the defaults
+ * (a time budget stops it earlier; the best weights by validation
+ * perplexity are kept).
+ *
+ * Run:
+ *   deno run -A bench/transformer_brown.ts [--minutes 150] [--layers 4] [--heads 4]
+ *     [--embd 256] [--block 128] [--batch 12] [--dropout 0.2] [--lr 1e-3]
+ *     [--backend wasm] [--out build/models/transformer_brown]
+ *
+ * Writes `<out>.lmbw` (weights and config, see TransformerLM.load) and
+ * `build/bench/transformer_brown.json` (figures, history, command line,
+ * machine load), which notebook 06 reads.
+ *
+ * @module
+ */
+import * as lm from "../lib/mod.ts";
+const { tf } = lm;
+
+function arg(name: string, fallback: string): string {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
+}
+const num = (name: string, fallback: number) => Number(arg(name, String(fallback)));
+
+const minutes = num("minutes", 150);
+const out = arg("out", "build/models/transformer_brown");
+const backend = await lm.initBackend(arg("backend", "wasm"));
+console.log(lm.formatBackendReport(backend));
+
+const brown = await lm.loadBrown();
+const V = brown.vocab.vocabSize;
+const config = lm.transformerConfig({
+  nLayer: num("layers", 4),
+  nHead: num("heads", 4),
+  nEmbd: num("embd", 256),
+  blockSize: num("block", 128),
+}, { vocabSize: V, dropout: num("dropout", 0.2) });
+const model = new lm.TransformerLM(config, {
+  seed: num("seed", 1),
+  bosId: lm.BOS_ID,
+  name: "transformer (word-level)",
+});
+const counts = model.parameterCount();
+console.log(
+  `Brown: |V| = ${V}, train ${brown.train.tokens.length} tokens, valid ${brown.valid.tokens.length}, test ${brown.test.tokens.length}`,
+);
+console.log(
+  `model: ${config.nLayer} layers, ${config.nHead} heads, ${config.nEmbd} dims, block ${config.blockSize}, dropout ${config.dropout}; ` +
+    `${counts.total.toLocaleString("en")} parameters (${counts.nonEmbedding.toLocaleString("en")} non-embedding)`,
+);
+
+// The training stream starts with <s>, as every scored stream does.
+const trainStream = new Int32Array(brown.train.tokens.length + 1);
+trainStream[0] = lm.BOS_ID;
+trainStream.set(brown.train.tokens, 1);
+const T = config.blockSize;
+const batchSize = num("batch", 12);
+const data = lm.sequenceDataset(trainStream, T);
+const valData = lm.sequenceDataset(brown.valid.tokens, T, { stride: T });
+const stepsPerEpoch = Math.ceil(trainStream.length / (batchSize * T)); // one pass over the tokens
+// Fit the cosine schedule to the time budget: time a few gradient computations
+// (not applied) and plan the number of steps that fit, leaving room for evaluations.
+const probe = data.batch(Array.from({ length: batchSize }, (_, i) => i * 997));
+let secondsPerStep = Infinity;
+for (let i = 0; i < 3; i++) {
+  const s0 = performance.now();
+  const g = tf.tidy(() => {
+    const { value, grads } = tf.variableGrads(
+      () => model.loss(probe, { training: true, seed: i }),
+      Object.values(model.variables()),
+    );
+    return [value, ...Object.values(grads)];
+  });
+  await g[0].data();
+  tf.dispose(g);
+  secondsPerStep = Math.min(secondsPerStep, (performance.now() - s0) / 1000);
+}
+tf.dispose([probe.x, probe.y]);
+const maxSteps = num("steps", Math.max(100, Math.floor((minutes * 60 * 0.85) / (secondsPerStep * 1.15))));
+console.log(
+  `about ${secondsPerStep.toFixed(2)} s per step: planning ${maxSteps} steps ` +
+    `(${((maxSteps * batchSize * T) / trainStream.length).toFixed(1)} passes over the training tokens)`,
+);
+const lr = num("lr", 1e-3);
+const trainer = new lm.Trainer(model, data, {
+  batchSize,
+  maxSteps,
+  sampling: "random",
+  lr,
+  schedule: "cosine",
+  warmupSteps: 200,
+  minLr: lr / 10,
+  weightDecay: 0.1,
+  betas: [0.9, 0.99],
+  gradClip: 1,
+  valData,
+  evalEvery: Math.max(50, Math.min(Math.round(stepsPerEpoch / 2), Math.round(maxSteps / 12))),
+  evalExamples: 300,
+  patience: 4,
+  maxSeconds: minutes * 60,
+  seed: num("seed", 1),
+  progress: "brown transformer",
+  onEval: async (r, h) => {
+    console.log(
+      `step ${r.step} (${((r.step * batchSize * T) / trainStream.length).toFixed(2)} passes): val ppl ${
+        r.perplexity.toFixed(1)
+      } ` +
+        `(train ppl ${h.train.at(-1)?.perplexity.toFixed(1)}), ${(r.seconds / 60).toFixed(1)} min`,
+    );
+    if (h.best === r) {
+      await Deno.mkdir(out.replace(/\/[^/]*$/, ""), { recursive: true });
+      await model.save(`${out}.lmbw`, { step: r.step, valPerplexitySubset: r.perplexity });
+    }
+  },
+});
+const load0 = Deno.loadavg();
+const history = await trainer.run();
+console.log(
+  `trained ${history.steps} steps in ${(history.seconds / 60).toFixed(1)} min (${history.stopReason}); ` +
+    `${(history.examplesPerSecond * T).toFixed(0)} tokens/s`,
+);
+
+const t0 = performance.now();
+const valid = await lm.evaluate(model, brown.valid.tokens, { progress: "score valid" });
+const test = await lm.evaluate(model, brown.test.tokens, { progress: "score test" });
+const evalSeconds = (performance.now() - t0) / 1000;
+console.log(`valid: ${valid.message}`);
+console.log(`test:  ${test.message}`);
+
+const summary = {
+  model: model.name,
+  config,
+  parameters: counts,
+  backend: backend.name,
+  evalStride: model.evalStride,
+  training: {
+    steps: history.steps,
+    passes: (history.steps * batchSize * T) / trainStream.length,
+    minutes: history.seconds / 60,
+    stopReason: history.stopReason,
+    tokensPerSecond: history.examplesPerSecond * T,
+    batchSize,
+    lr,
+    restoredBest: history.restoredBest,
+    bestStep: history.best?.step,
+  },
+  validPerplexity: valid.perplexity,
+  testPerplexity: test.perplexity,
+  testCrossEntropyBits: test.crossEntropyBits,
+  evalSeconds,
+  bar: lm.BENGIO_2003_BROWN.table1["MLP10 (mixed with trigram)"],
+  history: { train: history.train, val: history.val },
+  command: `deno run -A bench/transformer_brown.ts ${Deno.args.join(" ")}`.trim(),
+  loadAverage: { start: load0, end: Deno.loadavg() },
+  date: new Date().toISOString(),
+};
+await Deno.mkdir(out.replace(/\/[^/]*$/, ""), { recursive: true });
+await model.save(`${out}.lmbw`, { testPerplexity: test.perplexity, validPerplexity: valid.perplexity });
+const resultsPath = arg("results", "build/bench/transformer_brown.json");
+await Deno.mkdir(resultsPath.replace(/\/[^/]*$/, ""), { recursive: true });
+await Deno.writeTextFile(resultsPath, JSON.stringify({ ...summary, weights: `${out}.lmbw` }, null, 1));
+console.log(`wrote ${out}.lmbw and ${resultsPath}`);
+tf.disposeVariables();
