@@ -109,7 +109,7 @@ function globalCopy(pattern: RegExp, name: string): RegExp {
   return new RegExp(pattern.source, pattern.flags);
 }
 
-/** One learned merge, as reported by {@link BpeTokenizer.merges}. */
+/** One learned merge, as reported by {@link BpeTokenizer.merges}; chapter 8. */
 export interface MergeInfo {
   /** Priority: merge 0 was learned first and is applied first. */
   rank: number;
@@ -129,7 +129,7 @@ export interface MergeInfo {
   count?: number;
 }
 
-/** Options of {@link BpeTokenizer.encode}. */
+/** Options of {@link BpeTokenizer.encode}; chapter 8. */
 export interface BpeEncodeOptions {
   /**
    * Which special tokens in the text become their special id: `"all"`, a list,
@@ -139,7 +139,7 @@ export interface BpeEncodeOptions {
   allowedSpecial?: "all" | "none" | readonly string[];
 }
 
-/** The parts a {@link BpeTokenizer} is built from. */
+/** The parts a {@link BpeTokenizer} is built from; chapter 8. */
 export interface BpeTokenizerParts {
   /** The bytes of every token, indexed by id (holes allowed for unused ids). */
   tokenBytes: (Uint8Array | undefined)[];
@@ -153,7 +153,7 @@ export interface BpeTokenizerParts {
   mergeCounts?: readonly number[];
 }
 
-/** Options of {@link BpeTokenizer.fromGpt2Files}. */
+/** Options of {@link BpeTokenizer.fromGpt2Files}; chapter 8. */
 export interface Gpt2FilesOptions {
   /** Vocabulary entries that are special tokens, e.g. `["<|endoftext|>"]`. */
   specialTokens?: readonly string[];
@@ -856,7 +856,7 @@ class PairHeap {
   }
 }
 
-/** Options of {@link trainBpe}. */
+/** Options of {@link trainBpe}; chapter 8. */
 export interface TrainBpeOptions {
   /** How many merges to learn (give this or `vocabSize`). */
   numMerges?: number;
@@ -1205,7 +1205,7 @@ export interface BrownTexts {
   categories: { train: string[]; valid: string[]; test: string[] };
 }
 
-/** Options of {@link loadBrownTexts}. */
+/** Options of {@link loadBrownTexts}; chapter 8. */
 export interface BrownTextsOptions {
   /** Training words (default 800,000, Bengio et al.'s split). */
   trainWords?: number;
@@ -1243,7 +1243,7 @@ export async function loadBrownTexts(options: BrownTextsOptions = {}): Promise<B
 }
 
 /**
- * The work behind {@link loadBrownTexts}, on documents already loaded.
+ * The work behind {@link loadBrownTexts}, on documents already loaded (chapter 8).
  * @param documents Brown documents in corpus order.
  * @param options split sizes (required) and whether to detokenize.
  * @returns the texts, word counts and genres.

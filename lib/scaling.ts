@@ -10,7 +10,7 @@
  * @module
  */
 
-/** A power law fitted by {@link fitPowerLaw}: `y = offset + scale * x^(-alpha)`. */
+/** A power law fitted by {@link fitPowerLaw}: `y = offset + scale * x^(-alpha)` (chapter 8). */
 export interface PowerLawFit {
   /** The exponent: how fast y falls as x grows (minus the log-log slope). */
   alpha: number;
@@ -37,7 +37,7 @@ export interface PowerLawFit {
   predict(x: number): number;
 }
 
-/** Options of {@link fitPowerLaw}. */
+/** Options of {@link fitPowerLaw}; chapter 8. */
 export interface FitPowerLawOptions {
   /** A constant (irreducible loss) subtracted from every y before fitting; default 0. */
   offset?: number;
@@ -140,7 +140,7 @@ export function fitPowerLaw(
   };
 }
 
-/** Options of {@link powerLawSeries}. */
+/** Options of {@link powerLawSeries}; chapter 8. */
 export interface PowerLawSeriesOptions {
   /** How many points, evenly spaced in log x (default 50). */
   points?: number;
@@ -204,7 +204,7 @@ export const KAPLAN_2020 = {
   cC: 3.1e8,
 } as const;
 
-/** Sizes of a decoder-only transformer, for {@link nonEmbeddingParams}. */
+/** Sizes of a decoder-only transformer, for {@link nonEmbeddingParams}; chapter 8. */
 export interface NonEmbeddingShape {
   /** Number of blocks. */
   nLayer: number;
