@@ -172,7 +172,7 @@ export function formatValue(value: unknown, maxItems = 12): string {
     return `Tensor(shape [${value.shape}], ${value.dtype}) ${formatValue(value.arraySync(), maxItems)}`;
   }
   if (typeof value === "function") return `[function ${value.name || "(anonymous)"}]`;
-  if (value !== null && typeof (value as { then?: unknown }).then === "function") return "Promise { … }";
+  if (value != null && typeof (value as { then?: unknown }).then === "function") return "Promise { … }";
   if (typeof value === "number") {
     return Number.isInteger(value) ? String(value) : String(+value.toPrecision(6));
   }

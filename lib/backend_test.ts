@@ -1,0 +1,55 @@
+import { assertEquals, assertRejects, assertStringIncludes, assertThrows } from "@std/assert";
+import * as tf from "@tensorflow/tfjs";
+import { BACKEND_ENV, formatBackendReport, initBackend, parseBackend } from "./backend.ts";
+
+Deno.test("parseBackend accepts the three names and rejects others, listing the valid ones", () => {
+  for (const b of ["webgpu", "wasm", "cpu"]) assertEquals(parseBackend(b), b);
+  assertThrows(() => parseBackend("tpu"), RangeError, 'backend="tpu"; valid backends are webgpu, wasm, cpu');
+});
+
+Deno.test("initBackend: an explicit argument wins and is reported", async () => {
+  const r = await initBackend("cpu");
+  assertEquals(r.name, "cpu");
+  assertEquals(r.source, "argument");
+  assertEquals(tf.getBackend(), "cpu");
+  assertStringIncludes(formatBackendReport(r), "backend: cpu (requested by the backend argument)");
+  await assertRejects(() => initBackend("gpu"), RangeError, 'backend="gpu"');
+});
+
+Deno.test("initBackend: the environment variable overrides the automatic choice", async () => {
+  const old = Deno.env.get(BACKEND_ENV);
+  try {
+    Deno.env.set(BACKEND_ENV, "cpu");
+    const r = await initBackend();
+    assertEquals([r.name, r.source], ["cpu", "environment"]);
+    Deno.env.set(BACKEND_ENV, "quantum");
+    await assertRejects(() => initBackend(), RangeError, `${BACKEND_ENV}: unknown backend: backend="quantum"`);
+    const ignored = await initBackend(undefined, { useEnv: false });
+    assertEquals(ignored.source, "auto");
+  } finally {
+    if (old === undefined) Deno.env.delete(BACKEND_ENV);
+    else Deno.env.set(BACKEND_ENV, old);
+  }
+});
+
+Deno.test("initBackend: automatic choice prefers wasm over cpu without a hardware GPU, and says why", async () => {
+  const old = Deno.env.get(BACKEND_ENV);
+  Deno.env.delete(BACKEND_ENV);
+  try {
+    const r = await initBackend();
+    if (r.adapter && !r.adapter.fallback) {
+      assertEquals(r.name, "webgpu");
+    } else {
+      assertEquals(r.name, "wasm");
+      assertEquals(r.skipped[0].name, "webgpu");
+    }
+    assertEquals(r.source, "auto");
+    // wasm computes the same numbers as cpu.
+    const x = tf.tensor2d([[1, 2], [3, 4]]);
+    assertEquals(Array.from(await x.matMul(x).data()), [7, 10, 15, 22]);
+    x.dispose();
+  } finally {
+    if (old !== undefined) Deno.env.set(BACKEND_ENV, old);
+    await initBackend("cpu");
+  }
+});
