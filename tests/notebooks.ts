@@ -141,10 +141,13 @@ export async function executeNotebook(
 ): Promise<NotebookRun> {
   const run = await executeOnce(notebook, options);
   // Deno 2.9's kernel occasionally garbles a message under load (nbclient then
-  // reports "Invalid Signature" or a dead kernel): that is the kernel's fault,
-  // not the notebook's, so run it once more and say so.
-  if (!run.ok && /Invalid Signature|Kernel died|DeadKernelError/.test(run.error ?? "")) {
-    console.warn(`warning: ${notebook}: kernel protocol error, retrying once`);
+  // reports "Invalid Signature" or a dead kernel) or loses a large output: that
+  // is the kernel's fault, not the notebook's, so run it once more and say so.
+  // A notebook that fails the same way twice fails.
+  const protocol = /Invalid Signature|Kernel died|DeadKernelError/.test(run.error ?? "");
+  const dropped = run.problems.length > 0 && run.problems.every((p) => p.includes("plot(s) requested"));
+  if (!run.ok && (protocol || dropped)) {
+    console.warn(`warning: ${notebook}: ${protocol ? "kernel protocol error" : "an output was lost"}, retrying once`);
     return await executeOnce(notebook, options);
   }
   return run;
