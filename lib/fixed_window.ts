@@ -366,6 +366,8 @@ export interface FixedWindowOptions {
   evalBatchSize?: number;
   /** A display name (default built from the config). */
   name?: string;
+  /** Standard deviation of the initial embeddings (default 1, as PyTorch's `nn.Embedding`). */
+  embeddingInitStd?: number;
   /**
    * How the training loss is differentiated: `"fused"` (default), the output
    * layer and cross-entropy as one op with a hand-written backward pass
@@ -399,7 +401,7 @@ export const BENGIO_MODELS = Object.freeze({
  * - `output.bias` b: (vocabSize)
  *
  * Initialisation as PyTorch's defaults (so the PyTorch peer in `bench/`
- * starts alike): embeddings N(0, 1); weights and biases U(-k, k) with
+ * starts alike): embeddings N(0, 1) (or N(0, `embeddingInitStd`²)); weights and biases U(-k, k) with
  * k = 1/sqrt(fan-in). The `<s>` id is never predicted: its logit is masked
  * out, so its probability is exactly 0.
  *
@@ -483,9 +485,15 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
       })`;
     const rng = options.rng ?? new Rng(options.seed ?? 0);
     const V = c.vocabSize, m = c.nEmbd, h = c.nHidden, nm = c.blockSize * c.nEmbd;
+    const embStd = options.embeddingInitStd ?? 1;
+    if (!(embStd >= 0) || !Number.isFinite(embStd)) {
+      throw new RangeError(
+        `embeddingInitStd must be a finite number >= 0: embeddingInitStd=${embStd}`,
+      );
+    }
     const normal = (n: number) => {
       const a = new Float32Array(n);
-      for (let i = 0; i < n; i++) a[i] = rng.normal();
+      for (let i = 0; i < n; i++) a[i] = rng.normal(0, embStd);
       return a;
     };
     const uniform = (n: number, k: number) => {

@@ -487,7 +487,7 @@ export class AdamW {
       const gT = grads[name];
       if (!gT) continue;
       const g = gT.dataSync() as Float32Array;
-      const w = Float32Array.from(p.dataSync() as Float32Array);
+      const w = (p.dataSync() as Float32Array).slice(); // a copy: the cpu backend returns its own storage
       let m = this.#mJs.get(name), v = this.#vJs.get(name);
       if (!m || !v) {
         m = new Float32Array(w.length);
