@@ -747,6 +747,8 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    * windows of blockSize tokens moved by `evalStride`, in batches
    * ({@link LanguageModel}). Each token is predicted from at least
    * blockSize - evalStride earlier tokens (all of them near the start).
+   * A model built with `causal: false` is scored one position at a time
+   * instead (slowly): in a window it would see the tokens it predicts.
    *
    * @param stream token ids.
    * @param options progress reporting and the number of windows per batch.
@@ -759,6 +761,15 @@ export class TransformerLM implements TrainableModel, LanguageModel {
     const L = this.config.blockSize, S = this.evalStride, V = this.vocabSize;
     const n = stream.length;
     const out = new Float64Array(n);
+    if (!this.config.causal) {
+      // A window would let each position read the very token it predicts:
+      // score honestly, one position at a time, from the context alone.
+      for (let t = 0; t < n; t++) {
+        out[t] = this.logProb(stream[t], stream.subarray(0, t));
+        if (t % 64 === 63 || t === n - 1) options.onProgress?.(t + 1, n);
+      }
+      return out;
+    }
     const seq = new Int32Array(n + 1); // [bos, ...stream]; seq[i] predicts stream[i]
     seq[0] = this.bosId;
     seq.set(stream, 1);

@@ -95,7 +95,14 @@ Deno.test("causal: false lets positions see the future (the leakage demonstratio
   const a = model.forward(ids([[1, 2, 3, 4, 5]])).logits;
   const b = model.forward(ids([[1, 2, 3, 9, 0]])).logits;
   assert(maxDiff(tf.slice(a, [0, 0, 0], [1, 1, 11]), tf.slice(b, [0, 0, 0], [1, 1, 11])) > 1e-5);
-  model.dispose();
+  // Scoring stays honest: each token is predicted from its context alone.
+  const stream = Int32Array.from([3, 1, 4, 1, 5, 9, 2, 6, 5, 3]);
+  return model.logProbs(stream).then((lp) => {
+    for (let t = 0; t < stream.length; t++) {
+      assertAlmostEquals(lp[t], model.logProb(stream[t], stream.subarray(0, t)), 1e-6);
+    }
+    model.dispose();
+  });
 });
 
 Deno.test("KV cache: incremental decoding equals the full forward pass", () => {
