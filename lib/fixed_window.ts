@@ -588,10 +588,10 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
    * capped at 69 nats, a probability of 1e-30), in training and evaluation
    * alike; {@link FixedWindowLM.logProbs}, which {@link evaluate} uses, is exact.
    * @param batch `x` (B, blockSize) contexts, `y` (B,) next words.
-   * @param options training or evaluation (the model has no dropout).
+   * @param _options training or evaluation (the same here: the model has no dropout).
    * @returns a scalar.
    */
-  loss(batch: Batch, options?: LossOptions): tf.Scalar {
+  loss(batch: Batch, _options?: LossOptions): tf.Scalar {
     return tf.tidy(() => {
       const x = batch.x as tf.Tensor2D, y = batch.y as tf.Tensor1D;
       if (this.lossPath === "autodiff") return crossEntropy(this.logits(x), y);
