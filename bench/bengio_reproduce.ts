@@ -37,6 +37,7 @@ const { values: args } = parseArgs({
     "min-lr": { type: "string", default: "1e-4" },
     "weight-decay": { type: "string", default: "0.05" },
     window: { type: "string", default: "sentence" },
+    "embedding-init-std": { type: "string", default: "0.1" },
     "eval-examples": { type: "string", default: "50000" },
     "evals-per-epoch": { type: "string", default: "4" },
     patience: { type: "string", default: "3" },
@@ -87,7 +88,10 @@ if (args["evaluate-only"]) {
   trainMinutes = (loaded.meta.trainMinutes as number) ?? NaN;
   console.log(`loaded ${weightsPath} (${model.name})`);
 } else {
-  model = new lm.FixedWindowLM({ vocabSize: V, ...cfg, window }, { seed: Number(args.seed) });
+  model = new lm.FixedWindowLM({ vocabSize: V, ...cfg, window }, {
+    seed: Number(args.seed),
+    embeddingInitStd: Number(args["embedding-init-std"]),
+  });
   const n = cfg.blockSize;
   const train = lm.windowDataset(brown.train.tokens, n, { window });
   const valid = lm.windowDataset(brown.valid.tokens, n, { window });

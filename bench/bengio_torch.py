@@ -27,6 +27,7 @@ class FixedWindow(torch.nn.Module):
         super().__init__()
         self.block_size, self.n_embd = block_size, n_embd
         self.embedding = torch.nn.Embedding(vocab_size, n_embd)
+        torch.nn.init.normal_(self.embedding.weight, std=0.1)  # as lib/fixed_window.ts
         self.hidden = torch.nn.Linear(block_size * n_embd, n_hidden) if n_hidden > 0 else None
         out_in = n_hidden + (block_size * n_embd if direct else 0)
         self.direct = direct

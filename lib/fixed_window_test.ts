@@ -3,9 +3,9 @@ import * as tf from "@tensorflow/tfjs";
 import {
   buildWindows,
   crossEntropy,
-  lookupEmbeddings,
   FixedWindowLM,
   linearCrossEntropy,
+  lookupEmbeddings,
   nearestNeighbours,
   pca2d,
   targetLogProbs,
@@ -166,7 +166,9 @@ Deno.test("FixedWindowLM: a proper distribution; logProbs equals logProb everywh
 });
 
 Deno.test("FixedWindowLM.logProbs: probabilities that underflow float32 are recomputed exactly", async () => {
-  const model = new FixedWindowLM({ vocabSize: 12, blockSize: 2, nEmbd: 3, nHidden: 4 }, { seed: 3 });
+  const model = new FixedWindowLM({ vocabSize: 12, blockSize: 2, nEmbd: 3, nHidden: 4 }, {
+    seed: 3,
+  });
   const bias = model.variables()["output.bias"];
   bias.assign(tf.tensor1d(Array.from({ length: 12 }, (_, i) => (i === 7 ? -200 : 0))));
   const stream = Int32Array.from([5, 7, 6, EOS_ID]);
@@ -319,6 +321,7 @@ Deno.test("nearestNeighbours and pca2d", () => {
   assertEquals(nn.map((r) => r.id), [1, 2]);
   assertAlmostEquals(nn[0].similarity, 0.9 / Math.sqrt(0.82), 1e-6);
   assertEquals(nearestNeighbours(m, 3, 0, { k: 1, exclude: [1] })[0].id, 2);
+  assertEquals(nearestNeighbours(m, 3, 0, { k: 5, among: [3, 4] }).map((r) => r.id), [3, 4]);
   assertThrows(() => nearestNeighbours(m, 3, 5), RangeError, "id=5");
   // points on a line in 3-D project onto a line: the 2nd coordinate is ~0
   const line = new Float32Array([0, 0, 0, 1, 2, 3, 2, 4, 6, 3, 6, 9]);
