@@ -556,7 +556,9 @@ ${navHtml(chapters, current)}
 ${banner}
 ${cells}
 ${navHtml(chapters, current)}
-<footer class="page-footer">From <code>${escapeHtml(chapter.notebook)}</code>${
+<footer class="page-footer">From <a href="../../${escapeHtml(chapter.notebook)}"><code>${
+    escapeHtml(chapter.notebook)
+  }</code></a>${
     timing
       ? `, executed ${escapeHtml(timing.started.slice(0, 16).replace("T", " "))} UTC in ${
         formatSeconds(timing.seconds)
