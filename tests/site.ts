@@ -18,7 +18,9 @@
  * - `--from-executed`: render the copies already in `build/executed/` (as
  *   left by `deno task notebooks` or the suite's notebook stage) instead of
  *   executing again;
- * - `--out DIR`: write the site elsewhere (default `build/site`).
+ * - `--out DIR`: write the site elsewhere (default `build/site`); links from a
+ *   page back to the repository (`../../notebooks/...`) assume the default;
+ * - notebook paths: a site of just those chapters (default: every notebook).
  *
  * Library: {@link renderSite} (what the CLI does), {@link writeSite} (pages
  * from notebooks already in memory; used by the browser test's broken-page
@@ -386,11 +388,13 @@ if (import.meta.main) {
       Deno.exit(2);
     }
   }
-  const report = await renderSite({
-    fromExecuted,
-    outDir,
-    notebooks: notebooks.length ? notebooks : undefined,
-  });
+  let report: SiteReport;
+  try {
+    report = await renderSite({ fromExecuted, outDir, notebooks: notebooks.length ? notebooks : undefined });
+  } catch (e) {
+    console.error(`deno task render: ${e instanceof Error ? e.message : e}`);
+    Deno.exit(1);
+  }
   console.log(formatSiteReport(report));
   if (!report.ok) {
     console.log(`${report.chapters.filter((c) => !c.ok).length} chapter(s) not ok (see above)`);
