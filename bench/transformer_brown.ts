@@ -103,6 +103,7 @@ const trainer = new lm.Trainer(model, data, {
   valData,
   evalEvery: Math.max(50, Math.min(Math.round(stepsPerEpoch / 2), Math.round(maxSteps / 12))),
   evalExamples: 300,
+  evalBatchSize: 8, // 8 windows x 128 positions x |V| logits at a time (the default 512 would not fit)
   patience: 4,
   maxSeconds: minutes * 60,
   seed: num("seed", 1),

@@ -53,7 +53,46 @@ function customOp(f: (inputs: tf.Tensor[], save: Save) => Forward): (...inputs: 
 
 /** Whether the active backend is `wasm` (where the layout tricks pay off). */
 function onWasm(): boolean {
-  return tf.getBackend() === "wasm";
+  if (tf.getBackend() !== "wasm") return false;
+  installWasmFastPaths();
+  return true;
+}
+
+let wasmFastPaths = false;
+
+/**
+ * Makes `tf.clone` share memory on the wasm backend, as it already does on
+ * cpu and webgpu (chapter 6).
+ *
+ * TensorFlow.js keeps every tensor a backward pass needs by cloning it, and
+ * the wasm backend's Identity kernel copies the data, so training copies
+ * most activations once more. Tensors are immutable in TensorFlow.js, so a
+ * clone can share the buffer and count references instead: the cpu backend's
+ * Identity does exactly that. This re-registers wasm's Identity kernel that
+ * way. It is process-wide and idempotent; the kernels here call it on their
+ * first use on wasm.
+ *
+ * @returns nothing.
+ *
+ * @example
+ * ```ts
+ * import { installWasmFastPaths } from "./kernels.ts";
+ * installWasmFastPaths(); // harmless before or without the wasm backend
+ * ```
+ */
+export function installWasmFastPaths(): void {
+  if (wasmFastPaths || !tf.getKernel("Identity", "wasm")) return;
+  wasmFastPaths = true;
+  tf.unregisterKernel("Identity", "wasm");
+  tf.registerKernel({
+    kernelName: "Identity",
+    backendName: "wasm",
+    kernelFunc: ({ inputs, backend }) => {
+      const x = inputs.x as tf.TensorInfo;
+      (backend as unknown as { incRef(id: unknown): void }).incRef(x.dataId);
+      return { dataId: x.dataId, shape: x.shape, dtype: x.dtype };
+    },
+  });
 }
 
 /** Activations {@link linear} can fuse into its matrix product. */
@@ -108,12 +147,42 @@ function matMulAT(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
 }
 
 /**
- * Column sums of a 2-D tensor, `sum(x, 0)`. On wasm a reduction over the
- * first axis is slow, so it is a (1, N) @ (N, C) product with a row of ones.
+ * The gradients of a dense layer's weight and bias from its input x (N, in)
+ * and the gradient g (N, out) of its output: dW = x^T g and db = sum(g, 0).
+ *
+ * On wasm, XNNPACK repacks the right-hand operand of every product it has
+ * not seen before (about twice the cost of a transpose per element), so the
+ * smaller of x and g goes on the right and the larger is transposed. With
+ * equal sizes x goes on the right: the q, k and v projections share their
+ * input, which is then packed once for all three. The bias gradient rides
+ * along: a row sum of g^T, or a row of ones appended to x^T (whose output row
+ * is sum(g, 0)); both avoid a slow column reduction.
  */
+function weightGrads(x: tf.Tensor2D, g: tf.Tensor2D, withBias: boolean): { dw: tf.Tensor2D; db?: tf.Tensor1D } {
+  if (!onWasm()) {
+    return { dw: tf.matMul(x, g, true, false), db: withBias ? tf.sum(g, 0) : undefined }; // (in, out), (out)
+  }
+  const [N, nIn] = x.shape, nOut = g.shape[1];
+  if (nOut >= nIn) {
+    const gt = tf.transpose(g) as tf.Tensor2D; // (out, N)
+    return {
+      dw: tf.transpose(tf.matMul(gt, x)) as tf.Tensor2D, // (in, out)
+      db: withBias ? tf.sum(gt, 1) as tf.Tensor1D : undefined, // (out)
+    };
+  }
+  let xt = tf.transpose(x) as tf.Tensor2D; // (in, N)
+  if (!withBias) return { dw: tf.matMul(xt, g) }; // (in, out)
+  xt = tf.concat([xt, tf.ones([1, N])], 0) as tf.Tensor2D; // (in + 1, N)
+  const both = tf.matMul(xt, g); // (in + 1, out)
+  return {
+    dw: tf.slice(both, [0, 0], [nIn, nOut]) as tf.Tensor2D, // (in, out)
+    db: tf.reshape(tf.slice(both, [nIn, 0], [1, nOut]), [nOut]) as tf.Tensor1D, // (out)
+  };
+}
+
+/** Column sums of a 2-D tensor, `sum(x, 0)`. */
 function colSum(x: tf.Tensor2D): tf.Tensor1D {
-  if (!onWasm()) return tf.sum(x, 0); // (C)
-  return tf.reshape(tf.matMul(tf.ones([1, x.shape[0]]), x), [x.shape[1]]); // (C)
+  return tf.sum(x, 0); // (C)
 }
 
 /**
@@ -146,11 +215,11 @@ export function linear(
     );
   }
   const activation = options.activation ?? "linear";
-  const backward = (dy: tf.Tensor2D, xs: tf.Tensor2D, ws: tf.Tensor2D, y: tf.Tensor2D) => {
+  const backward = (dy: tf.Tensor2D, xs: tf.Tensor2D, ws: tf.Tensor2D, y: tf.Tensor2D, withBias: boolean) => {
     const g = activation === "relu" ? tf.mul(dy, tf.step(y)) as tf.Tensor2D : dy; // (N, out)
     const dx = matMulBT(g, ws); // (N, in)
-    const dw = matMulAT(xs, g); // (in, out)
-    return { g, dx, dw };
+    const { dw, db } = weightGrads(xs, g, withBias); // (in, out), (out)
+    return { dx, dw, db };
   };
   if (options.bias) {
     const op = customOp(([xs, ws, bs], save) => {
@@ -160,8 +229,8 @@ export function linear(
         value: y,
         gradFunc: (dy, saved) => {
           const [xs2, ws2, y2] = saved as tf.Tensor2D[];
-          const { g, dx, dw } = backward(dy as tf.Tensor2D, xs2, ws2, y2);
-          return [dx, dw, colSum(g)]; // (N, in), (in, out), (out)
+          const { dx, dw, db } = backward(dy as tf.Tensor2D, xs2, ws2, y2, true);
+          return [dx, dw, db!]; // (N, in), (in, out), (out)
         },
       };
     });
@@ -174,7 +243,7 @@ export function linear(
       value: y,
       gradFunc: (dy, saved) => {
         const [xs2, ws2, y2] = saved as tf.Tensor2D[];
-        const { dx, dw } = backward(dy as tf.Tensor2D, xs2, ws2, y2);
+        const { dx, dw } = backward(dy as tf.Tensor2D, xs2, ws2, y2, false);
         return [dx, dw];
       },
     };

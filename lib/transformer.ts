@@ -643,6 +643,15 @@ export class TransformerLM implements TrainableModel, LanguageModel {
       // in time-major order they are the last rows.
       x = tf.slice(x, [options.headFrom * B, 0], [N - options.headFrom * B, C]) as tf.Tensor2D; // (N', C)
     }
+    const rows = x.shape[0];
+    if (rows * c.vocabSize > MAX_LOGITS) {
+      throw new RangeError(
+        `the logits would hold ${rows} positions x ${c.vocabSize} tokens = ${
+          (rows * c.vocabSize / 1e6).toFixed(0)
+        } million numbers (${(rows * c.vocabSize * 4 / 2 ** 30).toFixed(1)} GiB), more than the backend can hold: ` +
+          `use smaller batches (B=${B}, T=${T}), e.g. the trainer's evalBatchSize`,
+      );
+    }
     const logitsTB = tiedHead(x, this.#wte as tf.Tensor2D); // (N, V), rows (T, B)
     const out: RunResult = { logitsTB };
     if (targets) {
@@ -781,7 +790,8 @@ export class TransformerLM implements TrainableModel, LanguageModel {
       windows.push({ a, len, from: a === 0 ? 0 : L - S });
       if (a + len >= n) break;
     }
-    const batchSize = options.batchSize ?? Math.max(1, Math.floor(16384 / Math.max(L, 1) / Math.max(1, V / 4096)));
+    // Windows per forward pass: about 2^24 logits at most (64 MiB), and at most 256 windows.
+    const batchSize = options.batchSize ?? Math.max(1, Math.min(256, Math.floor(2 ** 24 / (L * V))));
     let done = 0;
     for (let w0 = 0; w0 < windows.length; w0 += batchSize) {
       const group = windows.slice(w0, w0 + batchSize);
@@ -941,6 +951,13 @@ export class TransformerLM implements TrainableModel, LanguageModel {
 }
 
 let variableId = 0;
+
+/**
+ * The most logits one forward pass may produce (2^27 numbers, 512 MiB): the
+ * wasm backend's heap is limited, and overrunning it corrupts memory instead
+ * of failing cleanly.
+ */
+const MAX_LOGITS = 2 ** 27;
 
 /** Throws a clear error where a synchronous read would fail (webgpu cannot read synchronously in Deno). */
 function checkSyncRead(method: string, alternative: string): void {

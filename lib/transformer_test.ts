@@ -79,6 +79,14 @@ Deno.test("forward: shapes, initial loss near ln(V), errors", () => {
   assertThrows(() => model.forward(ids([[1, 2, 3, 4, 5, 6, 7, 8, 9]])), RangeError, "longer than blockSize");
   assertThrows(() => model.forward(x, ids([[1, 2]])), RangeError, "same shape");
   model.dispose();
+  // Too many logits for one pass: a clear error instead of an out-of-memory crash.
+  const wide = new TransformerLM(transformerConfig("tiny", { vocabSize: 300_000 }));
+  assertThrows(
+    () => wide.forward(tf.zeros([16, 32], "int32") as tf.Tensor2D),
+    RangeError,
+    "use smaller batches",
+  );
+  wide.dispose();
 });
 
 Deno.test("causal: a later token never changes earlier logits", () => {

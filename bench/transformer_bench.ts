@@ -1,0 +1,227 @@
+/**
+ * Training speed of the chapter 6 transformer (nanoGPT's CPU "baby" config:
+ * 4 layers, 4 heads, 128 dims, block 64, batch 12) on each tfjs backend,
+ * against the same model in PyTorch on the same machine.
+ *
+ * Run the comparison (prints one table with the ratios, writes
+ * `build/bench/transformer_bench.json`, which notebook 06 shows):
+ *
+ *   deno run -A bench/transformer_bench.ts [--backends cpu,wasm,webgpu] [--steps 20]
+ *     [--no-torch] [--torch-threads 1,2] [--config baby]
+ *
+ * The PyTorch peer is `bench/transformer_torch.py` (Debian's python3-torch,
+ * `apt-get install -y python3-torch`), run with /usr/bin/python3 at 1 and 2
+ * threads. A step is a full training step: forward, backward, gradient
+ * clipping and the AdamW update, on real Moby Dick batches.
+ *
+ * `deno bench bench/transformer_bench.ts` instead times one training step of
+ * the baby config on wasm (and cpu) with Deno's bench runner.
+ *
+ * @module
+ */
+import * as lm from "../lib/mod.ts";
+const { tf } = lm;
+
+/** Options of {@link timeSteps}. */
+interface TimeOptions {
+  preset: lm.TransformerPreset;
+  batchSize: number;
+  steps: number;
+  warmup: number;
+}
+
+/** A model, a trainer and a stream of real batches: `step()` runs one full training step. */
+function makeStepper(preset: lm.TransformerPreset, batchSize: number) {
+  const { vocab, train } = lm.mobyDickChars();
+  const config = lm.transformerConfig(preset, { vocabSize: vocab.size });
+  const model = new lm.TransformerLM(config, { seed: 1 });
+  const data = lm.sequenceDataset(train, config.blockSize);
+  const trainer = new lm.Trainer(model, data, {
+    batchSize,
+    maxSteps: 1_000_000,
+    lr: 1e-3,
+    weightDecay: 0.1,
+    progress: false,
+  });
+  const rng = new lm.Rng(3);
+  return {
+    tokensPerStep: batchSize * config.blockSize,
+    /** One step on a fresh batch; resolves to the loss once the backend has finished. */
+    async step(): Promise<number> {
+      const batch = data.batch(Array.from({ length: batchSize }, () => rng.int(data.length)));
+      const r = trainer.step(batch);
+      const loss = (await r.loss.data())[0]; // waits for the step to finish (on every backend)
+      tf.dispose([r.loss, r.gradNorm, batch.x, batch.y]);
+      return loss;
+    },
+    dispose() {
+      trainer.dispose();
+      model.dispose();
+    },
+  };
+}
+
+/** Times full training steps on the active backend (the median of `steps`, after `warmup`). */
+async function timeSteps(o: TimeOptions): Promise<{ msPerStep: number; tokensPerSecond: number; loss: number }> {
+  const stepper = makeStepper(o.preset, o.batchSize);
+  let loss = NaN;
+  const times: number[] = [];
+  for (let i = 0; i < o.warmup + o.steps; i++) {
+    const t0 = performance.now();
+    loss = await stepper.step();
+    if (i >= o.warmup) times.push(performance.now() - t0);
+  }
+  stepper.dispose();
+  // The median step: robust to a busy neighbour on a shared machine.
+  times.sort((a, b) => a - b);
+  const ms = times[Math.floor(times.length / 2)];
+  return { msPerStep: ms, tokensPerSecond: (stepper.tokensPerStep * 1000) / ms, loss };
+}
+
+interface TorchResult {
+  threads: number;
+  seconds_per_step: number;
+  tokens_per_second: number;
+}
+
+async function runTorch(
+  preset: lm.TransformerPreset,
+  vocabSize: number,
+  batchSize: number,
+  threads: string,
+  steps: number,
+): Promise<{ version: string; results: TorchResult[] } | { error: string }> {
+  const p = lm.TRANSFORMER_PRESETS[preset];
+  const args = [
+    new URL("./transformer_torch.py", import.meta.url).pathname,
+    "--json",
+    "--layers",
+    String(p.nLayer),
+    "--heads",
+    String(p.nHead),
+    "--embd",
+    String(p.nEmbd),
+    "--block",
+    String(p.blockSize),
+    "--batch",
+    String(batchSize),
+    "--vocab",
+    String(vocabSize),
+    "--threads",
+    threads,
+    "--steps",
+    String(steps),
+  ];
+  try {
+    const out = await new Deno.Command("/usr/bin/python3", { args, stdout: "piped", stderr: "piped" }).output();
+    const text = new TextDecoder().decode(out.stdout);
+    if (!out.success) return { error: new TextDecoder().decode(out.stderr).trim().split("\n").at(-1) ?? "failed" };
+    const last = JSON.parse(text.trim().split("\n").at(-1)!);
+    return { version: last.torch, results: last.results };
+  } catch (e) {
+    return { error: (e as Error).message };
+  }
+}
+
+function arg(name: string, fallback: string): string {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
+}
+
+if (import.meta.main) {
+  const preset = arg("config", "baby") as lm.TransformerPreset;
+  const batchSize = Number(arg("batch", "12"));
+  const steps = Number(arg("steps", "20"));
+  const backends = arg("backends", "cpu,wasm,webgpu").split(",");
+  const { vocab } = lm.mobyDickChars();
+  const p = lm.TRANSFORMER_PRESETS[preset];
+  const load0 = Deno.loadavg();
+  console.log(
+    `${preset} config: ${p.nLayer} layers, ${p.nHead} heads, ${p.nEmbd} dims, block ${p.blockSize}, batch ${batchSize}, ` +
+      `vocab ${vocab.size}; load average ${load0.map((x) => x.toFixed(2)).join(" ")}`,
+  );
+  const rows: Record<string, unknown>[] = [];
+  const results: Record<string, { msPerStep: number; tokensPerSecond: number; loss: number } | { error: string }> = {};
+  for (const name of backends) {
+    try {
+      const report = await lm.initBackend(name);
+      // The plain-JavaScript cpu backend is ~50x slower: time fewer steps.
+      const n = name === "cpu" ? Math.min(steps, 3) : steps;
+      const r = await timeSteps({ preset, batchSize, steps: n, warmup: name === "cpu" ? 1 : 3 });
+      results[name] = r;
+      console.log(
+        `${name.padEnd(6)} ${r.msPerStep.toFixed(1)} ms/step, ${r.tokensPerSecond.toFixed(0)} tokens/s` +
+          (report.adapter && name === "webgpu" ? ` (${report.adapter.description})` : ""),
+      );
+    } catch (e) {
+      results[name] = { error: (e as Error).message };
+      console.log(`${name.padEnd(6)} skipped: ${(e as Error).message}`);
+    }
+  }
+  let torch: Awaited<ReturnType<typeof runTorch>> | null = null;
+  if (!Deno.args.includes("--no-torch")) {
+    torch = await runTorch(preset, vocab.size, batchSize, arg("torch-threads", "1,2"), steps);
+    if ("error" in torch) console.log(`PyTorch skipped: ${torch.error} (apt-get install -y python3-torch)`);
+  }
+  const torchBy = new Map<number, number>();
+  if (torch && "results" in torch) {
+    for (const r of torch.results) {
+      torchBy.set(r.threads, r.tokens_per_second);
+      rows.push({
+        implementation: `PyTorch ${torch.version}, ${r.threads} thread${r.threads > 1 ? "s" : ""}`,
+        "ms/step": +(r.seconds_per_step * 1000).toFixed(1),
+        "tokens/s": Math.round(r.tokens_per_second),
+      });
+    }
+  }
+  for (const [name, r] of Object.entries(results)) {
+    if ("error" in r) {
+      rows.push({ implementation: `tfjs ${name}`, "ms/step": "-", "tokens/s": "-", note: r.error });
+      continue;
+    }
+    const row: Record<string, unknown> = {
+      implementation: `tfjs ${name}`,
+      "ms/step": +r.msPerStep.toFixed(1),
+      "tokens/s": Math.round(r.tokensPerSecond),
+    };
+    for (const [threads, tps] of torchBy) row[`x PyTorch ${threads}T`] = +(r.tokensPerSecond / tps).toFixed(2);
+    rows.push(row);
+  }
+  console.log();
+  console.log(lm.formatTable(rows));
+  const load1 = Deno.loadavg();
+  console.log(`load average at the end: ${load1.map((x) => x.toFixed(2)).join(" ")} (2 cores; higher means shared)`);
+  const summary = {
+    preset,
+    batchSize,
+    vocabSize: vocab.size,
+    steps,
+    results,
+    torch,
+    rows,
+    loadAverage: { start: load0, end: load1 },
+    command: `deno run -A bench/transformer_bench.ts ${Deno.args.join(" ")}`.trim(),
+    date: new Date().toISOString(),
+  };
+  await Deno.mkdir("build/bench", { recursive: true });
+  await Deno.writeTextFile("build/bench/transformer_bench.json", JSON.stringify(summary, null, 1));
+  console.log("wrote build/bench/transformer_bench.json");
+} else {
+  for (const name of ["wasm", "cpu"]) {
+    let stepper: ReturnType<typeof makeStepper> | null = null;
+    Deno.bench({
+      name: `baby transformer: one training step (batch 12 x 64 tokens) on ${name}`,
+      group: "transformer",
+      n: name === "cpu" ? 3 : 20,
+      warmup: 2,
+      async fn() {
+        if (!stepper) {
+          await lm.initBackend(name);
+          stepper = makeStepper("baby", 12);
+        }
+        await lm.initBackend(name);
+        await stepper.step();
+      },
+    });
+  }
+}
