@@ -6,12 +6,15 @@
  * 2. the graded tests against the reference solutions: every one must pass;
  * 3. the graded tests against the untouched stubs: every one must fail as
  *    "not attempted", so no graded test passes by accident;
- * 4. every notebook, executed top to bottom under the real Deno kernel.
+ * 4. every notebook, executed top to bottom under the real Deno kernel;
+ * 5. the site rendered from those executed copies, checked page by page in
+ *    headless Chromium (plots drawn, no errors), and `deno task lab` tried live.
  *
  * When JSR cannot be reached (this project's CI), `@std/assert` comes from the
  * offline stand-in through `tests/offline_import_map.json`; set
  * `LMBOOK_OFFLINE=1` to force that, `LMBOOK_OFFLINE=0` to forbid it.
- * `--skip-notebooks` skips stage 4 (quick local runs). Under `CI`, a missing
+ * `--skip-notebooks` skips stages 4 and 5 (quick local runs); `--skip-browser`
+ * skips stage 5. Under `CI`, a missing
  * Jupyter is a failure, not a skip.
  *
  * The last line is `N passed, N failed`, counting tests across all stages.
@@ -21,6 +24,7 @@
 import { join } from "node:path";
 import { runGraded, solutionReplacements } from "./graded_runner.ts";
 import { executeNotebooks, jupyterMissing, notebookFiles, reportRun, ROOT } from "./notebooks.ts";
+import { runSiteStage } from "./site_stage.ts";
 
 const args = new Set(Deno.args);
 const isCI = Boolean(Deno.env.get("CI"));
@@ -174,6 +178,16 @@ if (args.has("--skip-notebooks")) {
     const failed = runs.filter((r) => !r.ok).length, passed = runs.length - failed;
     stages.push({ name: "notebooks", passed, failed, seconds: (performance.now() - t0) / 1000 });
   }
+}
+
+// 5. The site rendered from the executed notebooks, checked in headless Chromium; deno task lab tried live.
+if (args.has("--skip-notebooks") || args.has("--skip-browser")) {
+  stages.push({ name: "site and browser", passed: 0, failed: 0, seconds: 0, note: "skipped" });
+} else if (!isCI && await jupyterMissing()) {
+  stages.push({ name: "site and browser", passed: 0, failed: 0, seconds: 0, note: "skipped: no Jupyter" });
+} else {
+  heading("5. the rendered site in headless Chromium; deno task lab tried live");
+  stages.push(...await runSiteStage({ offline }));
 }
 
 heading("summary");

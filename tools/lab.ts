@@ -42,7 +42,8 @@ const lab = await works("jupyter", ["lab", "--version"]);
 const app = lab ? "lab" : "notebook";
 console.log(`Opening the workbook in ${lab ? "JupyterLab" : "the classic Jupyter notebook"} at notebooks/ ...`);
 const child = new Deno.Command("jupyter", {
-  args: [app, `--notebook-dir=${join(ROOT, "notebooks")}`, ...Deno.args],
+  // Jupyter refuses to start as root (containers, CI) unless told it is fine.
+  args: [app, `--notebook-dir=${join(ROOT, "notebooks")}`, ...(Deno.uid() === 0 ? ["--allow-root"] : []), ...Deno.args],
   cwd: join(ROOT, "notebooks"),
   stdin: "inherit",
   stdout: "inherit",
