@@ -28,6 +28,15 @@
  * @module
  */
 import * as tf from "@tensorflow/tfjs";
+import {
+  fusedGatherRows,
+  fusedGelu,
+  fusedLayerNorm,
+  fusedLayerNormGrad,
+  fusedSoftmaxGrad,
+  fusedTranspose2d,
+  wasmSimdReady,
+} from "./wasm_simd.ts";
 
 /** Saves tensors for the backward pass of a custom op. */
 type Save = (tensors: tf.Tensor[]) => void;
@@ -98,6 +107,19 @@ export function installWasmFastPaths(): void {
 /** Activations {@link linear} can fuse into its matrix product. */
 export type LinearActivation = "linear" | "relu";
 
+/** Swaps the last two axes of a 3-D tensor: the SIMD kernel on wasm when the sizes allow. */
+function swapLast2(x: tf.Tensor): tf.Tensor3D {
+  const [, r, c] = x.shape;
+  if (x.dtype === "float32" && wasmSimdReady([r, c])) return fusedTranspose2d(x as tf.Tensor3D); // (n, c, r)
+  return tf.transpose(x, [0, 2, 1]) as tf.Tensor3D; // (n, c, r)
+}
+
+/** A 2-D transpose: the SIMD kernel on wasm when the sizes allow, tf.transpose otherwise. */
+function transpose2d(x: tf.Tensor2D): tf.Tensor2D {
+  if (x.dtype === "float32" && wasmSimdReady(x.shape)) return fusedTranspose2d(x); // (cols, rows)
+  return tf.transpose(x); // (cols, rows)
+}
+
 /**
  * A plain 2-D product `a @ b` (no transposes, batch 1): the fast XNNPACK
  * path on wasm, an ordinary `matMul` elsewhere.
@@ -131,19 +153,22 @@ function matMul2d(
  * `a @ b^T` for 2-D tensors, fast on every backend.
  */
 function matMulBT(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
-  if (onWasm()) return tf.matMul(a, tf.transpose(b)); // (M, N)
+  if (onWasm()) return tf.matMul(a, transpose2d(b)); // (M, N)
   return tf.matMul(a, b, false, true); // (M, N)
 }
 
 /**
  * `a^T @ b` for 2-D tensors (a: (K, M), b: (K, N)), fast on every backend.
- * On wasm it transposes whichever of `a` and `b` is smaller (then, for `b`,
- * the (N, M) result).
+ * On wasm the right-hand operand of a product is repacked by XNNPACK, which
+ * costs more per element than a transpose, so the operand with the smaller
+ * free dimension goes on the right: a^T b directly when M >= N, else
+ * (b^T a)^T. (For the tied LM head, a is the (N, V) logits gradient: it is
+ * transposed, and the (N, C) activations are packed.)
  */
 function matMulAT(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
   if (!onWasm()) return tf.matMul(a, b, true, false); // (M, N)
-  if (a.shape[1] <= b.shape[1]) return tf.matMul(tf.transpose(a), b); // (M, N)
-  return tf.transpose(tf.matMul(tf.transpose(b), a)); // (M, N)
+  if (a.shape[1] >= b.shape[1]) return tf.matMul(transpose2d(a), b); // (M, N)
+  return transpose2d(tf.matMul(transpose2d(b), a)); // (M, N)
 }
 
 /**
@@ -164,13 +189,13 @@ function weightGrads(x: tf.Tensor2D, g: tf.Tensor2D, withBias: boolean): { dw: t
   }
   const [N, nIn] = x.shape, nOut = g.shape[1];
   if (nOut >= nIn) {
-    const gt = tf.transpose(g) as tf.Tensor2D; // (out, N)
+    const gt = transpose2d(g); // (out, N)
     return {
-      dw: tf.transpose(tf.matMul(gt, x)) as tf.Tensor2D, // (in, out)
+      dw: transpose2d(tf.matMul(gt, x)), // (in, out)
       db: withBias ? tf.sum(gt, 1) as tf.Tensor1D : undefined, // (out)
     };
   }
-  let xt = tf.transpose(x) as tf.Tensor2D; // (in, N)
+  let xt = transpose2d(x); // (in, N)
   if (!withBias) return { dw: tf.matMul(xt, g) }; // (in, out)
   xt = tf.concat([xt, tf.ones([1, N])], 0) as tf.Tensor2D; // (in + 1, N)
   const both = tf.matMul(xt, g); // (in + 1, out)
@@ -349,13 +374,13 @@ export function attentionCore(
     const op = customOp(([qs, ks, vs], save) => {
       // Time-major tensors are (T, G, D) with G = (b, h): the group-last layouts
       // the grouped convolution wants for `b` and for its output.
-      const qx = tf.transpose(qs, [0, 3, 1, 2]); // (Tq, D, B, H)  = A (M=Tq, K=D, G)
+      const qx = swapLast2(tf.reshape(qs, [Tq, G, D])); // (Tq, D, G)  = A (M=Tq, K=D, G)
       const kf = tf.transpose(ks, [3, 1, 2, 0]); // (D, B, H, Tk)  = B (K=D, G, N=Tk)
       const s = groupMatMul(qx, kf, { m: Tq, k: D, g: G, n: Tk, aLayout: "MKG" }); // (Tq, G, Tk)
       const scaled = tf.mul(s, scale); // (Tq, G, Tk)
       const p = tf.softmax(bias ? tf.add(scaled, tf.reshape(bias, [Tq, 1, Tk])) : scaled); // (Tq, G, Tk)
       const keep = rate > 0 ? dropoutMask(p.shape, rate, options.seed) : null; // (Tq, G, Tk)
-      const px = tf.transpose(keep ? tf.mul(p, keep) : p, [0, 2, 1]); // (Tq, Tk, G)
+      const px = swapLast2(keep ? tf.mul(p, keep) : p); // (Tq, Tk, G)
       const y = groupMatMul(px, vs, { m: Tq, k: Tk, g: G, n: D, aLayout: "MKG" }); // (Tq, G, D)
       save(keep ? [qs, ks, vs, p, px, keep] : [qs, ks, vs, p, px]);
       return {
@@ -363,16 +388,17 @@ export function attentionCore(
         gradFunc: (dy, saved) => {
           const [q2, k2, v2, p2, px2, keep2] = saved;
           // dP = dY V^T: A = dY (Tq, D, G), B = V^T (D, G, Tk).
-          const dyx = tf.transpose(dy, [0, 3, 1, 2]); // (Tq, D, B, H)
+          const dyx = swapLast2(tf.reshape(dy, [Tq, G, D])); // (Tq, D, G)
           const vt = tf.transpose(v2, [3, 1, 2, 0]); // (D, B, H, Tk)
           let dp = groupMatMul(dyx, vt, { m: Tq, k: D, g: G, n: Tk, aLayout: "MKG" }); // (Tq, G, Tk)
           // dV = P^T dY: A = P^T, i.e. P in (K=Tq, M=Tk, G) layout; B = dY (Tq, G, D).
           const dv = groupMatMul(px2, dy, { m: Tk, k: Tq, g: G, n: D, aLayout: "KMG" }); // (Tk, G, D)
           if (keep2) dp = tf.mul(dp, keep2); // (Tq, G, Tk)
-          // Softmax backward, then the scale.
-          const dot = tf.sum(tf.mul(dp, p2), -1, true); // (Tq, G, 1)
-          const ds = tf.mul(tf.mul(p2, tf.sub(dp, dot)), scale); // (Tq, G, Tk)
-          const dsx = tf.transpose(ds, [0, 2, 1]); // (Tq, Tk, G)
+          // Softmax backward, then the scale: p (dp - sum(dp p)) scale.
+          const ds = wasmSimdReady([Tk])
+            ? fusedSoftmaxGrad(p2, { dp, scale }) // (Tq, G, Tk)
+            : tf.mul(tf.mul(p2, tf.sub(dp, tf.sum(tf.mul(dp, p2), -1, true))), scale); // (Tq, G, Tk)
+          const dsx = swapLast2(ds); // (Tq, Tk, G)
           // dQ = dS K: A = dS (Tq, Tk, G), B = K (Tk, G, D).
           const dq = groupMatMul(dsx, k2, { m: Tq, k: Tk, g: G, n: D, aLayout: "MKG" }); // (Tq, G, D)
           // dK = dS^T Q: A = dS^T, i.e. dS in (K=Tq, M=Tk, G) layout; B = Q (Tq, G, D).
@@ -450,6 +476,25 @@ export function layerNormFused(
   options: { beta: tf.Tensor1D; eps?: number },
 ): tf.Tensor2D {
   const eps = options.eps ?? 1e-5;
+  if (wasmSimdReady([x.shape[1]])) {
+    // One pass per row forward, two backward (wasm_simd.ts).
+    const fused = customOp(([xs, gs, bs], save) => {
+      const [y, xhat, rstd] = fusedLayerNorm(xs as tf.Tensor2D, {
+        gamma: gs as tf.Tensor1D,
+        beta: bs as tf.Tensor1D,
+        eps,
+      });
+      save([xhat, rstd, gs]);
+      return {
+        value: y,
+        gradFunc: (dy, saved) => {
+          const [xhat2, rstd2, g2] = saved;
+          return fusedLayerNormGrad(dy as tf.Tensor2D, { xhat: xhat2, rstd: rstd2, gamma: g2 });
+        },
+      };
+    });
+    return fused(x, gamma, options.beta) as tf.Tensor2D;
+  }
   const op = customOp(([xs, gs, bs], save) => {
     const mean = tf.mean(xs, -1, true); // (N, 1)
     const xc = tf.sub(xs, mean); // (N, C)
@@ -495,6 +540,15 @@ const GELU_A = 0.044715;
  * ```
  */
 export function gelu<T extends tf.Tensor>(x: T): T {
+  if (wasmSimdReady([x.size])) {
+    // One fused pass gives gelu(x) and gelu'(x); the backward pass is one multiply.
+    const fused = customOp(([xs], save) => {
+      const [y, d] = fusedGelu(xs);
+      save([d]);
+      return { value: y, gradFunc: (dy, saved) => [tf.mul(dy, saved[0])] };
+    });
+    return fused(x) as T;
+  }
   const op = customOp(([xs], save) => {
     const u = tf.square(xs); // same shape
     const z = tf.mul(xs, tf.add(tf.mul(u, GELU_K * GELU_A), GELU_K)); // same shape
@@ -534,10 +588,11 @@ export function gelu<T extends tf.Tensor>(x: T): T {
 export function embeddingLookup(table: tf.Tensor2D, ids: tf.Tensor): tf.Tensor {
   const [V, C] = table.shape;
   const flat = tf.reshape(ids, [-1]) as tf.Tensor1D; // (N)
+  const fast = flat.dtype === "int32" && wasmSimdReady([C]);
   const op = customOp(([tbl], save) => {
     save([flat]);
     return {
-      value: tf.gather(tbl, flat), // (N, C)
+      value: fast ? fusedGatherRows(tbl as tf.Tensor2D, flat) : tf.gather(tbl, flat), // (N, C)
       gradFunc: (dy, saved) => [tf.scatterND(tf.reshape(saved[0], [-1, 1]), dy, [V, C])], // (V, C)
     };
   });

@@ -5,6 +5,7 @@
 import { assert, assertEquals } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { initBackend, probeWebGpu } from "./backend.ts";
+import { wasmSimdReady } from "./wasm_simd.ts";
 import { Rng } from "./random.ts";
 import {
   attentionCore,
@@ -89,39 +90,43 @@ for (const backend of backends) {
       tf.dispose([x, w, b]);
     });
 
-    await t.step("attention core (causal bias, cross-length, dropout)", async () => {
-      const [B, T, H, D] = [2, 5, 3, 4];
-      // Time-major (T, B, H, D) inputs.
-      const q = randn([T, B, H, D], rng), k = randn([T, B, H, D], rng), v = randn([T, B, H, D], rng);
-      const bias = tf.tidy(() => tf.mul(tf.sub(1, tf.linalg.bandPart(tf.ones([T, T]), -1, 0)), -1e9)) as tf.Tensor2D;
-      const ref = (withBias: boolean) => (q: tf.Tensor, k: tf.Tensor, v: tf.Tensor) => {
-        const toH = (t: tf.Tensor) => tf.transpose(t, [1, 2, 0, 3]); // (B, H, T, D)
-        let s = tf.div(tf.matMul(toH(q), toH(k), false, true), Math.sqrt(D));
-        if (withBias) s = tf.add(s, bias);
-        return tf.transpose(tf.matMul(tf.softmax(s), toH(v)), [2, 0, 1, 3]); // (T, B, H, D)
-      };
-      await checkGrad(
-        "attentionCore",
-        [q, k, v],
-        (q, k, v) => attentionCore({ q: q as tf.Tensor4D, k: k as tf.Tensor4D, v: v as tf.Tensor4D }, { bias }),
-        ref(true),
-      );
-      // Queries shorter than keys (as with a KV cache), no bias.
-      const q2 = randn([2, B, H, D], rng);
-      await checkGrad(
-        "attentionCore Tq<Tk",
-        [q2, k, v],
-        (q, k, v) => attentionCore({ q: q as tf.Tensor4D, k: k as tf.Tensor4D, v: v as tf.Tensor4D }),
-        ref(false),
-      );
-      // Dropout: the same seed gives the same mask, another seed another one.
-      const drop = (seed: number) =>
-        attentionCore({ q: q as tf.Tensor4D, k: k as tf.Tensor4D, v: v as tf.Tensor4D }, { dropout: 0.5, seed });
-      const [a, b, c] = [drop(7), drop(7), drop(8)];
-      assertEquals(await maxAbsDiff(a, b), 0);
-      assert(await maxAbsDiff(a, c) > 1e-3, "different seeds should give different dropout masks");
-      tf.dispose([q, k, v, q2, bias, a, b, c]);
-    });
+    // Sizes that are (8) and are not (5) a multiple of 4 floats take the fused
+    // WebAssembly SIMD path and the tfjs-op fallback on wasm, respectively.
+    for (const T of [5, 8]) {
+      await t.step(`attention core (T=${T}; causal bias, cross-length, dropout)`, async () => {
+        const [B, H, D] = [2, T === 8 ? 2 : 3, 4]; // T = 8: B * H = 4, all sizes fused
+        // Time-major (T, B, H, D) inputs.
+        const q = randn([T, B, H, D], rng), k = randn([T, B, H, D], rng), v = randn([T, B, H, D], rng);
+        const bias = tf.tidy(() => tf.mul(tf.sub(1, tf.linalg.bandPart(tf.ones([T, T]), -1, 0)), -1e9)) as tf.Tensor2D;
+        const ref = (withBias: boolean) => (q: tf.Tensor, k: tf.Tensor, v: tf.Tensor) => {
+          const toH = (t: tf.Tensor) => tf.transpose(t, [1, 2, 0, 3]); // (B, H, T, D)
+          let s = tf.div(tf.matMul(toH(q), toH(k), false, true), Math.sqrt(D));
+          if (withBias) s = tf.add(s, bias);
+          return tf.transpose(tf.matMul(tf.softmax(s), toH(v)), [2, 0, 1, 3]); // (T, B, H, D)
+        };
+        await checkGrad(
+          "attentionCore",
+          [q, k, v],
+          (q, k, v) => attentionCore({ q: q as tf.Tensor4D, k: k as tf.Tensor4D, v: v as tf.Tensor4D }, { bias }),
+          ref(true),
+        );
+        // Queries shorter than keys (as with a KV cache), no bias.
+        const q2 = randn([2, B, H, D], rng);
+        await checkGrad(
+          "attentionCore Tq<Tk",
+          [q2, k, v],
+          (q, k, v) => attentionCore({ q: q as tf.Tensor4D, k: k as tf.Tensor4D, v: v as tf.Tensor4D }),
+          ref(false),
+        );
+        // Dropout: the same seed gives the same mask, another seed another one.
+        const drop = (seed: number) =>
+          attentionCore({ q: q as tf.Tensor4D, k: k as tf.Tensor4D, v: v as tf.Tensor4D }, { dropout: 0.5, seed });
+        const [a, b, c] = [drop(7), drop(7), drop(8)];
+        assertEquals(await maxAbsDiff(a, b), 0);
+        assert(await maxAbsDiff(a, c) > 1e-3, "different seeds should give different dropout masks");
+        tf.dispose([q, k, v, q2, bias, a, b, c]);
+      });
+    }
 
     await t.step("tied LM head", async () => {
       const x = randn([6, 4], rng), wte = randn([9, 4], rng);
@@ -134,40 +139,46 @@ for (const backend of backends) {
       tf.dispose([x, wte]);
     });
 
-    await t.step("layer norm", async () => {
-      const x = randn([4, 6], rng, 3), g = randn([6], rng), b = randn([6], rng);
-      await checkGrad(
-        "layerNormFused",
-        [x, g, b],
-        (x, g, b) => layerNormFused(x as tf.Tensor2D, g as tf.Tensor1D, { beta: b as tf.Tensor1D }),
-        (x, g, b) => {
-          const { mean, variance } = tf.moments(x, -1, true);
-          return tf.add(tf.mul(tf.div(tf.sub(x, mean), tf.sqrt(tf.add(variance, 1e-5))), g), b);
-        },
-      );
-      tf.dispose([x, g, b]);
-    });
-
-    await t.step("gelu (tanh approximation)", async () => {
-      const x = randn([3, 8], rng, 2);
-      await checkGrad("gelu", [x], (x) => gelu(x), (x) => {
-        const inner = tf.mul(Math.sqrt(2 / Math.PI), tf.add(x, tf.mul(0.044715, tf.pow(x, 3))));
-        return tf.mul(tf.mul(0.5, x), tf.add(1, tf.tanh(inner)));
+    for (const C of [6, 8]) {
+      await t.step(`layer norm (C=${C})`, async () => {
+        const x = randn([4, C], rng, 3), g = randn([C], rng), b = randn([C], rng);
+        await checkGrad(
+          "layerNormFused",
+          [x, g, b],
+          (x, g, b) => layerNormFused(x as tf.Tensor2D, g as tf.Tensor1D, { beta: b as tf.Tensor1D }),
+          (x, g, b) => {
+            const { mean, variance } = tf.moments(x, -1, true);
+            return tf.add(tf.mul(tf.div(tf.sub(x, mean), tf.sqrt(tf.add(variance, 1e-5))), g), b);
+          },
+        );
+        tf.dispose([x, g, b]);
       });
-      tf.dispose(x);
-    });
+    }
 
-    await t.step("embedding lookup with repeated ids", async () => {
-      const table = randn([5, 3], rng);
-      const ids = tf.tensor2d([[1, 4, 1], [0, 1, 2]], [2, 3], "int32");
-      await checkGrad(
-        "embeddingLookup",
-        [table],
-        (t) => embeddingLookup(t as tf.Tensor2D, ids),
-        (t) => tf.matMul(tf.oneHot(tf.reshape(ids, [-1]), 5), t as tf.Tensor2D).reshape([2, 3, 3]),
-      );
-      tf.dispose([table, ids]);
-    });
+    for (const n of [7, 8]) {
+      await t.step(`gelu (tanh approximation, ${3 * n} values)`, async () => {
+        const x = randn([3, n], rng, 2);
+        await checkGrad("gelu", [x], (x) => gelu(x), (x) => {
+          const inner = tf.mul(Math.sqrt(2 / Math.PI), tf.add(x, tf.mul(0.044715, tf.pow(x, 3))));
+          return tf.mul(tf.mul(0.5, x), tf.add(1, tf.tanh(inner)));
+        });
+        tf.dispose(x);
+      });
+    }
+
+    for (const C of [3, 4]) {
+      await t.step(`embedding lookup with repeated ids (C=${C})`, async () => {
+        const table = randn([5, C], rng);
+        const ids = tf.tensor2d([[1, 4, 1], [0, 1, 2]], [2, 3], "int32");
+        await checkGrad(
+          "embeddingLookup",
+          [table],
+          (t) => embeddingLookup(t as tf.Tensor2D, ids),
+          (t) => tf.matMul(tf.oneHot(tf.reshape(ids, [-1]), 5), t as tf.Tensor2D).reshape([2, 3, C]),
+        );
+        tf.dispose([table, ids]);
+      });
+    }
 
     await t.step("cross-entropy", async () => {
       const logits = randn([6, 9], rng, 3);
@@ -182,5 +193,8 @@ for (const backend of backends) {
     });
 
     assertEquals(tf.memory().numTensors, before, "kernels leaked tensors");
+    if (backend === "wasm") {
+      assert(wasmSimdReady([4]), "the fused WebAssembly SIMD kernels should be available on wasm");
+    }
   });
 }

@@ -34,6 +34,7 @@ export * from "./attention.ts";
 
 // Chapter 6: the transformer language model (fast kernels, the model, character data).
 export * from "./kernels.ts";
+export * from "./wasm_simd.ts";
 export * from "./transformer.ts";
 export * from "./chars.ts";
 
