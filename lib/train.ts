@@ -363,6 +363,8 @@ export class AdamW {
   #m = new Map<string, tf.Variable>();
   #v = new Map<string, tf.Variable>();
   #mJs = new Map<string, Float32Array>();
+  #wJs = new Map<string, Float32Array>();
+  #wData = new Map<string, object>();
   #vJs = new Map<string, Float32Array>();
   #impl: "auto" | "tensor" | "js";
 
@@ -487,7 +489,13 @@ export class AdamW {
       const gT = grads[name];
       if (!gT) continue;
       const g = gT.dataSync() as Float32Array;
-      const w = (p.dataSync() as Float32Array).slice(); // a copy: the cpu backend returns its own storage
+      // A copy of the weights is kept between steps; it is read again only when
+      // the variable was changed from outside (its data is then another object).
+      let w = this.#wJs.get(name);
+      if (!w || this.#wData.get(name) !== p.dataId) {
+        w = (p.dataSync() as Float32Array).slice(); // slice: the cpu backend returns its own storage
+        this.#wJs.set(name, w);
+      }
       let m = this.#mJs.get(name), v = this.#vJs.get(name);
       if (!m || !v) {
         m = new Float32Array(w.length);
@@ -502,9 +510,12 @@ export class AdamW {
         const vi = (v[i] = b2 * v[i] + (1 - b2) * gi * gi);
         w[i] = w[i] * keep - (stepSize * mi) / (Math.sqrt(vi) + epsHat);
       }
-      const next = tf.tensor(w, p.shape, "float32");
+      // wasm copies the values into its memory; cpu would keep the array itself,
+      // which the next step changes in place, so it gets a copy.
+      const next = tf.tensor(tf.getBackend() === "wasm" ? w : w.slice(), p.shape, "float32");
       p.assign(next);
       next.dispose();
+      this.#wData.set(name, p.dataId);
     }
   }
 
@@ -515,6 +526,8 @@ export class AdamW {
     this.#v.clear();
     this.#mJs.clear();
     this.#vJs.clear();
+    this.#wJs.clear();
+    this.#wData.clear();
   }
 }
 

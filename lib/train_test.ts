@@ -123,6 +123,22 @@ for (const implementation of ["tensor", "js"] as const) {
   });
 }
 
+Deno.test("AdamW (js): sees a weight changed from outside between steps", () => {
+  const w = tf.variable(tf.tensor1d([1, 2]));
+  const opt = new AdamW({ implementation: "js", weightDecay: 0 });
+  const g = tf.tensor1d([1, -1]);
+  opt.applyGradients({ w }, { w: g }, { lr: 0.1 }); // first Adam step moves each weight by lr
+  assertAlmostEquals(w.dataSync()[0], 0.9, 1e-6);
+  const five = tf.tensor1d([5, 5]);
+  w.assign(five); // e.g. restoring the best weights
+  five.dispose();
+  opt.applyGradients({ w }, { w: g }, { lr: 0.1 });
+  const got = w.dataSync();
+  assert(Math.abs(got[0] - 4.9) < 1e-5 && Math.abs(got[1] - 5.1) < 1e-5, `got ${got}`);
+  tf.dispose([w, g]);
+  opt.dispose();
+});
+
 Deno.test("AdamW: auto picks the js loop on cpu; bad implementation names are rejected", () => {
   assertEquals(new AdamW().implementation, "js");
   // deno-lint-ignore no-explicit-any
