@@ -13,8 +13,8 @@
  * @module
  */
 import { join } from "node:path";
-import { ROOT } from "./notebooks.ts";
 import { formatSiteReport, renderSite } from "./site.ts";
+import { denoTestCounts, runEcho } from "./proc.ts";
 
 /** A stage result, as tests/suite.ts prints it. */
 export interface StageResult {
@@ -36,21 +36,6 @@ export interface SiteStageOptions {
   offline?: boolean;
   /** Skip the `deno task lab` check (sets LMBOOK_SKIP_LAB=1 for the browser tests). */
   skipLab?: boolean;
-}
-
-async function runEcho(cmd: string[], env: Record<string, string>): Promise<{ code: number; text: string }> {
-  const child = new Deno.Command(cmd[0], { args: cmd.slice(1), cwd: ROOT, env, stdout: "piped", stderr: "piped" })
-    .spawn();
-  let text = "";
-  const pump = async (stream: ReadableStream<Uint8Array>, sink: typeof Deno.stdout) => {
-    const dec = new TextDecoder();
-    for await (const chunk of stream) {
-      text += dec.decode(chunk, { stream: true });
-      await sink.write(chunk);
-    }
-  };
-  const [status] = await Promise.all([child.status, pump(child.stdout, Deno.stdout), pump(child.stderr, Deno.stderr)]);
-  return { code: status.code, text };
 }
 
 /**
@@ -78,14 +63,10 @@ export async function runSiteStage(options: SiteStageOptions = {}): Promise<Stag
     [Deno.execPath(), "test", "-A", ...mapArgs, "tests/browser/"],
     { NO_COLOR: "1", ...(options.skipLab ? { LMBOOK_SKIP_LAB: "1" } : {}) },
   );
-  // "ok | 3 passed (14 steps) | 0 failed | 1 ignored (1m30s)"
-  const m = [
-    ...text.matchAll(/(?:ok|FAILED) \| (\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed(?: \| (\d+) ignored)?/g),
-  ]
-    .at(-1);
-  const passed = m ? Number(m[1]) : 0;
-  const failed = m ? Number(m[2]) : 1;
-  const ignored = m?.[3] ? Number(m[3]) : 0;
+  const m = denoTestCounts(text);
+  const passed = m?.passed ?? 0;
+  const failed = m?.failed ?? 1;
+  const ignored = m?.ignored ?? 0;
   results.push({
     name: "browser tests",
     passed,

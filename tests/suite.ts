@@ -25,6 +25,7 @@ import { join } from "node:path";
 import { runGraded, solutionReplacements } from "./graded_runner.ts";
 import { executeNotebooks, jupyterMissing, notebookFiles, reportRun, ROOT } from "./notebooks.ts";
 import { runSiteStage } from "./site_stage.ts";
+import { denoTestCounts, runEcho } from "./proc.ts";
 
 const args = new Set(Deno.args);
 const isCI = Boolean(Deno.env.get("CI"));
@@ -63,27 +64,6 @@ function heading(title: string) {
   console.log(`\n=== ${title} ${"=".repeat(Math.max(3, 70 - title.length))}`);
 }
 
-/** Runs a command, echoing its output live, and returns the combined text. */
-async function runEcho(cmd: string[], env: Record<string, string> = {}): Promise<{ code: number; text: string }> {
-  const child = new Deno.Command(cmd[0], {
-    args: cmd.slice(1),
-    cwd: ROOT,
-    env,
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let text = "";
-  const pump = async (stream: ReadableStream<Uint8Array>, sink: typeof Deno.stdout) => {
-    const dec = new TextDecoder();
-    for await (const chunk of stream) {
-      text += dec.decode(chunk, { stream: true });
-      await sink.write(chunk);
-    }
-  };
-  const [status] = await Promise.all([child.status, pump(child.stdout, Deno.stdout), pump(child.stderr, Deno.stderr)]);
-  return { code: status.code, text };
-}
-
 // 1. Library and tool tests.
 {
   heading("1. library and tool tests (with JSDoc examples)");
@@ -97,9 +77,9 @@ async function runEcho(cmd: string[], env: Record<string, string> = {}): Promise
     { NO_COLOR: "1" },
   );
   // deno prints one summary line per run: "ok | 12 passed (3 steps) | 0 failed" (doc tests are counted in it).
-  const m = [...text.matchAll(/(?:ok|FAILED) \| (\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed/g)].at(-1);
-  const passed = m ? Number(m[1]) : 0;
-  const failed = m ? Number(m[2]) : 1;
+  const m = denoTestCounts(text);
+  const passed = m?.passed ?? 0;
+  const failed = m?.failed ?? 1;
   stages.push({
     name: "library and tool tests",
     passed,
