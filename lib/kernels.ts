@@ -5,25 +5,34 @@
  * The readable versions of these operations live in `attention.ts` and are
  * what chapter 5 teaches. The versions here compute the same numbers but are
  * arranged for speed, because TensorFlow.js's automatic differentiation and
- * its CPU backends have a few expensive corners:
+ * its CPU backends have a few expensive corners. What profiling a training
+ * step of the baby model on `wasm` found, and what is done about it:
  *
- * - On `wasm`, only a plain 2-D matrix product without transposes reaches the
- *   fast XNNPACK path (about 25 GFLOP/s here); a product with `transposeA`,
- *   `transposeB` or a batch dimension falls back to a slow loop (about
- *   2 GFLOP/s). {@link linear} therefore transposes explicitly in its backward
- *   pass, and {@link attentionCore} runs its batched products (one per head
- *   and sequence) as a grouped convolution (`depthwiseConv2d` with a channel
- *   multiplier), which XNNPACK runs about four times faster.
+ * - Only a plain 2-D matrix product without transposes reaches XNNPACK's fast
+ *   path (about 25 GFLOP/s here); with `transposeA`, `transposeB` or a batch
+ *   dimension it falls back to a slow loop (about 2 GFLOP/s), which is where
+ *   naive tfjs training spends most of its time. {@link linear} transposes
+ *   explicitly in its backward pass (and puts the operand XNNPACK must repack
+ *   on the right side), and {@link attentionCore} runs its batched products
+ *   (one per head and sequence) as a grouped convolution
+ *   (`depthwiseConv2d` with a channel multiplier), about four times faster.
+ * - Every elementary op is a pass over memory: layer norm, GELU and the
+ *   softmax gradient written with tfjs ops cost 10-20 passes each. On wasm
+ *   they run as single fused WebAssembly SIMD kernels (`wasm_simd.ts`);
+ *   elsewhere they still have closed-form gradients with fewer ops than
+ *   automatic differentiation would record.
+ * - tfjs clones every tensor the backward pass needs, and wasm's clone
+ *   copies; {@link installWasmFastPaths} makes it share memory as the other
+ *   backends do.
  * - `tf.gather` has no gradient on `wasm` (its gradient needs
  *   `UnsortedSegmentSum`); {@link embeddingLookup} scatters the gradient with
- *   `scatterND`, which every backend has.
- * - Layer norm, GELU and the cross-entropy written with elementary ops record
- *   dozens of small kernels for the backward pass; {@link layerNormFused},
- *   {@link gelu} and {@link crossEntropyFromLogits} have closed-form gradients
- *   that need fewer, larger ones.
+ *   `scatterND`, which every backend has. `tf.oneHot` with a float dtype and
+ *   `tf.gather` with `batchDims` are wrong or crash on wasm, so
+ *   {@link crossEntropyFromLogits} avoids both.
  *
  * Every kernel is checked against plain automatic differentiation in
- * `kernels_test.ts`, on `cpu` and `wasm`.
+ * `kernels_test.ts`, on `cpu`, `wasm` (fused and fallback paths) and, when an
+ * adapter exists, `webgpu`.
  *
  * @module
  */
