@@ -62,7 +62,7 @@ export function fixedWindowForward(params: FixedWindowParams, contexts: tf.Tenso
     let logits = tf.matMul(hidden, params.U).add(params.b); // (B, V)
     if (params.W) logits = logits.add(tf.matMul(x, params.W)); // (B, V)
     return tf.softmax(logits, 1) as tf.Tensor2D; // (B, V)
-  });
+  })();
 }
 
 /**
