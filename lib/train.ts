@@ -635,8 +635,9 @@ export function clipScale(
   }
   return tf.tidy(() => {
     const squares = grads.map((g) => g.square().sum()); // scalars
-    const norm = (squares.length === 1 ? squares[0] : tf.addN(squares))
-      .sqrt() as tf.Scalar;
+    // tf.stack(...).sum(), not tf.addN: addN of more than 7 tensors gives NaN on
+    // some WebGPU adapters (Mesa llvmpipe here).
+    const norm = tf.stack(squares).sum().sqrt() as tf.Scalar;
     const scale = tf.minimum(1, tf.div(maxNorm, norm.add(1e-6))) as tf.Scalar;
     return { scale, norm };
   });
