@@ -38,6 +38,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import {
+  fusedCrossEntropyGrad,
   fusedGatherRows,
   fusedGelu,
   fusedLayerNorm,
@@ -638,6 +639,28 @@ export function crossEntropyFromLogits(logits: tf.Tensor2D, targets: tf.Tensor1D
       `one target per row of logits: logits.shape=[${logits.shape}], targets.shape=[${targets.shape}]`,
     );
   }
+  if (targets.dtype === "int32" && wasmSimdReady([V])) {
+    // Forward: XNNPACK's softmax (one kernel) and the target probabilities;
+    // backward: one fused pass (wasm_simd.ts). A target probability that
+    // underflows float32 (below 1e-30, a loss above 69 nats) is clamped there.
+    const t1 = tf.reshape(targets, [N]) as tf.Tensor1D;
+    const flatIdx = tf.add(tf.range(0, N * V, V, "int32"), t1); // (N)
+    const fused = customOp(([ls], save) => {
+      const p = tf.softmax(ls); // (N, V)
+      const pt = tf.gather(tf.reshape(p, [N * V]), flatIdx); // (N)
+      save([p, t1]);
+      return {
+        value: tf.neg(tf.mean(tf.log(tf.maximum(pt, 1e-30)))), // ()
+        gradFunc: (dy, saved) => {
+          const [p2, t2] = saved;
+          const scale = dy.dataSync()[0] / N; // a scalar: a cheap synchronous read on wasm
+          const ones = tf.ones([N, 2]); // (s, .) = 1: p is already normalised
+          return [fusedCrossEntropyGrad(p2 as tf.Tensor2D, { targets: t2, stats: ones, scale })];
+        },
+      };
+    });
+    return fused(logits) as tf.Scalar;
+  }
   // (gather with batchDims crashes on wasm: pick from the flattened logits.)
   const flatIdx = tf.add(tf.range(0, N * V, V, "int32"), tf.cast(tf.reshape(targets, [N]), "int32")); // (N)
   const op = customOp(([ls], save) => {
@@ -660,6 +683,39 @@ export function crossEntropyFromLogits(logits: tf.Tensor2D, targets: tf.Tensor1D
     };
   });
   return op(logits) as tf.Scalar;
+}
+
+/**
+ * The log-probability of each row's target under the softmax of its logits,
+ * log softmax(logits)[n, targets[n]], without materialising the (N, V)
+ * log-softmax on wasm (chapter 6; used to score long texts).
+ *
+ * @param logits (N, V).
+ * @param targets (N) int32 ids in [0, V).
+ * @returns (N) natural log-probabilities.
+ *
+ * @example
+ * ```ts
+ * import { assertAlmostEquals } from "@std/assert";
+ * import * as tf from "@tensorflow/tfjs";
+ * import { targetLogProbs } from "./kernels.ts";
+ * const lp = targetLogProbs(tf.zeros([1, 4]), tf.tensor1d([2], "int32"));
+ * assertAlmostEquals(lp.dataSync()[0], Math.log(1 / 4), 1e-6);
+ * ```
+ */
+export function targetLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
+  const [N, V] = logits.shape;
+  return tf.tidy(() => {
+    const t = tf.cast(tf.reshape(targets, [N]), "int32") as tf.Tensor1D;
+    const flatIdx = tf.add(tf.range(0, N * V, V, "int32"), t); // (N)
+    if (tf.getBackend() === "wasm") {
+      // tfjs's logSoftmax is six passes over (N, V); the target column of a
+      // softmax (one XNNPACK kernel) is enough. Clamped at 1e-30 (see above).
+      const pt = tf.gather(tf.reshape(tf.softmax(logits), [N * V]), flatIdx); // (N)
+      return tf.log(tf.maximum(pt, 1e-30)) as tf.Tensor1D; // (N)
+    }
+    return tf.gather(tf.reshape(tf.logSoftmax(logits), [N * V]), flatIdx) as tf.Tensor1D; // (N)
+  });
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   gelu,
   layerNormFused,
   linear,
+  targetLogProbs,
   tiedHead,
 } from "./kernels.ts";
 
@@ -180,17 +181,22 @@ for (const backend of backends) {
       });
     }
 
-    await t.step("cross-entropy", async () => {
-      const logits = randn([6, 9], rng, 3);
-      const targets = tf.tensor1d([0, 8, 3, 3, 5, 1], "int32");
-      await checkGrad(
-        "crossEntropyFromLogits",
-        [logits],
-        (l) => crossEntropyFromLogits(l as tf.Tensor2D, targets),
-        (l) => tf.losses.softmaxCrossEntropy(tf.oneHot(targets, 9), l),
-      );
-      tf.dispose([logits, targets]);
-    });
+    for (const V of [9, 12]) {
+      await t.step(`cross-entropy and target log-probabilities (V=${V})`, async () => {
+        const logits = randn([6, V], rng, 3);
+        const targets = tf.tensor1d([0, 8, 3, 3, 5, 1], "int32");
+        await checkGrad(
+          "crossEntropyFromLogits",
+          [logits],
+          (l) => crossEntropyFromLogits(l as tf.Tensor2D, targets),
+          (l) => tf.losses.softmaxCrossEntropy(tf.oneHot(targets, V), l),
+        );
+        const lp = targetLogProbs(logits as tf.Tensor2D, targets);
+        const ref = tf.tidy(() => tf.sum(tf.mul(tf.logSoftmax(logits), tf.oneHot(targets, V).toFloat()), -1));
+        assert(await maxAbsDiff(lp, ref) < 1e-5, "targetLogProbs");
+        tf.dispose([logits, targets, lp, ref]);
+      });
+    }
 
     assertEquals(tf.memory().numTensors, before, "kernels leaked tensors");
     if (backend === "wasm") {

@@ -65,6 +65,7 @@ import {
   gelu,
   layerNormFused,
   linear,
+  targetLogProbs,
   tiedHead,
 } from "./kernels.ts";
 import { makeSampler, type SamplerOptions } from "./sampling.ts";
@@ -811,14 +812,11 @@ export class TransformerLM implements TrainableModel, LanguageModel {
           const { logitsTB } = this.#run(tf.tensor2d(x, [part.length, len], "int32"), undefined, {
             headFrom: from,
           }); // (rows, V), rows ordered (position, window)
-          const logp = tf.reshape(tf.logSoftmax(logitsTB), [-1]); // (rows*V)
-          const flat = new Int32Array(rows);
+          const targets = new Int32Array(rows);
           for (let t = from; t < len; t++) {
-            for (let r = 0; r < part.length; r++) {
-              flat[(t - from) * part.length + r] = ((t - from) * part.length + r) * V + y[r * len + t];
-            }
+            for (let r = 0; r < part.length; r++) targets[(t - from) * part.length + r] = y[r * len + t];
           }
-          return tf.gather(logp, tf.tensor1d(flat, "int32")); // (rows)
+          return targetLogProbs(logitsTB, tf.tensor1d(targets, "int32")); // (rows)
         });
         const vals = await lp.data();
         lp.dispose();

@@ -17,7 +17,10 @@
  * - `LmbookSoftmaxGrad`: the softmax backward pass p * (dp - sum(dp p));
  * - `LmbookGatherRows`: an embedding lookup (rows of a table);
  * - `LmbookTranspose2D`: a matrix transpose in 4 x 4 blocks (the backward
- *   pass of every dense layer transposes its input or its gradient).
+ *   pass of every dense layer transposes its input or its gradient);
+ * - `LmbookCrossEntropy` / `LmbookCrossEntropyGrad`: the softmax
+ *   cross-entropy over a large vocabulary in two passes per row, and its
+ *   gradient in one.
  *
  * `kernels.ts` uses them when {@link wasmSimdReady} says so and falls back to
  * tfjs ops otherwise; `kernels_test.ts` checks both paths against automatic
@@ -82,6 +85,11 @@ const I = {
   f32Mul: [0x94],
   f32Div: [0x95],
   f32Sqrt: [0x91],
+  f32Max: [0x97],
+  i32Eqz: [0x45],
+  i32LtU: [0x49],
+  select: [0x1b],
+  if: [0x04, VOID],
   f32FromI32: [0xb3], // f32.convert_i32_u
   vLoad: [...simd(0x00), 4, 0],
   vStore: [...simd(0x0b), 4, 0],
@@ -645,6 +653,21 @@ const gatherFunc: Func = (() => {
 // each of the batches, in 4 x 4 blocks (rows and cols multiples of 4).
 const transposeFunc: Func = (() => {
   const [x, out, rows, cols, batches] = [0, 1, 2, 3, 4];
+  const [rt, ct, rEnd, cEnd] = [22, 23, 24, 25];
+  // local = min(start + 16, limit)
+  const minInto = (local: number, start: number, limit: number) => [
+    ...I.get(start),
+    ...I.i32(16),
+    ...I.i32Add,
+    ...I.get(limit),
+    ...I.get(start),
+    ...I.i32(16),
+    ...I.i32Add,
+    ...I.get(limit),
+    ...I.i32LtU,
+    ...I.select,
+    ...I.set(local),
+  ];
   const [r, c, rowBytes, colBytes, src, dst, a, b, cc, d, t0, t1, t2, t3, i, xb, ob] = [
     5,
     6,
@@ -688,57 +711,64 @@ const transposeFunc: Func = (() => {
     ...I.get(out),
     ...I.set(ob),
     ...forPtr(i, I.i32(0), batches, 1, [
-      ...forPtr(r, I.i32(0), rows, 4, [
-        ...forPtr(c, I.i32(0), cols, 4, [
-          // src = xb + (r * cols + c) * 4; dst = ob + (c * rows + r) * 4
-          ...I.get(xb),
-          ...I.get(r),
-          ...I.get(rowBytes),
-          ...I.i32Mul,
-          ...I.i32Add,
-          ...I.get(c),
-          ...I.i32(2),
-          ...I.i32Shl,
-          ...I.i32Add,
-          ...I.set(src),
-          ...I.get(ob),
-          ...I.get(c),
-          ...I.get(colBytes),
-          ...I.i32Mul,
-          ...I.i32Add,
-          ...I.get(r),
-          ...I.i32(2),
-          ...I.i32Shl,
-          ...I.i32Add,
-          ...I.set(dst),
-          ...load(0),
-          ...I.set(a),
-          ...load(1),
-          ...I.set(b),
-          ...load(2),
-          ...I.set(cc),
-          ...load(3),
-          ...I.set(d),
-          ...I.get(a),
-          ...I.get(b),
-          ...I.shuffle32([0, 4, 1, 5]),
-          ...I.set(t0),
-          ...I.get(a),
-          ...I.get(b),
-          ...I.shuffle32([2, 6, 3, 7]),
-          ...I.set(t1),
-          ...I.get(cc),
-          ...I.get(d),
-          ...I.shuffle32([0, 4, 1, 5]),
-          ...I.set(t2),
-          ...I.get(cc),
-          ...I.get(d),
-          ...I.shuffle32([2, 6, 3, 7]),
-          ...I.set(t3),
-          ...store(0, [...I.get(t0), ...I.get(t2), ...I.shuffle32([0, 1, 4, 5])]),
-          ...store(1, [...I.get(t0), ...I.get(t2), ...I.shuffle32([2, 3, 6, 7])]),
-          ...store(2, [...I.get(t1), ...I.get(t3), ...I.shuffle32([0, 1, 4, 5])]),
-          ...store(3, [...I.get(t1), ...I.get(t3), ...I.shuffle32([2, 3, 6, 7])]),
+      // 16 x 16 tiles, so the rows read and written stay in cache on big matrices
+      ...forPtr(rt, I.i32(0), rows, 16, [
+        ...minInto(rEnd, rt, rows),
+        ...forPtr(ct, I.i32(0), cols, 16, [
+          ...minInto(cEnd, ct, cols),
+          ...forPtr(r, I.get(rt), rEnd, 4, [
+            ...forPtr(c, I.get(ct), cEnd, 4, [
+              // src = xb + (r * cols + c) * 4; dst = ob + (c * rows + r) * 4
+              ...I.get(xb),
+              ...I.get(r),
+              ...I.get(rowBytes),
+              ...I.i32Mul,
+              ...I.i32Add,
+              ...I.get(c),
+              ...I.i32(2),
+              ...I.i32Shl,
+              ...I.i32Add,
+              ...I.set(src),
+              ...I.get(ob),
+              ...I.get(c),
+              ...I.get(colBytes),
+              ...I.i32Mul,
+              ...I.i32Add,
+              ...I.get(r),
+              ...I.i32(2),
+              ...I.i32Shl,
+              ...I.i32Add,
+              ...I.set(dst),
+              ...load(0),
+              ...I.set(a),
+              ...load(1),
+              ...I.set(b),
+              ...load(2),
+              ...I.set(cc),
+              ...load(3),
+              ...I.set(d),
+              ...I.get(a),
+              ...I.get(b),
+              ...I.shuffle32([0, 4, 1, 5]),
+              ...I.set(t0),
+              ...I.get(a),
+              ...I.get(b),
+              ...I.shuffle32([2, 6, 3, 7]),
+              ...I.set(t1),
+              ...I.get(cc),
+              ...I.get(d),
+              ...I.shuffle32([0, 4, 1, 5]),
+              ...I.set(t2),
+              ...I.get(cc),
+              ...I.get(d),
+              ...I.shuffle32([2, 6, 3, 7]),
+              ...I.set(t3),
+              ...store(0, [...I.get(t0), ...I.get(t2), ...I.shuffle32([0, 1, 4, 5])]),
+              ...store(1, [...I.get(t0), ...I.get(t2), ...I.shuffle32([2, 3, 6, 7])]),
+              ...store(2, [...I.get(t1), ...I.get(t3), ...I.shuffle32([0, 1, 4, 5])]),
+              ...store(3, [...I.get(t1), ...I.get(t3), ...I.shuffle32([2, 3, 6, 7])]),
+            ]),
+          ]),
         ]),
       ]),
       // next matrix: both pointers move by rows * cols * 4 bytes
@@ -759,7 +789,200 @@ const transposeFunc: Func = (() => {
   return {
     name: "transpose",
     params: [I32, I32, I32, I32, I32],
-    locals: [I32, I32, I32, I32, I32, I32, V128, V128, V128, V128, V128, V128, V128, V128, I32, I32, I32],
+    locals: [
+      I32,
+      I32,
+      I32,
+      I32,
+      I32,
+      I32,
+      V128,
+      V128,
+      V128,
+      V128,
+      V128,
+      V128,
+      V128,
+      V128,
+      I32,
+      I32,
+      I32,
+      I32,
+      I32,
+      I32,
+      I32,
+    ],
+    body,
+  };
+})();
+
+// crossEntropy(l, tgt, e, stats, rows, vBytes, storeE): per row of V logits,
+// m = max, e = exp(l - m) (stored when storeE != 0), s = sum(e);
+// stats[row] = (s, m - l[target]), so the loss of the row is log(s) + m - l[t].
+const crossEntropyFunc: Func = (() => {
+  const [l, tgt, e, stats, rows, vb, storeE] = [0, 1, 2, 3, 4, 5, 6];
+  const [row, p, off, vmax, acc, vm, x, fx, r, m] = [7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
+  const rowPtr = (base: number) => [...I.get(base), ...I.get(off), ...I.i32Add, ...I.get(p), ...I.i32Add];
+  const body = [
+    ...I.i32(0),
+    ...I.set(row),
+    ...I.block,
+    ...I.loop,
+    ...I.get(row),
+    ...I.get(rows),
+    ...I.i32GeU,
+    ...I.brIf(1),
+    ...I.get(row),
+    ...I.get(vb),
+    ...I.i32Mul,
+    ...I.set(off),
+    // m = max over the row
+    ...I.vConst(-Infinity),
+    ...I.set(vmax),
+    ...forPtr(p, I.i32(0), vb, 16, [...I.get(vmax), ...rowPtr(l), ...I.vLoad, ...I.vMax, ...I.set(vmax)]),
+    ...I.get(vmax),
+    ...I.lane(0),
+    ...I.get(vmax),
+    ...I.lane(1),
+    ...I.f32Max,
+    ...I.get(vmax),
+    ...I.lane(2),
+    ...I.f32Max,
+    ...I.get(vmax),
+    ...I.lane(3),
+    ...I.f32Max,
+    ...I.tee(m),
+    ...I.splat,
+    ...I.set(vm),
+    // s = sum exp(l - m), storing the exponentials
+    ...I.vConst(0),
+    ...I.set(acc),
+    ...forPtr(p, I.i32(0), vb, 16, [
+      ...rowPtr(l),
+      ...I.vLoad,
+      ...I.get(vm),
+      ...I.vSub,
+      ...vExp(fx, r),
+      ...I.set(x),
+      ...I.get(storeE),
+      ...I.if,
+      ...rowPtr(e),
+      ...I.get(x),
+      ...I.vStore,
+      ...I.end,
+      ...I.get(acc),
+      ...I.get(x),
+      ...I.vAdd,
+      ...I.set(acc),
+    ]),
+    // stats[2 row] = s; stats[2 row + 1] = m - l[target]
+    ...I.get(stats),
+    ...I.get(row),
+    ...I.i32(3),
+    ...I.i32Shl,
+    ...I.i32Add,
+    ...hsum(acc),
+    ...I.f32Store,
+    ...I.get(stats),
+    ...I.get(row),
+    ...I.i32(3),
+    ...I.i32Shl,
+    ...I.i32Add,
+    ...I.i32(4),
+    ...I.i32Add,
+    ...I.get(m),
+    ...I.get(l),
+    ...I.get(off),
+    ...I.i32Add,
+    ...I.get(tgt),
+    ...I.get(row),
+    ...I.i32(2),
+    ...I.i32Shl,
+    ...I.i32Add,
+    ...I.i32Load,
+    ...I.i32(2),
+    ...I.i32Shl,
+    ...I.i32Add,
+    ...I.f32Load,
+    ...I.f32Sub,
+    ...I.f32Store,
+    ...I.get(row),
+    ...I.i32(1),
+    ...I.i32Add,
+    ...I.set(row),
+    ...I.br(0),
+    ...I.end,
+    ...I.end,
+  ];
+  return {
+    name: "crossEntropy",
+    params: [I32, I32, I32, I32, I32, I32, I32],
+    locals: [I32, I32, I32, V128, V128, V128, V128, V128, V128, F32],
+    body,
+  };
+})();
+
+// crossEntropyGrad(e, tgt, stats, g, rows, vBytes, scale): g = e * scale / s - scale at the target.
+const crossEntropyGradFunc: Func = (() => {
+  const [e, tgt, stats, g, rows, vb, scale] = [0, 1, 2, 3, 4, 5, 6];
+  const [row, p, off, vf, at] = [7, 8, 9, 10, 11];
+  const rowPtr = (base: number) => [...I.get(base), ...I.get(off), ...I.i32Add, ...I.get(p), ...I.i32Add];
+  const body = [
+    ...I.i32(0),
+    ...I.set(row),
+    ...I.block,
+    ...I.loop,
+    ...I.get(row),
+    ...I.get(rows),
+    ...I.i32GeU,
+    ...I.brIf(1),
+    ...I.get(row),
+    ...I.get(vb),
+    ...I.i32Mul,
+    ...I.set(off),
+    // f = scale / s
+    ...I.get(scale),
+    ...I.get(stats),
+    ...I.get(row),
+    ...I.i32(3),
+    ...I.i32Shl,
+    ...I.i32Add,
+    ...I.f32Load,
+    ...I.f32Div,
+    ...I.splat,
+    ...I.set(vf),
+    ...forPtr(p, I.i32(0), vb, 16, [...rowPtr(g), ...rowPtr(e), ...I.vLoad, ...I.get(vf), ...I.vMul, ...I.vStore]),
+    // g[row, target] -= scale
+    ...I.get(g),
+    ...I.get(off),
+    ...I.i32Add,
+    ...I.get(tgt),
+    ...I.get(row),
+    ...I.i32(2),
+    ...I.i32Shl,
+    ...I.i32Add,
+    ...I.i32Load,
+    ...I.i32(2),
+    ...I.i32Shl,
+    ...I.i32Add,
+    ...I.tee(at),
+    ...I.get(at),
+    ...I.f32Load,
+    ...I.get(scale),
+    ...I.f32Sub,
+    ...I.f32Store,
+    ...I.get(row),
+    ...I.i32(1),
+    ...I.i32Add,
+    ...I.set(row),
+    ...I.br(0),
+    ...I.end,
+    ...I.end,
+  ];
+  return {
+    name: "crossEntropyGrad",
+    params: [I32, I32, I32, I32, I32, I32, F32],
+    locals: [I32, I32, I32, V128, I32],
     body,
   };
 })();
@@ -795,6 +1018,8 @@ interface Exports {
   softmaxGrad(p: number, dp: number, ds: number, rows: number, lb: number, scale: number): void;
   gatherRows(table: number, ids: number, out: number, n: number, cb: number): void;
   transpose(x: number, out: number, rows: number, cols: number, batches: number): void;
+  crossEntropy(l: number, tgt: number, e: number, stats: number, rows: number, vb: number, storeE: number): void;
+  crossEntropyGrad(e: number, tgt: number, stats: number, g: number, rows: number, vb: number, scale: number): void;
 }
 
 /** The module's bytes (exported for tests). */
@@ -805,6 +1030,8 @@ export const SIMD_MODULE_BYTES: Uint8Array<ArrayBuffer> = assemble([
   softmaxGradFunc,
   gatherFunc,
   transposeFunc,
+  crossEntropyFunc,
+  crossEntropyGradFunc,
 ]);
 
 interface WasmBackendLike {
@@ -907,6 +1134,24 @@ function registerKernels(): void {
     k.transpose(ptr(b, x), ptr(b, out), rows, cols, batch.reduce((a, c) => a * c, 1));
     return out;
   });
+  reg("LmbookCrossEntropy", ({ inputs, backend, attrs }) => {
+    const b = backend as unknown as WasmBackendLike;
+    const { logits, targets } = inputs as Record<string, tf.TensorInfo>;
+    const [rows, V] = logits.shape;
+    const storeE = attrs!.storeE as boolean;
+    const e = storeE ? b.makeOutput([rows, V], "float32") : null;
+    const stats = b.makeOutput([rows, 2], "float32");
+    k.crossEntropy(ptr(b, logits), ptr(b, targets), e ? ptr(b, e) : 0, ptr(b, stats), rows, V * 4, storeE ? 1 : 0);
+    return e ? [e, stats] : [stats];
+  });
+  reg("LmbookCrossEntropyGrad", ({ inputs, backend, attrs }) => {
+    const b = backend as unknown as WasmBackendLike;
+    const { e, targets, stats } = inputs as Record<string, tf.TensorInfo>;
+    const [rows, V] = e.shape;
+    const g = b.makeOutput([rows, V], "float32");
+    k.crossEntropyGrad(ptr(b, e), ptr(b, targets), ptr(b, stats), ptr(b, g), rows, V * 4, attrs!.scale as number);
+    return g;
+  });
   reg("LmbookGatherRows", ({ inputs, backend }) => {
     const b = backend as unknown as WasmBackendLike;
     const { table, ids } = inputs as Record<string, tf.TensorInfo>;
@@ -915,6 +1160,16 @@ function registerKernels(): void {
     k.gatherRows(ptr(b, table), ptr(b, ids), ptr(b, out), n, C * 4);
     return out;
   });
+}
+
+/** Makes sure the kernels are registered, or throws a clear error. */
+function ensure(name: string): void {
+  if (!wasmSimdReady()) {
+    throw new Error(
+      `${name} needs the wasm backend with WebAssembly SIMD (the active backend is ${tf.getBackend()}): ` +
+        "check wasmSimdReady() first",
+    );
+  }
 }
 
 /**
@@ -943,6 +1198,7 @@ export function wasmSimdReady(sizes: number[] = []): boolean {
  * @returns `[gelu(x), gelu'(x)]`.
  */
 export function fusedGelu(x: tf.Tensor): [tf.Tensor, tf.Tensor] {
+  ensure("fusedGelu");
   return tf.engine().runKernel("LmbookGelu", { x }) as unknown as [tf.Tensor, tf.Tensor];
 }
 
@@ -956,6 +1212,7 @@ export function fusedLayerNorm(
   x: tf.Tensor2D,
   params: { gamma: tf.Tensor1D; beta: tf.Tensor1D; eps: number },
 ): [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D] {
+  ensure("fusedLayerNorm");
   return tf.engine().runKernel("LmbookLayerNorm", { x, gamma: params.gamma, beta: params.beta }, {
     eps: params.eps,
   }) as unknown as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
@@ -971,6 +1228,7 @@ export function fusedLayerNormGrad(
   dy: tf.Tensor2D,
   saved: { xhat: tf.Tensor; rstd: tf.Tensor; gamma: tf.Tensor },
 ): [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D] {
+  ensure("fusedLayerNormGrad");
   return tf.engine().runKernel("LmbookLayerNormGrad", {
     dy,
     xhat: saved.xhat,
@@ -987,6 +1245,7 @@ export function fusedLayerNormGrad(
  * @returns the gradient of the softmax's input, same shape.
  */
 export function fusedSoftmaxGrad(p: tf.Tensor, options: { dp: tf.Tensor; scale: number }): tf.Tensor {
+  ensure("fusedSoftmaxGrad");
   return tf.engine().runKernel("LmbookSoftmaxGrad", { p, dp: options.dp }, { scale: options.scale }) as tf.Tensor;
 }
 
@@ -997,6 +1256,7 @@ export function fusedSoftmaxGrad(p: tf.Tensor, options: { dp: tf.Tensor; scale: 
  * @returns (ids.size, C).
  */
 export function fusedGatherRows(table: tf.Tensor2D, ids: tf.Tensor): tf.Tensor2D {
+  ensure("fusedGatherRows");
   return tf.engine().runKernel("LmbookGatherRows", { table, ids }) as tf.Tensor2D;
 }
 
@@ -1008,5 +1268,43 @@ export function fusedGatherRows(table: tf.Tensor2D, ids: tf.Tensor): tf.Tensor2D
  * @returns (..., cols, rows).
  */
 export function fusedTranspose2d<T extends tf.Tensor>(x: T): T {
+  ensure("fusedTranspose2d");
   return tf.engine().runKernel("LmbookTranspose2D", { x }) as T;
+}
+
+/**
+ * The statistics of a softmax cross-entropy, one row of logits at a time
+ * (wasm only; V a multiple of 4): with m the row maximum, `e = exp(l - m)`
+ * (returned when asked, for the backward pass) and `stats[r] = [sum(e),
+ * m - l[target]]`, so that the row's loss is `log(stats[r][0]) + stats[r][1]`
+ * and the log-probability of the target its negative.
+ * @param logits (N, V).
+ * @param options int32 `targets` (N), each in [0, V) (not checked), and whether to return `e`.
+ * @returns `[e, stats]` or `[stats]`, stats (N, 2).
+ */
+export function fusedCrossEntropy(
+  logits: tf.Tensor2D,
+  options: { targets: tf.Tensor1D; storeE: boolean },
+): tf.Tensor2D[] {
+  ensure("fusedCrossEntropy");
+  return tf.engine().runKernel("LmbookCrossEntropy", { logits, targets: options.targets }, {
+    storeE: options.storeE,
+  }) as unknown as tf.Tensor2D[];
+}
+
+/**
+ * The gradient of the summed cross-entropy times `scale`: `e * scale / sum(e)`
+ * with `scale` subtracted at each target (wasm only).
+ * @param e the exponentials from {@link fusedCrossEntropy} (N, V).
+ * @param saved the int32 `targets` (N), the `stats` (N, 2) and the `scale`.
+ * @returns (N, V).
+ */
+export function fusedCrossEntropyGrad(
+  e: tf.Tensor2D,
+  saved: { targets: tf.Tensor; stats: tf.Tensor; scale: number },
+): tf.Tensor2D {
+  ensure("fusedCrossEntropyGrad");
+  return tf.engine().runKernel("LmbookCrossEntropyGrad", { e, targets: saved.targets, stats: saved.stats }, {
+    scale: saved.scale,
+  }) as tf.Tensor2D;
 }

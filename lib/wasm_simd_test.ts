@@ -1,0 +1,106 @@
+/**
+ * The fused WebAssembly SIMD kernels against plain tfjs ops on the wasm backend.
+ * Run: deno test -A --import-map tests/offline_import_map.json lib/wasm_simd_test.ts
+ */
+import { assert, assertEquals, assertThrows } from "@std/assert";
+import * as tf from "@tensorflow/tfjs";
+import { initBackend } from "./backend.ts";
+import { Rng } from "./random.ts";
+import {
+  fusedCrossEntropy,
+  fusedCrossEntropyGrad,
+  fusedGatherRows,
+  fusedGelu,
+  fusedLayerNorm,
+  fusedLayerNormGrad,
+  fusedSoftmaxGrad,
+  fusedTranspose2d,
+  SIMD_MODULE_BYTES,
+  wasmSimdReady,
+} from "./wasm_simd.ts";
+
+function randn(shape: number[], seed: number, std = 1): tf.Tensor {
+  const rng = new Rng(seed);
+  const n = shape.reduce((a, b) => a * b, 1);
+  return tf.tensor(Float32Array.from({ length: n }, () => rng.normal(0, std)), shape);
+}
+
+function maxDiff(a: tf.Tensor, b: tf.Tensor): number {
+  assertEquals(a.shape, b.shape);
+  return tf.tidy(() => tf.max(tf.abs(tf.sub(a, b))).dataSync()[0]);
+}
+
+Deno.test("the module validates, and the kernels refuse to run off wasm", async () => {
+  assert(WebAssembly.validate(SIMD_MODULE_BYTES));
+  await initBackend("cpu");
+  assertEquals(wasmSimdReady(), false);
+  assertThrows(() => fusedGelu(tf.ones([4])), Error, "needs the wasm backend");
+});
+
+Deno.test("fused kernels match tfjs ops on wasm", async (t) => {
+  await initBackend("wasm");
+  assert(wasmSimdReady([4]));
+  assertEquals(wasmSimdReady([6]), false, "sizes must be multiples of 4");
+
+  await t.step("transpose: tiles, edges and stacks", () => {
+    for (const shape of [[4, 4], [12, 20], [20, 36], [2, 20, 36], [52, 8]]) {
+      tf.tidy(() => {
+        const x = randn(shape, shape.length);
+        const perm = shape.length === 2 ? [1, 0] : [0, 2, 1];
+        assertEquals(maxDiff(fusedTranspose2d(x), tf.transpose(x, perm)), 0, `shape [${shape}]`);
+      });
+    }
+  });
+
+  await t.step("gelu and its derivative, including large |x|", () => {
+    tf.tidy(() => {
+      const x = tf.concat([randn([60], 1, 3), tf.tensor1d([-100, -30, 30, 100])]);
+      const [y, d] = fusedGelu(x);
+      const g = (v: tf.Tensor) =>
+        tf.mul(
+          tf.mul(0.5, v),
+          tf.add(1, tf.tanh(tf.mul(Math.sqrt(2 / Math.PI), tf.add(v, tf.mul(0.044715, tf.pow(v, 3)))))),
+        );
+      assert(maxDiff(y, g(x)) < 1e-5, "gelu");
+      assert(maxDiff(d, tf.grad((v) => tf.sum(g(v)))(x)) < 1e-4, "derivative");
+    });
+  });
+
+  await t.step("layer norm forward and backward", () => {
+    tf.tidy(() => {
+      const x = randn([5, 12], 2, 3) as tf.Tensor2D,
+        gamma = randn([12], 3) as tf.Tensor1D,
+        beta = randn([12], 4) as tf.Tensor1D;
+      const [y, xhat, rstd] = fusedLayerNorm(x, { gamma, beta, eps: 1e-5 });
+      const ref = (xx: tf.Tensor, gg: tf.Tensor, bb: tf.Tensor) => {
+        const m = tf.moments(xx, -1, true);
+        return tf.add(tf.mul(tf.div(tf.sub(xx, m.mean), tf.sqrt(tf.add(m.variance, 1e-5))), gg), bb);
+      };
+      assert(maxDiff(y, ref(x, gamma, beta)) < 1e-5);
+      const dy = randn([5, 12], 5);
+      const [dx, dg, db] = fusedLayerNormGrad(dy as tf.Tensor2D, { xhat, rstd, gamma });
+      const [gx, gg, gb] = tf.grads((a, b, c) => tf.sum(tf.mul(ref(a, b, c), dy)))([x, gamma, beta]);
+      assert(maxDiff(dx, gx) < 1e-4 && maxDiff(dg, gg) < 1e-4 && maxDiff(db, gb) < 1e-4);
+    });
+  });
+
+  await t.step("softmax gradient, gather, cross-entropy", () => {
+    tf.tidy(() => {
+      const p = tf.softmax(randn([3, 5, 8], 6)), dp = randn([3, 5, 8], 7);
+      const ref = tf.mul(tf.mul(p, tf.sub(dp, tf.sum(tf.mul(dp, p), -1, true))), 0.25);
+      assert(maxDiff(fusedSoftmaxGrad(p, { dp, scale: 0.25 }), ref) < 1e-6);
+      const table = randn([10, 8], 8) as tf.Tensor2D, ids = tf.tensor1d([9, 0, 3, 3], "int32");
+      assertEquals(maxDiff(fusedGatherRows(table, ids), tf.gather(table, ids)), 0);
+      const logits = randn([6, 12], 9, 4) as tf.Tensor2D, targets = tf.tensor1d([0, 11, 5, 5, 2, 7], "int32");
+      const [e, stats] = fusedCrossEntropy(logits, { targets, storeE: true });
+      const [s, mMinusLt] = tf.split(stats, 2, 1);
+      const nll = tf.reshape(tf.add(tf.log(s), mMinusLt), [6]);
+      const refNll = tf.neg(tf.sum(tf.mul(tf.logSoftmax(logits), tf.oneHot(targets, 12).toFloat()), -1));
+      assert(maxDiff(nll, refNll) < 1e-5, "per-row loss");
+      const g = fusedCrossEntropyGrad(e, { targets, stats, scale: 0.5 });
+      const refG = tf.mul(tf.sub(tf.softmax(logits), tf.oneHot(targets, 12).toFloat()), 0.5);
+      assert(maxDiff(g, refG) < 1e-6, "gradient");
+    });
+  });
+  await initBackend("cpu");
+});
