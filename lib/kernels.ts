@@ -698,12 +698,12 @@ export function crossEntropyFromLogits(logits: tf.Tensor2D, targets: tf.Tensor1D
  * ```ts
  * import { assertAlmostEquals } from "@std/assert";
  * import * as tf from "@tensorflow/tfjs";
- * import { targetLogProbs } from "./kernels.ts";
- * const lp = targetLogProbs(tf.zeros([1, 4]), tf.tensor1d([2], "int32"));
+ * import { nextTokenLogProbs } from "./kernels.ts";
+ * const lp = nextTokenLogProbs(tf.zeros([1, 4]), tf.tensor1d([2], "int32"));
  * assertAlmostEquals(lp.dataSync()[0], Math.log(1 / 4), 1e-6);
  * ```
  */
-export function targetLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
+export function nextTokenLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
   const [N, V] = logits.shape;
   return tf.tidy(() => {
     const t = tf.cast(tf.reshape(targets, [N]), "int32") as tf.Tensor1D;

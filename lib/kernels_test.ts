@@ -14,7 +14,7 @@ import {
   gelu,
   layerNormFused,
   linear,
-  targetLogProbs,
+  nextTokenLogProbs,
   tiedHead,
 } from "./kernels.ts";
 
@@ -191,9 +191,9 @@ for (const backend of backends) {
           (l) => crossEntropyFromLogits(l as tf.Tensor2D, targets),
           (l) => tf.losses.softmaxCrossEntropy(tf.oneHot(targets, V), l),
         );
-        const lp = targetLogProbs(logits as tf.Tensor2D, targets);
+        const lp = nextTokenLogProbs(logits as tf.Tensor2D, targets);
         const ref = tf.tidy(() => tf.sum(tf.mul(tf.logSoftmax(logits), tf.oneHot(targets, V).toFloat()), -1));
-        assert(await maxAbsDiff(lp, ref) < 1e-5, "targetLogProbs");
+        assert(await maxAbsDiff(lp, ref) < 1e-5, "nextTokenLogProbs");
         tf.dispose([logits, targets, lp, ref]);
       });
     }

@@ -65,7 +65,7 @@ import {
   gelu,
   layerNormFused,
   linear,
-  targetLogProbs,
+  nextTokenLogProbs,
   tiedHead,
 } from "./kernels.ts";
 import { makeSampler, type SamplerOptions } from "./sampling.ts";
@@ -816,7 +816,7 @@ export class TransformerLM implements TrainableModel, LanguageModel {
           for (let t = from; t < len; t++) {
             for (let r = 0; r < part.length; r++) targets[(t - from) * part.length + r] = y[r * len + t];
           }
-          return targetLogProbs(logitsTB, tf.tensor1d(targets, "int32")); // (rows)
+          return nextTokenLogProbs(logitsTB, tf.tensor1d(targets, "int32")); // (rows)
         });
         const vals = await lp.data();
         lp.dispose();
