@@ -29,7 +29,19 @@
  *
  * The same code runs on the `webgpu`, `wasm` and `cpu` backends; the heavy
  * operations go through `kernels.ts`, whose hand-written gradients avoid the
- * slow corners of each backend (see there).
+ * slow corners of each backend (see there). Inside, the residual stream is
+ * kept as rows ordered (position, sequence) ("time-major"), which lets the
+ * attention kernel read q, k and v and write its output without reshuffling;
+ * `forward` returns logits in the usual (B, T, vocabSize) order.
+ *
+ * ## Scoring long texts ({@link LanguageModel})
+ *
+ * A stream longer than `blockSize` is scored with overlapping windows of
+ * `blockSize` tokens that move by `evalStride` (default blockSize / 2): every
+ * token is predicted from at least blockSize - evalStride earlier tokens (all
+ * of them near the start), and `logProb`, `nextDistribution` and `logProbs`
+ * use the same windows ({@link TransformerLM.windowStart}), so they agree.
+ * The stream is preceded by `bosId`, so its first token has a context too.
  *
  * ## Incremental decoding with a KV cache (for chapter 7)
  *
