@@ -25,7 +25,11 @@ console.log(lm.formatBackendReport(backend));
 const steps = Number(arg("steps", "2000"));
 const { vocab, train, val } = lm.mobyDickChars();
 const config = lm.transformerConfig("baby", { vocabSize: vocab.size });
-const model = new lm.TransformerLM(config, { seed: 1, bosId: vocab.id("\n"), name: "baby transformer (Moby Dick characters)" });
+const model = new lm.TransformerLM(config, {
+  seed: 1,
+  bosId: vocab.id("\n"),
+  name: "baby transformer (Moby Dick characters)",
+});
 const load0 = Deno.loadavg();
 const trainer = new lm.Trainer(model, lm.sequenceDataset(train, config.blockSize), {
   batchSize: 12,
@@ -49,15 +53,23 @@ const history = await trainer.run();
 const full = await lm.evaluateLoss(model, lm.sequenceDataset(val, config.blockSize, { stride: config.blockSize }), {
   batchSize: 50,
 });
-const sample = vocab.decode(model.generate(vocab.encode("CHAPTER 1. Loomings.\n\nCall me"), { maxNewTokens: 400, temperature: 0.8, seed: 7 }));
+const sample = vocab.decode(
+  model.generate(vocab.encode("CHAPTER 1. Loomings.\n\nCall me"), { maxNewTokens: 400, temperature: 0.8, seed: 7 }),
+);
 console.log(
-  `${history.steps} steps in ${(history.seconds / 60).toFixed(1)} min: ${(history.examplesPerSecond * config.blockSize).toFixed(0)} tokens/s; ` +
+  `${history.steps} steps in ${(history.seconds / 60).toFixed(1)} min: ${
+    (history.examplesPerSecond * config.blockSize).toFixed(0)
+  } tokens/s; ` +
     `validation loss ${full.loss.toFixed(3)} nats/char over all ${full.examples} validation windows`,
 );
 console.log(sample);
 await Deno.mkdir("build/models", { recursive: true });
 await Deno.mkdir("build/bench", { recursive: true });
-await model.save("build/models/transformer_moby.lmbw", { valLoss: full.loss, steps: history.steps, vocab: vocab.toJSON() });
+await model.save("build/models/transformer_moby.lmbw", {
+  valLoss: full.loss,
+  steps: history.steps,
+  vocab: vocab.toJSON(),
+});
 await Deno.writeTextFile(
   "build/bench/transformer_moby.json",
   JSON.stringify(
