@@ -785,9 +785,18 @@ export class TransformerLM implements TrainableModel, LanguageModel {
     const out = new Float64Array(n);
     if (!this.config.causal) {
       // A window would let each position read the very token it predicts:
-      // score honestly, one position at a time, from the context alone.
+      // score honestly, one position at a time, from the context alone
+      // (with asynchronous reads, so this works on webgpu too).
       for (let t = 0; t < n; t++) {
-        out[t] = this.logProb(stream[t], stream.subarray(0, t));
+        const window = this.#windowFor(stream.subarray(0, t));
+        const lp = tf.tidy(() => {
+          const { logitsTB } = this.#run(tf.tensor2d(window, [1, window.length], "int32"), undefined, {
+            headFrom: window.length - 1,
+          }); // (1, V)
+          return nextTokenLogProbs(logitsTB, tf.tensor1d([stream[t]], "int32")); // (1)
+        });
+        out[t] = (await lp.data())[0];
+        lp.dispose();
         if (t % 64 === 63 || t === n - 1) options.onProgress?.(t + 1, n);
       }
       return out;

@@ -338,5 +338,9 @@ Deno.test("webgpu: synchronous reads fail with a clear message, async ones work"
   const lp = await model.logProbs(Int32Array.from([1, 2, 3]));
   assert(lp.every((x) => x < 0 && Number.isFinite(x)));
   model.dispose();
+  // A non-causal model is scored position by position, also with async reads.
+  const leaky = new TransformerLM(tiny({ causal: false }), { seed: 16 });
+  assert((await leaky.logProbs(Int32Array.from([4, 5, 6]))).every((x) => Number.isFinite(x)));
+  leaky.dispose();
   await initBackend("cpu");
 });
