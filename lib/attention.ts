@@ -50,7 +50,7 @@ export interface AttentionOptions {
   /**
    * What to do with a query row whose keys are all masked: `"zero"` (default)
    * gives zero weights and a zero output; `"error"` throws a RangeError (it
-   * reads the mask, which waits for the backend).
+   * reads the mask synchronously, so it needs the cpu or wasm backend).
    */
   fullyMasked?: "zero" | "error";
 }
@@ -126,6 +126,11 @@ export function scaledDotProductAttention(
   const scale = options.scale ?? 1 / Math.sqrt(dk);
   const mask = options.mask;
   if (mask && options.fullyMasked === "error") {
+    if (tf.getBackend() === "webgpu") {
+      throw new Error(
+        'fullyMasked: "error" reads the mask synchronously, which the webgpu backend cannot do: use the cpu or wasm backend',
+      );
+    }
     const scoresShape = [...q.shape.slice(0, -1), k.shape[k.rank - 2]];
     checkMaskShape(mask, scoresShape);
     const bad = tf.tidy(() => {
