@@ -7,9 +7,9 @@
  * The trained model is saved to `build/models/bengio_<model>.lmw` and the
  * figures to `build/bench/bengio_<model>.json`, which notebook 03 loads.
  *
- * Run (on demand; about an hour on an idle 2-core machine):
+ * Run (on demand; 49 minutes on this shared 2-core machine, load 2-5):
  *
- *     deno run -A bench/bengio_reproduce.ts                      # MLP9, 5 epochs
+ *     deno run -A bench/bengio_reproduce.ts                      # MLP9, up to 4 epochs (49 min here)
  *     deno run -A bench/bengio_reproduce.ts --epochs 2           # shorter
  *     deno run -A bench/bengio_reproduce.ts --model MLP1
  *     deno run -A bench/bengio_reproduce.ts --minutes 30         # stop training after 30 min
@@ -30,7 +30,7 @@ const { values: args } = parseArgs({
   options: {
     model: { type: "string", default: "MLP9" },
     backend: { type: "string", default: "wasm" },
-    epochs: { type: "string", default: "5" },
+    epochs: { type: "string", default: "4" },
     minutes: { type: "string", default: "55" },
     batch: { type: "string", default: "256" },
     lr: { type: "string", default: "2e-3" },

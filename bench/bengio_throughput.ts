@@ -162,14 +162,14 @@ for (let r = 0; r < rounds; r++) {
 
 const ours = median(results.lmbook);
 const rows: Record<string, unknown>[] = [
-  { run: `lmbook (${report.name})`, "examples/s": Math.round(ours), "ratio to lmbook": 1 },
+  { run: `lmbook (${report.name})`, "examples/s": Math.round(ours), "relative to lmbook": 1 },
 ];
 if (!args["no-torch"]) {
   for (const k of ["pytorch 2 threads", "pytorch 1 thread"]) {
     rows.push({
       run: k,
       "examples/s": Math.round(median(results[k])),
-      "ratio to lmbook": +(median(results[k]) / ours).toFixed(2),
+      "relative to lmbook": +(median(results[k]) / ours).toFixed(2),
     });
   }
 }
@@ -184,7 +184,7 @@ if (args.variants) {
     rows.push({
       run: v.name,
       "examples/s": Math.round(eps),
-      "ratio to lmbook": +(eps / ours).toFixed(2),
+      "relative to lmbook": +(eps / ours).toFixed(2),
     });
   }
 }
