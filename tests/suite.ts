@@ -5,7 +5,9 @@
  * 1. library and tool tests, with the JSDoc examples (`deno test --doc`);
  * 2. the graded tests against the reference solutions: every one must pass;
  * 3. the graded tests against the untouched stubs: every one must fail as
- *    "not attempted", so no graded test passes by accident;
+ *    "not attempted", so no graded test passes by accident; then the student's
+ *    literal command, `deno test exercises/` with no flags, on the stubs and
+ *    with the solutions copied over them (tests/student_command.ts);
  * 4. every notebook, executed top to bottom under the real Deno kernel;
  * 5. the site rendered from those executed copies, checked page by page in
  *    headless Chromium (plots drawn, no errors), and `deno task lab` tried live.
@@ -26,6 +28,7 @@ import { runGraded, solutionReplacements } from "./graded_runner.ts";
 import { executeNotebooks, jupyterMissing, notebookFiles, reportRun, ROOT } from "./notebooks.ts";
 import { runSiteStage } from "./site_stage.ts";
 import { denoTestCounts, runEcho } from "./proc.ts";
+import { checkStudentCommand, declaredGradedTests } from "./student_command.ts";
 
 const args = new Set(Deno.args);
 const isCI = Boolean(Deno.env.get("CI"));
@@ -59,6 +62,15 @@ interface Stage {
   note?: string;
 }
 const stages: Stage[] = [];
+
+// Stages 2 and 3 must grade every graded test the exercise files declare: a
+// run that finds fewer (or none) has not checked anything.
+const declared = declaredGradedTests();
+function missingTests(count: number): number {
+  if (count === declared) return 0;
+  console.log(`FAILED graded ${count} tests, but exercises/*_test.ts declare ${declared}`);
+  return 1;
+}
 
 function heading(title: string) {
   console.log(`\n=== ${title} ${"=".repeat(Math.max(3, 70 - title.length))}`);
@@ -105,7 +117,7 @@ function heading(title: string) {
   stages.push({
     name: "graded tests on solutions",
     passed: results.length - failed,
-    failed,
+    failed: failed + missingTests(results.length),
     seconds: (performance.now() - t0) / 1000,
   });
 }
@@ -130,6 +142,24 @@ function heading(title: string) {
   stages.push({
     name: "graded tests on stubs",
     passed: results.length - failed,
+    failed: failed + missingTests(results.length),
+    seconds: (performance.now() - t0) / 1000,
+  });
+}
+
+// 3b. The student's own command, with no flags, as the README gives it.
+{
+  heading("3b. the student's command: deno test exercises/ (no flags)");
+  const t0 = performance.now();
+  const runs = await checkStudentCommand();
+  for (const r of runs) {
+    console.log(`${r.ok ? "ok    " : "FAILED"} ${r.label}: ${r.summary}`);
+    if (r.detail) console.log(r.detail.replace(/^/gm, "    "));
+  }
+  const failed = runs.filter((r) => !r.ok).length;
+  stages.push({
+    name: "student command",
+    passed: runs.length - failed,
     failed,
     seconds: (performance.now() - t0) / 1000,
   });

@@ -1,0 +1,147 @@
+/**
+ * The student's own command, checked literally: `deno test exercises/` with no
+ * flags at all (no permissions, no import map), as the README tells students
+ * to run it.
+ *
+ * - On the untouched stubs, every graded test fails, and each failure says
+ *   "not attempted".
+ * - With the reference solutions copied over the stubs (in a temporary copy
+ *   of the workbook, so `exercises/` is never touched), every graded test
+ *   passes.
+ *
+ * The expected number of graded tests is read from the test files' sources
+ * ({@link testFileInfo}), so a run that finds no tests, or fewer than
+ * declared, fails too.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { gradedTestFiles, ROOT, testFileInfo } from "./graded_runner.ts";
+import { denoTestCounts } from "./proc.ts";
+
+/** The outcome of one run of `deno test exercises/`. */
+export interface StudentRun {
+  /** What was run, for the report. */
+  label: string;
+  /** True when the run did what it should. */
+  ok: boolean;
+  /** One line saying what was found. */
+  summary: string;
+  /** The output's tail when the run went wrong, for the log. */
+  detail?: string;
+}
+
+/** The number of graded tests declared in `exercises/*_test.ts`. */
+export function declaredGradedTests(): number {
+  return gradedTestFiles().reduce((n, f) => n + testFileInfo(f).names.length, 0);
+}
+
+async function denoTestExercises(cwd: string): Promise<{ code: number; text: string; seconds: number }> {
+  const t0 = performance.now();
+  // Exactly the student's command: no permission flags, no import map, no config flag.
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["test", "exercises/"],
+    cwd,
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const dec = new TextDecoder();
+  return {
+    code: out.code,
+    text: dec.decode(out.stdout) + dec.decode(out.stderr),
+    seconds: (performance.now() - t0) / 1000,
+  };
+}
+
+const tail = (text: string) => text.trimEnd().split("\n").slice(-40).join("\n");
+
+/**
+ * Judges a run on the stubs: every declared graded test failed, and every
+ * failure is "not attempted".
+ * @param text the output of `deno test exercises/`.
+ * @param expected the number of graded tests declared.
+ * @returns whether it is right, and a one-line summary.
+ */
+export function judgeStubRun(text: string, expected: number): { ok: boolean; summary: string } {
+  const counts = denoTestCounts(text);
+  const notAttempted = [...text.matchAll(/^error: not attempted\b/gm)].length;
+  const ok = counts !== undefined && expected > 0 && counts.passed === 0 && counts.failed === expected &&
+    notAttempted === expected;
+  const summary = counts
+    ? `${counts.passed} passed, ${counts.failed} failed, ${notAttempted} "not attempted" (expected 0 passed, ${expected} failed, ${expected} "not attempted")`
+    : "no test summary in the output (did it fail to load?)";
+  return { ok, summary };
+}
+
+/**
+ * Judges a run with the solutions in place: every declared graded test passed.
+ * @param text the output of `deno test exercises/`.
+ * @param expected the number of graded tests declared.
+ * @returns whether it is right, and a one-line summary.
+ */
+export function judgeSolutionRun(text: string, expected: number): { ok: boolean; summary: string } {
+  const counts = denoTestCounts(text);
+  const ok = counts !== undefined && expected > 0 && counts.passed === expected && counts.failed === 0;
+  const summary = counts
+    ? `${counts.passed} passed, ${counts.failed} failed (expected ${expected} passed)`
+    : "no test summary in the output (did it fail to load?)";
+  return { ok, summary };
+}
+
+/**
+ * Builds a throw-away copy of what `deno test exercises/` needs (the config,
+ * the lockfile, `lib/`, `exercises/` with the solutions copied over the stubs,
+ * and a link to `node_modules`).
+ * @returns the copy's folder (the caller removes it).
+ */
+async function solutionCopy(): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "lmbook-student-" });
+  for (const f of ["deno.json", "deno.lock"]) await Deno.copyFile(join(ROOT, f), join(dir, f));
+  await Deno.symlink(join(ROOT, "node_modules"), join(dir, "node_modules"));
+  for (const sub of ["lib", "exercises"]) {
+    await Deno.mkdir(join(dir, sub));
+    for (const e of Deno.readDirSync(join(ROOT, sub))) {
+      if (e.isFile) await Deno.copyFile(join(ROOT, sub, e.name), join(dir, sub, e.name));
+    }
+  }
+  for (const e of Deno.readDirSync(join(ROOT, "solutions"))) {
+    if (e.isFile && e.name.endsWith(".ts")) {
+      await Deno.copyFile(join(ROOT, "solutions", e.name), join(dir, "exercises", e.name));
+    }
+  }
+  return dir;
+}
+
+/**
+ * Runs the student's command on the stubs and on the solutions.
+ * @returns one {@link StudentRun} for each.
+ */
+export async function checkStudentCommand(): Promise<StudentRun[]> {
+  const expected = declaredGradedTests();
+  const runs: StudentRun[] = [];
+
+  const stubs = await denoTestExercises(ROOT);
+  const s = judgeStubRun(stubs.text, expected);
+  runs.push({
+    label: "deno test exercises/ on the stubs",
+    ok: s.ok,
+    summary: `${s.summary} in ${stubs.seconds.toFixed(0)} s`,
+    detail: s.ok ? undefined : tail(stubs.text),
+  });
+
+  const dir = await solutionCopy();
+  try {
+    const sol = await denoTestExercises(dir);
+    const j = judgeSolutionRun(sol.text, expected);
+    runs.push({
+      label: "deno test exercises/ with the solutions copied over the stubs",
+      ok: j.ok,
+      summary: `${j.summary} in ${sol.seconds.toFixed(0)} s`,
+      detail: j.ok ? undefined : tail(sol.text),
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  return runs;
+}

@@ -1,0 +1,40 @@
+import { assert, assertEquals } from "@std/assert";
+import { declaredGradedTests, judgeSolutionRun, judgeStubRun } from "./student_command.ts";
+
+const notAttempted = (n: number) =>
+  Array.from({ length: n }, (_, i) => `t${i} => ./exercises/x_test.ts:1:1\nerror: not attempted: f is not implemented`)
+    .join("\n\n");
+
+Deno.test("judgeStubRun: every test fails as not attempted", () => {
+  const ok = judgeStubRun(`${notAttempted(3)}\n\nFAILED | 0 passed | 3 failed (1s)`, 3);
+  assert(ok.ok, ok.summary);
+});
+
+Deno.test("judgeStubRun: a test that passes on the stub, a wrong answer, a missing test or no summary fail", () => {
+  // One graded test passes on the untouched stub.
+  assert(!judgeStubRun(`${notAttempted(2)}\n\nFAILED | 1 passed | 2 failed (1s)`, 3).ok);
+  // A failure that is a wrong answer, not "not attempted".
+  const wrong = `${notAttempted(2)}\n\nt2 => x\nerror: wrong answer: f(1)\n\nFAILED | 0 passed | 3 failed (1s)`;
+  assert(!judgeStubRun(wrong, 3).ok);
+  // Fewer tests ran than were declared.
+  assert(!judgeStubRun(`${notAttempted(2)}\n\nFAILED | 0 passed | 2 failed (1s)`, 3).ok);
+  // The run never got to a summary (a load error).
+  const none = judgeStubRun("error: Module not found", 3);
+  assert(!none.ok);
+  assert(none.summary.includes("no test summary"));
+  // Nothing declared at all is not a pass.
+  assert(!judgeStubRun("ok | 0 passed | 0 failed (0ms)", 0).ok);
+});
+
+Deno.test("judgeSolutionRun: all declared tests pass, nothing else does", () => {
+  assert(judgeSolutionRun("ok | 130 passed | 0 failed (9s)", 130).ok);
+  assert(!judgeSolutionRun("FAILED | 129 passed | 1 failed (9s)", 130).ok);
+  assert(!judgeSolutionRun("ok | 120 passed | 0 failed (9s)", 130).ok);
+  assert(!judgeSolutionRun("ok | 0 passed | 0 failed (0ms)", 0).ok);
+});
+
+Deno.test("declaredGradedTests counts the graded tests written in exercises/", () => {
+  const n = declaredGradedTests();
+  assert(n >= 100, `only ${n} graded tests declared`);
+  assertEquals(n, declaredGradedTests());
+});
