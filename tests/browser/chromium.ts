@@ -16,7 +16,7 @@
  * @module
  */
 import { chromium } from "playwright-core";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, LaunchOptions, Page } from "playwright-core";
 
 /** Chromium's flags for a headless, offline, sandbox-less run. */
 export const CHROMIUM_ARGS = [
@@ -60,19 +60,30 @@ export function chromiumMissing(): string | undefined {
 }
 
 /**
- * Launches headless Chromium with {@link CHROMIUM_ARGS} and a fresh profile.
+ * What {@link launchChromium} passes to playwright: Debian's Chromium (or
+ * `$LMBOOK_CHROMIUM`), headless, with {@link CHROMIUM_ARGS}. Nothing is
+ * launched here, so the flags can be checked without a browser.
+ * @returns playwright's launch options.
+ * @throws when there is no Chromium, with {@link chromiumMissing}'s message.
+ */
+export function chromiumLaunchOptions(): LaunchOptions {
+  const executablePath = chromiumPath();
+  if (!executablePath) throw new Error(chromiumMissing());
+  return {
+    executablePath,
+    headless: true,
+    args: [...CHROMIUM_ARGS],
+    timeout: 60_000,
+    // The temporary profile playwright makes is fresh and removed on close.
+  };
+}
+
+/**
+ * Launches headless Chromium with {@link chromiumLaunchOptions} and a fresh profile.
  * @returns the browser; close it when done.
  */
 export async function launchChromium(): Promise<Browser> {
-  const executablePath = chromiumPath();
-  if (!executablePath) throw new Error(chromiumMissing());
-  return await chromium.launch({
-    executablePath,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    timeout: 60_000,
-    // The temporary profile playwright makes is fresh and removed on close.
-  });
+  return await chromium.launch(chromiumLaunchOptions());
 }
 
 /** One plot container as the browser drew it. */
