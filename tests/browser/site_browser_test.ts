@@ -217,13 +217,19 @@ Deno.test({
       });
 
       await t.step("a real chapter page with a corrupted figure is flagged", async () => {
-        const real = exists(siteDir)
+        const chapters = exists(siteDir)
           ? [...Deno.readDirSync(siteDir)].map((e) => e.name).filter((n) => /^\d\d_.*\.html$/.test(n)).sort()
-            .find((n) => Deno.readTextFileSync(join(siteDir, n)).includes('id="plot-1-figure"'))
-          : undefined;
+          : [];
+        if (!chapters.length) {
+          throw new Error(`no rendered chapter page in ${siteDir}: run \`deno task render\` first`);
+        }
+        const real = chapters.find((n) => Deno.readTextFileSync(join(siteDir, n)).includes('id="plot-1-figure"'));
         if (!real) {
-          console.log("  (no rendered chapter with a plot in the site yet: nothing real to corrupt)");
-          return;
+          // The chapters draw plots; a site with none has lost them (and this check would prove nothing).
+          throw new Error(
+            `none of the ${chapters.length} rendered chapter pages in ${siteDir} has a plot ` +
+              `(no id="plot-1-figure" in ${chapters.join(", ")}): the site lost its plots`,
+          );
         }
         const copy = join(tmp, "real");
         await Deno.mkdir(copy);
