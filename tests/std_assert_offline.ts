@@ -63,13 +63,6 @@ export function assertNotEquals<T>(actual: T, expected: T, msg?: string): void {
   }
 }
 
-/** Asserts `Object.is(actual, expected)`. */
-export function assertStrictEquals<T>(actual: unknown, expected: T, msg?: string): asserts actual is T {
-  if (!Object.is(actual, expected)) {
-    throw new AssertionError(`Values are not strictly equal${suffix(msg)}\n${fmt(actual)} !== ${fmt(expected)}`);
-  }
-}
-
 /** Asserts |actual - expected| <= tolerance (default: 1e-7 of `expected`). */
 export function assertAlmostEquals(
   actual: number,
@@ -89,31 +82,9 @@ export function assertAlmostEquals(
   );
 }
 
-/** Asserts that `actual` is neither null nor undefined. */
-export function assertExists<T>(actual: T, msg?: string): asserts actual is NonNullable<T> {
-  if (actual === undefined || actual === null) {
-    throw new AssertionError(`Expected actual: "${actual}" to not be null or undefined${suffix(msg)}`);
-  }
-}
-
 /** Asserts `actual > expected`. */
 export function assertGreater<T>(actual: T, expected: T, msg?: string): void {
   if (!(actual > expected)) throw new AssertionError(msg ?? `Expect ${fmt(actual)} > ${fmt(expected)}`);
-}
-
-/** Asserts `actual >= expected`. */
-export function assertGreaterOrEqual<T>(actual: T, expected: T, msg?: string): void {
-  if (!(actual >= expected)) throw new AssertionError(msg ?? `Expect ${fmt(actual)} >= ${fmt(expected)}`);
-}
-
-/** Asserts `actual < expected`. */
-export function assertLess<T>(actual: T, expected: T, msg?: string): void {
-  if (!(actual < expected)) throw new AssertionError(msg ?? `Expect ${fmt(actual)} < ${fmt(expected)}`);
-}
-
-/** Asserts `actual <= expected`. */
-export function assertLessOrEqual<T>(actual: T, expected: T, msg?: string): void {
-  if (!(actual <= expected)) throw new AssertionError(msg ?? `Expect ${fmt(actual)} <= ${fmt(expected)}`);
 }
 
 /** Asserts that `actual` matches the regular expression. */
@@ -127,26 +98,6 @@ export function assertMatch(actual: string, expected: RegExp, msg?: string): voi
 export function assertStringIncludes(actual: string, expected: string, msg?: string): void {
   if (!actual.includes(expected)) {
     throw new AssertionError(`Expected actual: "${actual}" to contain: "${expected}"${suffix(msg)}`);
-  }
-}
-
-/** Asserts that every item of `expected` is (deeply) in `actual`. */
-export function assertArrayIncludes<T>(actual: ArrayLike<T>, expected: ArrayLike<T>, msg?: string): void {
-  const missing: T[] = [];
-  for (let i = 0; i < expected.length; i++) {
-    let found = false;
-    for (let j = 0; j < actual.length; j++) {
-      if (deepEqual(expected[i], actual[j])) {
-        found = true;
-        break;
-      }
-    }
-    if (!found) missing.push(expected[i]);
-  }
-  if (missing.length) {
-    throw new AssertionError(
-      `Expected actual: "${fmt(actual)}" to include: "${fmt(expected)}"${suffix(msg)}\nmissing: ${fmt(missing)}`,
-    );
   }
 }
 
@@ -228,14 +179,4 @@ export async function assertRejects(
     return e;
   }
   throw new AssertionError(`Expected function to reject${suffix(msg)}`);
-}
-
-/** Always throws. */
-export function fail(msg?: string): never {
-  throw new AssertionError(`Failed assertion${msg ? `: ${msg}` : "."}`);
-}
-
-/** Use to mark code that must not be reached. */
-export function unreachable(msg?: string): never {
-  throw new AssertionError(msg ?? "unreachable");
 }
