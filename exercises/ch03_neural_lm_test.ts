@@ -32,9 +32,7 @@ function diagnose(
   else if (typeof got === "number") flat = [got];
   if (!flat) return fallback;
   for (const v of variants) {
-    const want = typeof v.value === "number"
-      ? [v.value]
-      : (v.value as unknown[]).flat(2) as number[];
+    const want = typeof v.value === "number" ? [v.value] : (v.value as unknown[]).flat(2) as number[];
     if (
       want.length === flat.length &&
       want.every((w, i) => Math.abs(w - flat![i]) <= 1e-4 + 1e-4 * Math.abs(w))
@@ -74,8 +72,7 @@ function windowsPlain(tokens: number[], n: number, mistake: WindowMistake = "non
 }
 
 function windowHints(tokens: number[], n: number) {
-  const shifted =
-    "the windows are shifted by one: a context must end just BEFORE its target, never include it";
+  const shifted = "the windows are shifted by one: a context must end just BEFORE its target, never include it";
   return [
     { value: windowsPlain(tokens, n, "shifted"), hint: shifted },
     { value: windowsPlain(tokens, n, "shiftedNoReset"), hint: shifted },
@@ -151,8 +148,7 @@ graded("3.1 makeWindows: long sentences keep the last blockSize words, oldest fi
   const got = makeWindows([5, 6, 7, 8, 9], 3);
   expectEqual(got?.contexts?.[4], [6, 7, 8], {
     what: "the context of the target 9 in makeWindows([5, 6, 7, 8, 9], 3)",
-    hint:
-      "keep only the blockSize most recent words, in text order: drop the oldest as the window slides",
+    hint: "keep only the blockSize most recent words, in text order: drop the oldest as the window slides",
   });
 });
 
@@ -469,8 +465,7 @@ graded("3.4 mixDistributions: rejects a weight outside [0, 1] and mismatched len
     expectThrows(() => mixDistributions([1, 0], [0, 1], bad), RangeError, {
       what: `mixDistributions([1, 0], [0, 1], ${bad})`,
       includes: "lambda",
-      hint:
-        "a weight outside [0, 1] does not give a distribution: throw a RangeError naming lambda",
+      hint: "a weight outside [0, 1] does not give a distribution: throw a RangeError naming lambda",
     });
   }
   expectThrows(() => mixDistributions([1, 0], [0.5, 0.25, 0.25], 0.5), RangeError, {
