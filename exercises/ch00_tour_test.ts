@@ -24,13 +24,19 @@ graded("0.1 softmax: large inputs do not overflow", () => {
 graded("0.1 softmax: equal inputs give a uniform distribution", () => {
   expectClose(softmax([-5, -5, -5, -5]), [0.25, 0.25, 0.25, 0.25], {
     what: "softmax([-5, -5, -5, -5])",
+    hint: "equal inputs get equal shares, 1/4 each: all 1s means you divided by the largest exp (or not at all), " +
+      "negative values that you divided by the sum of the inputs instead of the sum of their exps",
   });
 });
 
 graded("0.2 rowSoftmax: each row sums to one, over the right axis", () => {
   const x = tf.tensor2d([[1, 2, 3], [0, 0, 10]]);
   const got = rowSoftmax(x);
-  expectShape(got, [2, 3], { what: "rowSoftmax of a (2, 3) matrix" });
+  expectShape(got, [2, 3], {
+    what: "rowSoftmax of a (2, 3) matrix",
+    hint: "the result has one probability per entry, the input's shape: shape [2] or [] means you returned the " +
+      "row sums (or another reduction) instead of exp(x) divided by them",
+  });
   const expected = [[1, 2, 3], [0, 0, 10]].map((row) => {
     const e = row.map(Math.exp), s = e.reduce((a, b) => a + b);
     return e.map((v) => v / s);

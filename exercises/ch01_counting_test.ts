@@ -67,7 +67,11 @@ graded("1.1 extractNgrams: the count is L + 1 for longer sentences and higher n"
       what: `last word of the last ${n}-gram`,
       hint: "the final window must end with </s>",
     });
-    expectEqual(got[0].length, n, { what: `length of each ${n}-gram` });
+    expectEqual(got[0].length, n, {
+      what: `length of each ${n}-gram`,
+      hint: "each window holds n words, n - 1 of context and then the predicted one: check the end index of your " +
+        "slice (off by one?) and that you padded with n - 1 <s>",
+    });
   }
   expectEqual(extractNgrams([], 2), [["<s>", "</s>"]], {
     what: "extractNgrams([], 2) (an empty sentence)",
@@ -84,6 +88,7 @@ graded("1.1 extractNgrams: n < 1 is a RangeError naming the value", () => {
   expectThrows(() => extractNgrams(["a"], -2), RangeError, {
     what: 'extractNgrams(["a"], -2)',
     includes: "n=-2",
+    hint: "reject every n < 1, not only n === 0, and put the value actually passed in the message",
   });
 });
 
@@ -137,6 +142,8 @@ graded("1.2 ngramCounts: repeated n-grams are counted, not just listed", () => {
   });
   expectEqual(got instanceof Map ? got.get("cat sat </s>") : got, 1, {
     what: 'count of "cat sat </s>"',
+    hint: "the last window of each sentence ends with </s>: undefined means that window was skipped (loop bound) " +
+      "or its key was joined differently from the others",
   });
 });
 
@@ -175,6 +182,8 @@ graded("1.3 mleProb: P(w | h) = c(h w) / c(h ·) on bigrams", () => {
 graded("1.3 mleProb: unseen words and unseen contexts give 0, not NaN", () => {
   expectClose(mleProb(BIGRAMS, ["the", "sat"]), 0, {
     what: 'mleProb(bigram counts, ["the", "sat"]) (context seen, bigram never seen)',
+    hint: "an n-gram missing from the map was seen 0 times: NaN comes from using its undefined count in the " +
+      "division, and a value above 0 means you smoothed (MLE does not)",
   });
   expectClose(mleProb(BIGRAMS, ["zebra", "sat"]), 0, {
     what: 'mleProb(bigram counts, ["zebra", "sat"]) (context never seen)',
@@ -205,6 +214,8 @@ graded("1.3 mleProb: the whole context counts, not only its last word", () => {
   expectClose(mleProb(trigrams, ["<s>", "the", "dog"]), 1 / 2, {
     what: 'mleProb(trigram counts, ["<s>", "the", "dog"])',
     input: "c(<s> the dog) = 1, c(<s> the ·) = 2",
+    hint: "the context is both words before 'dog': count the trigrams that start with exactly '<s> the', " +
+      "not those that merely start with '<s>' or contain 'the'",
   });
   expectClose(mleProb(trigrams, ["<s>", "<s>", "the"]), 2 / 3, {
     what: 'mleProb(trigram counts, ["<s>", "<s>", "the"])',

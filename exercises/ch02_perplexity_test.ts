@@ -53,6 +53,8 @@ graded("2.1 perplexity: right with probability 1/5 every time gives 5", () => {
 graded("2.1 perplexity: a perfect model has perplexity 1; mixed probabilities", () => {
   expectClose(perplexity([0, 0, 0]), 1, {
     what: "perplexity([0, 0, 0]) (every token had probability 1)",
+    hint: "a perfect model is never surprised, so perplexity is 1: getting 0 means you returned the mean " +
+      "negative log-probability without exponentiating it",
   });
   const lps = [0.5, 0.25, 0.125].map(Math.log);
   // geometric mean of the probabilities: (1/64)^(1/3) = 1/4 -> perplexity 4
@@ -103,8 +105,14 @@ graded("2.2 crossEntropyBits: a uniform model over 1024 words needs 10 bits", ()
   });
   expectClose(crossEntropyBits([Math.log(0.25), -Infinity]), Infinity, {
     what: "crossEntropyBits with a zero probability",
+    hint: "a token given probability 0 costs infinitely many bits, so the average is Infinity too: a finite " +
+      "answer means -Infinity was skipped, filtered out or clamped",
   });
-  expectThrows(() => crossEntropyBits([]), RangeError, { what: "crossEntropyBits([])", includes: "length=0" });
+  expectThrows(() => crossEntropyBits([]), RangeError, {
+    what: "crossEntropyBits([])",
+    includes: "length=0",
+    hint: "dividing by zero tokens gives NaN, not an error: check for an empty list first and name its length",
+  });
 });
 
 // ------------------------------------------------------------ 2.3 addKProb
@@ -119,6 +127,8 @@ graded("2.3 addKProb: Laplace (k = 1) on bigrams", () => {
   // unseen bigram: (0 + 1) / (2 + 8) = 0.1
   expectClose(addKProb(BIGRAMS, ["the", "sat"], { k: 1, vocabSize: V }), 0.1, {
     what: 'addKProb(bigrams, ["the", "sat"], { k: 1, vocabSize: 8 }) (never seen)',
+    hint: "an unseen bigram has count 0 but still gets its k pseudo-counts: do not return 0 for a missing key, " +
+      "and do not add k to its undefined count (NaN)",
   });
 });
 
@@ -146,9 +156,13 @@ graded("2.3 addKProb: unseen context, k = 0, and k < 0", () => {
   // c(zebra ·) = 0: (0 + 1) / (0 + 8) = 1/8, the uniform distribution
   expectClose(addKProb(BIGRAMS, ["zebra", "cat"], { k: 1, vocabSize: V }), 1 / 8, {
     what: 'addKProb(bigrams, ["zebra", "cat"], { k: 1, vocabSize: 8 }) (context never seen)',
+    hint: "with c(h ·) = 0 smoothing still gives every word the same share: the early return of 0 that MLE " +
+      "needs does not belong here",
   });
   expectClose(addKProb(BIGRAMS, ["the", "cat"], { k: 0, vocabSize: V }), 0.5, {
     what: 'addKProb(bigrams, ["the", "cat"], { k: 0 }) (plain MLE)',
+    hint: "with k = 0 the formula reduces to plain MLE, c(h w) / c(h ·): another value means something besides " +
+      "k is added (a fixed 1 or V) or k = 0 is replaced by a default",
   });
   expectClose(addKProb(BIGRAMS, ["zebra", "cat"], { k: 0, vocabSize: V }), 0, {
     what: 'addKProb(bigrams, ["zebra", "cat"], { k: 0 }) (0 / 0)',
@@ -178,7 +192,11 @@ graded("2.4 interpolatedProb: bigram + unigram + uniform", () => {
   expectClose(
     interpolatedProb([UNIGRAMS, BIGRAMS], ["the", "ran"], { weights: [0.1, 0.3, 0.6], vocabSize: V }),
     0.025 + 0.0125,
-    { what: 'interpolatedProb([unigrams, bigrams], ["the", "ran"], ...) (bigram never seen)' },
+    {
+      what: 'interpolatedProb([unigrams, bigrams], ["the", "ran"], ...) (bigram never seen)',
+      hint: "the context 'the' was seen, so P2 = 0 here: fall back to the lower order only when the context " +
+        "count c(h ·) is 0, not when the n-gram's own count is 0",
+    },
   );
   // a word never seen at all still gets the uniform share
   expectClose(
@@ -237,6 +255,11 @@ graded("2.4 interpolatedProb: weights must have n + 1 entries and sum to 1", () 
   expectThrows(
     () => interpolatedProb([UNIGRAMS, BIGRAMS], ["the", "cat"], { weights: [0.5, 0.5], vocabSize: V }),
     RangeError,
-    { what: "interpolatedProb with 2 weights for a bigram model (needs 3: λ_0, λ_1, λ_2)", includes: "weights" },
+    {
+      what: "interpolatedProb with 2 weights for a bigram model (needs 3: λ_0, λ_1, λ_2)",
+      includes: "weights",
+      hint: "these weights do sum to 1, so only a length check catches them: a model of order n needs n + 1 " +
+        "weights (one per count map, plus λ_0); name weights in the message",
+    },
   );
 });

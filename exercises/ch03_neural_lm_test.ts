@@ -456,8 +456,15 @@ graded("3.4 mixDistributions: an arithmetic mixture that sums to one", () => {
       },
     ], "λ p_i + (1 - λ) q_i"),
   });
-  expectClose(mixDistributions(p, q, 1), p, { what: "mixDistributions(p, q, 1) is p" });
-  expectClose(mixDistributions(p, q, 0), q, { what: "mixDistributions(p, q, 0) is q" });
+  expectClose(mixDistributions(p, q, 1), p, {
+    what: "mixDistributions(p, q, 1) is p",
+    hint: "λ = 1 keeps only the first distribution: getting q means λ weighs the second one (weights swapped)",
+  });
+  expectClose(mixDistributions(p, q, 0), q, {
+    what: "mixDistributions(p, q, 0) is q",
+    hint: "λ = 0 keeps only the second distribution: getting p means the weights are swapped, anything else " +
+      "that the two weights do not add up to 1",
+  });
 });
 
 graded("3.4 mixDistributions: rejects a weight outside [0, 1] and mismatched lengths", () => {

@@ -73,7 +73,11 @@ graded("5.1 scaledDotProductAttention: batched inputs, softmax over the keys", (
     what: "weights for a batch of 2 (B, Tq=2, Tk=3)",
     hint: "softmax over the last axis (the keys), separately for each batch item and query; each row must sum to 1",
   });
-  expectClose(r.output, ref.map((x) => x.output), { what: "outputs for a batch of 2" });
+  expectClose(r.output, ref.map((x) => x.output), {
+    what: "outputs for a batch of 2",
+    hint: "the weights passed, so the last step is off: each batch item's (Tq, Tk) weights multiply its own " +
+      "(Tk, d_v) values in a batched matMul, with v not transposed",
+  });
 });
 
 graded("5.1 scaledDotProductAttention: masked keys get exactly zero weight", () => {
@@ -91,7 +95,11 @@ graded("5.1 scaledDotProductAttention: masked keys get exactly zero weight", () 
     hint:
       "set masked scores to -Infinity before the softmax (0 is not enough: exp(0) = 1); mask == 1 means visible, 0 means hidden",
   });
-  expectClose(r.output, ref.output, { what: "outputs with a causal mask" });
+  expectClose(r.output, ref.output, {
+    what: "outputs with a causal mask",
+    hint: "the weights passed, so the output must come from those masked weights times v, not from the scores " +
+      "or from a softmax taken before masking",
+  });
 });
 
 graded("5.1 scaledDotProductAttention: a (B, 1, Tk) padding mask broadcasts over queries", () => {
@@ -162,7 +170,12 @@ graded("5.3 paddingMask: a length outside [1, size] is a RangeError", () => {
     includes: "lengths[1]",
     hint: "name the bad entry: throw new RangeError(`lengths[${b}] must be ...: lengths[${b}]=${n}`)",
   });
-  expectThrows(() => paddingMask([0], 4), RangeError, { what: "paddingMask([0], 4)", includes: "lengths[0]" });
+  expectThrows(() => paddingMask([0], 4), RangeError, {
+    what: "paddingMask([0], 4)",
+    includes: "lengths[0]",
+    hint: "a length of 0 is out of range too, since every sequence has at least one real token: check the lower " +
+      "bound as well as size, and name the entry",
+  });
 });
 
 // ---------------------------------------------------------------- 5.4 split heads
@@ -178,7 +191,11 @@ function labelled(B: number, T: number, C: number): number[][][] {
 graded("5.4 splitHeads: head h of position t holds channels h*headSize..", () => {
   const x = labelled(2, 3, 6);
   const got = splitHeads(tf.tensor3d(x), 3);
-  expectShape(got, [2, 3, 3, 2], { what: "splitHeads of (2, 3, 6) into 3 heads" });
+  expectShape(got, [2, 3, 3, 2], {
+    what: "splitHeads of (2, 3, 6) into 3 heads",
+    hint: "the result is (B, nHead, T, headSize), heads before positions: (B, T, nHead, headSize) means the " +
+      "transpose after the reshape is missing",
+  });
   // out[b][h][t][d] = x[b][t][2h + d]
   const expected = [0, 1].map((b) => [0, 1, 2].map((h) => [0, 1, 2].map((t) => [0, 1].map((d) => x[b][t][2 * h + d]))));
   expectClose(got, expected, {
@@ -192,6 +209,8 @@ graded("5.4 splitHeads: nHead must divide C", () => {
   expectThrows(() => splitHeads(tf.zeros([1, 2, 6]) as tf.Tensor3D, 4), RangeError, {
     what: "splitHeads of (1, 2, 6) into 4 heads",
     includes: "nEmbd must be divisible by nHead: nEmbd=6, nHead=4",
+    hint: "check that nHead divides C before reshaping (tf.reshape's own error is not a RangeError) and use the " +
+      "message given in the function's doc comment",
   });
 });
 
@@ -203,7 +222,11 @@ graded("5.5 mergeHeads: concatenates the heads channel-wise", () => {
     [0, 1, 2].map((hd) => [0, 1].map((t) => [0, 1].map((d) => 1000 * b + 100 * hd + 10 * t + d)))
   );
   const got = mergeHeads(tf.tensor4d(h));
-  expectShape(got, [2, 2, 6], { what: "mergeHeads of (2, 3 heads, 2, 2)" });
+  expectShape(got, [2, 2, 6], {
+    what: "mergeHeads of (2, 3 heads, 2, 2)",
+    hint: "the heads are concatenated along the channels, (B, T, nHead * headSize): a last axis of headSize " +
+      "means they were summed or averaged, a 4-D result that the final reshape is missing",
+  });
   const expected = [0, 1].map((b) =>
     [0, 1].map((t) => Array.from({ length: 6 }, (_, c) => h[b][Math.floor(c / 2)][t][c % 2]))
   );
@@ -278,7 +301,10 @@ function refPositions(T: number, d: number): M {
 
 graded("5.7 sinusoidalPositions: interleaved sines and cosines", () => {
   const got = sinusoidalPositions(4, 6);
-  expectShape(got, [4, 6], { what: "sinusoidalPositions(4, 6)" });
+  expectShape(got, [4, 6], {
+    what: "sinusoidalPositions(4, 6)",
+    hint: "one row per position and one column per dimension, (T, d): (d, T) means the loops or axes are swapped",
+  });
   expectClose(got, refPositions(4, 6), {
     what: "sinusoidalPositions(4, 6)",
     hint:
@@ -291,5 +317,9 @@ graded("5.7 sinusoidalPositions: position 0 and an odd dimension", () => {
     what: "sinusoidalPositions(1, 5): position 0",
     hint: "sin(0) = 0 in even columns, cos(0) = 1 in odd ones; with odd d the last column is a sine",
   });
-  expectClose(sinusoidalPositions(3, 5), refPositions(3, 5), { what: "sinusoidalPositions(3, 5)" });
+  expectClose(sinusoidalPositions(3, 5), refPositions(3, 5), {
+    what: "sinusoidalPositions(3, 5)",
+    hint: "with odd d the last column is a lone sine: a loop that writes sin/cos pairs adds a column too many or " +
+      "drops it, and the exponent divides by d itself, not by d - 1",
+  });
 });

@@ -69,7 +69,11 @@ graded("6.1 layerNorm: a constant row gives beta, not NaN (eps inside the square
 graded("6.1 layerNorm: works on (B, T, C) and keeps the shape", () => {
   const x = [[[1, 0, -1], [2, 2, 5]], [[0, 4, 8], [-3, 1, 1]]];
   const got = layerNorm(tf.tensor3d(x), { gamma: tf.ones([3]), beta: tf.zeros([3]) });
-  expectShape(got, [2, 2, 3], { what: "layerNorm of a (2, 2, 3) tensor" });
+  expectShape(got, [2, 2, 3], {
+    what: "layerNorm of a (2, 2, 3) tensor",
+    hint: "layer norm keeps the input's shape: if you flattened to (B*T, C), reshape back; a smaller rank means " +
+      "you returned a mean or variance instead of the normalised x",
+  });
   expectClose(got, x.map((m) => m.map((r) => refLayerNormRow(r, [1, 1, 1], [0, 0, 0]))), {
     what: "layerNorm of a (2, 2, 3) tensor",
     hint: "reduce over axis -1 (the last one), whatever the rank",
@@ -89,8 +93,15 @@ graded("6.2 gelu: the tanh approximation at several points", () => {
 graded("6.2 gelu: keeps the shape of a matrix", () => {
   const x = [[-2, 0.1], [1.5, -0.2]];
   const got = gelu(tf.tensor2d(x));
-  expectShape(got, [2, 2], { what: "gelu of a (2, 2) matrix" });
-  expectClose(got, x.map((r) => r.map(refGelu)), { what: "gelu of a (2, 2) matrix" });
+  expectShape(got, [2, 2], {
+    what: "gelu of a (2, 2) matrix",
+    hint: "GELU acts on each element and keeps the input's shape: do not flatten the input or reduce over it",
+  });
+  expectClose(got, x.map((r) => r.map(refGelu)), {
+    what: "gelu of a (2, 2) matrix",
+    hint: "the same formula as for a vector, element by element: if the vector test passed, look for a transpose " +
+      "or a reordering of the values when handling the matrix",
+  });
 });
 
 // ---------------------------------------------------------------- 6.3 feed-forward
@@ -111,7 +122,11 @@ graded("6.3 feedForward: gelu(x W1 + b1) W2 + b2 on every row", () => {
     w2: tf.tensor2d(w2),
     b2: tf.tensor1d(b2),
   });
-  expectShape(got, [3, 2], { what: "feedForward of 3 positions, C = 2, H = 4" });
+  expectShape(got, [3, 2], {
+    what: "feedForward of 3 positions, C = 2, H = 4",
+    hint: "the output has the input's shape (positions, C): (3, 4) means the second layer (W2, back to C) is " +
+      "missing, and a transposed weight matrix gives the axes in the wrong order",
+  });
   expectClose(got, expected, {
     what: "feedForward(x)",
     input: { x, b1, b2 },
@@ -194,6 +209,8 @@ graded("6.6 countParameters: nanoGPT's baby config and GPT-2 small", () => {
   });
   expectEqual(countParameters({ vocabSize: 50257, blockSize: 1024, nLayer: 12, nEmbd: 768 }), 124_439_808, {
     what: "countParameters of GPT-2 small",
+    hint: "count exactly, not with the rule of thumb 12 nLayer d^2 (it leaves out embeddings, biases and layer " +
+      "norms); the position table has blockSize rows, and the tied head adds nothing",
   });
 });
 
@@ -202,7 +219,11 @@ graded("6.6 countParameters: nanoGPT's baby config and GPT-2 small", () => {
 graded("6.7 makeBatch: targets are the inputs moved by one", () => {
   const tokens = Array.from({ length: 20 }, (_, i) => 10 + i); // 10, 11, ..., 29
   const { x, y } = makeBatch(tokens, { starts: [0, 5, 15], blockSize: 4 });
-  expectShape(x, [3, 4], { what: "x for 3 starts, blockSize 4" });
+  expectShape(x, [3, 4], {
+    what: "x for 3 starts, blockSize 4",
+    hint: "one row per start, blockSize tokens each: (3, 5) means x kept the extra token that only y needs, " +
+      "(4, 3) that rows and columns are swapped",
+  });
   expectEqual(x.dtype, "int32", {
     what: "the dtype of x",
     hint: 'token ids are integers: tf.tensor2d(rows, shape, "int32")',
@@ -227,5 +248,7 @@ graded("6.7 makeBatch: a start without room for blockSize + 1 tokens is a RangeE
   expectThrows(() => makeBatch(tokens, { starts: [-1], blockSize: 4 }), RangeError, {
     what: "makeBatch with starts [-1]",
     includes: "starts[0]",
+    hint: "a negative start is out of range too: check the lower bound as well as the upper one, and name the " +
+      "bad entry",
   });
 });

@@ -46,7 +46,11 @@ graded("7.1 greedyChoice: returns the index, not the value", () => {
     what: "greedyChoice([0.1, 2.5, 0.3])",
     hint: "return the position of the largest logit (the token id), not the logit itself",
   });
-  expectEqual(greedyChoice([7]), 0, { what: "greedyChoice([7])" });
+  expectEqual(greedyChoice([7]), 0, {
+    what: "greedyChoice([7])",
+    hint: "with one logit the answer is its index: -1 or undefined means the best index starts outside the array " +
+      "and is only set inside a loop that skips the first logit",
+  });
 });
 
 graded("7.1 greedyChoice: ties go to the lowest index", () => {
@@ -88,6 +92,8 @@ graded("7.2 softmaxWithTemperature: t = 1 is the plain softmax, and rows sum to 
   const logits = [0.3, -1.2, 2.0, 0.0];
   expectClose(softmaxWithTemperature(logits, 1), refSoftmax(logits), {
     what: "softmaxWithTemperature([0.3, -1.2, 2, 0], 1)",
+    hint: "with t = 1 this is the plain softmax, so the softmax itself is off: each exp(z_i) over the sum of all " +
+      "of them, taken once (not applied twice)",
   });
   for (const t of [0.25, 3, 10]) {
     const p = softmaxWithTemperature(logits, t);
@@ -150,6 +156,8 @@ graded("7.3 topKFilter: keeps the k largest and renormalises", () => {
   });
   expectClose(topKFilter(probs, 1), [0, 1, 0, 0], {
     what: "topKFilter([0.1, 0.4, 0.3, 0.2], 1)",
+    hint: "k = 1 keeps only the most probable token (index 1), which then gets all the mass: 0.4 there means " +
+      "the kept probabilities were not renormalised, a token kept at another index that you sorted ascending",
   });
 });
 
@@ -303,6 +311,8 @@ graded("7.5 sampleIndex: never draws a zero-probability token", () => {
     what: "frequency of token 1 in 4000 draws from [0, 0.5, 0, 0.5] (seed 99)",
     atol: 5 * Math.sqrt(0.25 / 4000),
     rtol: 0,
+    hint: "tokens 1 and 3 should each come up half the time: a skewed frequency means the draw does not follow " +
+      "the running total (one u per draw, compared with the cumulative sum, not a new random number per token)",
   });
 });
 
@@ -371,7 +381,11 @@ graded("7.6 beamSearch: width 1 is greedy", () => {
     what: "the log-probability of the greedy hypothesis A END",
     hint: "logProb is the SUM of Math.log(p) of the generated tokens: log 0.5 + log 0.4",
   });
-  expectEqual(best.finished, true, { what: "finished flag of A END" });
+  expectEqual(best.finished, true, {
+    what: "finished flag of A END",
+    hint: "a hypothesis that generated endToken is finished: false (or undefined) means the flag is not set when " +
+      "a candidate ending in END leaves the beam",
+  });
 });
 
 graded("7.6 beamSearch: width 2 finds the sequence greedy misses", () => {
@@ -414,6 +428,8 @@ graded("7.6 beamSearch: lengthPenalty 0 ranks by the total log-probability", () 
   });
   expectClose(results.map((h) => h.score), [Math.log(0.4), Math.log(0.324)], {
     what: "scores with lengthPenalty 0",
+    hint: "with lengthPenalty 0 the score is the logProb itself (length ** 0 = 1): dividing by the length anyway, " +
+      "or a default written with || that turns 0 into 1, gives other scores",
   });
 });
 
@@ -474,11 +490,15 @@ graded("7.6 beamSearch: 800 tokens do not underflow (log-probabilities)", () => 
   });
   expectEqual(best.finished, false, {
     what: "finished flag of a hypothesis cut off at maxNewTokens",
+    hint: "running out of maxNewTokens is not finishing: only a hypothesis that generated endToken is finished " +
+      "(here there is no endToken at all)",
   });
   const greedy = beamSearch(lanes, [], { beamWidth: 1, maxNewTokens: 800 })[0];
   expectClose(greedy.logProb, Math.log(0.4) + 799 * Math.log(0.28), {
     what: "logProb of the greedy (width 1) 800-token hypothesis",
     rtol: 1e-9,
+    hint: "with one beam every step keeps the single best extension: -Infinity means probabilities were " +
+      "multiplied and underflowed to 0; keep a running sum of log-probabilities",
   });
 });
 
@@ -502,7 +522,11 @@ const row = (m: number[][], t: number) => tf.tensor2d([m[t]]);
 graded("7.7 attendWithCache: the first token attends only to itself", () => {
   const step = { q: row(Q, 0), k: row(K, 0), v: row(V, 0) };
   const { output, cache } = attendWithCache(step, { keys: null, values: null });
-  expectShape(output, [1, 4], { what: "output of the first step" });
+  expectShape(output, [1, 4], {
+    what: "output of the first step",
+    hint: "the output has one row per query, (1, headSize): (1, 1) means you returned the attention weights, a " +
+      "transposed shape that a matMul has its arguments in the wrong order",
+  });
   expectClose(output, [V[0]], {
     what: "output of the first step (one key: its weight is 1, so the output is v)",
     hint: "append k and v to the cache BEFORE attending: the new token attends to itself",
@@ -511,14 +535,22 @@ graded("7.7 attendWithCache: the first token attends only to itself", () => {
     what: "cache.keys after the first step",
     hint: "the first call starts from nulls; the cache then holds k as its only row",
   });
-  expectShape(cache.values, [1, 4], { what: "cache.values after the first step" });
+  expectShape(cache.values, [1, 4], {
+    what: "cache.values after the first step",
+    hint: "the values are cached like the keys: after the first call v is the only row; null or a transposed " +
+      "shape means v was not stored, or not stored as a row",
+  });
 });
 
 graded("7.7 attendWithCache: step by step equals causal attention", () => {
   let cache: KVCache = { keys: null, values: null };
   for (let t = 0; t < 5; t++) {
     const res = attendWithCache({ q: row(Q, t), k: row(K, t), v: row(V, t) }, cache);
-    expectShape(res.output, [1, 4], { what: `output at step ${t}` });
+    expectShape(res.output, [1, 4], {
+      what: `output at step ${t}`,
+      hint: "the output is one row, (1, headSize), however long the cache: (1, t + 1) means you returned the " +
+        "weights, (t + 1, headSize) that the cached values were returned without weighting them",
+    });
     expectClose(res.output, [refCausalRow(Q, K, V, t)], {
       what: `output at step ${t} (token ${t} attending to tokens 0..${t})`,
       input: { q: Q[t], keys: K.slice(0, t + 1) },
@@ -542,7 +574,11 @@ graded("7.7 attendWithCache: the cache grows by one row and keeps the old rows",
     what: "cache.keys after 3 steps (rows k0, k1, k2 in order)",
     hint: "tf.concat([cache.keys, k], 0) puts the new key last",
   });
-  expectClose(cache.values, V.slice(0, 3), { what: "cache.values after 3 steps" });
+  expectClose(cache.values, V.slice(0, 3), {
+    what: "cache.values after 3 steps",
+    hint: "each step appends its v as the last row of the values cache and keeps the old rows: the keys here " +
+      "mean k went into both caches, a single row that the cache was replaced",
+  });
 });
 
 graded("7.7 attendWithCache: leaves no tensors behind and disposes nothing it does not own", () => {

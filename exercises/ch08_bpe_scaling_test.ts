@@ -120,7 +120,11 @@ graded("8.2 mergePair: returns a new map and leaves its input unchanged", () => 
     what: "whether mergePair returned its input object",
     hint: "return a new Map",
   });
-  expectEqual(got.get("lo w </w>"), 5, { what: 'the count of "lo w </w>" after merging (l, o)' });
+  expectEqual(got.get("lo w </w>"), 5, {
+    what: 'the count of "lo w </w>" after merging (l, o)',
+    hint: "the merged word keeps its frequency under its new key: undefined means the key was rebuilt with the " +
+      "wrong spacing (symbols are joined with one space), 1 that the count was not carried over",
+  });
 });
 
 // ----------------------------------------------------------- 8.3 encodeWord
@@ -176,7 +180,11 @@ graded("8.3 encodeWord: starts from code points, so an emoji is one symbol", () 
     what: 'encodeWord("a🙂🙂b", [["🙂","🙂"], ["a","🙂🙂"]])',
     hint: 'split with Array.from(word) (code points), not word.split("") (UTF-16 halves)',
   });
-  expectEqual(encodeWord("xyz", []), ["x", "y", "z"], { what: 'encodeWord("xyz", [])' });
+  expectEqual(encodeWord("xyz", []), ["x", "y", "z"], {
+    what: 'encodeWord("xyz", [])',
+    hint: "with no merges the word stays split into its characters: one symbol holding the whole word means it " +
+      "was never split, an empty result that the empty merge list ended the function before it returned them",
+  });
   expectEqual(encodeWord("", merges), [], { what: 'encodeWord("", merges)', hint: "an empty word has no symbols" });
 });
 
