@@ -1,0 +1,226 @@
+/**
+ * Every check in the graded tests gives a hint. Issue 8 asks that a failure
+ * message state the input, the expected and the actual values "and a hint for
+ * the most common mistake"; `lib/grading.ts` prints the `hint` of the check's
+ * options, so a check without one fails with no advice at all.
+ *
+ * The graded test files are read, not run: this finds every `expectClose`,
+ * `expectEqual`, `expectShape` and `expectThrows` call in `exercises/*_test.ts`
+ * and fails, naming `file:line`, for each whose options object has no `hint`.
+ *
+ * Run: `deno test -A tests/hints_test.ts` (add `--import-map tests/offline_import_map.json` without JSR).
+ * @module
+ */
+import { assertEquals } from "@std/assert";
+import { join } from "node:path";
+import { gradedTestFiles, ROOT } from "./graded_runner.ts";
+
+/** The checks of lib/grading.ts; each takes its options (`what`, `input`, `hint`, …) as the third argument. */
+export const CHECKS = ["expectClose", "expectEqual", "expectShape", "expectThrows"];
+
+/**
+ * The source with the insides of comments, strings, template literals and
+ * regular expressions blanked out (newlines kept), so that brackets, commas
+ * and names can be found by plain scanning. Offsets and lines are unchanged.
+ * @param src TypeScript source.
+ * @returns the masked source, the same length as `src`.
+ */
+export function maskLiterals(src: string): string {
+  const out = src.split("");
+  const blank = (from: number, to: number) => {
+    for (let k = from; k < to; k++) if (out[k] !== "\n") out[k] = " ";
+  };
+  // Where a template literal's `${…}` expressions are open: the brace depth each started at.
+  const templates: number[] = [];
+  let depth = 0, i = 0;
+  /** Scans a template literal's text from `i` up to its end or its next `${`; returns where it stopped. */
+  const templateText = (start: number): number => {
+    let j = start;
+    while (j < src.length) {
+      if (src[j] === "\\") j += 2;
+      else if (src[j] === "`") return j + 1;
+      else if (src[j] === "$" && src[j + 1] === "{") {
+        templates.push(depth);
+        depth++;
+        return j + 2;
+      } else j++;
+    }
+    return j;
+  };
+  let lastSignificant = "";
+  while (i < src.length) {
+    const ch = src[i], next = src[i + 1];
+    if (ch === "/" && next === "/") {
+      const end = src.indexOf("\n", i);
+      const stop = end < 0 ? src.length : end;
+      blank(i, stop);
+      i = stop;
+    } else if (ch === "/" && next === "*") {
+      const end = src.indexOf("*/", i + 2);
+      const stop = end < 0 ? src.length : end + 2;
+      blank(i, stop);
+      i = stop;
+    } else if (ch === '"' || ch === "'") {
+      let j = i + 1;
+      while (j < src.length && src[j] !== ch && src[j] !== "\n") j += src[j] === "\\" ? 2 : 1;
+      blank(i + 1, j);
+      i = j + 1;
+      lastSignificant = ch;
+    } else if (ch === "`") {
+      const j = templateText(i + 1);
+      blank(i + 1, src[j - 1] === "`" ? j - 1 : j - 2);
+      i = j;
+      lastSignificant = "`";
+    } else if (ch === "}" && templates.length && templates.at(-1) === depth - 1) {
+      // The end of a `${…}`: the template's text goes on.
+      templates.pop();
+      depth--;
+      const j = templateText(i + 1);
+      blank(i + 1, src[j - 1] === "`" ? j - 1 : j - 2);
+      i = j;
+      lastSignificant = "`";
+    } else if (ch === "/" && (lastSignificant === "" || "(,=:[!&|?{};+-*%<>~^".includes(lastSignificant))) {
+      // A regular expression literal (a `/` where a value starts, not a division).
+      let j = i + 1, inClass = false;
+      while (j < src.length && src[j] !== "\n" && (src[j] !== "/" || inClass)) {
+        if (src[j] === "\\") j++;
+        else if (src[j] === "[") inClass = true;
+        else if (src[j] === "]") inClass = false;
+        j++;
+      }
+      blank(i + 1, j);
+      i = j + 1;
+      lastSignificant = "/";
+    } else {
+      if (ch === "{") depth++;
+      else if (ch === "}") depth--;
+      if (!/\s/.test(ch)) lastSignificant = /[\w$]/.test(ch) ? "a" : ch;
+      i++;
+    }
+  }
+  return out.join("");
+}
+
+/**
+ * Splits a bracketed list at its top-level commas.
+ * @param masked masked source (see {@link maskLiterals}).
+ * @param open the offset of the opening `(` or `{`.
+ * @returns each item's offsets (empty items left out) and the offset of the closing bracket.
+ */
+export function splitItems(masked: string, open: number): { items: [number, number][]; close: number } {
+  const items: [number, number][] = [];
+  let depth = 0, start = open + 1;
+  for (let i = open; i < masked.length; i++) {
+    const ch = masked[i];
+    if ("([{".includes(ch)) depth++;
+    else if (")]}".includes(ch)) {
+      depth--;
+      if (depth === 0) {
+        if (masked.slice(start, i).trim()) items.push([start, i]);
+        return { items, close: i };
+      }
+    } else if (ch === "," && depth === 1) {
+      items.push([start, i]);
+      start = i + 1;
+    }
+  }
+  throw new SyntaxError(`unbalanced brackets from offset ${open}`);
+}
+
+/** A check call found in a graded test file. */
+export interface CheckCall {
+  /** expectClose, expectEqual, expectShape or expectThrows. */
+  fn: string;
+  /** 1-based line of the call. */
+  line: number;
+  /** Why the check has no usable hint, or "" when it has one. */
+  problem: string;
+}
+
+/**
+ * Finds the check calls in a graded test file and whether each gives a hint.
+ * @param src the file's source.
+ * @returns the calls, in order.
+ */
+export function findChecks(src: string): CheckCall[] {
+  const masked = maskLiterals(src);
+  const calls: CheckCall[] = [];
+  const re = new RegExp(`(?<![\\w$])(${CHECKS.join("|")})\\s*\\(`, "g");
+  for (const m of masked.matchAll(re)) {
+    // `function expectClose(` is a declaration, not a check.
+    if (/\bfunction\s*$/.test(masked.slice(Math.max(0, m.index - 20), m.index))) continue;
+    const line = masked.slice(0, m.index).split("\n").length;
+    const { items } = splitItems(masked, m.index + m[0].length - 1);
+    calls.push({ fn: m[1], line, problem: hintProblem(src, masked, items[2]) });
+  }
+  return calls;
+}
+
+/** Why an options argument gives no hint ("" when it gives one). */
+function hintProblem(src: string, masked: string, options: [number, number] | undefined): string {
+  if (!options) return "no options object (give it { what, input, hint })";
+  const text = masked.slice(...options).trim();
+  if (!text.startsWith("{")) {
+    return `its options are not an object literal (${text}): write { what, input, hint } inline`;
+  }
+  const open = options[0] + masked.slice(options[0]).indexOf("{");
+  for (const [a, b] of splitItems(masked, open).items) {
+    const prop = masked.slice(a, b).trim();
+    const key = /^(?:hint|["']\s*["'])\s*(:|$)/.exec(prop);
+    if (!key) continue;
+    // A quoted key is masked: read it from the source.
+    if (prop.startsWith('"') || prop.startsWith("'")) {
+      if (!/^["']hint["']/.test(src.slice(a, b).trim())) continue;
+    }
+    if (key[1] === "") return ""; // `{ hint }` shorthand
+    const value = src.slice(a, b).trim().replace(/^["']?hint["']?\s*:\s*/, "");
+    if (/^(["'`])\s*\1$/.test(value) || value === "undefined" || value === "null") return "its hint is empty";
+    return "";
+  }
+  return "no hint in its options";
+}
+
+Deno.test("findChecks reads check calls and their hints without running the file", () => {
+  const src = [
+    'import { expectClose, expectEqual, expectShape, expectThrows } from "../lib/mod.ts";', // 1
+    "// expectClose(a, b, {}) in a comment is not a check", // 2
+    'expectClose(f([1, 2]), [1, 2], { what: "f", hint: "add, do not multiply" });', // 3
+    'expectEqual(g({ a: 1 }), "x, y", { what: `g(${JSON.stringify({ hint: 1 })})`, input: { hint: "no" } });', // 4
+    "expectShape(h(), [2, 3], {", // 5
+    '  what: "h()",', // 6
+    '  "hint": `rows ${"first"}`,', // 7
+    "});", // 8
+    'expectThrows(() => k(/[)]/), RangeError, { what: "k", includes: "hint:" });', // 9
+    "expectClose(m(), 1, opts);", // 10
+    'expectClose(n(), 1, { what: "n", hint: "" });', // 11
+    "expectEqual(o(), 1);", // 12
+    'const hint = "use the max"; expectClose(p(), 1, { what: "p", hint });', // 13
+    "function expectClose(a: number, b: number, c: object) {}", // 14
+  ].join("\n");
+  assertEquals(findChecks(src).map((c) => [c.line, c.fn, c.problem.replace(/ \(.*/, "")]), [
+    [3, "expectClose", ""],
+    [4, "expectEqual", "no hint in its options"],
+    [5, "expectShape", ""],
+    [9, "expectThrows", "no hint in its options"],
+    [10, "expectClose", "its options are not an object literal"],
+    [11, "expectClose", "its hint is empty"],
+    [12, "expectEqual", "no options object"],
+    [13, "expectClose", ""],
+  ]);
+});
+
+Deno.test("every check in exercises/*_test.ts gives a hint for the most common mistake", () => {
+  const missing: string[] = [];
+  let total = 0;
+  for (const file of gradedTestFiles()) {
+    const calls = findChecks(Deno.readTextFileSync(join(ROOT, file)));
+    total += calls.length;
+    for (const c of calls.filter((c) => c.problem)) missing.push(`${file}:${c.line}: ${c.fn}: ${c.problem}`);
+  }
+  assertEquals(
+    missing,
+    [],
+    `${missing.length} of ${total} checks give no hint; add a hint naming the mistake that produces each failure:\n` +
+      missing.join("\n"),
+  );
+});
