@@ -25,6 +25,7 @@ import {
   bracketsBalance,
   type GradedResult,
   gradedTestFiles,
+  parseTestName,
   ROOT,
   testFileInfo,
   topLevelRegions,
@@ -178,23 +179,32 @@ Deno.test("topLevelRegions and bracketsBalance find the function a line belongs 
 // ---------------------------------------------------------------------------
 // Grading the real exercises.
 
-async function gradeCli(cwd: string, args: string[]): Promise<{ code: number; report: GradeReport; stderr: string }> {
+/** Runs `deno task grade` (tests/grade.ts of the project in `cwd`) with `args`, as a student or instructor would. */
+async function runGrader(cwd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", join(cwd, "tests/grade.ts"), "--json", ...args],
+    args: ["run", "-A", join(cwd, "tests/grade.ts"), ...args],
     cwd,
     env: { NO_COLOR: "1", ...offlineArgs },
     stdout: "piped",
     stderr: "piped",
   }).output();
-  const stdout = new TextDecoder().decode(out.stdout);
-  const stderr = new TextDecoder().decode(out.stderr);
+  return {
+    code: out.code,
+    stdout: new TextDecoder().decode(out.stdout),
+    stderr: new TextDecoder().decode(out.stderr),
+  };
+}
+
+/** {@link runGrader} with `--json`: the parsed report. */
+async function gradeCli(cwd: string, args: string[]): Promise<{ code: number; report: GradeReport; stderr: string }> {
+  const { code, stdout, stderr } = await runGrader(cwd, ["--json", ...args]);
   let report: GradeReport;
   try {
     report = JSON.parse(stdout);
   } catch {
-    throw new Error(`grade.ts did not print a JSON report (exit ${out.code}):\n${stdout}\n${stderr}`);
+    throw new Error(`grade.ts did not print a JSON report (exit ${code}):\n${stdout}\n${stderr}`);
   }
-  return { code: out.code, report, stderr };
+  return { code, report, stderr };
 }
 
 Deno.test("deno task grade on the untouched stubs: 0 points, every exercise not attempted", async () => {
@@ -203,6 +213,57 @@ Deno.test("deno task grade on the untouched stubs: 0 points, every exercise not 
   assert(report.exercises.length > 0);
   assertEquals(report.score, 0);
   for (const e of report.exercises) assertEquals([e.exercise, e.status], [e.exercise, "not attempted"]);
+});
+
+Deno.test("deno task grade prints the table: every exercise a row, not attempted, 0 points, and the total", async () => {
+  const { code, stdout, stderr } = await runGrader(ROOT, []);
+  assertEquals(code, 0, stderr);
+  // What the table must list, read from the graded test files and points.json without running anything.
+  const points = loadPoints();
+  const expected = new Map<string, { fn: string; tests: number }>();
+  for (const name of gradedTestFiles().flatMap((f) => testFileInfo(f).names)) {
+    const { exercise, fn } = parseTestName(name);
+    const e = expected.get(exercise) ?? { fn, tests: 0 };
+    e.tests++;
+    expected.set(exercise, e);
+  }
+  assert(expected.size > 0);
+  const lines = stdout.split("\n");
+  assertMatch(lines[0], /^lmbook grade: exercises\/ {2}\(\d+\.\d s\)$/);
+  assertMatch(stdout, /^ {2}Ex\. +Function +Tests +Points {2}Status$/m);
+  // A row: exercise, function, tests passed / tests, points earned / possible, status.
+  const rows = lines.filter((l) => /^ {2}\d+\.\d+ /.test(l));
+  assertEquals(rows.length, expected.size, `one row per exercise:\n${stdout}`);
+  let total = 0;
+  for (const [ex, { fn, tests }] of expected) {
+    const possible = points.get(ex)!.points;
+    total += possible;
+    const shown = Number.isInteger(possible) ? String(possible) : possible.toFixed(2);
+    const row = rows.find((r) => r.trim().split(/\s+/)[0] === ex);
+    assert(row, `no row for exercise ${ex}:\n${stdout}`);
+    assertMatch(
+      row,
+      new RegExp(`^ {2}${ex.replace(".", "\\.")} +${fn} +0/${tests} +0\\.00 / ${shown} +not attempted$`),
+      `the row of exercise ${ex}`,
+    );
+  }
+  const shownTotal = Number.isInteger(total) ? String(total) : total.toFixed(2);
+  assertMatch(stdout, new RegExp(`^ {2}Total: 0\\.00 / ${shownTotal} points \\(0%\\)$`, "m"));
+  assertMatch(stdout, new RegExp(`^ {2}Exercises: ${expected.size} not attempted$`, "m"));
+  const todo = lines.find((l) => l.startsWith("Not attempted yet: ")) ?? "";
+  for (const [ex, { fn }] of expected) assert(todo.includes(` ${ex} ${fn}`), `${ex} ${fn} missing from: ${todo}`);
+  // Nothing to fix on untouched stubs.
+  assert(!stdout.includes("What to fix"), stdout);
+});
+
+Deno.test("deno task grade: an unknown option or a missing value is a clear error with a non-zero exit", async () => {
+  const unknown = await runGrader(ROOT, ["--result-json", "out.json"]);
+  assertEquals(unknown.code, 2);
+  assertEquals(unknown.stdout, "");
+  assertEquals(unknown.stderr.trim(), "error: unknown option: --result-json (see --help)");
+  const missing = await runGrader(ROOT, ["--junit"]);
+  assertEquals(missing.code, 2);
+  assertMatch(missing.stderr, /^error: --junit needs a value/);
 });
 
 Deno.test("deno task grade --solutions: full marks", async () => {
