@@ -10,7 +10,7 @@
 import { join } from "node:path";
 import { ROOT } from "./graded_runner.ts";
 
-/** A file the zoo's `save` tries to write; grading must not create it. */
+/** A file the zoo's `save` tries to write (and its `spawn` to touch); grading must not create it. */
 export const MARKER = "/tmp/lmbook-sandbox-should-not-exist.txt";
 
 /**
@@ -92,6 +92,11 @@ export async function download(): Promise<number> {
   return 1;
 }
 
+export async function spawn(): Promise<number> {
+  const out = await new Deno.Command("touch", { args: [${JSON.stringify(marker)}] }).output();
+  return out.code;
+}
+
 export function later(x: number): number {
   return notImplemented("later");
 }
@@ -99,7 +104,7 @@ export function later(x: number): number {
 
 /** Graded tests for {@link ZOO}. */
 export const ZOO_TEST = `import { expectClose, expectEqual, graded } from "../lib/mod.ts";
-import { add, double, download, first, half, home, later, mean, pair, save } from "./ch99_zoo.ts";
+import { add, double, download, first, half, home, later, mean, pair, save, spawn } from "./ch99_zoo.ts";
 
 graded("9.1 add: adds", () => expectClose(add(1, 2), 3, { what: "add(1, 2)" }));
 graded("9.2 mean: averages", () => expectClose(mean([1, 2, 3]), 2, { what: "mean([1, 2, 3])" }));
@@ -111,6 +116,7 @@ graded("9.7 save: the length", () => expectClose(save("abc"), 3, { what: 'save("
 graded("9.8 double: doubles", () => expectClose(double(2), 4, { what: "double(2)" }));
 graded("9.9 download: resolves", async () => expectClose(await download(), 1, { what: "await download()" }));
 graded("9.10 later: later", () => expectClose(later(1), 1, { what: "later(1)" }));
+graded("9.11 spawn: exit code 0", async () => expectClose(await spawn(), 0, { what: "await spawn()" }));
 `;
 
 /**
@@ -168,6 +174,7 @@ export async function brokenProject(): Promise<string> {
     "9.8": 1,
     "9.9": 1,
     "9.10": 1,
+    "9.11": 1,
     "98.1": 1,
     "97.1": 1,
     "97.2": 1,

@@ -328,10 +328,14 @@ Deno.test({
       assertMatch(msg("9.4"), /wrong shape: expected shape \[2\], got shape \[1\]/);
       assertEquals(status("9.5"), "wrong");
       assertMatch(msg("9.5"), /wrong type: got a string "1.5"/);
-      for (const n of ["9.6", "9.7", "9.9"]) {
+      for (const n of ["9.6", "9.7", "9.9", "9.11"]) {
         assertEquals(status(n), "error", n);
-        assertMatch(msg(n), /NotCapable: Requires (env|write|net) access[\s\S]*graded code runs without permissions/);
+        assertMatch(
+          msg(n),
+          /NotCapable: Requires (env|write|net|run) access[\s\S]*graded code runs without permissions/,
+        );
       }
+      assertMatch(msg("9.11"), /Requires run access to "touch"/);
       assertEquals(await Deno.stat(marker).then(() => true, () => false), false, "student code wrote a file");
       assertEquals(status("9.8"), "error");
       assertMatch(msg("9.8"), /type error in your code[\s\S]*TS2322[\s\S]*ignoring the type error, this test passed/);
@@ -344,7 +348,7 @@ Deno.test({
       assertEquals(status("96.1"), "error");
       assertMatch(msg("96.1"), /syntax error outside the exercise functions/);
       assertEquals(report.score, 2); // 9.1 and 97.2
-      assertEquals(report.maxScore, 18);
+      assertEquals(report.maxScore, 19);
       // No failure message is a bare stack trace: each says what happened in words.
       for (const e of report.exercises) {
         for (const t of e.tests) {
