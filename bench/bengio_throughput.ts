@@ -10,7 +10,8 @@
  * again) so that load from other processes hits both alike; the medians are
  * compared.
  *
- * Run (on demand, never in CI; needs Debian's python3-torch):
+ * Run (on demand, never in CI; needs Debian's python3-torch and OpenBLAS,
+ * `apt-get install -y python3-torch libopenblas0`; see bench/torch_blas.py):
  *
  *     deno run -A bench/bengio_throughput.ts                # MLP9, 3 rounds of 15 s
  *     deno run -A bench/bengio_throughput.ts --model MLP1 --rounds 5 --seconds 20
@@ -129,7 +130,7 @@ async function torch(threads: number, secs: number): Promise<number> {
   const out = await cmd.output();
   if (!out.success) {
     throw new Error(
-      `the PyTorch peer failed (is python3-torch installed? apt-get install -y python3-torch):\n${
+      `the PyTorch peer failed (is python3-torch installed? apt-get install -y python3-torch libopenblas0):\n${
         new TextDecoder().decode(out.stderr)
       }`,
     );
@@ -152,9 +153,7 @@ for (let r = 0; r < rounds; r++) {
   }
   console.log(
     `round ${r + 1}: ` +
-      Object.entries(results).filter(([, v]) => v.length).map(([k, v]) =>
-        `${k} ${v.at(-1)!.toFixed(0)} ex/s`
-      )
+      Object.entries(results).filter(([, v]) => v.length).map(([k, v]) => `${k} ${v.at(-1)!.toFixed(0)} ex/s`)
         .join(", ") +
       `; load ${load()}`,
   );
@@ -197,9 +196,7 @@ if (!args["no-torch"]) {
   const r2 = ours / median(results["pytorch 2 threads"]),
     r1 = ours / median(results["pytorch 1 thread"]);
   console.log(
-    `lmbook / PyTorch throughput: ${r2.toFixed(2)}x at 2 threads (target >= 0.5x), ${
-      r1.toFixed(2)
-    }x at 1 thread` +
+    `lmbook / PyTorch throughput: ${r2.toFixed(2)}x at 2 threads (target >= 0.5x), ${r1.toFixed(2)}x at 1 thread` +
       `; load average now ${load()}`,
   );
 }

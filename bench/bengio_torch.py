@@ -12,7 +12,7 @@ the windows file and prints the ratio; or by hand:
 
     /usr/bin/python3 bench/bengio_torch.py --windows build/bench/bengio_windows.bin --threads 2
 
-Needs Debian's python3-torch (apt-get install -y python3-torch).
+Needs Debian's python3-torch (apt-get install -y python3-torch libopenblas0).
 """
 import argparse
 import json
@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 import torch
+
+from torch_blas import require_fast_blas  # bench/torch_blas.py: refuse the reference BLAS
 
 
 class FixedWindow(torch.nn.Module):
@@ -46,6 +48,7 @@ class FixedWindow(torch.nn.Module):
 
 
 def main():
+    require_fast_blas()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--windows", required=True, help="int32 file: header [N, n, V], then N*n contexts, then N targets")
     ap.add_argument("--threads", type=int, default=2)

@@ -8,7 +8,7 @@
  * ratio is reported too, since PyTorch is faster with one thread here).
  *
  * Run the report (about a minute; `--torch` adds the PyTorch peer, which needs
- * `apt-get install -y python3-torch`):
+ * `apt-get install -y python3-torch libopenblas0`):
  *
  *     deno run -A bench/decode_bench.ts [--torch] [--new-tokens 256] [--repeats 3] [--backend wasm]
  *

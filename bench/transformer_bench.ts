@@ -14,7 +14,7 @@
  * optimisations in lib/kernels.ts and lib/wasm_simd.ts.
  *
  * The PyTorch peer is `bench/transformer_torch.py` (Debian's python3-torch,
- * `apt-get install -y python3-torch`), run with /usr/bin/python3 at 1 and 2
+ * `apt-get install -y python3-torch libopenblas0`), run with /usr/bin/python3 at 1 and 2
  * threads. A step is a full training step: forward, backward, gradient
  * clipping and the AdamW update, on real Moby Dick batches.
  *
@@ -242,7 +242,9 @@ if (import.meta.main) {
   let torch: Awaited<ReturnType<typeof runTorch>> | null = null;
   if (!Deno.args.includes("--no-torch")) {
     torch = await runTorch(preset, vocab.size, batchSize, arg("torch-threads", "1,2"), steps);
-    if ("error" in torch) console.log(`PyTorch skipped: ${torch.error} (apt-get install -y python3-torch)`);
+    if ("error" in torch) {
+      console.log(`PyTorch skipped: ${torch.error} (apt-get install -y python3-torch libopenblas0)`);
+    }
   }
   const torchBy = new Map<number, { median: number; best: number }>();
   if (torch && "results" in torch) {

@@ -3,7 +3,7 @@
 of the same decoder-only transformer (nanoGPT's CPU "baby" config by default) on the
 same machine. On demand only, never in CI.
 
-Install:  apt-get install -y python3-torch
+Install:  apt-get install -y python3-torch libopenblas0  (OpenBLAS: see torch_blas.py)
 Run:      /usr/bin/python3 bench/transformer_torch.py [--threads 1,2] [--steps 20] [--json]
 
 The model matches lib/transformer.ts: pre-LN blocks, GELU (tanh approximation), biases,
@@ -16,6 +16,8 @@ import math
 import time
 
 import torch
+
+from torch_blas import require_fast_blas  # bench/torch_blas.py: refuse the reference BLAS
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -110,6 +112,7 @@ def bench(threads, args):
 
 
 def main():
+    require_fast_blas()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--heads", type=int, default=4)
