@@ -33,6 +33,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { Rng } from "./random.ts";
 import { BOS_ID, EOS_ID } from "./vocab.ts";
+import { crossEntropyFromLogits, linear } from "./kernels.ts";
 import type { LanguageModel, LogProbsOptions } from "./lm.ts";
 import {
   arrayDataset,
@@ -245,14 +246,15 @@ export function crossEntropy(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Scal
  * the whole vocabulary.
  *
  * Why not let tfjs differentiate the ops? On the wasm backend a matrix
- * product with a transposed operand (`matMul(a, b, false, true)`, which the
- * automatic gradient of `matMul` uses) runs about ten times slower than
- * transposing first, and summing a (B, V) matrix over its rows for the bias
- * gradient is slower than multiplying it by a row of ones. The backward pass
- * here is, with `g = softmax(logits) - oneHot(targets)` (B, V):
- * `dFeats = g · weightᵀ / B`, `dWeight = featsᵀ · g / B`,
- * `dBias = 1ᵀ · g / B`. The loss value is `-mean(log p_target)` from the
- * softmax, floored at 1e-30 (69 nats) for each example.
+ * product with a transposed operand (which the automatic gradient of
+ * `matMul` uses) runs about ten times slower than transposing first, and the
+ * gradient `softmax(logits) - oneHot(targets)` written with tfjs ops is
+ * several passes over the (B, V) matrix. This composes the transformer's
+ * kernels (`kernels.ts`): {@link linear}, whose backward pass uses only fast
+ * 2-D products and folds the bias gradient into the weight product, and
+ * {@link crossEntropyFromLogits}, whose gradient is one fused pass on wasm.
+ * The loss value is `-mean(log p_target)` from the softmax, floored at 1e-30
+ * (69 nats) for each example.
  *
  * @param feats the layer's inputs, (B, K).
  * @param weight (K, V).
@@ -286,35 +288,9 @@ export function linearCrossEntropy(
       `shapes do not fit: feats [${feats.shape}], weight [${weight.shape}], bias [${bias.shape}], targets [${targets.shape}]`,
     );
   }
-  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
-    const [x, wt, bi, t] = args as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D, tf.Tensor1D];
-    const save = args[4] as tf.GradSaveFunc;
-    const logits = tf.fused.matMul({ a: x, b: wt, bias: bi }); // (B, V)
-    const probs = tf.softmax(logits); // (B, V)
-    const at = tf.stack([tf.range(0, B, 1, "int32"), t], 1) as tf.Tensor2D; // (B, 2) (row, target)
-    const pt = tf.gatherND(probs, at) as tf.Tensor1D; // (B,)
-    save([x, wt, probs, at, pt, t]);
-    return {
-      value: pt.maximum(1e-30).log().mean().neg() as tf.Scalar,
-      gradFunc: (dy, saved) => {
-        const [xs, ws, ps, ats, pts, ts] = saved as [
-          tf.Tensor2D,
-          tf.Tensor2D,
-          tf.Tensor2D,
-          tf.Tensor2D,
-          tf.Tensor1D,
-          tf.Tensor1D,
-        ];
-        const c = tf.div(dy, B); // scalar
-        const g = tf.tensorScatterUpdate(ps, ats, pts.sub(1)); // (B, V) softmax - oneHot
-        const dFeats = tf.matMul(g, ws.transpose()).mul(c); // (B, K)
-        const dWeight = tf.matMul(xs.transpose().mul(c), g); // (K, V)
-        const dBias = tf.matMul(tf.fill([1, B], 1).mul(c), g).reshape([V]); // (V,)
-        return [dFeats, dWeight, dBias, tf.zerosLike(ts)];
-      },
-    };
-  });
-  return f(feats, weight, bias, targets) as tf.Scalar;
+  // The same products and fused softmax gradient as the transformer's head (kernels.ts).
+  const logits = linear(feats, weight, { bias }); // (B, V)
+  return crossEntropyFromLogits(logits, targets); // ()
 }
 
 /**
@@ -487,9 +463,7 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
       );
     }
     this.name = options.name ??
-      `fixed-window MLP (n=${c.blockSize + 1}, m=${c.nEmbd}, h=${c.nHidden}${
-        c.direct ? ", direct" : ""
-      })`;
+      `fixed-window MLP (n=${c.blockSize + 1}, m=${c.nEmbd}, h=${c.nHidden}${c.direct ? ", direct" : ""})`;
     const rng = options.rng ?? new Rng(options.seed ?? 0);
     const V = c.vocabSize, m = c.nEmbd, h = c.nHidden, nm = c.blockSize * c.nEmbd;
     const embStd = options.embeddingInitStd ?? 0.1;
