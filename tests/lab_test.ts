@@ -1,0 +1,98 @@
+/**
+ * Tests of `deno task lab` (tools/lab.ts) with a stand-in `jupyter` on the
+ * PATH and a temporary HOME, so nothing real is started or registered: no
+ * Jupyter gives a clear message and exit 1; a missing Deno kernel is
+ * registered first; JupyterLab is preferred, else the classic notebook.
+ * (tests/browser/lab_browser_test.ts starts the real thing once.)
+ */
+import { assert, assertEquals, assertStringIncludes } from "@std/assert";
+import { join } from "node:path";
+import { ROOT } from "./notebooks.ts";
+
+interface LabRun {
+  code: number;
+  out: string;
+  /** Every call the stand-in jupyter received, one line of arguments each. */
+  calls: string[];
+  home: string;
+}
+
+/**
+ * Runs tools/lab.ts with `jupyter` replaced by a shell script (or absent).
+ * @param fake `"none"` (no jupyter on the PATH), `"classic"` or `"lab"` (JupyterLab installed).
+ * @param kernel whether the Deno kernel is already registered in the temporary HOME.
+ */
+async function runLab(fake: "none" | "classic" | "lab", kernel: boolean): Promise<LabRun> {
+  const home = await Deno.makeTempDir({ prefix: "lmbook-lab-" });
+  const bin = join(home, "bin"), log = join(home, "calls.log");
+  await Deno.mkdir(bin);
+  if (fake !== "none") {
+    await Deno.writeTextFile(
+      join(bin, "jupyter"),
+      `#!/bin/sh\necho "$@" >> '${log}'\ncase "$1" in\n  --version|nbconvert) exit 0;;\n  lab) ${
+        fake === "lab" ? "exit 0" : "exit 1"
+      };;\n  *) exit 0;;\nesac\n`,
+    );
+    await Deno.chmod(join(bin, "jupyter"), 0o755);
+  }
+  if (kernel) {
+    const dir = join(home, ".local/share/jupyter/kernels/deno");
+    await Deno.mkdir(dir, { recursive: true });
+    await Deno.writeTextFile(join(dir, "kernel.json"), "{}");
+  }
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", join(ROOT, "tools/lab.ts"), "--no-browser"],
+    cwd: ROOT,
+    // Only the stand-in on the PATH: a real Jupyter in /usr/bin must not be found.
+    env: { HOME: home, PATH: bin, NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const dec = new TextDecoder();
+  let calls: string[] = [];
+  try {
+    calls = (await Deno.readTextFile(log)).trim().split("\n");
+  } catch { /* no jupyter, no calls */ }
+  return { code: out.code, out: dec.decode(out.stdout) + dec.decode(out.stderr), calls, home };
+}
+
+Deno.test("deno task lab without Jupyter: exit 1 with how to install it", async () => {
+  const r = await runLab("none", false);
+  try {
+    assertEquals(r.code, 1, r.out);
+    assertStringIncludes(r.out, "Jupyter is not installed");
+    assertStringIncludes(r.out, "sudo apt install jupyter-notebook");
+    assertStringIncludes(r.out, "pip install --user jupyterlab");
+  } finally {
+    await Deno.remove(r.home, { recursive: true });
+  }
+});
+
+Deno.test("deno task lab registers a missing Deno kernel, then opens the classic notebook at notebooks/", async () => {
+  const r = await runLab("classic", false);
+  try {
+    assertEquals(r.code, 0, r.out);
+    assertStringIncludes(r.out, "Registering the Deno kernel");
+    const spec = join(r.home, ".local/share/jupyter/kernels/deno/kernel.json");
+    assert((await Deno.stat(spec)).isFile, `no kernel.json at ${spec}`);
+    const open = r.calls.find((c) => c.startsWith("notebook "));
+    assert(open, `jupyter notebook was not started; calls: ${r.calls.join(" | ")}`);
+    assertStringIncludes(open, `--notebook-dir=${join(ROOT, "notebooks")}`);
+    assertStringIncludes(open, "--no-browser"); // extra arguments reach Jupyter
+  } finally {
+    await Deno.remove(r.home, { recursive: true });
+  }
+});
+
+Deno.test("deno task lab prefers JupyterLab and leaves a registered kernel alone", async () => {
+  const r = await runLab("lab", true);
+  try {
+    assertEquals(r.code, 0, r.out);
+    assert(!r.out.includes("Registering"), r.out);
+    assertStringIncludes(r.out, "JupyterLab");
+    const open = r.calls.find((c) => c.startsWith("lab --notebook-dir="));
+    assert(open, `jupyter lab was not started; calls: ${r.calls.join(" | ")}`);
+  } finally {
+    await Deno.remove(r.home, { recursive: true });
+  }
+});
