@@ -52,6 +52,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { Rng } from "./random.ts";
+import { type AdamWStep, fusedAdamW, wasmSimdReady } from "./wasm_simd.ts";
 import { ProgressBar } from "./progress.ts";
 import { type ChartOptions, type Figure, lineChart } from "./plot.ts";
 
@@ -313,7 +314,10 @@ export interface AdamWOptions {
    * gradients are read back and the new weights written once). `"auto"`
    * (default) picks `"js"` on the `cpu` and `wasm` backends, where reading a
    * tensor is cheap and the loop is several times faster, and `"tensor"` on
-   * a GPU. Both give the same numbers up to float rounding.
+   * a GPU. Both give the same numbers up to float rounding. On `wasm` the
+   * `"js"` step of each variable whose size is a multiple of 4 runs as one
+   * WebAssembly SIMD pass over the backend's memory (`fusedAdamW`), with no
+   * copy of weights or gradients, about five times faster than the loop.
    */
   implementation?: "auto" | "tensor" | "js";
 }
@@ -367,6 +371,9 @@ export class AdamW {
   #wJs = new Map<string, Float32Array>();
   #wData = new Map<string, object>();
   #vJs = new Map<string, Float32Array>();
+  // On wasm: the moments as private tensors in the backend's memory, for the fused kernel.
+  #mSimd = new Map<string, tf.Tensor>();
+  #vSimd = new Map<string, tf.Tensor>();
   #impl: "auto" | "tensor" | "js";
 
   /**
@@ -399,9 +406,7 @@ export class AdamW {
     this.#impl = options.implementation ?? "auto";
     if (!["auto", "tensor", "js"].includes(this.#impl)) {
       throw new RangeError(
-        `implementation must be "auto", "tensor" or "js": implementation=${
-          JSON.stringify(this.#impl)
-        }`,
+        `implementation must be "auto", "tensor" or "js": implementation=${JSON.stringify(this.#impl)}`,
       );
     }
   }
@@ -486,9 +491,16 @@ export class AdamW {
     const b1 = this.beta1, b2 = this.beta2;
     // (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps) = stepSize m / (sqrt(v) + epsHat)
     const stepSize = (lr / bc1) * Math.sqrt(bc2), epsHat = this.epsilon * Math.sqrt(bc2);
+    const onWasm = tf.getBackend() === "wasm";
     for (const [name, p] of Object.entries(variables)) {
       const gT = grads[name];
       if (!gT) continue;
+      const keep = this.weightDecay > 0 && this.#decay(name, p) ? 1 - lr * this.weightDecay : 1;
+      if (onWasm && p.dtype === "float32" && wasmSimdReady([p.size])) {
+        this.#stepSimd(name, p, gT, { beta1: b1, beta2: b2, stepSize, epsHat, keep, scale });
+        continue;
+      }
+      this.#movedFromSimd(name);
       const g = gT.dataSync() as Float32Array;
       // A copy of the weights is kept between steps; it is read again only when
       // the variable was changed from outside (its data is then another object).
@@ -504,7 +516,6 @@ export class AdamW {
         this.#mJs.set(name, m);
         this.#vJs.set(name, v);
       }
-      const keep = this.weightDecay > 0 && this.#decay(name, p) ? 1 - lr * this.weightDecay : 1;
       for (let i = 0; i < w.length; i++) {
         const gi = g[i] * scale;
         const mi = (m[i] = b1 * m[i] + (1 - b1) * gi);
@@ -520,8 +531,39 @@ export class AdamW {
     }
   }
 
+  /** One variable's step with the fused SIMD kernel (wasm): the moments stay in the backend's memory. */
+  #stepSimd(name: string, p: tf.Variable, g: tf.Tensor, step: AdamWStep): void {
+    let m = this.#mSimd.get(name), v = this.#vSimd.get(name);
+    if (!m || !v) {
+      // Moments from earlier steps on another backend carry over.
+      const mJs = this.#mJs.get(name), vJs = this.#vJs.get(name);
+      m = tf.keep(mJs ? tf.tensor(mJs, p.shape, "float32") : tf.zeros(p.shape, "float32"));
+      v = tf.keep(vJs ? tf.tensor(vJs, p.shape, "float32") : tf.zeros(p.shape, "float32"));
+      for (const map of [this.#mJs, this.#vJs, this.#wJs, this.#wData]) map.delete(name);
+      this.#mSimd.set(name, m);
+      this.#vSimd.set(name, v);
+    }
+    const next = fusedAdamW(p, { g, m, v, ...step }); // updates m and v in place
+    p.assign(next);
+    next.dispose();
+  }
+
+  /** Brings a variable's moments back from the SIMD tensors when it leaves the fused path. */
+  #movedFromSimd(name: string): void {
+    const m = this.#mSimd.get(name), v = this.#vSimd.get(name);
+    if (!m || !v) return;
+    this.#mJs.set(name, (m.dataSync() as Float32Array).slice());
+    this.#vJs.set(name, (v.dataSync() as Float32Array).slice());
+    tf.dispose([m, v]);
+    this.#mSimd.delete(name);
+    this.#vSimd.delete(name);
+  }
+
   /** Frees the moment estimates. */
   dispose(): void {
+    tf.dispose([...this.#mSimd.values(), ...this.#vSimd.values()]);
+    this.#mSimd.clear();
+    this.#vSimd.clear();
     for (const t of [...this.#m.values(), ...this.#v.values()]) t.dispose();
     this.#m.clear();
     this.#v.clear();
@@ -1158,9 +1200,7 @@ export class Trainer {
         }
         trainMs += performance.now() - s0;
         if (done >= stepsLeft) {
-          history.stopReason = o.maxSteps !== undefined && this.#stepsDone >= o.maxSteps
-            ? "steps"
-            : "epochs";
+          history.stopReason = o.maxSteps !== undefined && this.#stepsDone >= o.maxSteps ? "steps" : "epochs";
           stop = true;
         } else if (
           o.maxSeconds !== undefined &&

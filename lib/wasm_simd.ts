@@ -20,7 +20,9 @@
  *   pass of every dense layer transposes its input or its gradient);
  * - `LmbookCrossEntropy` / `LmbookCrossEntropyGrad`: the softmax
  *   cross-entropy over a large vocabulary in two passes per row, and its
- *   gradient in one.
+ *   gradient in one;
+ * - `LmbookAdamW`: one AdamW step over a variable (chapter 3's optimiser),
+ *   its moments updated in place.
  *
  * `kernels.ts` uses them when {@link wasmSimdReady} says so and falls back to
  * tfjs ops otherwise; `kernels_test.ts` checks both paths against automatic
@@ -106,6 +108,7 @@ const I = {
   vDiv: simd(0xe7),
   vMin: simd(0xe8),
   vMax: simd(0xe9),
+  vSqrt: simd(0xe3),
   iShl: simd(0xab), // i32x4.shl
   iAdd: simd(0xae), // i32x4.add
   truncSat: simd(0xf8), // i32x4.trunc_sat_f32x4_s
@@ -992,6 +995,22 @@ const crossEntropyGradFunc: Func = (() => {
 // ---------------------------------------------------------------------------
 
 interface Exports {
+  adamw(
+    w: number,
+    g: number,
+    m: number,
+    v: number,
+    out: number,
+    bytes: number,
+    b1: number,
+    c1: number,
+    b2: number,
+    c2: number,
+    stepSize: number,
+    epsHat: number,
+    keep: number,
+    scale: number,
+  ): void;
   gelu(x: number, y: number, d: number, bytes: number): void;
   layerNorm(
     x: number,
@@ -1022,6 +1041,75 @@ interface Exports {
   crossEntropyGrad(e: number, tgt: number, stats: number, g: number, rows: number, vb: number, scale: number): void;
 }
 
+// adamw(w, g, m, v, out, bytes, b1, c1, b2, c2, stepSize, epsHat, keep, scale):
+// one AdamW step over a variable, four floats at a time. With gi = g * scale,
+// m = b1 m + c1 gi and v = b2 v + c2 gi^2 are updated in place, and
+// out = w keep - stepSize m / (sqrt(v) + epsHat) is the new weight.
+const adamwFunc: Func = (() => {
+  const [w, g, m, v, out, bytes] = [0, 1, 2, 3, 4, 5];
+  const [b1, c1, b2, c2, ss, eps, keep, scale] = [6, 7, 8, 9, 10, 11, 12, 13];
+  const p = 14;
+  const [vb1, vc1, vb2, vc2, vss, veps, vkeep, vscale, gi, mi, vi] = [15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25];
+  const at = (base: number) => [...I.get(base), ...I.get(p), ...I.i32Add];
+  const splats = [[b1, vb1], [c1, vc1], [b2, vb2], [c2, vc2], [ss, vss], [eps, veps], [keep, vkeep], [scale, vscale]]
+    .flatMap(([from, to]) => [...I.get(from), ...I.splat, ...I.set(to)]);
+  const body = [
+    ...splats,
+    ...forPtr(p, I.i32(0), bytes, 16, [
+      ...at(g),
+      ...I.vLoad,
+      ...I.get(vscale),
+      ...I.vMul,
+      ...I.set(gi),
+      ...at(m),
+      ...at(m),
+      ...I.vLoad,
+      ...I.get(vb1),
+      ...I.vMul,
+      ...I.get(gi),
+      ...I.get(vc1),
+      ...I.vMul,
+      ...I.vAdd,
+      ...I.tee(mi),
+      ...I.vStore,
+      ...at(v),
+      ...at(v),
+      ...I.vLoad,
+      ...I.get(vb2),
+      ...I.vMul,
+      ...I.get(gi),
+      ...I.get(gi),
+      ...I.vMul,
+      ...I.get(vc2),
+      ...I.vMul,
+      ...I.vAdd,
+      ...I.tee(vi),
+      ...I.vStore,
+      ...at(out),
+      ...at(w),
+      ...I.vLoad,
+      ...I.get(vkeep),
+      ...I.vMul,
+      ...I.get(vss),
+      ...I.get(mi),
+      ...I.vMul,
+      ...I.get(vi),
+      ...I.vSqrt,
+      ...I.get(veps),
+      ...I.vAdd,
+      ...I.vDiv,
+      ...I.vSub,
+      ...I.vStore,
+    ]),
+  ];
+  return {
+    name: "adamw",
+    params: [I32, I32, I32, I32, I32, I32, F32, F32, F32, F32, F32, F32, F32, F32],
+    locals: [I32, V128, V128, V128, V128, V128, V128, V128, V128, V128, V128, V128],
+    body,
+  };
+})();
+
 /** The module's bytes (exported for tests). */
 export const SIMD_MODULE_BYTES: Uint8Array<ArrayBuffer> = assemble([
   geluFunc,
@@ -1032,6 +1120,7 @@ export const SIMD_MODULE_BYTES: Uint8Array<ArrayBuffer> = assemble([
   transposeFunc,
   crossEntropyFunc,
   crossEntropyGradFunc,
+  adamwFunc,
 ]);
 
 interface WasmBackendLike {
@@ -1151,6 +1240,30 @@ function registerKernels(): void {
     const g = b.makeOutput([rows, V], "float32");
     k.crossEntropyGrad(ptr(b, e), ptr(b, targets), ptr(b, stats), ptr(b, g), rows, V * 4, attrs!.scale as number);
     return g;
+  });
+  reg("LmbookAdamW", ({ inputs, backend, attrs }) => {
+    const b = backend as unknown as WasmBackendLike;
+    const { w, g, m, v } = inputs as Record<string, tf.TensorInfo>;
+    const out = b.makeOutput(w.shape, "float32");
+    const n = w.shape.reduce((a, c) => a * c, 1);
+    const a = attrs as Record<string, number>;
+    k.adamw(
+      ptr(b, w),
+      ptr(b, g),
+      ptr(b, m),
+      ptr(b, v),
+      ptr(b, out),
+      n * 4,
+      a.beta1,
+      1 - a.beta1,
+      a.beta2,
+      1 - a.beta2,
+      a.stepSize,
+      a.epsHat,
+      a.keep,
+      a.scale,
+    );
+    return out;
   });
   reg("LmbookGatherRows", ({ inputs, backend }) => {
     const b = backend as unknown as WasmBackendLike;
@@ -1307,4 +1420,39 @@ export function fusedCrossEntropyGrad(
   return tf.engine().runKernel("LmbookCrossEntropyGrad", { e, targets: saved.targets, stats: saved.stats }, {
     scale: saved.scale,
   }) as tf.Tensor2D;
+}
+
+/** The constants of one {@link fusedAdamW} step. */
+export interface AdamWStep {
+  /** Decay of the first moment. */
+  beta1: number;
+  /** Decay of the second moment. */
+  beta2: number;
+  /** `lr * sqrt(1 - beta2^t) / (1 - beta1^t)`: the bias-corrected step. */
+  stepSize: number;
+  /** `epsilon * sqrt(1 - beta2^t)`: epsilon on the uncorrected scale. */
+  epsHat: number;
+  /** `1 - lr * weightDecay` for decayed variables, else 1. */
+  keep: number;
+  /** The gradient's scale (gradient clipping), usually 1. */
+  scale: number;
+}
+
+/**
+ * One AdamW step over a variable in a single SIMD pass (chapter 3's
+ * optimiser; wasm only, size a multiple of 4). The moments `m` and `v` are
+ * updated IN PLACE, so they must be tensors nothing else shares (the
+ * optimiser's own); the new weights come back as a new tensor, for
+ * `variable.assign`.
+ * @param w the current weights.
+ * @param state the gradient `g`, the moments `m` and `v` (all shaped like `w`), and the step's constants.
+ * @returns the updated weights.
+ */
+export function fusedAdamW(
+  w: tf.Tensor,
+  state: { g: tf.Tensor; m: tf.Tensor; v: tf.Tensor } & AdamWStep,
+): tf.Tensor {
+  ensure("fusedAdamW");
+  const { g, m, v, ...step } = state;
+  return tf.engine().runKernel("LmbookAdamW", { w, g, m, v }, { ...step }) as tf.Tensor;
 }
