@@ -1051,6 +1051,20 @@ const adamwFunc: Func = (() => {
   const p = 14;
   const [vb1, vc1, vb2, vc2, vss, veps, vkeep, vscale, gi, mi, vi] = [15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25];
   const at = (base: number) => [...I.get(base), ...I.get(p), ...I.i32Add];
+  // x[p] = decay x[p] + coef value, stored in place and kept in the local `into`.
+  const movingAverage = (x: number, decay: number, coef: number, value: number[], into: number) => [
+    ...at(x),
+    ...at(x),
+    ...I.vLoad,
+    ...I.get(decay),
+    ...I.vMul,
+    ...value,
+    ...I.get(coef),
+    ...I.vMul,
+    ...I.vAdd,
+    ...I.tee(into),
+    ...I.vStore,
+  ];
   const splats = [[b1, vb1], [c1, vc1], [b2, vb2], [c2, vc2], [ss, vss], [eps, veps], [keep, vkeep], [scale, vscale]]
     .flatMap(([from, to]) => [...I.get(from), ...I.splat, ...I.set(to)]);
   const body = [
@@ -1061,30 +1075,8 @@ const adamwFunc: Func = (() => {
       ...I.get(vscale),
       ...I.vMul,
       ...I.set(gi),
-      ...at(m),
-      ...at(m),
-      ...I.vLoad,
-      ...I.get(vb1),
-      ...I.vMul,
-      ...I.get(gi),
-      ...I.get(vc1),
-      ...I.vMul,
-      ...I.vAdd,
-      ...I.tee(mi),
-      ...I.vStore,
-      ...at(v),
-      ...at(v),
-      ...I.vLoad,
-      ...I.get(vb2),
-      ...I.vMul,
-      ...I.get(gi),
-      ...I.get(gi),
-      ...I.vMul,
-      ...I.get(vc2),
-      ...I.vMul,
-      ...I.vAdd,
-      ...I.tee(vi),
-      ...I.vStore,
+      ...movingAverage(m, vb1, vc1, I.get(gi), mi),
+      ...movingAverage(v, vb2, vc2, [...I.get(gi), ...I.get(gi), ...I.vMul], vi),
       ...at(out),
       ...at(w),
       ...I.vLoad,

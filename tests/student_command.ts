@@ -120,26 +120,20 @@ async function solutionCopy(): Promise<string> {
 export async function checkStudentCommand(): Promise<StudentRun[]> {
   const expected = declaredGradedTests();
   const runs: StudentRun[] = [];
-
-  const stubs = await denoTestExercises(ROOT);
-  const s = judgeStubRun(stubs.text, expected);
-  runs.push({
-    label: "deno test exercises/ on the stubs",
-    ok: s.ok,
-    summary: `${s.summary} in ${stubs.seconds.toFixed(0)} s`,
-    detail: s.ok ? undefined : tail(stubs.text),
-  });
-
+  const record = async (label: string, cwd: string, judge: typeof judgeStubRun) => {
+    const run = await denoTestExercises(cwd);
+    const j = judge(run.text, expected);
+    runs.push({
+      label,
+      ok: j.ok,
+      summary: `${j.summary} in ${run.seconds.toFixed(0)} s`,
+      detail: j.ok ? undefined : tail(run.text),
+    });
+  };
+  await record("deno test exercises/ on the stubs", ROOT, judgeStubRun);
   const dir = await solutionCopy();
   try {
-    const sol = await denoTestExercises(dir);
-    const j = judgeSolutionRun(sol.text, expected);
-    runs.push({
-      label: "deno test exercises/ with the solutions copied over the stubs",
-      ok: j.ok,
-      summary: `${j.summary} in ${sol.seconds.toFixed(0)} s`,
-      detail: j.ok ? undefined : tail(sol.text),
-    });
+    await record("deno test exercises/ with the solutions copied over the stubs", dir, judgeSolutionRun);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
