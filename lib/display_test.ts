@@ -1,4 +1,4 @@
-import { assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
+import { assert, assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
 import { escapeHtml, formatTable, inNotebook } from "./display.ts";
 import { ProgressBar } from "./progress.ts";
 import {
@@ -10,6 +10,7 @@ import {
   lineChart,
   plotlyLibraryHtml,
   scatterChart,
+  wrapTitle,
 } from "./plot.ts";
 
 Deno.test("outside a notebook, inNotebook is false", () => {
@@ -43,6 +44,21 @@ Deno.test("chart builders make plotly traces with titles and log axes", () => {
   const h = heatmap([[1, 0], [0.5, 0.5]], { xLabels: ["a", "b"], zmin: 0, zmax: 1 });
   assertEquals(h.data[0].z, [[1, 0], [0.5, 0.5]]);
   assertEquals(describeFigure(f), "[plot] T: 2 traces (scatter)");
+});
+
+Deno.test("long titles wrap to the figure's width instead of being cut off", () => {
+  const long = "Sinusoidal position encodings: row = position, column = dimension";
+  const narrow = heatmap([[0, 1], [1, 0]], { title: long, width: 420 });
+  const text = (narrow.layout.title as { text: string }).text;
+  assert(text.includes("<br>"), `a 66-character title in a 420 px figure should wrap: ${text}`);
+  assertEquals(text.replaceAll("<br>", " "), long);
+  const lines = text.split("<br>");
+  assert(lines.every((l) => l.length <= 44), `lines longer than 420 px allow: ${JSON.stringify(lines)}`);
+  assertEquals((narrow.layout.margin as { t: number }).t, 28 + 22 * lines.length);
+  const short = lineChart({ y: [1, 2] }, { title: "loss" });
+  assertEquals((short.layout.title as { text: string }).text, "loss");
+  assertEquals(wrapTitle("a b", 10), ["a b"]); // never narrower than 20 characters
+  assertEquals(wrapTitle("  spaced   words  "), ["spaced words"]);
 });
 
 Deno.test("chart builders reject bad input with the values named", () => {

@@ -55,19 +55,47 @@ export interface ChartOptions {
   height?: number;
 }
 
+/**
+ * Breaks a title into lines that fit the figure's width (chapter 0; every
+ * chart does it): plotly centres a title and never wraps it, so a long one
+ * would be cut off at both ends.
+ * @param title the title.
+ * @param width the figure's width in pixels (default: a typical cell, 760).
+ * @returns the lines, to be joined with `<br>`.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { wrapTitle } from "./plot.ts";
+ * assertEquals(wrapTitle("loss", 400), ["loss"]);
+ * assertEquals(wrapTitle("Sinusoidal position encodings: row = position, column = dimension", 420).length, 2);
+ * ```
+ */
+export function wrapTitle(title: string, width = 760): string[] {
+  const maxChars = Math.max(20, Math.floor(width / 9.5)); // plotly's 17px title font: about 9.5 px a character
+  const lines: string[] = [];
+  for (const word of title.split(/\s+/).filter(Boolean)) {
+    const last = lines.at(-1);
+    if (last !== undefined && last.length + 1 + word.length <= maxChars) lines[lines.length - 1] = `${last} ${word}`;
+    else lines.push(word);
+  }
+  return lines;
+}
+
 function layoutFor(options: ChartOptions): Record<string, unknown> {
   const axis = (title: string | undefined, log: boolean | undefined) => ({
     ...(title ? { title: { text: title } } : {}),
     ...(log ? { type: "log" } : {}),
     automargin: true,
   });
+  const titleLines = options.title ? wrapTitle(options.title, options.width) : [];
   return {
-    ...(options.title ? { title: { text: options.title } } : {}),
+    ...(options.title ? { title: { text: titleLines.join("<br>") } } : {}),
     xaxis: axis(options.xTitle, options.logX),
     yaxis: axis(options.yTitle, options.logY),
     height: options.height ?? 420,
     ...(options.width ? { width: options.width } : {}),
-    margin: { t: options.title ? 50 : 20, r: 20, b: 50, l: 60 },
+    margin: { t: titleLines.length ? 28 + 22 * titleLines.length : 20, r: 20, b: 50, l: 60 },
     template: { layout: { font: { family: "sans-serif" } } },
   };
 }
@@ -324,7 +352,7 @@ export function figureHtml(fig: Figure): string {
  * @returns e.g. `[plot] Training loss: 2 traces (scatter)`.
  */
 export function describeFigure(fig: Figure): string {
-  const title = (fig.layout.title as { text?: string } | undefined)?.text ?? "untitled";
+  const title = (fig.layout.title as { text?: string } | undefined)?.text?.replaceAll("<br>", " ") ?? "untitled";
   const types = [...new Set(fig.data.map((t) => String(t.type ?? "scatter")))].join(", ");
   return `[plot] ${title}: ${fig.data.length} trace${fig.data.length === 1 ? "" : "s"} (${types})`;
 }
