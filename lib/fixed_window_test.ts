@@ -74,8 +74,7 @@ Deno.test("lookupEmbeddings: scatter gradient equals tf.gather's; one-hot path a
   const table = tf.tensor2d([[1, 2], [3, 4], [5, 6], [7, 8]]);
   const ids = tf.tensor1d([3, 1, 3, 0, 3], "int32");
   const w = tf.tensor2d([[1, -1], [2, 0.5], [0, 3], [1, 1], [-2, 1]]);
-  const loss = (f: (t: tf.Tensor2D) => tf.Tensor) => (t: tf.Tensor) =>
-    f(t as tf.Tensor2D).mul(w).sum();
+  const loss = (f: (t: tf.Tensor2D) => tf.Tensor) => (t: tf.Tensor) => f(t as tf.Tensor2D).mul(w).sum();
   const ref = tf.grad(loss((t) => tf.gather(t, ids)))(table);
   const got = tf.grad(loss((t) => lookupEmbeddings(t, ids)))(table);
   const hot = tf.grad(loss((t) => lookupEmbeddings(t, ids, { path: "onehot" })))(table);

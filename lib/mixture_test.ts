@@ -58,9 +58,7 @@ Deno.test("MixtureModel: a distribution, evaluated like any model; fit on valida
   assertAlmostEquals(mix.logProb(2, [0, 3]), Math.log(0.35));
   const stream = Int32Array.from([0, 2, 3, 2, 2, 3, 0]);
   const r = await evaluate(mix, stream);
-  const direct = Array.from(stream).map((w) =>
-    Math.log(0.5 * [0.1, 0, 0.5, 0.4][w] + 0.5 * [0.4, 0, 0.2, 0.4][w])
-  );
+  const direct = Array.from(stream).map((w) => Math.log(0.5 * [0.1, 0, 0.5, 0.4][w] + 0.5 * [0.4, 0, 0.2, 0.4][w]));
   assertAlmostEquals(r.perplexity, Math.exp(-direct.reduce((s, x) => s + x) / stream.length));
   const { model, fit } = await MixtureModel.fit(A, B, stream);
   assert(fit.weight > 0 && fit.weight < 1);

@@ -1,5 +1,5 @@
 // mutant of 3.3 batchNll: scores the most likely word instead of the target
-// deno-lint-ignore-file no-unused-vars prefer-const
+// deno-lint-ignore-file no-unused-vars
 /**
  * Chapter 3 exercises: the fixed-window neural language model (reference solution).
  * @module

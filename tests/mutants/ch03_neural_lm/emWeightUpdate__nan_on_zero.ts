@@ -1,5 +1,4 @@
 // mutant of 3.5 emWeightUpdate: 0/0 when both models give probability 0
-// deno-lint-ignore-file no-unused-vars prefer-const
 /**
  * Chapter 3 exercises: the fixed-window neural language model (reference solution).
  * @module

@@ -1,5 +1,4 @@
 // mutant of 3.5 emWeightUpdate: returns the sum of the shares, not their mean
-// deno-lint-ignore-file no-unused-vars prefer-const
 /**
  * Chapter 3 exercises: the fixed-window neural language model (reference solution).
  * @module

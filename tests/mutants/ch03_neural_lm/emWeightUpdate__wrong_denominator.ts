@@ -1,5 +1,5 @@
 // mutant of 3.5 emWeightUpdate: divides by pA + pB instead of the mixture probability
-// deno-lint-ignore-file no-unused-vars prefer-const
+// deno-lint-ignore-file no-unused-vars
 /**
  * Chapter 3 exercises: the fixed-window neural language model (reference solution).
  * @module

@@ -1,5 +1,4 @@
 // mutant of 3.2 fixedWindowForward: ignores the direct connections W
-// deno-lint-ignore-file no-unused-vars prefer-const
 /**
  * Chapter 3 exercises: the fixed-window neural language model (reference solution).
  * @module
@@ -59,7 +58,7 @@ export function fixedWindowForward(params: FixedWindowParams, contexts: tf.Tenso
     const m = params.C.shape[1];
     const x = tf.gather(params.C, contexts.reshape([-1])).reshape([B, n * m]); // (B, n*m)
     const hidden = tf.tanh(tf.matMul(x, params.H).add(params.d)); // (B, h)
-    let logits = tf.matMul(hidden, params.U).add(params.b); // (B, V)
+    const logits = tf.matMul(hidden, params.U).add(params.b); // (B, V)
 
     return tf.softmax(logits, 1) as tf.Tensor2D; // (B, V)
   });

@@ -1,5 +1,4 @@
 // mutant of 3.2 fixedWindowForward: no tf.tidy: intermediates leak
-// deno-lint-ignore-file no-unused-vars prefer-const
 /**
  * Chapter 3 exercises: the fixed-window neural language model (reference solution).
  * @module

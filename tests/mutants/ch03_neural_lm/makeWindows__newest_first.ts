@@ -1,5 +1,4 @@
 // mutant of 3.1 makeWindows: contexts are newest word first
-// deno-lint-ignore-file no-unused-vars prefer-const
 /**
  * Chapter 3 exercises: the fixed-window neural language model (reference solution).
  * @module

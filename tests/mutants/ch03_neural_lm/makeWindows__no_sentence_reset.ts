@@ -1,5 +1,5 @@
 // mutant of 3.1 makeWindows: windows run on across </s> instead of restarting with <s>
-// deno-lint-ignore-file no-unused-vars prefer-const
+// deno-lint-ignore-file no-unused-vars
 /**
  * Chapter 3 exercises: the fixed-window neural language model (reference solution).
  * @module

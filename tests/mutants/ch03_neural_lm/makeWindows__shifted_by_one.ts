@@ -1,5 +1,4 @@
 // mutant of 3.1 makeWindows: the context includes its own target (windows shifted by one)
-// deno-lint-ignore-file no-unused-vars prefer-const
 /**
  * Chapter 3 exercises: the fixed-window neural language model (reference solution).
  * @module

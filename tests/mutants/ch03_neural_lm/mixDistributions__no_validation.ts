@@ -1,5 +1,4 @@
 // mutant of 3.4 mixDistributions: accepts a lambda outside [0, 1]
-// deno-lint-ignore-file no-unused-vars prefer-const
 /**
  * Chapter 3 exercises: the fixed-window neural language model (reference solution).
  * @module
