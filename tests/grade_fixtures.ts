@@ -32,6 +32,7 @@ export async function sandbox(files: Record<string, string>, points: Record<stri
   for (
     const f of [
       "tests/graded_runner.ts",
+      "tests/source_scan.ts",
       "tests/grade.ts",
       "tests/offline_import_map.json",
       "tests/std_assert_offline.ts",

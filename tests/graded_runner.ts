@@ -27,6 +27,7 @@
  */
 import { fileURLToPath as fromFileUrl, pathToFileURL } from "node:url";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { scanLiterals } from "./source_scan.ts";
 
 /** The repository root (the folder above `tests/`). */
 export const ROOT = resolve(fromFileUrl(new URL("..", import.meta.url)));
@@ -348,58 +349,20 @@ function regionAt(regions: Region[], line: number): Region | undefined {
 }
 
 /**
- * Whether the brackets of a piece of code balance, skipping strings,
- * template literals and comments (a heuristic: regex literals are not
- * understood).
+ * Whether the brackets of a piece of code balance, skipping comments, strings,
+ * template literals and regular expressions ({@link scanLiterals}); false
+ * when one of those is left open.
  */
 export function bracketsBalance(code: string): boolean {
+  const { masked, closed } = scanLiterals(code);
+  if (!closed) return false;
   const stack: string[] = [];
-  const close: Record<string, string> = { ")": "(", "]": "[", "}": "{" };
-  let i = 0;
-  const templateDepth: number[] = [];
-  while (i < code.length) {
-    const c = code[i], d = code[i + 1];
-    if (c === "/" && d === "/") {
-      while (i < code.length && code[i] !== "\n") i++;
-      continue;
-    }
-    if (c === "/" && d === "*") {
-      const j = code.indexOf("*/", i + 2);
-      if (j < 0) return false;
-      i = j + 2;
-      continue;
-    }
-    if (c === '"' || c === "'") {
-      i++;
-      while (i < code.length && code[i] !== c && code[i] !== "\n") i += code[i] === "\\" ? 2 : 1;
-      if (code[i] !== c) return false;
-      i++;
-      continue;
-    }
-    if (c === "`" || (c === "}" && templateDepth.length && templateDepth.at(-1) === stack.length)) {
-      if (c === "}") {
-        templateDepth.pop();
-        stack.pop();
-      }
-      i++;
-      while (i < code.length && code[i] !== "`" && !(code[i] === "$" && code[i + 1] === "{")) {
-        i += code[i] === "\\" ? 2 : 1;
-      }
-      if (i >= code.length) return false;
-      if (code[i] === "$") {
-        stack.push("{");
-        templateDepth.push(stack.length);
-        i += 2;
-      } else i++;
-      continue;
-    }
+  const open: Record<string, string> = { ")": "(", "]": "[", "}": "{" };
+  for (const c of masked) {
     if (c === "(" || c === "[" || c === "{") stack.push(c);
-    else if (c === ")" || c === "]" || c === "}") {
-      if (stack.pop() !== close[c]) return false;
-    }
-    i++;
+    else if (c in open && stack.pop() !== open[c]) return false;
   }
-  return stack.length === 0 && templateDepth.length === 0;
+  return stack.length === 0;
 }
 
 // ---------------------------------------------------------------------------
