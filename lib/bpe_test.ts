@@ -96,8 +96,8 @@ Deno.test("trainBpe: hand-checked merges and counts", () => {
   const tok = trainBpe("low low low lower lowest", { numMerges: 4 });
   const merges = tok.merges();
   assertEquals(merges.map((m) => [m.left, m.right, m.count]), [
-    ["l", "o", 5], // ties with (o, w) at 5; (l, o) has the smaller ids
-    ["lo", "w", 5],
+    ["o", "w", 5], // ties with (l, o) at 5; ("o", "w") is the greater pair of byte strings
+    ["l", "ow", 5],
     [" ", "low", 4],
     [" low", "e", 2],
   ]);
@@ -115,8 +115,11 @@ Deno.test("trainBpe: repeated symbols merge left to right without overlap", () =
   assertEquals(tok.decode(tok.encode("aaaaaaa")), "aaaaaaa");
 });
 
-/** The textbook trainer: recount every pair after every merge. */
-function naiveTrain(words: Map<string, number>, numMerges: number): [string, string][] {
+/**
+ * The textbook trainer: recount every pair after every merge. Ties: the
+ * greater (left bytes, right bytes), or with `smallerIds` the smaller ids.
+ */
+function naiveTrain(words: Map<string, number>, numMerges: number, smallerIds = false): [string, string][] {
   let corpus = [...words].map(([w, f]) => ({
     syms: Array.from(new TextEncoder().encode(w), (b) => String.fromCharCode(b) + "\u0000"),
     f,
@@ -133,10 +136,15 @@ function naiveTrain(words: Map<string, number>, numMerges: number): [string, str
       }
     }
     let best: string | null = null, bestCount = 0, bestKey = Infinity;
+    const greater = (k: string, than: string) => {
+      const [a, b] = k.split("\u0001"), [x, y] = than.split("\u0001");
+      return a !== x ? a > x : b > y; // "\u0000"-suffixed Latin-1 symbols compare as their bytes
+    };
     for (const [k, c] of counts) {
       const [a, b] = k.split("\u0001");
       const key = idOf.get(a)! * 2 ** 21 + idOf.get(b)!;
-      if (c > bestCount || (c === bestCount && key < bestKey)) {
+      const wins = best !== null && c === bestCount && (smallerIds ? key < bestKey : greater(k, best));
+      if (c > bestCount || wins) {
         best = k;
         bestCount = c;
         bestKey = key;
@@ -169,16 +177,18 @@ Deno.test("trainBpe: incremental updates give the same merges as recounting", ()
     for (let i = 0; i < 30; i++) words.push(vocab[rng.int(vocab.length)]);
     docs.push(words.join(rng.next() < 0.5 ? " " : "  "));
   }
-  const tok = trainBpe(docs, { numMerges: 60 });
   const counts = new Map<string, number>();
   for (const d of docs) for (const p of pretokenize(d)) counts.set(p, (counts.get(p) ?? 0) + 1);
-  const expected = naiveTrain(counts, 60);
   const strip = (s: string) => s.replaceAll("\u0000", "");
-  const got = tok.merges().map((m) => [
-    Array.from(tok.tokenBytes(m.leftId), (b) => String.fromCharCode(b)).join(""),
-    Array.from(tok.tokenBytes(m.rightId), (b) => String.fromCharCode(b)).join(""),
-  ]);
-  assertEquals(got, expected.map(([a, b]) => [strip(a), strip(b)]));
+  for (const tieBreak of ["greater-bytes", "smaller-ids"] as const) {
+    const tok = trainBpe(docs, { numMerges: 60, tieBreak });
+    const expected = naiveTrain(counts, 60, tieBreak === "smaller-ids");
+    const got = tok.merges().map((m) => [
+      Array.from(tok.tokenBytes(m.leftId), (b) => String.fromCharCode(b)).join(""),
+      Array.from(tok.tokenBytes(m.rightId), (b) => String.fromCharCode(b)).join(""),
+    ]);
+    assertEquals(got, expected.map(([a, b]) => [strip(a), strip(b)]), `tieBreak ${tieBreak}`);
+  }
 });
 
 Deno.test("trainBpe: same corpus, same tokenizer; options and errors", () => {
