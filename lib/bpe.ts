@@ -18,6 +18,7 @@
  * @module
  */
 import { BENGIO_2003_BROWN, type BrownDocument, loadBrownDocuments } from "./brown.ts";
+import { PieceCache } from "./bpe_cache.ts";
 import { RankTable } from "./bpe_ranks.ts";
 
 /**
@@ -38,8 +39,6 @@ const PAIR_BASE = 2 ** 21;
 const LONG_WORD = 48;
 /** Pre-tokens up to this many characters are remembered by the encoder. */
 const CACHE_MAX_CHARS = 64;
-/** The encoder forgets its cache when it holds more entries than this. */
-const CACHE_MAX_ENTRIES = 200_000;
 
 let byteAlphabet: string[] | undefined;
 
@@ -213,7 +212,8 @@ export class BpeTokenizer {
   #specialRe: RegExp | null = null;
   #pattern: RegExp;
   #counts: readonly number[] | undefined;
-  #cache = new Map<string, number[]>();
+  #cache: PieceCache | null = null;
+  #sticky: RegExp;
   #vocabSize: number;
   #byteToIdIsIdentity: boolean;
   #ranks: RankTable | null = null;
@@ -236,6 +236,7 @@ export class BpeTokenizer {
     this.#tokenBytes = tokenBytes.slice();
     this.#vocabSize = tokenBytes.length;
     this.#pattern = globalCopy(parts.pattern ?? GPT2_PATTERN, "pattern");
+    this.#sticky = new RegExp(this.#pattern.source, this.#pattern.flags.replace("g", "") + "y");
     this.#special = new Map(parts.specialTokens ?? []);
     for (const [text, id] of this.#special) {
       this.#checkId(id, `special token ${JSON.stringify(text)}`);
@@ -435,27 +436,47 @@ export class BpeTokenizer {
     return new Set(spec);
   }
 
+  /**
+   * Pre-tokenizes and encodes text without special tokens. The sticky copy
+   * of the pattern finds each piece's end without building a match array or
+   * a substring; a piece is looked up in the cache by its code units. Where
+   * the sticky match fails or is empty (only with patterns that do not cover
+   * every character), the global pattern takes over for one step, so the
+   * pieces are exactly those of {@link pretokenize}.
+   */
   #encodeOrdinary(text: string, out: number[]): void {
-    if (text.length === 0) return;
-    const re = this.#pattern;
-    re.lastIndex = 0;
-    const cache = this.#cache;
-    for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-      const piece = m[0];
-      if (piece.length === 0) {
-        re.lastIndex++;
+    const n = text.length;
+    if (n === 0) return;
+    const sticky = this.#sticky, re = this.#pattern;
+    const cache = this.#cache ??= new PieceCache();
+    let pos = 0;
+    while (pos < n) {
+      let start = pos, end: number;
+      sticky.lastIndex = pos;
+      if (sticky.test(text) && sticky.lastIndex > pos) {
+        end = sticky.lastIndex;
+      } else {
+        re.lastIndex = pos;
+        let m = re.exec(text);
+        while (m !== null && m[0].length === 0) {
+          re.lastIndex = m.index + 1;
+          m = re.exec(text);
+        }
+        if (m === null) return;
+        start = m.index;
+        end = start + m[0].length;
+      }
+      pos = end;
+      const len = end - start;
+      if (len > CACHE_MAX_CHARS) {
+        const ids = this.#encodePiece(text.slice(start, end));
+        for (let i = 0; i < ids.length; i++) out.push(ids[i]);
         continue;
       }
-      const hit = cache.get(piece);
-      if (hit !== undefined) {
-        for (let i = 0; i < hit.length; i++) out.push(hit[i]);
-        continue;
-      }
-      const ids = this.#encodePiece(piece);
-      if (piece.length <= CACHE_MAX_CHARS) {
-        if (cache.size >= CACHE_MAX_ENTRIES) cache.clear();
-        cache.set(piece, ids);
-      }
+      const h = PieceCache.hash(text, start, end);
+      if (cache.emit(text, start, end, h, out)) continue;
+      const ids = this.#encodePiece(text.slice(start, end));
+      cache.add(text, start, end, h, ids);
       for (let i = 0; i < ids.length; i++) out.push(ids[i]);
     }
   }
@@ -468,13 +489,17 @@ export class BpeTokenizer {
    * @param out the array the ids are appended to.
    */
   encodePieceInto(piece: string, out: number[]): void {
-    if (piece.length === 0) return;
-    const hit = this.#cache.get(piece);
-    const ids = hit ?? this.#encodePiece(piece);
-    if (hit === undefined && piece.length <= CACHE_MAX_CHARS) {
-      if (this.#cache.size >= CACHE_MAX_ENTRIES) this.#cache.clear();
-      this.#cache.set(piece, ids);
+    const len = piece.length;
+    if (len === 0) return;
+    if (len > CACHE_MAX_CHARS) {
+      for (const id of this.#encodePiece(piece)) out.push(id);
+      return;
     }
+    const cache = this.#cache ??= new PieceCache();
+    const h = PieceCache.hash(piece, 0, len);
+    if (cache.emit(piece, 0, len, h, out)) return;
+    const ids = this.#encodePiece(piece);
+    cache.add(piece, 0, len, h, ids);
     for (let i = 0; i < ids.length; i++) out.push(ids[i]);
   }
 
@@ -562,7 +587,7 @@ export class BpeTokenizer {
    * that makes repeated words fast), e.g. to time a cold start.
    */
   clearCache(): void {
-    this.#cache.clear();
+    this.#cache?.clear();
   }
 
   /**
