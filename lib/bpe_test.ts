@@ -180,6 +180,7 @@ Deno.test("trainBpe: incremental updates give the same merges as recounting", ()
   const counts = new Map<string, number>();
   for (const d of docs) for (const p of pretokenize(d)) counts.set(p, (counts.get(p) ?? 0) + 1);
   const strip = (s: string) => s.replaceAll("\u0000", "");
+  const byRule: string[] = [];
   for (const tieBreak of ["greater-bytes", "smaller-ids"] as const) {
     const tok = trainBpe(docs, { numMerges: 60, tieBreak });
     const expected = naiveTrain(counts, 60, tieBreak === "smaller-ids");
@@ -188,7 +189,9 @@ Deno.test("trainBpe: incremental updates give the same merges as recounting", ()
       Array.from(tok.tokenBytes(m.rightId), (b) => String.fromCharCode(b)).join(""),
     ]);
     assertEquals(got, expected.map(([a, b]) => [strip(a), strip(b)]), `tieBreak ${tieBreak}`);
+    byRule.push(JSON.stringify(got));
   }
+  assert(byRule[0] !== byRule[1], "the corpus has ties that the two rules break differently");
 });
 
 Deno.test("trainBpe: same corpus, same tokenizer; options and errors", () => {
@@ -254,6 +257,80 @@ Deno.test("encode: special tokens only when allowed", () => {
   assert(tok.isSpecial(eos) && !tok.isSpecial(0));
   assertEquals(tok.tokenString(eos), "<|eos|>");
   assertThrows(() => tok.encode(text, { allowedSpecial: ["<unk>"] }), RangeError, "<unk>");
+});
+
+Deno.test("trainBpe: special tokens cut the corpus before pre-tokenization and never merge", () => {
+  const eot = "<|endoftext|>";
+  const docs = ["the cat sat", "on the mat", "the cat ran", "to the hat"];
+  const corpus = docs.join(eot) + eot;
+  const leaky = trainBpe(corpus, { numMerges: 40, minFrequency: 2 });
+  assert(
+    leaky.merges().some((m) => m.token.includes("|")),
+    "without specialTokens the special's text is ordinary text and its pieces merge",
+  );
+  const tok = trainBpe(corpus, { numMerges: 40, minFrequency: 2, specialTokens: [eot] });
+  for (const m of tok.merges()) assert(!/[<|>]/.test(m.token), `merge ${m.rank} learned a piece of ${eot}: ${m.token}`);
+  // Cutting at the special token = training on the pieces as separate documents.
+  assertEquals(
+    tok.toGpt2Files().vocabBpe,
+    trainBpe([...docs, ""], { numMerges: 40, minFrequency: 2 }).toGpt2Files().vocabBpe,
+  );
+  const ids = tok.encode(`the cat${eot}on`, { allowedSpecial: "all" });
+  assertEquals(ids.filter((i) => tok.isSpecial(i)), [tok.specialTokens.get(eot)!]);
+  assertEquals(tok.decode(ids), `the cat${eot}on`);
+  assertThrows(() => trainBpe("x", { numMerges: 1, specialTokens: [""] }), RangeError, "non-empty");
+});
+
+Deno.test("special tokens that overlap: the longest wins where two start together, else the leftmost", () => {
+  // In training: "<e>!!" must win over "<e>", or the leftover "!!" would give a ("!", "!") merge.
+  const specials = ["<e>", "<e>!!", "e>!"];
+  const trained = trainBpe("ab<e>!!ab<e>!!ab<e>", { numMerges: 20, minFrequency: 1, specialTokens: specials });
+  assertEquals(trained.merges().map((m) => m.token), ["ab"]);
+  const id = (s: string) => trained.specialTokens.get(s)!;
+  const ab = trained.encode("ab")[0];
+  assertEquals(trained.encode("ab<e>!!ab", { allowedSpecial: "all" }), [ab, id("<e>!!"), ab]);
+  assertEquals(trained.encode("ab<e>!ab", { allowedSpecial: "all" }), [ab, id("<e>"), 33, ab]);
+  // Only some allowed: the longest allowed one wins; the others are text.
+  assertEquals(trained.encode("ab<e>!!ab", { allowedSpecial: ["<e>"] }), [ab, id("<e>"), 33, 33, ab]);
+  assertEquals(trained.encode("<e>!!", { allowedSpecial: ["e>!"] }), [60, id("e>!"), 33]);
+  // "e>!" starts inside "<e>!!": the leftmost start wins.
+  assertEquals(trained.encode("<e>!", { allowedSpecial: "all" }), [id("<e>"), 33]);
+});
+
+Deno.test("encode: disallowedSpecial rejects special-token text instead of encoding it", () => {
+  const tok = trainBpe("hello world", { numMerges: 3, specialTokens: ["<|eos|>", "<pad>"] });
+  assertThrows(() => tok.encode("hi <|eos|>", { disallowedSpecial: "all" }), RangeError, "<|eos|>");
+  assertThrows(() => tok.encode("hi <pad>", { disallowedSpecial: ["<pad>"] }), RangeError, "index 3");
+  // Allowed wins over "all" disallowed; a token not listed is text.
+  assertEquals(
+    tok.encode("<|eos|>", { allowedSpecial: ["<|eos|>"], disallowedSpecial: "all" }),
+    [tok.specialTokens.get("<|eos|>")!],
+  );
+  assertEquals(tok.decode(tok.encode("<pad>", { disallowedSpecial: ["<|eos|>"] })), "<pad>");
+  assertThrows(() => tok.encode("x", { disallowedSpecial: ["<unk>"] }), RangeError, "disallowedSpecial");
+  assertThrows(
+    () => tok.encode("x", { disallowedSpecial: 3 as unknown as "all" }),
+    TypeError,
+    "disallowedSpecial=3",
+  );
+});
+
+Deno.test("trainBpe: ties go to the lexicographically greater pair of byte strings (hand-checked)", () => {
+  // Pre-tokens "ab", " ac": the pairs (a, b), (" ", a), (a, c) all occur once.
+  // Greater bytes: left "a" > " ", and of (a, b), (a, c) the right "c" > "b".
+  const tok = trainBpe("ab ac", { numMerges: 3, minFrequency: 1 });
+  assertEquals(tok.merges().map((m) => [m.left, m.right]), [["a", "c"], ["a", "b"], [" ", "ac"]]);
+  // The id rule takes (" ", a) = (32, 97) first.
+  const byId = trainBpe("ab ac", { numMerges: 3, minFrequency: 1, tieBreak: "smaller-ids" });
+  assertEquals(byId.merges().map((m) => [m.left, m.right]), [[" ", "a"], ["a", "b"], [" a", "c"]]);
+  // A byte string that is a prefix of another is the smaller. Documents "abc" x2, "ab" x2, "ad" x2:
+  // (a, b) = 4 merges first; then (ab, c) and (a, d) tie at 2, and "ab" > "a".
+  const docs = ["abc", "abc", "ab", "ab", "ad", "ad"];
+  const prefix = trainBpe(docs, { numMerges: 3, minFrequency: 1 });
+  assertEquals(prefix.merges().map((m) => [m.left, m.right, m.count]), [["a", "b", 4], ["ab", "c", 2], ["a", "d", 2]]);
+  const prefixById = trainBpe(docs, { numMerges: 3, minFrequency: 1, tieBreak: "smaller-ids" });
+  assertEquals(prefixById.merges().map((m) => [m.left, m.right]), [["a", "b"], ["a", "d"], ["ab", "c"]]);
+  assertThrows(() => trainBpe("x", { numMerges: 1, tieBreak: "fewest" as "greater-bytes" }), RangeError, "tieBreak");
 });
 
 Deno.test("decode and token lookups: clear errors on bad ids", () => {
