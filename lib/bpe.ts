@@ -1048,7 +1048,7 @@ export interface TrainBpeOptions {
  * import { assertEquals } from "@std/assert";
  * import { trainBpe } from "./bpe.ts";
  * const tok = trainBpe("low low low lower lowest", { numMerges: 3 });
- * assertEquals(tok.merges().map((m) => m.token), ["lo", "low", " low"]);
+ * assertEquals(tok.merges().map((m) => m.token), ["ow", "low", " low"]);
  * assertEquals(tok.tokenize("lowly"), ["low", "l", "y"]);
  * ```
  */
