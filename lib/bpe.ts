@@ -584,10 +584,12 @@ export class BpeTokenizer {
 
   /**
    * Forgets the encoder's memory of pre-tokens already encoded (the cache
-   * that makes repeated words fast), e.g. to time a cold start.
+   * that makes repeated words fast) and, for a ranked vocabulary, of pairs
+   * looked up, e.g. to time a cold start.
    */
   clearCache(): void {
     this.#cache?.clear();
+    this.#ranks?.clear();
   }
 
   /**

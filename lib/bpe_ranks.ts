@@ -50,6 +50,11 @@ export class RankTable {
     });
   }
 
+  /** Forgets the cached pair lookups. */
+  clear(): void {
+    this.#pairs.clear();
+  }
+
   /** The id of the token spelled by `left`'s bytes then `right`'s, or -1. */
   #pair(left: number, right: number): number {
     const k = left * PAIR_BASE + right;
