@@ -13,7 +13,10 @@
  *
  * The same {@link BpeTokenizer} runs a vocabulary trained here
  * ({@link trainBpe}) or GPT-2's published one ({@link loadGpt2Tokenizer}),
- * whose token ids it reproduces exactly.
+ * whose token ids it reproduces exactly. Beside it: `bpe_encodings.ts`
+ * (GPT-4's `cl100k_base` and GPT-4o's `o200k_base`, tiktoken's rank rule),
+ * `bpe_stream.ts` (encoding a stream of chunks with bounded memory),
+ * `bpe_ranks.ts` and `bpe_cache.ts` (the encoder's internal tables).
  *
  * @module
  */
