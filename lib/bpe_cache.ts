@@ -10,21 +10,22 @@
 
 /** Entries kept before the table is emptied and starts again. */
 const MAX_ENTRIES = 1 << 18;
-/** Slots: a power of two, at most half full. */
-const SLOTS = MAX_ENTRIES * 2;
+/** Entries a new table has room for (it doubles as it fills, up to {@link MAX_ENTRIES}). */
+const FIRST_ENTRIES = 1 << 10;
 
 /**
  * A hash table from text pieces to their token ids. Internal to
  * `BpeTokenizer`; chapter 8.
  */
 export class PieceCache {
-  #slots = new Int32Array(SLOTS).fill(-1);
-  #hash = new Int32Array(MAX_ENTRIES);
-  #charStart = new Int32Array(MAX_ENTRIES);
-  #charLen = new Int32Array(MAX_ENTRIES);
-  #idStart = new Int32Array(MAX_ENTRIES + 1);
-  #chars = new Uint16Array(1 << 20);
-  #ids = new Int32Array(1 << 19);
+  /** Slot -> entry (-1 empty); twice as many slots as entries, so at most half full. */
+  #slots = new Int32Array(2 * FIRST_ENTRIES).fill(-1);
+  #hash = new Int32Array(FIRST_ENTRIES);
+  #charStart = new Int32Array(FIRST_ENTRIES);
+  #charLen = new Int32Array(FIRST_ENTRIES);
+  #idStart = new Int32Array(FIRST_ENTRIES + 1);
+  #chars = new Uint16Array(8 * FIRST_ENTRIES);
+  #ids = new Int32Array(4 * FIRST_ENTRIES);
   #size = 0;
   #charsUsed = 0;
 
@@ -55,7 +56,7 @@ export class PieceCache {
    * @returns whether it was.
    */
   emit(text: string, start: number, end: number, hash: number, out: number[]): boolean {
-    const mask = SLOTS - 1;
+    const mask = this.#slots.length - 1;
     const len = end - start;
     const chars = this.#chars;
     for (let s = hash & mask;; s = (s + 1) & mask) {
@@ -80,6 +81,7 @@ export class PieceCache {
   /** Remembers the ids of `text[start, end)` (a piece {@link emit} did not know). */
   add(text: string, start: number, end: number, hash: number, ids: readonly number[]): void {
     if (this.#size >= MAX_ENTRIES) this.clear();
+    else if (this.#size >= this.#hash.length) this.#growEntries();
     const len = end - start;
     const e = this.#size;
     const idFrom = e === 0 ? 0 : this.#idStart[e];
@@ -95,15 +97,30 @@ export class PieceCache {
     this.#charLen[e] = len;
     this.#idStart[e + 1] = idFrom + ids.length;
     this.#size++;
-    const mask = SLOTS - 1;
-    let s = hash & mask;
+    this.#place(e);
+  }
+
+  #place(e: number): void {
+    const mask = this.#slots.length - 1;
+    let s = this.#hash[e] & mask;
     while (this.#slots[s] >= 0) s = (s + 1) & mask;
     this.#slots[s] = e;
+  }
+
+  /** Doubles the entry arrays and the slots, and puts every entry back. */
+  #growEntries(): void {
+    const n = this.#hash.length * 2;
+    this.#hash = grow(this.#hash, n);
+    this.#charStart = grow(this.#charStart, n);
+    this.#charLen = grow(this.#charLen, n);
+    this.#idStart = grow(this.#idStart, n + 1);
+    this.#slots = new Int32Array(2 * n).fill(-1);
+    for (let e = 0; e < this.#size; e++) this.#place(e);
   }
 }
 
 function grow<T extends Uint16Array | Int32Array>(a: T, need: number): T {
-  let n = a.length * 2;
+  let n = Math.max(1, a.length * 2);
   while (n < need) n *= 2;
   const b = new (a.constructor as new (n: number) => T)(n);
   b.set(a);
