@@ -171,22 +171,24 @@ async function compareEncoders(repeats: number): Promise<void> {
     ];
     const ids = encoders.map(([, enc]) => Array.from(enc(validText)));
     const same = ids.every((x) => x.length === ids[0].length && x.every((v, i) => v === ids[0][i]));
-    const warmRates: number[] = [];
-    for (const [label, enc, clear] of encoders) {
-      const cold: number[] = [], warm: number[] = [];
-      for (let r = 0; r < repeats; r++) {
+    // Round robin (every encoder once per repeat), so a change in the machine's load hits all of them alike.
+    const cold: number[][] = encoders.map(() => []), warm: number[][] = encoders.map(() => []);
+    for (let r = 0; r < repeats; r++) {
+      encoders.forEach(([, enc, clear], e) => {
         clear();
-        cold.push(time(() => enc(validText))[1]);
-        warm.push(time(() => enc(validText))[1]);
-      }
-      warmRates.push(validMB / median(warm));
+        cold[e].push(time(() => enc(validText))[1]);
+        warm[e].push(time(() => enc(validText))[1]);
+      });
+    }
+    const warmRates = warm.map((w) => validMB / median(w));
+    encoders.forEach(([label], e) => {
       rows.push({
         encoder: label,
         tokens: String(ids[0].length),
-        "cold MB/s": (validMB / median(cold)).toFixed(1),
-        "warm MB/s": (validMB / median(warm)).toFixed(1),
+        "cold MB/s": (validMB / median(cold[e])).toFixed(1),
+        "warm MB/s": warmRates[e].toFixed(1),
       });
-    }
+    });
     tk.free();
     const best = Math.max(warmRates[1], warmRates[2]);
     verdicts.push(
