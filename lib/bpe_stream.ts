@@ -45,6 +45,9 @@ const HOLD_BACK = 2;
  * @param options which special tokens are honoured (as in {@link BpeTokenizer.encode}).
  * @returns an async generator of id batches.
  * @throws {TypeError} on a chunk that is neither a string nor a Uint8Array.
+ * @throws {RangeError} when `options.disallowedSpecial` forbids a special
+ * token found in the stream (also across a chunk boundary), once it is seen;
+ * the batches before it have already been yielded.
  *
  * @example
  * ```ts
