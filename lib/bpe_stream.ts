@@ -15,9 +15,14 @@
  * - of the ordinary text after the last committed special token, the
  *   pre-tokenizer's matches are committed except the last two: the last
  *   match may grow with more text ("hel" -> "hello", " " -> " world",
- *   "12" -> "123"), and a whitespace rule such as `\s+(?!\S)` or `\s+$`
- *   looks past its match at what follows. The regular expression restarts at
- *   the first held-back match, which is also where a whole-text scan would be.
+ *   "12" -> "123"), a whitespace rule such as `\s+(?!\S)` or `\s+$`
+ *   looks past its match at what follows, and a contraction cut in its
+ *   middle changes the last two (GPT-2 reads "they'l" as "they", "'", "l"
+ *   but "they'll" as "they", "'ll"). The regular expression restarts at the
+ *   first held-back match, which is also where a whole-text scan would be.
+ *   Two is enough for GPT-2's, cl100k_base's and o200k_base's patterns (the
+ *   tests compare random chunkings with whole-text encoding); a custom
+ *   pattern whose matches depend on text further ahead would need more.
  *
  * @module
  */
