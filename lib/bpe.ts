@@ -21,7 +21,7 @@
  * @module
  */
 import { BENGIO_2003_BROWN, type BrownDocument, loadBrownDocuments } from "./brown.ts";
-import { PieceCache } from "./bpe_cache.ts";
+import { PairTable, PieceCache } from "./bpe_cache.ts";
 import { RankTable } from "./bpe_ranks.ts";
 
 /**
@@ -209,7 +209,7 @@ export class BpeTokenizer {
   #left: Int32Array;
   #right: Int32Array;
   #result: Int32Array;
-  #rankOf = new Map<number, number>();
+  #rankOf: PairTable;
   #special: Map<string, number>;
   #specialIds = new Set<number>();
   #specialRe: RegExp | null = null;
@@ -264,6 +264,7 @@ export class BpeTokenizer {
     this.#byteToIdIsIdentity = this.#byteToId.every((id, b) => id === b);
 
     const n = merges.length;
+    this.#rankOf = new PairTable(n);
     this.#left = new Int32Array(n);
     this.#right = new Int32Array(n);
     this.#result = new Int32Array(n);
@@ -280,11 +281,11 @@ export class BpeTokenizer {
           `merges[${r}] result is not the concatenation of its parts: left=${a}, right=${b}, result=${m}`,
         );
       }
-      const key = a * PAIR_BASE + b;
-      if (this.#rankOf.has(key)) {
-        throw new RangeError(`merges[${r}] repeats merge ${this.#rankOf.get(key)}: left=${a}, right=${b}`);
+      const seen = this.#rankOf.get(a, b, -1);
+      if (seen !== -1) {
+        throw new RangeError(`merges[${r}] repeats merge ${seen}: left=${a}, right=${b}`);
       }
-      this.#rankOf.set(key, r);
+      this.#rankOf.set(a, b, r);
       this.#left[r] = a;
       this.#right[r] = b;
       this.#result[r] = m;
@@ -520,8 +521,8 @@ export class BpeTokenizer {
     while (n > 1) {
       let best = -1;
       for (let i = 0; i < n - 1; i++) {
-        const r = rankOf.get(sym[i] * PAIR_BASE + sym[i + 1]);
-        if (r !== undefined && (best === -1 || r < best)) best = r;
+        const r = rankOf.get(sym[i], sym[i + 1], -1);
+        if (r !== -1 && (best === -1 || r < best)) best = r;
       }
       if (best === -1) break;
       const a = this.#left[best], b = this.#right[best], m = this.#result[best];
@@ -558,8 +559,8 @@ export class BpeTokenizer {
     const push = (pos: number) => {
       const nx = next[pos];
       if (pos < 0 || nx < 0) return;
-      const r = rankOf.get(sym[pos] * PAIR_BASE + sym[nx]);
-      if (r !== undefined) heap.push(r, pos);
+      const r = rankOf.get(sym[pos], sym[nx], -1);
+      if (r !== -1) heap.push(r, pos);
     };
     for (let i = 0; i < n - 1; i++) push(i);
     const pending: number[] = [];

@@ -126,3 +126,81 @@ function grow<T extends Uint16Array | Int32Array>(a: T, need: number): T {
   b.set(a);
   return b;
 }
+
+/**
+ * An open-addressing hash table from a pair of token ids to a number (a
+ * merge's rank, a merged token's id), on integer keys: a `Map` keyed by
+ * `left * 2^21 + right` hashes a heap number on every lookup. Internal to
+ * `BpeTokenizer`; chapter 8.
+ */
+export class PairTable {
+  #left: Int32Array;
+  #right: Int32Array;
+  #value: Int32Array;
+  #size = 0;
+  #max: number;
+
+  /**
+   * @param expected how many pairs it should hold without growing.
+   * @param max the most pairs it keeps; adding more empties it first (default: no limit).
+   */
+  constructor(expected = 1024, max = Infinity) {
+    let cap = 1024;
+    while (cap < 2 * expected) cap *= 2;
+    this.#left = new Int32Array(cap).fill(-1);
+    this.#right = new Int32Array(cap);
+    this.#value = new Int32Array(cap);
+    this.#max = max;
+  }
+
+  /** How many pairs it holds. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /**
+   * The value stored for (left, right), or `missing`.
+   * @returns the value or `missing`.
+   */
+  get(left: number, right: number, missing: number): number {
+    const L = this.#left, mask = L.length - 1;
+    for (let s = (Math.imul(left, 0x9e3779b1) ^ Math.imul(right, 0x85ebca6b)) & mask;; s = (s + 1) & mask) {
+      const l = L[s];
+      if (l === -1) return missing;
+      if (l === left && this.#right[s] === right) return this.#value[s];
+    }
+  }
+
+  /** Stores a value for (left, right) (ids are non-negative), replacing any. */
+  set(left: number, right: number, value: number): void {
+    if (this.#size >= this.#max) this.clear();
+    if (2 * (this.#size + 1) > this.#left.length) this.#grow();
+    const L = this.#left, mask = L.length - 1;
+    let s = (Math.imul(left, 0x9e3779b1) ^ Math.imul(right, 0x85ebca6b)) & mask;
+    for (; L[s] !== -1; s = (s + 1) & mask) {
+      if (L[s] === left && this.#right[s] === right) {
+        this.#value[s] = value;
+        return;
+      }
+    }
+    L[s] = left;
+    this.#right[s] = right;
+    this.#value[s] = value;
+    this.#size++;
+  }
+
+  /** Forgets every pair. */
+  clear(): void {
+    this.#left.fill(-1);
+    this.#size = 0;
+  }
+
+  #grow(): void {
+    const L = this.#left, R = this.#right, V = this.#value;
+    this.#left = new Int32Array(L.length * 2).fill(-1);
+    this.#right = new Int32Array(L.length * 2);
+    this.#value = new Int32Array(L.length * 2);
+    this.#size = 0;
+    for (let s = 0; s < L.length; s++) if (L[s] !== -1) this.set(L[s], R[s], V[s]);
+  }
+}

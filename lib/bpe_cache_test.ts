@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "@std/assert";
-import { PieceCache } from "./bpe_cache.ts";
+import { PairTable, PieceCache } from "./bpe_cache.ts";
 import { Rng } from "./random.ts";
 
 Deno.test("PieceCache: remembers pieces read in place from any text, as a Map would", () => {
@@ -41,4 +41,26 @@ Deno.test("PieceCache: starts again when full instead of growing without bound",
   const last = String((1 << 18) + 9);
   assert(cache.emit(last, 0, last.length, PieceCache.hash(last, 0, last.length), out));
   assertEquals(out, [(1 << 18) + 9]);
+});
+
+Deno.test("PairTable: the values a Map keyed by the pair would give, through growth, replacement and clearing", () => {
+  const rng = new Rng(9);
+  const table = new PairTable(4);
+  const reference = new Map<string, number>();
+  for (let i = 0; i < 30_000; i++) {
+    const a = rng.int(300), b = rng.int(200_000), v = rng.int(1 << 30);
+    if (rng.next() < 0.6) {
+      table.set(a, b, v);
+      reference.set(`${a},${b}`, v);
+    }
+    const c = rng.int(300), d = rng.int(200_000);
+    assertEquals(table.get(c, d, -7), reference.get(`${c},${d}`) ?? -7);
+    assertEquals(table.get(a, b, -7), reference.get(`${a},${b}`) ?? -7);
+  }
+  assertEquals(table.size, reference.size);
+  const capped = new PairTable(4, 100);
+  for (let i = 0; i < 150; i++) capped.set(i, i, i);
+  assertEquals(capped.size, 50, "emptied when full, then refilled");
+  assertEquals(capped.get(149, 149, -1), 149);
+  assertEquals(capped.get(10, 10, -1), -1);
 });

@@ -6,19 +6,20 @@
  *
  * Such a vocabulary has no merge list: token id = rank, and a pair of
  * adjacent tokens can merge when their concatenated bytes are a token, the
- * lower rank first. Pair lookups are cached on integer keys
- * (`left * 2^21 + right`), so each distinct pair's bytes are looked up in the
- * byte-string table only once.
+ * lower rank first. Pair lookups are cached in a table on integer keys, so
+ * each distinct pair's bytes are looked up in the byte-string table only once.
  *
  * @module
  */
 
-/** Pair keys are `left * PAIR_BASE + right` (as in bpe.ts). */
-const PAIR_BASE = 2 ** 21;
+import { PairTable } from "./bpe_cache.ts";
+
 /** The pair cache is emptied when it holds more entries than this. */
 const PAIR_CACHE_MAX = 1 << 20;
-/** Absent pair marker in the pair cache. */
+/** A pair whose concatenation is not a token. */
 const NONE = -1;
+/** A pair not looked up yet. */
+const UNKNOWN = -2;
 
 /** Latin-1 string of a byte array: one char per byte, a cheap exact Map key. */
 function latin1(bytes: Uint8Array, from = 0, to = bytes.length): string {
@@ -34,7 +35,7 @@ function latin1(bytes: Uint8Array, from = 0, to = bytes.length): string {
 export class RankTable {
   #byKey = new Map<string, number>();
   #key: string[];
-  #pairs = new Map<number, number>();
+  #pairs = new PairTable(1 << 14, PAIR_CACHE_MAX);
 
   /**
    * @param tokenBytes the bytes of every token, indexed by id (= rank).
@@ -57,12 +58,10 @@ export class RankTable {
 
   /** The id of the token spelled by `left`'s bytes then `right`'s, or -1. */
   #pair(left: number, right: number): number {
-    const k = left * PAIR_BASE + right;
-    const hit = this.#pairs.get(k);
-    if (hit !== undefined) return hit;
+    const hit = this.#pairs.get(left, right, UNKNOWN);
+    if (hit !== UNKNOWN) return hit;
     const id = this.#byKey.get(this.#key[left] + this.#key[right]) ?? NONE;
-    if (this.#pairs.size >= PAIR_CACHE_MAX) this.#pairs.clear();
-    this.#pairs.set(k, id);
+    this.#pairs.set(left, right, id);
     return id;
   }
 
