@@ -13,11 +13,16 @@
  *
  * The same {@link BpeTokenizer} runs a vocabulary trained here
  * ({@link trainBpe}) or GPT-2's published one ({@link loadGpt2Tokenizer}),
- * whose token ids it reproduces exactly.
+ * whose token ids it reproduces exactly. Beside it: `bpe_encodings.ts`
+ * (GPT-4's `cl100k_base` and GPT-4o's `o200k_base`, tiktoken's rank rule),
+ * `bpe_stream.ts` (encoding a stream of chunks with bounded memory),
+ * `bpe_ranks.ts` and `bpe_cache.ts` (the encoder's internal tables).
  *
  * @module
  */
 import { BENGIO_2003_BROWN, type BrownDocument, loadBrownDocuments } from "./brown.ts";
+import { PairTable, PieceCache } from "./bpe_cache.ts";
+import { RankTable } from "./bpe_ranks.ts";
 
 /**
  * GPT-2's pre-tokenization pattern (Radford et al., 2019): English
@@ -37,8 +42,6 @@ const PAIR_BASE = 2 ** 21;
 const LONG_WORD = 48;
 /** Pre-tokens up to this many characters are remembered by the encoder. */
 const CACHE_MAX_CHARS = 64;
-/** The encoder forgets its cache when it holds more entries than this. */
-const CACHE_MAX_ENTRIES = 200_000;
 
 let byteAlphabet: string[] | undefined;
 
@@ -137,6 +140,13 @@ export interface BpeEncodeOptions {
    * user input cannot inject a control token).
    */
   allowedSpecial?: "all" | "none" | readonly string[];
+  /**
+   * Special tokens whose text must not appear in the input unless allowed
+   * (tiktoken's `disallowed_special`): `"all"` (every special token not in
+   * `allowedSpecial`), a list, or `"none"` (default). Finding one throws a
+   * RangeError instead of silently encoding it as text.
+   */
+  disallowedSpecial?: "all" | "none" | readonly string[];
 }
 
 /** The parts a {@link BpeTokenizer} is built from; chapter 8. */
@@ -151,6 +161,15 @@ export interface BpeTokenizerParts {
   pattern?: RegExp;
   /** Pair counts recorded at training time, by rank (optional). */
   mergeCounts?: readonly number[];
+  /**
+   * `"merges"` (default): encode by replaying `merges` (GPT-2's rule, all
+   * occurrences of the best pair at once). `"ranks"`: tiktoken's rule for
+   * vocabularies published as ranked byte strings (cl100k_base, o200k_base):
+   * the id of a token is its rank, a pre-token that is itself a token is that
+   * token, and otherwise the leftmost adjacent pair whose concatenation has
+   * the lowest rank is merged, one at a time. `merges` must then be empty.
+   */
+  mergeRule?: "merges" | "ranks";
 }
 
 /** Options of {@link BpeTokenizer.fromGpt2Files}; chapter 8. */
@@ -190,15 +209,17 @@ export class BpeTokenizer {
   #left: Int32Array;
   #right: Int32Array;
   #result: Int32Array;
-  #rankOf = new Map<number, number>();
+  #rankOf: PairTable;
   #special: Map<string, number>;
   #specialIds = new Set<number>();
   #specialRe: RegExp | null = null;
   #pattern: RegExp;
   #counts: readonly number[] | undefined;
-  #cache = new Map<string, number[]>();
+  #cache: PieceCache | null = null;
+  #sticky: RegExp;
   #vocabSize: number;
   #byteToIdIsIdentity: boolean;
+  #ranks: RankTable | null = null;
 
   /**
    * Builds a tokenizer from its parts, checking them.
@@ -218,6 +239,7 @@ export class BpeTokenizer {
     this.#tokenBytes = tokenBytes.slice();
     this.#vocabSize = tokenBytes.length;
     this.#pattern = globalCopy(parts.pattern ?? GPT2_PATTERN, "pattern");
+    this.#sticky = new RegExp(this.#pattern.source, this.#pattern.flags.replace("g", "") + "y");
     this.#special = new Map(parts.specialTokens ?? []);
     for (const [text, id] of this.#special) {
       this.#checkId(id, `special token ${JSON.stringify(text)}`);
@@ -242,6 +264,7 @@ export class BpeTokenizer {
     this.#byteToIdIsIdentity = this.#byteToId.every((id, b) => id === b);
 
     const n = merges.length;
+    this.#rankOf = new PairTable(n);
     this.#left = new Int32Array(n);
     this.#right = new Int32Array(n);
     this.#result = new Int32Array(n);
@@ -258,11 +281,11 @@ export class BpeTokenizer {
           `merges[${r}] result is not the concatenation of its parts: left=${a}, right=${b}, result=${m}`,
         );
       }
-      const key = a * PAIR_BASE + b;
-      if (this.#rankOf.has(key)) {
-        throw new RangeError(`merges[${r}] repeats merge ${this.#rankOf.get(key)}: left=${a}, right=${b}`);
+      const seen = this.#rankOf.get(a, b, -1);
+      if (seen !== -1) {
+        throw new RangeError(`merges[${r}] repeats merge ${seen}: left=${a}, right=${b}`);
       }
-      this.#rankOf.set(key, r);
+      this.#rankOf.set(a, b, r);
       this.#left[r] = a;
       this.#right[r] = b;
       this.#result[r] = m;
@@ -273,11 +296,26 @@ export class BpeTokenizer {
       );
     }
     this.#counts = parts.mergeCounts;
-    if (this.#special.size > 0) {
-      const alternatives = [...this.#special.keys()].sort((x, y) => y.length - x.length)
-        .map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-      this.#specialRe = new RegExp(alternatives.join("|"), "g");
+    if (this.#special.size > 0) this.#specialRe = specialTokenRegExp(this.#special.keys());
+    const rule = parts.mergeRule ?? "merges";
+    if (rule !== "merges" && rule !== "ranks") {
+      throw new RangeError(`mergeRule must be "merges" or "ranks": mergeRule=${String(rule)}`);
     }
+    if (rule === "ranks") {
+      if (n > 0) throw new RangeError(`mergeRule "ranks" takes no merges: merges.length=${n}`);
+      this.#ranks = new RankTable(this.#tokenBytes, this.#specialIds);
+    }
+  }
+
+  #needMerges(method: string): void {
+    if (this.#ranks !== null) {
+      throw new TypeError(`${method} needs a merge list; this tokenizer encodes by ranks (mergeRule "ranks")`);
+    }
+  }
+
+  /** How this tokenizer merges: `"merges"` (GPT-2's rule) or `"ranks"` (tiktoken's). */
+  get mergeRule(): "merges" | "ranks" {
+    return this.#ranks === null ? "merges" : "ranks";
   }
 
   #checkId(id: number, what: string): void {
@@ -328,19 +366,15 @@ export class BpeTokenizer {
     if (typeof text !== "string") {
       throw new TypeError(`text must be a string: text=${String(text)}`);
     }
+    this.checkDisallowed(text, options);
     const out: number[] = [];
-    const allowed = this.#allowed(options.allowedSpecial ?? "none");
-    if (allowed.size === 0 || this.#specialRe === null) {
+    const re = this.specialSplitter(options);
+    if (re === null) {
       this.#encodeOrdinary(text, out);
       return out;
     }
-    const re = new RegExp(this.#specialRe.source, "g");
     let start = 0;
     for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-      if (!allowed.has(m[0])) {
-        re.lastIndex = m.index + 1;
-        continue;
-      }
       this.#encodeOrdinary(text.slice(start, m.index), out);
       out.push(this.#special.get(m[0])!);
       start = m.index + m[0].length;
@@ -349,16 +383,55 @@ export class BpeTokenizer {
     return out;
   }
 
-  #allowed(spec: "all" | "none" | readonly string[]): Set<string> {
+  /**
+   * The regular expression that finds the allowed special tokens (longest
+   * first, so of two special tokens starting at the same place the longer
+   * wins; the leftmost start wins over a later one), or null when none is
+   * allowed. Checks `disallowedSpecial` on the way: used by the encoder and
+   * the streaming encoder ({@link encodeStream}); chapter 8.
+   * @param options which special tokens are honoured.
+   * @returns a fresh global RegExp, or null.
+   * @throws {RangeError} when an option names a token that is not special here.
+   */
+  specialSplitter(options: BpeEncodeOptions = {}): RegExp | null {
+    const allowed = this.#specialSet(options.allowedSpecial ?? "none", "allowedSpecial");
+    return allowed.size === 0 ? null : specialTokenRegExp(allowed);
+  }
+
+  /**
+   * Throws when `text` contains a special token that `disallowedSpecial`
+   * forbids (and `allowedSpecial` does not allow). Chapter 8.
+   * @param text the input.
+   * @param options the encode options.
+   * @throws {RangeError} naming the token and where it was found.
+   */
+  checkDisallowed(text: string, options: BpeEncodeOptions = {}): void {
+    const spec = options.disallowedSpecial ?? "none";
+    if (spec === "none") return;
+    const allowed = this.#specialSet(options.allowedSpecial ?? "none", "allowedSpecial");
+    const banned = spec === "all"
+      ? new Set([...this.#special.keys()].filter((s) => !allowed.has(s)))
+      : this.#specialSet(spec, "disallowedSpecial");
+    if (banned.size === 0) return;
+    const m = specialTokenRegExp(banned).exec(text);
+    if (m !== null) {
+      throw new RangeError(
+        `text contains the disallowed special token ${JSON.stringify(m[0])} at index ${m.index}; ` +
+          `pass allowedSpecial to encode it as a special token, or disallowedSpecial: "none" to encode it as text`,
+      );
+    }
+  }
+
+  #specialSet(spec: "all" | "none" | readonly string[], name: string): Set<string> {
     if (spec === "all") return new Set(this.#special.keys());
     if (spec === "none") return new Set();
     if (!Array.isArray(spec)) {
-      throw new TypeError(`allowedSpecial must be "all", "none" or a list: allowedSpecial=${String(spec)}`);
+      throw new TypeError(`${name} must be "all", "none" or a list: ${name}=${String(spec)}`);
     }
     for (const s of spec) {
       if (!this.#special.has(s)) {
         throw new RangeError(
-          `allowedSpecial names a token that is not special here: ${JSON.stringify(s)}; special tokens: ${
+          `${name} names a token that is not special here: ${JSON.stringify(s)}; special tokens: ${
             JSON.stringify([...this.#special.keys()])
           }`,
         );
@@ -367,34 +440,77 @@ export class BpeTokenizer {
     return new Set(spec);
   }
 
+  /**
+   * Pre-tokenizes and encodes text without special tokens. The sticky copy
+   * of the pattern finds each piece's end without building a match array or
+   * a substring; a piece is looked up in the cache by its code units. Where
+   * the sticky match fails or is empty (only with patterns that do not cover
+   * every character), the global pattern takes over for one step, so the
+   * pieces are exactly those of {@link pretokenize}.
+   */
   #encodeOrdinary(text: string, out: number[]): void {
-    if (text.length === 0) return;
-    const re = this.#pattern;
-    re.lastIndex = 0;
-    const cache = this.#cache;
-    for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-      const piece = m[0];
-      if (piece.length === 0) {
-        re.lastIndex++;
+    const n = text.length;
+    if (n === 0) return;
+    const sticky = this.#sticky, re = this.#pattern;
+    const cache = this.#cache ??= new PieceCache();
+    let pos = 0;
+    while (pos < n) {
+      let start = pos, end: number;
+      sticky.lastIndex = pos;
+      if (sticky.test(text) && sticky.lastIndex > pos) {
+        end = sticky.lastIndex;
+      } else {
+        re.lastIndex = pos;
+        let m = re.exec(text);
+        while (m !== null && m[0].length === 0) {
+          re.lastIndex = m.index + 1;
+          m = re.exec(text);
+        }
+        if (m === null) return;
+        start = m.index;
+        end = start + m[0].length;
+      }
+      pos = end;
+      const len = end - start;
+      if (len > CACHE_MAX_CHARS) {
+        const ids = this.#encodePiece(text.slice(start, end));
+        for (let i = 0; i < ids.length; i++) out.push(ids[i]);
         continue;
       }
-      const hit = cache.get(piece);
-      if (hit !== undefined) {
-        for (let i = 0; i < hit.length; i++) out.push(hit[i]);
-        continue;
-      }
-      const ids = this.#encodePiece(piece);
-      if (piece.length <= CACHE_MAX_CHARS) {
-        if (cache.size >= CACHE_MAX_ENTRIES) cache.clear();
-        cache.set(piece, ids);
-      }
+      const h = PieceCache.hash(text, start, end);
+      if (cache.emit(text, start, end, h, out)) continue;
+      const ids = this.#encodePiece(text.slice(start, end));
+      cache.add(text, start, end, h, ids);
       for (let i = 0; i < ids.length; i++) out.push(ids[i]);
     }
+  }
+
+  /**
+   * Encodes one pre-token as it stands (no pre-tokenization, no special
+   * tokens), e.g. a piece found by {@link pretokenize} with this tokenizer's
+   * pattern. Used by the streaming encoder; chapter 8.
+   * @param piece one pre-token.
+   * @param out the array the ids are appended to.
+   */
+  encodePieceInto(piece: string, out: number[]): void {
+    const len = piece.length;
+    if (len === 0) return;
+    if (len > CACHE_MAX_CHARS) {
+      for (const id of this.#encodePiece(piece)) out.push(id);
+      return;
+    }
+    const cache = this.#cache ??= new PieceCache();
+    const h = PieceCache.hash(piece, 0, len);
+    if (cache.emit(piece, 0, len, h, out)) return;
+    const ids = this.#encodePiece(piece);
+    cache.add(piece, 0, len, h, ids);
+    for (let i = 0; i < ids.length; i++) out.push(ids[i]);
   }
 
   /** UTF-8 bytes of one pre-token, mapped to base token ids, then merged. */
   #encodePiece(piece: string): number[] {
     const sym = utf8Ids(piece, this.#byteToId, this.#byteToIdIsIdentity);
+    if (this.#ranks !== null) return this.#ranks.merge(sym);
     return sym.length > LONG_WORD ? this.#mergeLong(sym) : this.#mergeShort(sym);
   }
 
@@ -405,8 +521,8 @@ export class BpeTokenizer {
     while (n > 1) {
       let best = -1;
       for (let i = 0; i < n - 1; i++) {
-        const r = rankOf.get(sym[i] * PAIR_BASE + sym[i + 1]);
-        if (r !== undefined && (best === -1 || r < best)) best = r;
+        const r = rankOf.get(sym[i], sym[i + 1], -1);
+        if (r !== -1 && (best === -1 || r < best)) best = r;
       }
       if (best === -1) break;
       const a = this.#left[best], b = this.#right[best], m = this.#result[best];
@@ -443,8 +559,8 @@ export class BpeTokenizer {
     const push = (pos: number) => {
       const nx = next[pos];
       if (pos < 0 || nx < 0) return;
-      const r = rankOf.get(sym[pos] * PAIR_BASE + sym[nx]);
-      if (r !== undefined) heap.push(r, pos);
+      const r = rankOf.get(sym[pos], sym[nx], -1);
+      if (r !== -1) heap.push(r, pos);
     };
     for (let i = 0; i < n - 1; i++) push(i);
     const pending: number[] = [];
@@ -472,10 +588,12 @@ export class BpeTokenizer {
 
   /**
    * Forgets the encoder's memory of pre-tokens already encoded (the cache
-   * that makes repeated words fast), e.g. to time a cold start.
+   * that makes repeated words fast) and, for a ranked vocabulary, of pairs
+   * looked up, e.g. to time a cold start.
    */
   clearCache(): void {
-    this.#cache.clear();
+    this.#cache?.clear();
+    this.#ranks?.clear();
   }
 
   /**
@@ -617,6 +735,7 @@ export class BpeTokenizer {
    * @throws {RangeError} when `numMerges` is out of range.
    */
   truncate(numMerges: number): BpeTokenizer {
+    this.#needMerges("truncate");
     if (!Number.isInteger(numMerges) || numMerges < 0 || numMerges > this.numMerges) {
       throw new RangeError(`numMerges must be an integer in [0, ${this.numMerges}]: numMerges=${numMerges}`);
     }
@@ -649,6 +768,7 @@ export class BpeTokenizer {
    * @returns the two files' contents.
    */
   toGpt2Files(): { encoder: Record<string, number>; vocabBpe: string } {
+    this.#needMerges("toGpt2Files");
     const encoder: Record<string, number> = {};
     this.#tokenBytes.forEach((b, id) => {
       if (b) encoder[this.tokenString(id)] = id;
@@ -760,6 +880,17 @@ export class BpeTokenizer {
   }
 }
 
+/**
+ * A global RegExp matching any of the given special tokens: the longest
+ * alternative comes first, so where two special tokens start at the same
+ * place the longer one wins.
+ */
+function specialTokenRegExp(tokens: Iterable<string>): RegExp {
+  const alternatives = [...tokens].sort((x, y) => y.length - x.length || (x < y ? -1 : x > y ? 1 : 0))
+    .map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  return new RegExp(alternatives.join("|"), "gu");
+}
+
 function startsWith(hay: Uint8Array, needle: Uint8Array, at: number): boolean {
   for (let i = 0; i < needle.length; i++) if (hay[at + i] !== needle[i]) return false;
   return true;
@@ -864,8 +995,26 @@ export interface TrainBpeOptions {
   vocabSize?: number;
   /** Stop when the most frequent pair occurs fewer times than this (default 2). */
   minFrequency?: number;
-  /** Special tokens, given the ids after the merged tokens, in this order. */
+  /**
+   * Special tokens, given the ids after the merged tokens, in this order.
+   * The corpus is cut at every occurrence of one (the longest where two
+   * start at the same place) before pre-tokenization, so no merge ever
+   * learns a piece of a special token or spans one.
+   */
   specialTokens?: readonly string[];
+  /**
+   * How a tie between two pairs of equal count is broken:
+   * `"greater-bytes"` (default): the pair whose (left bytes, right bytes) is
+   * lexicographically greater wins, comparing the left tokens' byte strings
+   * first and the right ones only when the left are equal (a byte string
+   * that is a prefix of another is the smaller). This is the rule of
+   * Stanford CS336's BPE assignment and of trainers checked against it; it
+   * depends only on the pairs' bytes, never on id assignment.
+   * `"smaller-ids"`: the pair of smaller ids (left id first) wins, the rule of
+   * Hugging Face `tokenizers`' BPE trainer (on its own ids) and this
+   * workbook's rule before issue 17.
+   */
+  tieBreak?: "greater-bytes" | "smaller-ids";
   /** The pre-tokenization pattern (global); default {@link GPT2_PATTERN}. */
   pattern?: RegExp;
   /** Called after every merge (e.g. to advance a progress bar). */
@@ -879,14 +1028,16 @@ export interface TrainBpeOptions {
  * The corpus is split into pre-tokens and counted; each distinct pre-token
  * starts as its bytes. Then, `numMerges` times: the most frequent adjacent
  * pair of tokens (counted over all pre-tokens, weighted by their frequency;
- * ties go to the pair of smaller ids) becomes a new token, and every
+ * of pairs with equal counts the lexicographically greater pair of byte
+ * strings wins, see {@link TrainBpeOptions.tieBreak}) becomes a new token, and every
  * occurrence is merged, left to right. Only the words that contain the pair
  * are rewritten and only the pair counts they touch are updated (a
  * max-heap with lazy deletion finds the next best pair), so 5,000 merges on
  * the Brown corpus take about a second instead of minutes.
  *
  * Ids: 0-255 are the bytes, 256 + r is the token made by merge r, then the
- * special tokens in order.
+ * special tokens in order. Special tokens cut the corpus before
+ * pre-tokenization, so they never take part in a merge.
  *
  * @param corpus the training text, or several documents (pre-tokens never
  * span two documents).
@@ -903,7 +1054,7 @@ export interface TrainBpeOptions {
  * import { assertEquals } from "@std/assert";
  * import { trainBpe } from "./bpe.ts";
  * const tok = trainBpe("low low low lower lowest", { numMerges: 3 });
- * assertEquals(tok.merges().map((m) => m.token), ["lo", "low", " low"]);
+ * assertEquals(tok.merges().map((m) => m.token), ["ow", "low", " low"]);
  * assertEquals(tok.tokenize("lowly"), ["low", "l", "y"]);
  * ```
  */
@@ -941,19 +1092,42 @@ export function trainBpe(
     throw new RangeError(`minFrequency must be at least 1: minFrequency=${minFrequency}`);
   }
   const pattern = globalCopy(options.pattern ?? GPT2_PATTERN, "options.pattern");
+  const tieBreak = options.tieBreak ?? "greater-bytes";
+  if (tieBreak !== "greater-bytes" && tieBreak !== "smaller-ids") {
+    throw new RangeError(`tieBreak must be "greater-bytes" or "smaller-ids": tieBreak=${String(tieBreak)}`);
+  }
+  for (const s of specials) {
+    if (typeof s !== "string" || s.length === 0) {
+      throw new RangeError(`specialTokens must be non-empty strings: specialTokens=${JSON.stringify(specials)}`);
+    }
+  }
+  const splitter = specials.length > 0 ? specialTokenRegExp(specials) : null;
 
-  // 1. Count the distinct pre-tokens.
+  // 1. Count the distinct pre-tokens (special tokens cut the text first).
   const wordCounts = new Map<string, number>();
-  for (const doc of docs) {
-    if (typeof doc !== "string") throw new TypeError(`every document must be a string: got ${typeof doc}`);
+  const countPieces = (text: string) => {
     pattern.lastIndex = 0;
-    for (let m = pattern.exec(doc); m !== null; m = pattern.exec(doc)) {
+    for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
       if (m[0].length === 0) {
         pattern.lastIndex++;
         continue;
       }
       wordCounts.set(m[0], (wordCounts.get(m[0]) ?? 0) + 1);
     }
+  };
+  for (const doc of docs) {
+    if (typeof doc !== "string") throw new TypeError(`every document must be a string: got ${typeof doc}`);
+    if (splitter === null) {
+      countPieces(doc);
+      continue;
+    }
+    splitter.lastIndex = 0;
+    let from = 0;
+    for (let m = splitter.exec(doc); m !== null; m = splitter.exec(doc)) {
+      countPieces(doc.slice(from, m.index));
+      from = m.index + m[0].length;
+    }
+    countPieces(doc.slice(from));
   }
 
   // 2. Every distinct pre-token as a run of byte ids in one big buffer.
@@ -989,7 +1163,10 @@ export function trainBpe(
       else if (list[list.length - 1] !== wi) list.push(wi);
     }
   }
-  const heap = new CountHeap();
+  // The bytes of every token so far, for the tie rule.
+  const tokenBytes: Uint8Array[] = [];
+  for (let i = 0; i < 256; i++) tokenBytes.push(Uint8Array.of(i));
+  const heap = new CountHeap(tieBreak === "greater-bytes" ? (k1, k2) => greaterBytes(k1, k2, tokenBytes) : null);
   for (const [key, c] of counts) heap.push(c, key);
 
   // 4. Merge, updating only what changes.
@@ -1006,6 +1183,10 @@ export function trainBpe(
     const rank = merges.length;
     merges.push([a, b, m]);
     mergeCounts.push(count);
+    const joined = new Uint8Array(tokenBytes[a].length + tokenBytes[b].length);
+    joined.set(tokenBytes[a]);
+    joined.set(tokenBytes[b], tokenBytes[a].length);
+    tokenBytes.push(joined);
     const list = where.get(key) ?? [];
     where.delete(key);
     delta.clear();
@@ -1057,15 +1238,7 @@ export function trainBpe(
     options.onMerge?.({ rank, count });
   }
 
-  // 5. The vocabulary: bytes, merged tokens, special tokens.
-  const tokenBytes: Uint8Array[] = [];
-  for (let i = 0; i < 256; i++) tokenBytes.push(Uint8Array.of(i));
-  for (const [x, y] of merges) {
-    const bytes = new Uint8Array(tokenBytes[x].length + tokenBytes[y].length);
-    bytes.set(tokenBytes[x]);
-    bytes.set(tokenBytes[y], tokenBytes[x].length);
-    tokenBytes.push(bytes);
-  }
+  // 5. The vocabulary: bytes, merged tokens (already in tokenBytes), special tokens.
   const specialTokens = new Map<string, number>();
   for (const s of specials) {
     specialTokens.set(s, tokenBytes.length);
@@ -1076,16 +1249,40 @@ export function trainBpe(
 
 const IDENTITY = Int32Array.from({ length: 256 }, (_, i) => i);
 
-/** A binary max-heap of (count, pair key); ties go to the smaller key. */
+/** Compares two byte strings: negative, zero or positive (a prefix is smaller). */
+function compareBytes(x: Uint8Array, y: Uint8Array): number {
+  const n = Math.min(x.length, y.length);
+  for (let i = 0; i < n; i++) if (x[i] !== y[i]) return x[i] - y[i];
+  return x.length - y.length;
+}
+
+/** Whether pair key k1 is lexicographically greater than k2 as (left bytes, right bytes). */
+function greaterBytes(k1: number, k2: number, tokenBytes: Uint8Array[]): boolean {
+  const a1 = Math.floor(k1 / PAIR_BASE), a2 = Math.floor(k2 / PAIR_BASE);
+  const c = a1 === a2 ? 0 : compareBytes(tokenBytes[a1], tokenBytes[a2]);
+  if (c !== 0) return c > 0;
+  const d = compareBytes(tokenBytes[k1 - a1 * PAIR_BASE], tokenBytes[k2 - a2 * PAIR_BASE]);
+  return d !== 0 ? d > 0 : k1 < k2; // equal bytes (two ids spell the same): smaller ids, to stay a total order
+}
+
+/**
+ * A binary max-heap of (count, pair key); ties go to the key `wins` prefers
+ * (default: the smaller key, i.e. the smaller ids).
+ */
 class CountHeap {
   #count: number[] = [];
   #key: number[] = [];
+  #wins: ((k1: number, k2: number) => boolean) | null;
+  constructor(wins: ((k1: number, k2: number) => boolean) | null) {
+    this.#wins = wins;
+  }
   get size(): number {
     return this.#count.length;
   }
   #better(i: number, j: number): boolean {
     const c = this.#count, k = this.#key;
-    return c[i] > c[j] || (c[i] === c[j] && k[i] < k[j]);
+    if (c[i] !== c[j]) return c[i] > c[j];
+    return this.#wins === null ? k[i] < k[j] : this.#wins(k[i], k[j]);
   }
   #swap(i: number, j: number): void {
     const c = this.#count, k = this.#key;

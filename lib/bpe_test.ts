@@ -96,8 +96,8 @@ Deno.test("trainBpe: hand-checked merges and counts", () => {
   const tok = trainBpe("low low low lower lowest", { numMerges: 4 });
   const merges = tok.merges();
   assertEquals(merges.map((m) => [m.left, m.right, m.count]), [
-    ["l", "o", 5], // ties with (o, w) at 5; (l, o) has the smaller ids
-    ["lo", "w", 5],
+    ["o", "w", 5], // ties with (l, o) at 5; ("o", "w") is the greater pair of byte strings
+    ["l", "ow", 5],
     [" ", "low", 4],
     [" low", "e", 2],
   ]);
@@ -115,8 +115,11 @@ Deno.test("trainBpe: repeated symbols merge left to right without overlap", () =
   assertEquals(tok.decode(tok.encode("aaaaaaa")), "aaaaaaa");
 });
 
-/** The textbook trainer: recount every pair after every merge. */
-function naiveTrain(words: Map<string, number>, numMerges: number): [string, string][] {
+/**
+ * The textbook trainer: recount every pair after every merge. Ties: the
+ * greater (left bytes, right bytes), or with `smallerIds` the smaller ids.
+ */
+function naiveTrain(words: Map<string, number>, numMerges: number, smallerIds = false): [string, string][] {
   let corpus = [...words].map(([w, f]) => ({
     syms: Array.from(new TextEncoder().encode(w), (b) => String.fromCharCode(b) + "\u0000"),
     f,
@@ -133,10 +136,15 @@ function naiveTrain(words: Map<string, number>, numMerges: number): [string, str
       }
     }
     let best: string | null = null, bestCount = 0, bestKey = Infinity;
+    const greater = (k: string, than: string) => {
+      const [a, b] = k.split("\u0001"), [x, y] = than.split("\u0001");
+      return a !== x ? a > x : b > y; // "\u0000"-suffixed Latin-1 symbols compare as their bytes
+    };
     for (const [k, c] of counts) {
       const [a, b] = k.split("\u0001");
       const key = idOf.get(a)! * 2 ** 21 + idOf.get(b)!;
-      if (c > bestCount || (c === bestCount && key < bestKey)) {
+      const wins = best !== null && c === bestCount && (smallerIds ? key < bestKey : greater(k, best));
+      if (c > bestCount || wins) {
         best = k;
         bestCount = c;
         bestKey = key;
@@ -169,16 +177,21 @@ Deno.test("trainBpe: incremental updates give the same merges as recounting", ()
     for (let i = 0; i < 30; i++) words.push(vocab[rng.int(vocab.length)]);
     docs.push(words.join(rng.next() < 0.5 ? " " : "  "));
   }
-  const tok = trainBpe(docs, { numMerges: 60 });
   const counts = new Map<string, number>();
   for (const d of docs) for (const p of pretokenize(d)) counts.set(p, (counts.get(p) ?? 0) + 1);
-  const expected = naiveTrain(counts, 60);
   const strip = (s: string) => s.replaceAll("\u0000", "");
-  const got = tok.merges().map((m) => [
-    Array.from(tok.tokenBytes(m.leftId), (b) => String.fromCharCode(b)).join(""),
-    Array.from(tok.tokenBytes(m.rightId), (b) => String.fromCharCode(b)).join(""),
-  ]);
-  assertEquals(got, expected.map(([a, b]) => [strip(a), strip(b)]));
+  const byRule: string[] = [];
+  for (const tieBreak of ["greater-bytes", "smaller-ids"] as const) {
+    const tok = trainBpe(docs, { numMerges: 60, tieBreak });
+    const expected = naiveTrain(counts, 60, tieBreak === "smaller-ids");
+    const got = tok.merges().map((m) => [
+      Array.from(tok.tokenBytes(m.leftId), (b) => String.fromCharCode(b)).join(""),
+      Array.from(tok.tokenBytes(m.rightId), (b) => String.fromCharCode(b)).join(""),
+    ]);
+    assertEquals(got, expected.map(([a, b]) => [strip(a), strip(b)]), `tieBreak ${tieBreak}`);
+    byRule.push(JSON.stringify(got));
+  }
+  assert(byRule[0] !== byRule[1], "the corpus has ties that the two rules break differently");
 });
 
 Deno.test("trainBpe: same corpus, same tokenizer; options and errors", () => {
@@ -244,6 +257,80 @@ Deno.test("encode: special tokens only when allowed", () => {
   assert(tok.isSpecial(eos) && !tok.isSpecial(0));
   assertEquals(tok.tokenString(eos), "<|eos|>");
   assertThrows(() => tok.encode(text, { allowedSpecial: ["<unk>"] }), RangeError, "<unk>");
+});
+
+Deno.test("trainBpe: special tokens cut the corpus before pre-tokenization and never merge", () => {
+  const eot = "<|endoftext|>";
+  const docs = ["the cat sat", "on the mat", "the cat ran", "to the hat"];
+  const corpus = docs.join(eot) + eot;
+  const leaky = trainBpe(corpus, { numMerges: 40, minFrequency: 2 });
+  assert(
+    leaky.merges().some((m) => m.token.includes("|")),
+    "without specialTokens the special's text is ordinary text and its pieces merge",
+  );
+  const tok = trainBpe(corpus, { numMerges: 40, minFrequency: 2, specialTokens: [eot] });
+  for (const m of tok.merges()) assert(!/[<|>]/.test(m.token), `merge ${m.rank} learned a piece of ${eot}: ${m.token}`);
+  // Cutting at the special token = training on the pieces as separate documents.
+  assertEquals(
+    tok.toGpt2Files().vocabBpe,
+    trainBpe([...docs, ""], { numMerges: 40, minFrequency: 2 }).toGpt2Files().vocabBpe,
+  );
+  const ids = tok.encode(`the cat${eot}on`, { allowedSpecial: "all" });
+  assertEquals(ids.filter((i) => tok.isSpecial(i)), [tok.specialTokens.get(eot)!]);
+  assertEquals(tok.decode(ids), `the cat${eot}on`);
+  assertThrows(() => trainBpe("x", { numMerges: 1, specialTokens: [""] }), RangeError, "non-empty");
+});
+
+Deno.test("special tokens that overlap: the longest wins where two start together, else the leftmost", () => {
+  // In training: "<e>!!" must win over "<e>", or the leftover "!!" would give a ("!", "!") merge.
+  const specials = ["<e>", "<e>!!", "e>!"];
+  const trained = trainBpe("ab<e>!!ab<e>!!ab<e>", { numMerges: 20, minFrequency: 1, specialTokens: specials });
+  assertEquals(trained.merges().map((m) => m.token), ["ab"]);
+  const id = (s: string) => trained.specialTokens.get(s)!;
+  const ab = trained.encode("ab")[0];
+  assertEquals(trained.encode("ab<e>!!ab", { allowedSpecial: "all" }), [ab, id("<e>!!"), ab]);
+  assertEquals(trained.encode("ab<e>!ab", { allowedSpecial: "all" }), [ab, id("<e>"), 33, ab]);
+  // Only some allowed: the longest allowed one wins; the others are text.
+  assertEquals(trained.encode("ab<e>!!ab", { allowedSpecial: ["<e>"] }), [ab, id("<e>"), 33, 33, ab]);
+  assertEquals(trained.encode("<e>!!", { allowedSpecial: ["e>!"] }), [60, id("e>!"), 33]);
+  // "e>!" starts inside "<e>!!": the leftmost start wins.
+  assertEquals(trained.encode("<e>!", { allowedSpecial: "all" }), [id("<e>"), 33]);
+});
+
+Deno.test("encode: disallowedSpecial rejects special-token text instead of encoding it", () => {
+  const tok = trainBpe("hello world", { numMerges: 3, specialTokens: ["<|eos|>", "<pad>"] });
+  assertThrows(() => tok.encode("hi <|eos|>", { disallowedSpecial: "all" }), RangeError, "<|eos|>");
+  assertThrows(() => tok.encode("hi <pad>", { disallowedSpecial: ["<pad>"] }), RangeError, "index 3");
+  // Allowed wins over "all" disallowed; a token not listed is text.
+  assertEquals(
+    tok.encode("<|eos|>", { allowedSpecial: ["<|eos|>"], disallowedSpecial: "all" }),
+    [tok.specialTokens.get("<|eos|>")!],
+  );
+  assertEquals(tok.decode(tok.encode("<pad>", { disallowedSpecial: ["<|eos|>"] })), "<pad>");
+  assertThrows(() => tok.encode("x", { disallowedSpecial: ["<unk>"] }), RangeError, "disallowedSpecial");
+  assertThrows(
+    () => tok.encode("x", { disallowedSpecial: 3 as unknown as "all" }),
+    TypeError,
+    "disallowedSpecial=3",
+  );
+});
+
+Deno.test("trainBpe: ties go to the lexicographically greater pair of byte strings (hand-checked)", () => {
+  // Pre-tokens "ab", " ac": the pairs (a, b), (" ", a), (a, c) all occur once.
+  // Greater bytes: left "a" > " ", and of (a, b), (a, c) the right "c" > "b".
+  const tok = trainBpe("ab ac", { numMerges: 3, minFrequency: 1 });
+  assertEquals(tok.merges().map((m) => [m.left, m.right]), [["a", "c"], ["a", "b"], [" ", "ac"]]);
+  // The id rule takes (" ", a) = (32, 97) first.
+  const byId = trainBpe("ab ac", { numMerges: 3, minFrequency: 1, tieBreak: "smaller-ids" });
+  assertEquals(byId.merges().map((m) => [m.left, m.right]), [[" ", "a"], ["a", "b"], [" a", "c"]]);
+  // A byte string that is a prefix of another is the smaller. Documents "abc" x2, "ab" x2, "ad" x2:
+  // (a, b) = 4 merges first; then (ab, c) and (a, d) tie at 2, and "ab" > "a".
+  const docs = ["abc", "abc", "ab", "ab", "ad", "ad"];
+  const prefix = trainBpe(docs, { numMerges: 3, minFrequency: 1 });
+  assertEquals(prefix.merges().map((m) => [m.left, m.right, m.count]), [["a", "b", 4], ["ab", "c", 2], ["a", "d", 2]]);
+  const prefixById = trainBpe(docs, { numMerges: 3, minFrequency: 1, tieBreak: "smaller-ids" });
+  assertEquals(prefixById.merges().map((m) => [m.left, m.right]), [["a", "b"], ["a", "d"], ["ab", "c"]]);
+  assertThrows(() => trainBpe("x", { numMerges: 1, tieBreak: "fewest" as "greater-bytes" }), RangeError, "tieBreak");
 });
 
 Deno.test("decode and token lookups: clear errors on bad ids", () => {

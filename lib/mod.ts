@@ -44,6 +44,8 @@ export * from "./decode.ts";
 
 // Chapter 8: subword tokenization (BPE) and scaling laws.
 export * from "./bpe.ts";
+export * from "./bpe_encodings.ts";
+export * from "./bpe_stream.ts";
 export * from "./scaling.ts";
 
 /** TensorFlow.js, re-exported so notebooks and exercises import one library. */
