@@ -2,12 +2,15 @@ import { assertEquals, assertInstanceOf, assertStringIncludes, assertThrows } fr
 import * as tf from "@tensorflow/tfjs";
 import { NotImplementedError } from "./errors.ts";
 import {
+  callerLocation,
   expectClose,
   expectEqual,
   expectShape,
   expectThrows,
   explainFailure,
   formatValue,
+  graded,
+  TEST_LOCATION,
   WrongAnswerError,
 } from "./grading.ts";
 
@@ -187,4 +190,38 @@ Deno.test("the NaN explanation names operations that really give NaN", () => {
   assertEquals(/0 times 0/.test(msg), false);
   // Each operation named in the message does give NaN in JavaScript.
   assertEquals([0 / 0, Infinity - Infinity, 0 * Infinity, Math.log(-1), Math.sqrt(-1)].every(Number.isNaN), true);
+});
+
+Deno.test("callerLocation finds the graded(...) call in the test file, past lib/ and the grader's shim", () => {
+  const self = new URL("./grading.ts", import.meta.url).href;
+  const stack = [
+    "Error",
+    `    at graded (${self}:61:17)`,
+    "    at graded (file:///tmp/lmbook-grade-1/j0/lmbook_shim.ts:7:3)",
+    "    at file:///home/s/lmbook/exercises/ch00_tour_test.ts:12:1",
+    "    at eventLoopTick (ext:core/01_core.js:179:7)",
+  ].join("\n");
+  assertEquals(callerLocation(stack), "file:///home/s/lmbook/exercises/ch00_tour_test.ts:12:1");
+  // Outside a *_test.ts file: the first frame that is not lib/grading.ts.
+  assertEquals(
+    callerLocation(["Error", `    at graded (${self}:61:17)`, "    at f (file:///x/y.ts:3:4)"].join("\n")),
+    "file:///x/y.ts:3:4",
+  );
+  assertEquals(callerLocation("Error"), undefined);
+});
+
+Deno.test("graded registers its test at the caller's line, so deno test points at the test file", () => {
+  const registered: Deno.TestDefinition[] = [];
+  const original = Deno.test;
+  (Deno as { test: unknown }).test = (def: Deno.TestDefinition) => void registered.push(def);
+  let line = 0;
+  try {
+    line = Number(/:(\d+):\d+\)?$/.exec(new Error().stack!.split("\n")[1])![1]) + 1;
+    graded("0.1 softmax: location", () => {});
+  } finally {
+    (Deno as { test: unknown }).test = original;
+  }
+  assertEquals(registered.length, 1);
+  const where = (registered[0].fn as unknown as Record<symbol, string>)[TEST_LOCATION];
+  assertStringIncludes(where, `lib/grading_test.ts:${line}:`);
 });
