@@ -186,7 +186,8 @@ export interface MistakeOptions {
   /**
    * Known wrong variants of the answer. When the check fails, the actual value is compared (with the check's own
    * tolerance and shape rules) with each variant's `value`; the first that matches gives the hint the student sees
-   * ("this looks like: <hint>"). When none matches, the check's neutral `hint` is shown.
+   * ("this looks like: <hint>"; any other variant that matches too is added as "or: <hint>", since this input
+   * cannot tell them apart). When none matches, the check's neutral `hint` is shown.
    */
   mistakes?: Mistake[];
 }
@@ -293,15 +294,39 @@ export function expectClose(
   options: CloseOptions,
 ): void {
   const atol = options.atol ?? 1e-5, rtol = options.rtol ?? 1e-4;
+  checkMistakes(options.mistakes);
   const lines = closeProblem(got, expected, atol, rtol);
   if (lines === null) return;
-  const mistake = options.mistakes?.find((m) => closeProblem(got, m.value, atol, rtol) === null);
-  fail(withMistake(options, mistake), lines);
+  const matching = (options.mistakes ?? []).filter((m) => closeProblem(got, m.value, atol, rtol) === null);
+  fail(withMistakes(options, matching), lines);
 }
 
-/** The check's context with a matching mistake's hint in place of its neutral hint. */
-function withMistake(ctx: CheckContext, mistake: Mistake | undefined): CheckContext {
-  return mistake ? { ...ctx, hint: `${MISTAKE_PREFIX}${mistake.hint}` } : ctx;
+/**
+ * The check's context with the matching mistakes' hints in place of its neutral hint: the first as
+ * "this looks like: …", any other that gives the same output on this input as "or: …".
+ */
+function withMistakes(ctx: CheckContext, matching: Mistake[]): CheckContext {
+  if (matching.length === 0) return ctx;
+  const hints = [...new Set(matching.map((m) => m.hint))];
+  return {
+    ...ctx,
+    hint: [`${MISTAKE_PREFIX}${hints[0]}`, ...hints.slice(1).map((h) => `  or:       ${h}`)].join("\n"),
+  };
+}
+
+/** Throws a TypeError for a malformed `mistakes` option (a test-writing error, caught on the solution run). */
+function checkMistakes(mistakes: unknown): void {
+  if (mistakes === undefined) return;
+  if (!Array.isArray(mistakes)) throw new TypeError(`mistakes must be an array: mistakes=${formatValue(mistakes)}`);
+  mistakes.forEach((m, i) => {
+    if (m === null || typeof m !== "object" || !("value" in m)) {
+      throw new TypeError(`mistakes[${i}] must be { value, hint }: mistakes[${i}]=${formatValue(m)}`);
+    }
+    const hint = (m as { hint?: unknown }).hint;
+    if (typeof hint !== "string" || hint.trim() === "") {
+      throw new TypeError(`mistakes[${i}].hint must be a non-empty string: hint=${formatValue(hint)}`);
+    }
+  });
 }
 
 /**
@@ -416,10 +441,11 @@ export function expectEqual(
   expected: unknown,
   options: CheckContext & MistakeOptions,
 ): void {
+  checkMistakes(options.mistakes);
   if (!deepEqual(got, expected)) {
     const te = describeType(expected), tg = describeType(got);
-    const mistake = options.mistakes?.find((m) => deepEqual(got, m.value));
-    fail(withMistake(options, mistake), [
+    const matching = (options.mistakes ?? []).filter((m) => deepEqual(got, m.value));
+    fail(withMistakes(options, matching), [
       `expected: ${formatValue(expected)}`,
       `got:      ${formatValue(got)}`,
       ...(te !== tg ? [`wrong type: expected ${te}, got ${tg}${typeProblem(got) ? `: ${typeProblem(got)}` : ""}`] : []),

@@ -225,3 +225,31 @@ Deno.test("graded registers its test at the caller's line, so deno test points a
   const where = (registered[0].fn as unknown as Record<symbol, string>)[TEST_LOCATION];
   assertStringIncludes(where, `lib/grading_test.ts:${line}:`);
 });
+
+Deno.test("mistakes that give the same output on this input are all named; malformed mistakes are a TypeError", () => {
+  const msg = assertThrows(
+    () =>
+      expectClose([NaN, NaN], [0.5, 0.5], {
+        what: "softmax([-1000, -1000])",
+        hint: "neutral",
+        mistakes: [
+          { value: [NaN, NaN], hint: "no shift" },
+          { value: [0.25, 0.25], hint: "halved" },
+          { value: [NaN, NaN], hint: "a shift by 0" },
+        ],
+      }),
+    WrongAnswerError,
+  ).message;
+  assertStringIncludes(msg, "hint:     this looks like: no shift\n  or:       a shift by 0");
+  assertEquals(msg.includes("halved"), false);
+  assertThrows(
+    () => expectClose([1], [1], { what: "x", mistakes: [{ value: [2], hint: "" }] }),
+    TypeError,
+    "mistakes[0].hint must be a non-empty string",
+  );
+  assertThrows(
+    () => expectEqual(1, 1, { what: "x", mistakes: [{ hint: "no value" } as never] }),
+    TypeError,
+    "mistakes[0] must be { value, hint }",
+  );
+});
