@@ -125,6 +125,12 @@ graded("0.1 softmax: leaves its input unchanged and returns a new array", () => 
     hint: "return a new array, not the logits array filled with probabilities",
   });
   expectClose(got, softmaxRef(x), { what: "softmax([3, -1, 2, 2])", hint: SOFTMAX_HINT });
+  // A second call gives an array of its own: changing the first result must not change it.
+  got.fill(0);
+  expectClose(softmax(x), softmaxRef(x), {
+    what: "softmax([3, -1, 2, 2]) called again after the caller overwrote the first result with zeros",
+    hint: "return a new array on every call, not one kept (cached) from an earlier call",
+  });
 });
 
 graded("0.1 softmax: rejects empty input, NaN and infinities with a RangeError", () => {
@@ -343,10 +349,17 @@ graded("0.2 rowSoftmax: leaves x unchanged and usable, and returns a tensor of i
     what: "x after writing into rowSoftmax(x)'s data",
     hint: "the result shares storage with x: build it with tensor ops rather than from x.dataSync()",
   });
+  // A second call gives a tensor of its own: freeing the first result must not free it.
+  const y2 = rowSoftmax(x);
+  y.dispose();
+  expectEqual(y2.isDisposed, false, {
+    what: "a second rowSoftmax(x) after the caller disposed the first result",
+    hint: "return a new tensor on every call, not one kept (cached) from an earlier call",
+  });
   x.dispose();
-  expectEqual(y.isDisposed, false, {
+  expectEqual(y2.isDisposed, false, {
     what: "whether rowSoftmax(x)'s result is still usable after x.dispose()",
     hint: "return a new tensor, not a view of x",
   });
-  y.dispose();
+  y2.dispose();
 });
