@@ -75,6 +75,13 @@ export const TEST_LOCATION: symbol = Symbol.for("Deno.test.location");
  * module (and outside a generated `*_shim.ts` re-export of it).
  * @param stack an `Error().stack` taken inside {@link graded}.
  * @returns e.g. `file:///…/exercises/ch00_tour_test.ts:12:1`, or undefined.
+ *
+ * @example
+ * ```ts
+ * import { callerLocation } from "./grading.ts";
+ * const stack = "Error\n    at graded (file:///c/lib/grading.ts:60:17)\n    at file:///c/exercises/ch00_tour_test.ts:12:1";
+ * console.log(callerLocation(stack)); // file:///c/exercises/ch00_tour_test.ts:12:1
+ * ```
  */
 export function callerLocation(stack: string): string | undefined {
   const frames = stack.split("\n").slice(1).flatMap((line) => {
