@@ -18,7 +18,7 @@ import { notImplemented, tf } from "../lib/mod.ts";
  * smallest, the first, the mean) still overflows for some inputs.
  *
  * Rules:
- * - The result is a new array, as long as `logits`, each entry in [0, 1],
+ * - The result is a new array on every call, as long as `logits`, each entry in [0, 1],
  *   summing to 1; a single logit gives [1]. `logits` itself is left unchanged.
  * - Logits of any size work, e.g. [-1000, 0, 1000] gives [0, 0, 1].
  * - Throws a RangeError naming `logits` when it is empty, or when an entry is
@@ -43,7 +43,7 @@ export function softmax(logits: number[]): number[] {
  * - Any shape (rows, cols) with cols >= 1 works; a matrix with no rows gives
  *   a (0, cols) result. The result is float32 with the shape of x.
  * - Only the returned tensor is left behind (no intermediate tensors), and x
- *   is neither changed nor disposed; the result is a new tensor.
+ *   is neither changed nor disposed; the result is a new tensor on every call.
  * - The entries of x are finite numbers (this is not checked).
  *
  * @param x a matrix of shape (rows, cols).
