@@ -182,7 +182,10 @@ export interface CheckContext {
 
 /** A known wrong variant of an answer, for {@link MistakeOptions}. */
 export interface Mistake {
-  /** What the wrong variant returns on this check's input (computed in the test file, never by the solution). */
+  /**
+   * What the wrong variant returns on this check's input (computed in the test file, never by the solution);
+   * or a function returning it, called only when the check fails (for variants that are costly to compute).
+   */
   value: unknown;
   /** What the student did, e.g. "the scores were not divided by sqrt(d_k)". */
   hint: string;
@@ -304,7 +307,7 @@ export function expectClose(
   checkMistakes(options.mistakes);
   const lines = closeProblem(got, expected, atol, rtol);
   if (lines === null) return;
-  const matching = (options.mistakes ?? []).filter((m) => closeProblem(got, m.value, atol, rtol) === null);
+  const matching = (options.mistakes ?? []).filter((m) => closeProblem(got, mistakeValue(m), atol, rtol) === null);
   fail(withMistakes(options, matching), lines);
 }
 
@@ -319,6 +322,11 @@ function withMistakes(ctx: CheckContext, matching: Mistake[]): CheckContext {
     ...ctx,
     hint: [`${MISTAKE_PREFIX}${hints[0]}`, ...hints.slice(1).map((h) => `  or:       ${h}`)].join("\n"),
   };
+}
+
+/** A mistake's value, computing it first when it is given as a function. */
+function mistakeValue(m: Mistake): unknown {
+  return typeof m.value === "function" ? (m.value as () => unknown)() : m.value;
 }
 
 /** Throws a TypeError for a malformed `mistakes` option (a test-writing error, caught on the solution run). */
@@ -451,7 +459,7 @@ export function expectEqual(
   checkMistakes(options.mistakes);
   if (!deepEqual(got, expected)) {
     const te = describeType(expected), tg = describeType(got);
-    const matching = (options.mistakes ?? []).filter((m) => deepEqual(got, m.value));
+    const matching = (options.mistakes ?? []).filter((m) => deepEqual(got, mistakeValue(m)));
     fail(withMistakes(options, matching), [
       `expected: ${formatValue(expected)}`,
       `got:      ${formatValue(got)}`,

@@ -253,3 +253,26 @@ Deno.test("mistakes that give the same output on this input are all named; malfo
     "mistakes[0] must be { value, hint }",
   );
 });
+
+Deno.test("a mistake's value may be a function, called only when the check fails", () => {
+  let calls = 0;
+  const options = {
+    what: "f(2)",
+    hint: "neutral",
+    mistakes: [{ value: () => (calls++, [4]), hint: "doubled" }],
+  };
+  expectClose([2], [2], options);
+  assertEquals(calls, 0);
+  assertStringIncludes(
+    assertThrows(() => expectClose([4], [2], options), WrongAnswerError).message,
+    "this looks like: doubled",
+  );
+  assertEquals(calls, 1);
+  assertStringIncludes(
+    assertThrows(
+      () => expectEqual(["4"], ["2"], { ...options, mistakes: [{ value: () => ["4"], hint: "a string" }] }),
+      WrongAnswerError,
+    ).message,
+    "this looks like: a string",
+  );
+});
