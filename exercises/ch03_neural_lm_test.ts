@@ -8,7 +8,7 @@
  * and, if yours matches one, the hint names that mistake.
  * @module
  */
-import { expectClose, expectEqual, expectShape, expectThrows, graded, tf } from "../lib/mod.ts";
+import { expectClose, expectEqual, expectShape, expectThrows, graded, Rng, tf } from "../lib/mod.ts";
 import {
   batchNll,
   emWeightUpdate,
@@ -42,6 +42,12 @@ function diagnose(
 }
 
 // ---------------------------------------------------------------- 3.1 windows
+// Spec: one (context, target) per token, </s> included, in stream order; the context is the blockSize tokens
+// before the target in the same sentence, oldest first, left-padded with <s> (1); a sentence starts at the
+// stream's start and after every </s> (2), so no context holds </s>; the stream need not end with </s>; empty
+// sentences (</s> right after </s>) and blockSize longer than any sentence work; [] gives no windows; blockSize
+// that is not an integer >= 1 (0, negative, 2.5, NaN, +-Infinity) is a RangeError naming blockSize and its value;
+// tokens is not modified, targets is a new array and every context a new array of its own.
 
 type WindowMistake =
   | "none"
@@ -163,7 +169,88 @@ graded("3.1 makeWindows: rejects a blockSize that is not a positive integer", ()
   }
 });
 
+/** A random token stream: sentences of random lengths (some empty) from ids 0 and 3..9; maybe no final </s>. */
+function randomStream(rng: Rng, sentences: number): number[] {
+  const out: number[] = [];
+  for (let s = 0; s < sentences; s++) {
+    const len = rng.int(6);
+    for (let i = 0; i < len; i++) out.push(rng.int(4) === 0 ? 0 : 3 + rng.int(7));
+    if (s < sentences - 1 || rng.int(2) === 0) out.push(EOS);
+  }
+  return out;
+}
+
+graded("3.1 makeWindows: random streams and block sizes match a from-scratch reference", () => {
+  const rng = new Rng(31);
+  for (let t = 0; t < 60; t++) {
+    const tokens = randomStream(rng, 1 + Math.floor(t / 10));
+    const n = 1 + rng.int(Math.min(6, 1 + Math.floor(t / 8)));
+    const got = makeWindows(tokens, n);
+    expectEqual(got, { contexts: windowsPlain(tokens, n), targets: [...tokens] }, {
+      what: `makeWindows(${JSON.stringify(tokens)}, ${n})  (2 is </s>, 1 is <s>, 0 is <unk>)`,
+      hint: "one example per token: its context is the blockSize tokens before it in the same sentence, oldest " +
+        "first, padded on the left with <s> (1); after each </s> (2) start again from all <s>; it must work for " +
+        "every blockSize",
+      mistakes: windowHints(tokens, n).map((m) => ({ value: { contexts: m.value, targets: tokens }, hint: m.hint })),
+    });
+  }
+});
+
+graded("3.1 makeWindows: empty streams, and NaN, Infinity or fractional block sizes", () => {
+  expectEqual(makeWindows([], 3), { contexts: [], targets: [] }, {
+    what: "makeWindows([], 3)",
+    hint: "no tokens, no examples: { contexts: [], targets: [] }",
+  });
+  for (const bad of [NaN, Infinity, -Infinity, 2.5, 0.5, -3]) {
+    expectThrows(() => makeWindows([5, EOS], bad), RangeError, {
+      what: `makeWindows([5, 2], ${bad})`,
+      includes: String(bad),
+      hint: "blockSize < 1 is false for NaN, Infinity and 2.5: test !Number.isInteger(blockSize) || blockSize < 1 " +
+        "and name the value: `blockSize must be a positive integer: blockSize=${blockSize}`",
+    });
+    expectThrows(() => makeWindows([5, EOS], bad), RangeError, {
+      what: `makeWindows([5, 2], ${bad})`,
+      includes: "blockSize",
+      hint: "name the argument in the message: `blockSize must be a positive integer: blockSize=${blockSize}`",
+    });
+  }
+});
+
+graded("3.1 makeWindows: fresh arrays, and the tokens are left alone", () => {
+  const tokens = [5, 6, EOS, 7, EOS, EOS, 8];
+  const got = makeWindows(tokens, 2);
+  expectEqual(tokens, [5, 6, EOS, 7, EOS, EOS, 8], {
+    what: "the tokens after makeWindows(tokens, 2)",
+    hint: "only read the tokens: do not shift, splice or pad the caller's array",
+  });
+  if (got && Array.isArray(got.contexts) && Array.isArray(got.targets) && got.contexts.every(Array.isArray)) {
+    got.targets[0] = 99;
+    expectEqual(tokens[0], 5, {
+      what: "tokens[0] after setting makeWindows(tokens, 2).targets[0] = 99",
+      hint: "return a copy of the tokens as targets ([...tokens]), not the caller's array itself",
+    });
+    for (const row of got.contexts) row[0] = 99;
+    expectEqual(tokens, [5, 6, EOS, 7, EOS, EOS, 8], {
+      what: "the tokens after changing every returned context",
+      hint: "a context must be a new array, not a view of the tokens",
+    });
+    const again = makeWindows([5, EOS, 6, EOS, 7], 2);
+    if (Array.isArray(again?.contexts) && again.contexts.length === 5 && again.contexts.every(Array.isArray)) {
+      again.contexts[0][1] = 99;
+      expectEqual(again.contexts.slice(1), [[BOS, 5], [BOS, BOS], [BOS, 6], [BOS, BOS]], {
+        what: "the other contexts of makeWindows([5, 2, 6, 2, 7], 2) after changing the first one",
+        hint: "every context must be its own array: push a copy of the window ([...window]), and build a new " +
+          "all-<s> window at each sentence start rather than reusing one shared padding array",
+      });
+    }
+  }
+});
+
 // ---------------------------------------------------------------- 3.2 forward pass
+// Spec: softmax over axis 1 of b + tanh(d + x H) U (+ x W when W is given), x the concatenated embeddings of the
+// context, oldest first; any B, n, m, h, V (shape (B, V)); every row sums to 1; per-row stable softmax (rows
+// whose logits are near +1000 beside rows near -1000); exactly one tensor left (the result); the inputs are
+// neither disposed nor changed.
 
 interface Plain {
   C: number[][];
@@ -334,7 +421,95 @@ graded("3.2 fixedWindowForward: leaves no tensors behind", () => {
   });
 });
 
+/** Random parameters with the given sizes (values drawn from N(0, scale)). */
+function randomPlain(rng: Rng, V: number, m: number, n: number, h: number, withW: boolean, scale = 1): Plain {
+  const mat = (r: number, c: number) =>
+    Array.from({ length: r }, () => Array.from({ length: c }, () => rng.normal(0, scale)));
+  return {
+    C: mat(V, m),
+    H: mat(n * m, h),
+    d: mat(1, h)[0],
+    U: mat(h, V),
+    b: mat(1, V)[0],
+    ...(withW ? { W: mat(n * m, V) } : {}),
+  };
+}
+
+graded("3.2 fixedWindowForward: random sizes and weights match a from-scratch forward pass", () => {
+  const rng = new Rng(32);
+  for (let t = 0; t < 12; t++) {
+    const V = 2 + rng.int(6), m = 1 + rng.int(4), n = 1 + rng.int(4), h = 1 + rng.int(5), B = 1 + rng.int(5);
+    const plain = randomPlain(rng, V, m, n, h, t % 2 === 1, 1.5);
+    const ctx = Array.from({ length: B }, () => Array.from({ length: n }, () => rng.int(V)));
+    const params = toParams(plain);
+    const contexts = tf.tensor2d(ctx, [B, n], "int32");
+    const got = fixedWindowForward(params, contexts);
+    try {
+      expectClose(got, forwardPlain(plain, ctx), {
+        what: `fixedWindowForward with V = ${V}, m = ${m}, n = ${n}, h = ${h}, B = ${B}` +
+          (plain.W ? ", with direct connections W" : ""),
+        input: { contexts: ctx, ...plain },
+        hint: "softmax(b + tanh(d + x H) U (+ x W)) along axis 1, x = the n embeddings concatenated oldest " +
+          "first: read B, n and m from the tensors' shapes, never assume n = 2",
+        mistakes: FORWARD_HINTS(plain, ctx),
+      });
+    } finally {
+      tf.dispose([got, contexts, ...Object.values(params)]);
+    }
+  }
+});
+
+graded("3.2 fixedWindowForward: rows near +1000 and near -1000 (each row's own max)", () => {
+  // tanh saturates to +-1, so the logits of word 0's row are about +-1000 and those of word 1's row the opposite.
+  const plain: Plain = {
+    C: [[3], [-3]],
+    H: [[4]],
+    d: [0],
+    U: [[1000, 1001, 999]],
+    b: [0, 0, 0],
+  };
+  const ctx = [[0], [1]];
+  const params = toParams(plain), contexts = tf.tensor2d(ctx, [2, 1], "int32");
+  const got = fixedWindowForward(params, contexts);
+  try {
+    expectClose(got, forwardPlain(plain, ctx), {
+      what: "fixedWindowForward where row 0's logits are about [1000, 1001, 999] and row 1's [-1000, -1001, -999]",
+      input: plain,
+      hint: "exp(1000) overflows and exp(-1000) underflows: subtract EACH ROW's own maximum before exp " +
+        "(tf.softmax does), not one maximum over the whole batch",
+    });
+  } finally {
+    tf.dispose([got, contexts, ...Object.values(params)]);
+  }
+});
+
+graded("3.2 fixedWindowForward: no tensors left behind with W either, inputs kept alive", () => {
+  const rng = new Rng(320);
+  const plain = randomPlain(rng, 5, 3, 3, 4, true);
+  const params = toParams(plain);
+  const contexts = tf.tensor2d([[1, 2, 3], [4, 0, 1]], [2, 3], "int32");
+  const before = tf.memory().numTensors;
+  const out = fixedWindowForward(params, contexts);
+  const created = tf.memory().numTensors - before;
+  out?.dispose?.();
+  const disposed = Object.entries(params).filter(([, v]) => v.isDisposed).map(([k]) => k);
+  if (contexts.isDisposed) disposed.push("contexts");
+  tf.dispose([contexts, ...Object.values(params)]);
+  expectEqual(created, 1, {
+    what: "tensors left by one fixedWindowForward call with direct connections (only the result should remain)",
+    hint: "do all the work, the x W term included, inside one tf.tidy(() => ...) and return the result from it",
+  });
+  expectEqual(disposed, [], {
+    what: "the input tensors disposed by fixedWindowForward (or by disposing its result)",
+    hint: "never dispose the caller's tensors (params, contexts), and return a new tensor, not one of them",
+  });
+});
+
 // ---------------------------------------------------------------- 3.3 batch NLL
+// Spec: -(1/B) sum_b ln softmax(logits_b)[targets_b] in nats, any B >= 1 and V >= 2, a scalar (shape []); the
+// target's column (not the argmax); stable per row: rows near +1000 beside rows near -1000, and a target 150
+// below its row's max (ln softmax = -150: log(softmax) underflows to -Infinity in float32); one tensor left; the
+// inputs are not disposed.
 
 function nllPlain(logits: number[][], targets: number[]): number[] {
   return logits.map((row, i) => {
@@ -420,7 +595,81 @@ graded("3.3 batchNll: leaves no tensors behind", () => {
   });
 });
 
+graded("3.3 batchNll: random batches match a from-scratch mean negative log-likelihood", () => {
+  const rng = new Rng(33);
+  for (let t = 0; t < 12; t++) {
+    const B = 1 + rng.int(6), V = 2 + rng.int(7);
+    const logits = Array.from({ length: B }, () => Array.from({ length: V }, () => rng.normal(0, 3)));
+    const targets = Array.from({ length: B }, () => rng.int(V));
+    const lt = tf.tensor2d(logits), tt = tf.tensor1d(targets, "int32");
+    const got = batchNll(lt, tt);
+    const each = nllPlain(logits, targets);
+    const argmax = logits.map((row) => row.indexOf(Math.max(...row)));
+    try {
+      expectClose(got, each.reduce((a, b) => a + b, 0) / B, {
+        what: `batchNll on a batch of ${B} rows of ${V} logits`,
+        input: { logits, targets },
+        hint: "-(1/B) sum over the rows of ln softmax(row)[target], with natural logarithms",
+        mistakes: [
+          ...NLL_HINTS(logits, targets),
+          {
+            value: nllPlain(logits, argmax).reduce((a, b) => a + b, 0) / B,
+            hint: "pick column targets[b] of each row, not the row's largest logit",
+          },
+        ],
+        atol: 1e-4,
+      });
+    } finally {
+      tf.dispose([got, lt, tt]);
+    }
+  }
+});
+
+graded("3.3 batchNll: rows near +1000 beside rows near -1000, and a target far below the max", () => {
+  const logits = [[1000, 1001, 999], [-1000, -999, -1001], [0, 150, 0]], targets = [0, 2, 0];
+  const lt = tf.tensor2d(logits), tt = tf.tensor1d(targets, "int32");
+  const got = batchNll(lt, tt);
+  const each = nllPlain(logits, targets);
+  try {
+    expectClose(got, (each[0] + each[1] + each[2]) / 3, {
+      what: "batchNll([[1000, 1001, 999], [-1000, -999, -1001], [0, 150, 0]], [0, 2, 0])",
+      atol: 1e-3,
+      hint: "use tf.logSoftmax (or x - max - log(sum(exp(x - max))) with EACH ROW's own max): one max over the " +
+        "whole batch underflows the rows near -1000, and log(softmax(x)) gives log(0) = -Infinity for a target " +
+        "150 below its row's max",
+    });
+  } finally {
+    tf.dispose([got, lt, tt]);
+  }
+});
+
+graded("3.3 batchNll: one row, no tensors left behind, inputs kept alive", () => {
+  const lt = tf.tensor2d([[2, -1, 0.5, 0]]), tt = tf.tensor1d([3], "int32");
+  const before = tf.memory().numTensors;
+  const out = batchNll(lt, tt);
+  const created = tf.memory().numTensors - before;
+  const value = out instanceof tf.Tensor && !out.isDisposed ? out.dataSync()[0] : out;
+  out?.dispose?.();
+  const alive = [lt.isDisposed ? "logits disposed" : "", tt.isDisposed ? "targets disposed" : ""].filter((x) => x);
+  tf.dispose([lt, tt]);
+  expectClose(value, nllPlain([[2, -1, 0.5, 0]], [3])[0], {
+    what: "batchNll([[2, -1, 0.5, 0]], [3]) (a batch of one)",
+    hint: "with B = 1 the mean is the single row's negative log-probability",
+  });
+  expectEqual(created, 1, {
+    what: "tensors left by one batchNll call (only the result should remain)",
+    hint: "wrap the whole computation in tf.tidy(() => ...) and return the scalar from it",
+  });
+  expectEqual(alive, [], {
+    what: "the input tensors after batchNll",
+    hint: "never dispose the caller's logits or targets",
+  });
+});
+
 // ---------------------------------------------------------------- 3.4 mixing
+// Spec: λ p_i + (1 - λ) q_i for every i, any length (0 included), λ in [0, 1] with both ends allowed; λ outside
+// [0, 1], NaN or +-Infinity is a RangeError naming lambda and its value; different lengths are a RangeError naming
+// both; p and q are not modified and the result is a new array (never p or q itself, even for λ = 0 or 1).
 
 graded("3.4 mixDistributions: λ weighs the first distribution", () => {
   // 0.25 * [0.2, 0.8] + 0.75 * [0.6, 0.4] = [0.05 + 0.45, 0.2 + 0.3] = [0.5, 0.5]
@@ -482,7 +731,76 @@ graded("3.4 mixDistributions: rejects a weight outside [0, 1] and mismatched len
   });
 });
 
+graded("3.4 mixDistributions: random distributions, lengths and weights match a from-scratch mixture", () => {
+  const rng = new Rng(34);
+  for (let t = 0; t < 40; t++) {
+    const len = Math.floor(t / 3);
+    const dist = () => {
+      const raw = Array.from({ length: len }, () => rng.next());
+      const z = raw.reduce((a, b) => a + b, 0) || 1;
+      return raw.map((x) => x / z);
+    };
+    const p = dist(), q = dist();
+    const lambda = t % 7 === 0 ? (t % 2) : rng.next();
+    expectClose(mixDistributions(p, q, lambda), p.map((pi, i) => lambda * pi + (1 - lambda) * q[i]), {
+      what: `mixDistributions(p, q, ${lambda})`,
+      input: { p, q },
+      hint: "λ p_i + (1 - λ) q_i for every i, for any length (an empty pair gives [])",
+      mistakes: [
+        { value: p.map((pi, i) => (1 - lambda) * pi + lambda * q[i]), hint: "lambda weighs p, the FIRST argument" },
+        { value: p.map((pi, i) => lambda * pi + lambda * q[i]), hint: "the second weight is 1 - λ, not λ" },
+        { value: p.map((pi, i) => (pi + q[i]) / 2), hint: "use lambda, not a plain average" },
+      ],
+    });
+  }
+});
+
+graded("3.4 mixDistributions: errors name lambda's value and both lengths", () => {
+  for (const bad of [NaN, Infinity, -Infinity, 1.0001, -1e-9]) {
+    expectThrows(() => mixDistributions([1, 0], [0, 1], bad), RangeError, {
+      what: `mixDistributions([1, 0], [0, 1], ${bad})`,
+      includes: String(bad),
+      hint: "NaN < 0 and NaN > 1 are both false: test !(lambda >= 0 && lambda <= 1) and put the value in the " +
+        "message (`lambda must be in [0, 1]: lambda=${lambda}`)",
+    });
+  }
+  for (const [a, b] of [[2, 5], [5, 2], [0, 3]]) {
+    const p = new Array(a).fill(1 / Math.max(a, 1)), q = new Array(b).fill(1 / b);
+    for (const want of [String(a), String(b)]) {
+      expectThrows(() => mixDistributions(p, q, 0.5), RangeError, {
+        what: `mixDistributions of a ${a}-word and a ${b}-word distribution`,
+        includes: want,
+        hint: "compare p.length and q.length before mixing (q[i] past the end is undefined, giving NaN) and name " +
+          "both: `p.length=2, q.length=5`",
+      });
+    }
+  }
+});
+
+graded("3.4 mixDistributions: a new array, and p and q are left alone", () => {
+  for (const lambda of [0, 1, 0.3]) {
+    const p = [0.2, 0.8], q = [0.6, 0.4];
+    const got = mixDistributions(p, q, lambda);
+    expectEqual([p, q], [[0.2, 0.8], [0.6, 0.4]], {
+      what: `p and q after mixDistributions(p, q, ${lambda})`,
+      hint: "write the mixture into a new array (p.map(...)), not into p or q",
+    });
+    if (Array.isArray(got) && got.length === 2) {
+      got[0] = 99;
+      expectEqual([p, q], [[0.2, 0.8], [0.6, 0.4]], {
+        what: `p and q after changing the result of mixDistributions(p, q, ${lambda})`,
+        hint: "return a new array even when λ is 0 or 1 (returning p or q itself lets the caller's later " +
+          "changes to the mixture corrupt them)",
+      });
+    }
+  }
+});
+
 // ---------------------------------------------------------------- 3.5 EM
+// Spec: the mean over tokens of r_i = λ pA[i] / (λ pA[i] + (1 - λ) pB[i]), for any length >= 1; a token where the
+// mixture's probability is 0 counts as r_i = λ (it stays in the mean); tiny probabilities (1e-200) give the right
+// share; empty or different-length arrays are a RangeError naming both lengths; λ outside [0, 1] or NaN is a
+// RangeError naming lambda; pA and pB are not modified.
 
 function emPlain(pA: number[], pB: number[], l: number): number {
   return pA.reduce((s, a, i) => s + (l * a) / (l * a + (1 - l) * pB[i]), 0) / pA.length;
@@ -545,5 +863,80 @@ graded("3.5 emWeightUpdate: rejects empty or mismatched inputs", () => {
     what: "emWeightUpdate of 2 and 1 probabilities",
     includes: "1",
     hint: "throw a RangeError naming both lengths",
+  });
+});
+
+/** Reference 3.5 with the 0/0 rule, from scratch. */
+function emPlainZero(pA: number[], pB: number[], l: number, zeroShare: "lambda" | "skip" | "zero" = "lambda"): number {
+  let total = 0, count = 0;
+  for (let i = 0; i < pA.length; i++) {
+    const a = l * pA[i], b = (1 - l) * pB[i];
+    if (a + b > 0) {
+      total += a / (a + b);
+      count++;
+    } else if (zeroShare === "lambda") {
+      total += l;
+      count++;
+    } else if (zeroShare === "zero") count++;
+  }
+  return total / count;
+}
+
+graded("3.5 emWeightUpdate: random probabilities, zeros and lengths match a from-scratch update", () => {
+  const rng = new Rng(35);
+  for (let t = 0; t < 40; t++) {
+    const len = 1 + Math.floor(t / 2);
+    const scale = t % 5 === 4 ? 1e-200 : 1;
+    const draw = () => (rng.int(4) === 0 ? 0 : rng.next() * scale);
+    const pA = Array.from({ length: len }, draw), pB = Array.from({ length: len }, draw);
+    if (t % 3 === 0) pA[rng.int(len)] = pB[rng.int(len)] = 0;
+    const lambda = 0.05 + 0.9 * rng.next();
+    expectClose(emWeightUpdate(pA, pB, lambda), emPlainZero(pA, pB, lambda), {
+      what: `emWeightUpdate(pA, pB, ${lambda})`,
+      input: { pA, pB },
+      hint: "the mean over ALL tokens of λ pA / (λ pA + (1 - λ) pB), a token whose mixture probability is 0 " +
+        "counting as λ",
+      mistakes: [
+        { value: emPlainZero(pA, pB, lambda, "skip"), hint: "a token both models give 0 still counts, as λ" },
+        { value: emPlainZero(pA, pB, lambda, "zero"), hint: "a token both models give 0 counts as λ, not 0" },
+      ],
+    });
+  }
+});
+
+graded("3.5 emWeightUpdate: errors name both lengths and lambda; the inputs are left alone", () => {
+  for (const [a, b] of [[3, 5], [5, 3], [0, 0]]) {
+    for (const want of [`${a}`, `${b}`]) {
+      expectThrows(() => emWeightUpdate(new Array(a).fill(0.5), new Array(b).fill(0.5), 0.5), RangeError, {
+        what: `emWeightUpdate of ${a} and ${b} probabilities`,
+        includes: want,
+        hint: "check that pA and pB are non-empty and of the same length, and name both: " +
+          "`pA.length=3, pB.length=5`",
+      });
+    }
+  }
+  for (const bad of [NaN, -0.5, 1.5, Infinity]) {
+    expectThrows(() => emWeightUpdate([0.5], [0.5], bad), RangeError, {
+      what: `emWeightUpdate([0.5], [0.5], ${bad})`,
+      includes: "lambda",
+      hint: "a weight must be in [0, 1]: test !(lambda >= 0 && lambda <= 1) (NaN fails every comparison) and " +
+        "throw a RangeError naming lambda and its value",
+    });
+  }
+  // At the ends, λ = 0 or 1, a token that the weighted model gives 0 has a mixture probability of 0 too.
+  expectClose(emWeightUpdate([0.5, 0.5], [0, 0.5], 0), 0, {
+    what: "emWeightUpdate([0.5, 0.5], [0, 0.5], 0)",
+    hint: "λ = 0 is allowed: token 0's mixture probability 0 * 0.5 + 1 * 0 is 0, so its share is λ = 0; test " +
+      "whether λ pA + (1 - λ) pB is 0, not whether pA and pB both are",
+  });
+  expectClose(emWeightUpdate([0, 0.5], [0.5, 0.5], 1), 1, {
+    what: "emWeightUpdate([0, 0.5], [0.5, 0.5], 1)",
+    hint: "λ = 1 is allowed: token 0's mixture probability is 1 * 0 + 0 * 0.5 = 0, so its share is λ = 1",
+  });
+  const pA = [0.8, 0, 0.5], pB = [0.2, 0, 0.5];
+  emWeightUpdate(pA, pB, 0.3);
+  expectEqual([pA, pB], [[0.8, 0, 0.5], [0.2, 0, 0.5]], {
+    what: "pA and pB after emWeightUpdate(pA, pB, 0.3)",
+    hint: "compute the shares into a new array or a running sum; do not overwrite pA or pB",
   });
 });
