@@ -15,8 +15,9 @@ import { extractNgrams, mleProb, ngramCounts } from "./ch01_counting.ts";
 const BOS = "<s>", EOS = "</s>";
 
 // Random checks draw words from this vocabulary: some words are prefixes or suffixes of others ("a", "ab",
-// "abc"; "he", "the", "then"), so string keys built or matched carelessly collide.
-const WORDS = ["a", "ab", "abc", "b", "bc", "c", "he", "the", "then"];
+// "abc"; "he", "the", "then"), so string keys built or matched carelessly collide; "constructor" breaks counts
+// kept in a plain object ({}), which already has a property of that name.
+const WORDS = ["a", "ab", "abc", "b", "bc", "c", "he", "the", "then", "constructor"];
 
 /** A random sentence of `len` words of WORDS. */
 function randomSentence(rng: Rng, len: number): string[] {
@@ -34,12 +35,16 @@ function randomCorpora(seed: number, count: number): string[][][] {
   return out;
 }
 
-/** Reference 1.1, from scratch: the padded windows, with plain loops. */
-function ngramsPlain(sentence: string[], n: number): string[][] {
+type GramMistake = "none" | "nStarts" | "noEnd" | "bothEnds" | "oneStart";
+
+/** Reference 1.1, from scratch: the padded windows, with plain loops (and switches for the usual mistakes). */
+function ngramsPlain(sentence: string[], n: number, mistake: GramMistake = "none"): string[][] {
   const padded: string[] = [];
-  for (let i = 0; i < n - 1; i++) padded.push(BOS);
+  const starts = mistake === "nStarts" ? n : mistake === "oneStart" ? Math.min(1, n - 1) : n - 1;
+  for (let i = 0; i < starts; i++) padded.push(BOS);
   for (const w of sentence) padded.push(w);
-  padded.push(EOS);
+  const ends = mistake === "noEnd" ? 0 : mistake === "bothEnds" ? Math.max(1, n - 1) : 1;
+  for (let i = 0; i < ends; i++) padded.push(EOS);
   const out: string[][] = [];
   for (let i = 0; i + n <= padded.length; i++) {
     const gram: string[] = [];
@@ -49,28 +54,37 @@ function ngramsPlain(sentence: string[], n: number): string[][] {
   return out;
 }
 
-/** Reference 1.2, from scratch. */
-function countsPlain(sentences: string[][], n: number): Map<string, number> {
+/** Reference 1.2, from scratch (`sep` and `joined` reproduce the usual mistakes). */
+function countsPlain(sentences: string[][], n: number, sep = " ", joined = false): Map<string, number> {
   const m = new Map<string, number>();
-  for (const s of sentences) {
-    for (const g of ngramsPlain(s, n)) m.set(g.join(" "), (m.get(g.join(" ")) ?? 0) + 1);
+  const units = joined ? [sentences.flat()] : sentences;
+  for (const s of units) {
+    for (const g of ngramsPlain(s, n)) m.set(g.join(sep), (m.get(g.join(sep)) ?? 0) + 1);
   }
   return m;
 }
 
-/** Reference 1.3, from the corpus itself (no string keys): c(h w) / c(h ·). */
-function mlePlain(sentences: string[][], ngram: string[]): number {
+type MleMistake = "none" | "lastWordOnly" | "distinct" | "allGrams";
+
+/** Reference 1.3 from the corpus itself (no string keys): c(h w) / c(h ·), with switches for the usual mistakes. */
+function mlePlain(sentences: string[][], ngram: string[], mistake: MleMistake = "none"): number {
   const n = ngram.length;
-  let joint = 0, total = 0;
+  let joint = 0, total = 0, all = 0;
+  const distinct = new Set<string>();
+  const from = mistake === "lastWordOnly" ? Math.max(0, n - 2) : 0;
   for (const s of sentences) {
     for (const g of ngramsPlain(s, n)) {
+      all++;
       let same = true;
-      for (let i = 0; i < n - 1; i++) if (g[i] !== ngram[i]) same = false;
+      for (let i = from; i < n - 1; i++) if (g[i] !== ngram[i]) same = false;
       if (!same) continue;
       total++;
+      distinct.add(g[n - 1]);
       if (g[n - 1] === ngram[n - 1]) joint++;
     }
   }
+  if (mistake === "distinct") return distinct.size === 0 ? 0 : joint / distinct.size;
+  if (mistake === "allGrams") return all === 0 ? 0 : joint / all;
   return total === 0 ? 0 : joint / total;
 }
 
@@ -166,7 +180,13 @@ graded("1.1 extractNgrams: random sentences and orders match a from-scratch coun
     expectEqual(extractNgrams(sentence, n), ngramsPlain(sentence, n), {
       what: `extractNgrams(${JSON.stringify(sentence)}, ${n})`,
       hint: `pad with n - 1 = ${n - 1} <s> in front and exactly one </s> at the end, then every window of ` +
-        `${n} words, in order: ${L + 1} n-grams in all. Code that only works for n = 2 or 3 fails here`,
+        `${n} words, in order: ${L + 1} n-grams in all, for every n`,
+      mistakes: [
+        { value: ngramsPlain(sentence, n, "nStarts"), hint: "n copies of <s> in front: it takes n - 1" },
+        { value: ngramsPlain(sentence, n, "noEnd"), hint: "the </s> at the end is missing" },
+        { value: ngramsPlain(sentence, n, "bothEnds"), hint: "one </s> at the end, not n - 1" },
+        { value: ngramsPlain(sentence, n, "oneStart"), hint: "always one <s>: it takes n - 1 of them" },
+      ],
     });
   }
 });
@@ -269,8 +289,13 @@ graded("1.2 ngramCounts: random corpora and orders match a from-scratch count", 
     expectEqual(entries(ngramCounts(corpus, n)), entries(countsPlain(corpus, n)), {
       what: `ngramCounts(corpus, ${n})`,
       input: corpus,
-      hint: 'pad each sentence on its own (n - 1 <s>, one </s>), count every window, key = words.join(" ") ' +
-        '(one space, so ["a", "bc"] and ["ab", "c"] stay apart); it must work for every n',
+      hint: 'pad each sentence on its own (n - 1 <s>, one </s>), count every window in a Map, key = words.join(" ") ' +
+        "(one space); it must work for every n",
+      mistakes: [
+        { value: entries(countsPlain(corpus, n, "")), hint: "the words of a key are joined with one space" },
+        { value: entries(countsPlain(corpus, n, ",")), hint: 'String(array) joins with commas: use join(" ")' },
+        { value: entries(countsPlain(corpus, n, " ", true)), hint: "pad and count each sentence on its own" },
+      ],
     });
   });
 });
@@ -433,6 +458,11 @@ graded("1.3 mleProb: random corpora, orders and queries match a from-scratch est
         input: corpus,
         hint: "c(h w) / c(h ·): sum the counts of the keys whose first n - 1 words equal the context word by " +
           "word (not by string prefix), divide the n-gram's own count by that sum, 0 when the sum is 0",
+        mistakes: [
+          { value: mlePlain(corpus, gram, "lastWordOnly"), hint: "match the whole context, not its last word" },
+          { value: mlePlain(corpus, gram, "distinct"), hint: "c(h ·) sums the counts, not the distinct words" },
+          { value: mlePlain(corpus, gram, "allGrams"), hint: "divide by c(h ·), not by the number of all n-grams" },
+        ],
       });
     }
   });

@@ -14,7 +14,7 @@ import { addKProb, crossEntropyBits, interpolatedProb, perplexity } from "./ch02
 
 const BOS = "<s>", EOS = "</s>";
 // Some words are prefixes or suffixes of others, so careless string matching of keys collides.
-const WORDS = ["a", "ab", "abc", "b", "bc", "he", "the", "then"];
+const WORDS = ["a", "ab", "abc", "b", "bc", "he", "the", "then", "constructor"];
 /** Every word that can come next (the vocabulary of the random checks): WORDS, </s> and one never seen. */
 const NEXT = [...WORDS, EOS, "zz"];
 
