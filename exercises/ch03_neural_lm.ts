@@ -130,7 +130,10 @@ export function batchNll(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Scalar {
  * Rules: lambda outside [0, 1] (or NaN, or infinite) is an error: throw a
  * RangeError naming `lambda` and its value; both ends, 0 and 1, are
  * allowed. p and q of different lengths is an error: throw a RangeError
- * naming both lengths. Empty p and q give []. p and q are only read, and
+ * naming both lengths. Empty p and q give []. Mix word by word and do not
+ * renormalise: p and q may be parts of distributions (e.g. the
+ * probabilities of a few candidate words), and the mixture of each entry is
+ * still λ p_i + (1 - λ) q_i. p and q are only read, and
  * the result is always a new array (also for λ = 0 or 1).
  *
  * @param p the first model's probabilities, e.g. [0.2, 0.8].

@@ -735,9 +735,11 @@ graded("3.4 mixDistributions: random distributions, lengths and weights match a 
   const rng = new Rng(34);
   for (let t = 0; t < 40; t++) {
     const len = Math.floor(t / 3);
+    // Half the trials mix parts of distributions (entries in [0, 1] that need not sum to 1): the mixture is
+    // still λ p_i + (1 - λ) q_i word by word, never renormalised.
     const dist = () => {
       const raw = Array.from({ length: len }, () => rng.next());
-      const z = raw.reduce((a, b) => a + b, 0) || 1;
+      const z = t % 2 === 0 ? raw.reduce((a, b) => a + b, 0) || 1 : 1;
       return raw.map((x) => x / z);
     };
     const p = dist(), q = dist();
@@ -745,7 +747,7 @@ graded("3.4 mixDistributions: random distributions, lengths and weights match a 
     expectClose(mixDistributions(p, q, lambda), p.map((pi, i) => lambda * pi + (1 - lambda) * q[i]), {
       what: `mixDistributions(p, q, ${lambda})`,
       input: { p, q },
-      hint: "λ p_i + (1 - λ) q_i for every i, for any length (an empty pair gives [])",
+      hint: "λ p_i + (1 - λ) q_i for every i, for any length (an empty pair gives []), with no renormalisation",
       mistakes: [
         { value: p.map((pi, i) => (1 - lambda) * pi + lambda * q[i]), hint: "lambda weighs p, the FIRST argument" },
         { value: p.map((pi, i) => lambda * pi + lambda * q[i]), hint: "the second weight is 1 - λ, not λ" },
