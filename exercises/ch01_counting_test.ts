@@ -209,9 +209,10 @@ graded("1.1 extractNgrams: leaves the sentence alone and returns fresh n-grams",
     what: 'the sentence ["the", "cat", "sat"] after extractNgrams(sentence, 2)',
     hint: "do not push </s> onto or unshift <s> into the caller's array: build a new padded array",
   });
-  if (Array.isArray(got) && got.length === 4 && got.every(Array.isArray)) {
-    got[0][1] = "CHANGED";
-    expectEqual(got.slice(1), [["the", "cat"], ["cat", "sat"], ["sat", "</s>"]], {
+  if (Array.isArray(got) && got.length >= 2 && got.every(Array.isArray)) {
+    const before = got.map((gram) => [...gram]);
+    got[0][got[0].length - 1] = "CHANGED";
+    expectEqual(got.slice(1), before.slice(1), {
       what: "the other bigrams after changing the first one's second word",
       hint: "each n-gram must be its own array (slice or copy the window); pushing the same array every time " +
         "makes all n-grams change together",

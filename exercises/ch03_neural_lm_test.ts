@@ -20,27 +20,6 @@ import {
 
 const BOS = 1, EOS = 2;
 
-/** Returns the hint of the first wrong answer that `got` matches, else `fallback`. */
-function diagnose(
-  got: unknown,
-  variants: { value: number[] | number[][] | number; hint: string }[],
-  fallback: string,
-): string {
-  let flat: number[] | null = null;
-  if (got instanceof tf.Tensor && !got.isDisposed) flat = Array.from(got.dataSync());
-  else if (Array.isArray(got)) flat = (got as unknown[]).flat(2) as number[];
-  else if (typeof got === "number") flat = [got];
-  if (!flat) return fallback;
-  for (const v of variants) {
-    const want = typeof v.value === "number" ? [v.value] : (v.value as unknown[]).flat(2) as number[];
-    if (
-      want.length === flat.length &&
-      want.every((w, i) => Math.abs(w - flat![i]) <= 1e-4 + 1e-4 * Math.abs(w))
-    ) return v.hint;
-  }
-  return fallback;
-}
-
 // ---------------------------------------------------------------- 3.1 windows
 // Spec: one (context, target) per token, </s> included, in stream order; the context is the blockSize tokens
 // before the target in the same sentence, oldest first, left-padded with <s> (1); a sentence starts at the
@@ -108,11 +87,8 @@ graded("3.1 makeWindows: one sentence, padded with <s> at its start", () => {
   const expected = { contexts: [[BOS, BOS], [BOS, 5], [5, 6], [6, 7]], targets: [5, 6, 7, EOS] };
   expectEqual(got, expected, {
     what: "makeWindows([5, 6, 7, 2], 2)  (2 is </s>, 1 is <s>)",
-    hint: diagnose(
-      got?.contexts,
-      windowHints(tokens, 2),
-      "the context of token t is the blockSize tokens before it, padded on the left with <s> (1)",
-    ),
+    hint: "the context of token t is the blockSize tokens before it, padded on the left with <s> (1)",
+    mistakes: windowHints(tokens, 2).map((m) => ({ value: { contexts: m.value, targets: tokens }, hint: m.hint })),
   });
 });
 
@@ -142,11 +118,8 @@ graded("3.1 makeWindows: a new sentence starts after </s>", () => {
   ];
   expectEqual(got?.contexts, expected, {
     what: "makeWindows([5, 6, 2, 7, 8, 2], 3).contexts",
-    hint: diagnose(
-      got?.contexts,
-      windowHints(tokens, 3),
-      "each sentence's windows start from <s> <s> <s> again",
-    ),
+    hint: "each sentence's windows start from <s> <s> <s> again",
+    mistakes: windowHints(tokens, 3),
   });
 });
 
@@ -155,6 +128,10 @@ graded("3.1 makeWindows: long sentences keep the last blockSize words, oldest fi
   expectEqual(got?.contexts?.[4], [6, 7, 8], {
     what: "the context of the target 9 in makeWindows([5, 6, 7, 8, 9], 3)",
     hint: "keep only the blockSize most recent words, in text order: drop the oldest as the window slides",
+    mistakes: [
+      { value: [8, 7, 6], hint: "contexts are oldest word first: [6, 7, 8], not [8, 7, 6]" },
+      { value: [7, 8, 9], hint: "the context ends just BEFORE its target: it must not include 9 itself" },
+    ],
   });
 });
 
@@ -236,8 +213,9 @@ graded("3.1 makeWindows: fresh arrays, and the tokens are left alone", () => {
     });
     const again = makeWindows([5, EOS, 6, EOS, 7], 2);
     if (Array.isArray(again?.contexts) && again.contexts.length === 5 && again.contexts.every(Array.isArray)) {
+      const before = again.contexts.map((row) => [...row]);
       again.contexts[0][1] = 99;
-      expectEqual(again.contexts.slice(1), [[BOS, 5], [BOS, BOS], [BOS, 6], [BOS, BOS]], {
+      expectEqual(again.contexts.slice(1), before.slice(1), {
         what: "the other contexts of makeWindows([5, 2, 6, 2, 7], 2) after changing the first one",
         hint: "every context must be its own array: push a copy of the window ([...window]), and build a new " +
           "all-<s> window at each sentence start rather than reusing one shared padding array",
@@ -355,11 +333,8 @@ graded("3.2 fixedWindowForward: matches a hand computation (no direct connection
   expectClose(got, expected, {
     what: "fixedWindowForward(small params, contexts [[1, 3], [2, 0]])",
     input: { contexts: ctx, ...SMALL },
-    hint: diagnose(
-      got,
-      FORWARD_HINTS(SMALL, ctx),
-      "softmax(b + tanh(d + x H) U) with x = [C[oldest], ..., C[newest]]",
-    ),
+    hint: "softmax(b + tanh(d + x H) U) with x = [C[oldest], ..., C[newest]]",
+    mistakes: FORWARD_HINTS(SMALL, ctx),
   });
 });
 
@@ -368,11 +343,8 @@ graded("3.2 fixedWindowForward: the context order matters (oldest word first)", 
   const got = fixedWindowForward(toParams(SMALL), tf.tensor2d(ctx, [2, 2], "int32"));
   expectClose(got, forwardPlain(SMALL, ctx), {
     what: "fixedWindowForward on the contexts [3, 1] and [1, 3]",
-    hint: diagnose(
-      got,
-      FORWARD_HINTS(SMALL, ctx),
-      "the concatenation follows the context's order, oldest word first",
-    ),
+    hint: "the concatenation follows the context's order, oldest word first",
+    mistakes: FORWARD_HINTS(SMALL, ctx),
   });
 });
 
@@ -386,11 +358,11 @@ graded("3.2 fixedWindowForward: each row is a distribution over the vocabulary",
   const sums = got.sum(1);
   expectClose(sums, [1, 1, 1], {
     what: "the row sums of fixedWindowForward's output",
-    hint: diagnose(
-      got,
-      FORWARD_HINTS(SMALL, ctx),
-      "apply the softmax along axis 1 so that each row sums to 1",
-    ),
+    hint: "apply the softmax along axis 1 so that each row sums to 1",
+    mistakes: FORWARD_HINTS(SMALL, ctx).map((m) => ({
+      value: (m.value as number[][]).map((r) => r.reduce((a, b) => a + b, 0)),
+      hint: m.hint,
+    })),
   });
 });
 
@@ -404,7 +376,8 @@ graded("3.2 fixedWindowForward: adds the direct connections W when given", () =>
   expectClose(got, forwardPlain(withW, ctx), {
     what: "fixedWindowForward with direct connections W (4, 4)",
     input: { contexts: ctx, W: withW.W },
-    hint: diagnose(got, FORWARD_HINTS(withW, ctx), "logits = b + x W + tanh(d + x H) U"),
+    hint: "logits = b + x W + tanh(d + x H) U",
+    mistakes: FORWARD_HINTS(withW, ctx),
   });
 });
 
@@ -543,7 +516,8 @@ graded("3.3 batchNll: matches a hand computation", () => {
   const each = nllPlain(logits, targets);
   expectClose(got, (each[0] + each[1]) / 2, {
     what: "batchNll([[1, 2, 3], [1, 1, 1]], [2, 0])",
-    hint: diagnose(got, NLL_HINTS(logits, targets), "-(1/B) Σ_b ln softmax(logits_b)[targets_b]"),
+    hint: "-(1/B) Σ_b ln softmax(logits_b)[targets_b]",
+    mistakes: NLL_HINTS(logits, targets),
   });
 });
 
@@ -555,11 +529,8 @@ graded("3.3 batchNll: a mean, so repeating the batch does not change it", () => 
   expectClose(got, each.reduce((a, b) => a + b, 0) / 4, {
     what: "batchNll on a batch of 4",
     input: { logits, targets },
-    hint: diagnose(
-      got,
-      NLL_HINTS(logits, targets),
-      "average the per-example negative log-probabilities",
-    ),
+    hint: "average the per-example negative log-probabilities",
+    mistakes: NLL_HINTS(logits, targets),
   });
 });
 
@@ -569,7 +540,14 @@ graded("3.3 batchNll: reads the target's column, not the most likely one", () =>
   const each = nllPlain(logits, targets);
   expectClose(got, (each[0] + each[1]) / 2, {
     what: "batchNll([[5, 0, 0], [0, 0, 5]], [1, 1])",
-    hint: "pick column targets[b] of row b (tf.oneHot or tf.gather), not the argmax",
+    hint: "pick column targets[b] of row b (tf.oneHot, or tf.gather row by row)",
+    mistakes: [
+      ...NLL_HINTS(logits, targets),
+      {
+        value: nllPlain(logits, [0, 2]).reduce((a, b) => a + b, 0) / 2,
+        hint: "pick column targets[b] of each row, not the row's largest logit",
+      },
+    ],
   });
 });
 
@@ -580,6 +558,11 @@ graded("3.3 batchNll: large logits do not overflow", () => {
     what: "batchNll([[1000, 0], [0, 1000]], [1, 1])",
     atol: 1e-3,
     hint: "exp(1000) is Infinity: use tf.logSoftmax, or subtract each row's max before exp",
+    mistakes: [
+      { value: 1000, hint: "return the MEAN over the batch, not the sum" },
+      { value: -500, hint: "the negative log-likelihood is MINUS the mean log-probability: it is >= 0" },
+      { value: 500 / Math.LN2, hint: "use natural logarithms (nats), not log2" },
+    ],
   });
 });
 
@@ -676,13 +659,14 @@ graded("3.4 mixDistributions: λ weighs the first distribution", () => {
   const got = mixDistributions([0.2, 0.8], [0.6, 0.4], 0.25);
   expectClose(got, [0.5, 0.5], {
     what: "mixDistributions([0.2, 0.8], [0.6, 0.4], 0.25)",
-    hint: diagnose(got, [
+    hint: "compute λ p_i + (1 - λ) q_i for each word i",
+    mistakes: [
       {
         value: [0.3, 0.7],
         hint: "lambda is the weight of p (the first argument): λ p + (1 - λ) q",
       },
       { value: [0.2, 0.3], hint: "the weights must be λ and 1 - λ, so that the mixture sums to 1" },
-    ], "compute λ p_i + (1 - λ) q_i for each word i"),
+    ],
   });
 });
 
@@ -694,7 +678,8 @@ graded("3.4 mixDistributions: an arithmetic mixture that sums to one", () => {
   const z = geometric.reduce((a, b) => a + b, 0);
   expectClose(got, expected, {
     what: "mixDistributions([0.5, 0.25, 0.125, 0.125], [0.1, 0.2, 0.3, 0.4], 0.6)",
-    hint: diagnose(got, [
+    hint: "λ p_i + (1 - λ) q_i",
+    mistakes: [
       {
         value: geometric,
         hint: "mix the probabilities, not their logarithms: λ p + (1 - λ) q, not p^λ q^(1-λ)",
@@ -703,7 +688,7 @@ graded("3.4 mixDistributions: an arithmetic mixture that sums to one", () => {
         value: geometric.map((g) => g / z),
         hint: "mix the probabilities, not their logarithms: λ p + (1 - λ) q",
       },
-    ], "λ p_i + (1 - λ) q_i"),
+    ],
   });
   expectClose(mixDistributions(p, q, 1), p, {
     what: "mixDistributions(p, q, 1) is p",
@@ -815,7 +800,8 @@ graded("3.5 emWeightUpdate: matches a hand computation", () => {
   const shares = pA.map((a, i) => (0.3 * a) / (0.3 * a + 0.7 * pB[i]));
   expectClose(got, emPlain(pA, pB, 0.3), {
     what: "emWeightUpdate([0.8, 0.2, 0.5], [0.2, 0.4, 0.5], 0.3)",
-    hint: diagnose(got, [
+    hint: "new λ = mean over tokens of λ pA[i] / (λ pA[i] + (1 - λ) pB[i])",
+    mistakes: [
       {
         value: shares.reduce((a, b) => a + b, 0),
         hint: "return the MEAN of the shares, not their sum",
@@ -828,7 +814,7 @@ graded("3.5 emWeightUpdate: matches a hand computation", () => {
         value: pA.reduce((s, a, i) => s + (0.3 * a) / (a + pB[i]), 0) / 3,
         hint: "the denominator is the mixture's probability λ pA + (1 - λ) pB",
       },
-    ], "new λ = mean over tokens of λ pA[i] / (λ pA[i] + (1 - λ) pB[i])"),
+    ],
   });
 });
 
@@ -853,6 +839,11 @@ graded("3.5 emWeightUpdate: a token both models find impossible counts as the cu
   expectClose(got, 0.4, {
     what: "emWeightUpdate([0.5, 0], [0.5, 0], 0.4)",
     hint: "0 / 0 is NaN: when λ pA + (1 - λ) pB is 0, count the token's share as lambda",
+    mistakes: [
+      { value: 0.8, hint: "return the MEAN of the shares, not their sum" },
+      { value: 0.2, hint: "a token both models give 0 counts as λ, not as 0" },
+      { value: 0.5, hint: "a token both models give 0 counts as the current λ, not as 1/2" },
+    ],
   });
 });
 
