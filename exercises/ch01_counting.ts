@@ -33,10 +33,14 @@ export const EOS = "</s>";
  *   -> [["<s>", "<s>", "the"], ["<s>", "the", "cat"], ["the", "cat", "</s>"]]
  * ```
  *
+ * The sentence itself is left unchanged, and every n-gram is a new array of
+ * its own (changing one changes no other n-gram and not the sentence).
+ *
  * @param sentence the words of one sentence (no padding symbols).
  * @param n the order, an integer >= 1 (1 = unigrams, 2 = bigrams, ...).
  * @returns one n-gram (an array of n words) per predicted token, in order.
- * @throws {RangeError} when n is not an integer >= 1 (name the value:
+ * @throws {RangeError} when n is not an integer >= 1, which includes 0,
+ * negative numbers, fractions such as 2.5, NaN and Infinity (name the value:
  * `n must be an integer >= 1: n=0`).
  */
 export function extractNgrams(sentence: string[], n: number): string[][] {
@@ -49,11 +53,15 @@ export function extractNgrams(sentence: string[], n: number): string[][] {
  * Count every n-gram of every sentence (padded as in exercise 1.1). Each
  * sentence is padded on its own: no n-gram reaches from one sentence into
  * the next. The key of an n-gram is its words joined by one space, e.g.
- * `"<s> the"`.
+ * `"<s> the"` (words never contain a space, so different n-grams always
+ * get different keys). An empty corpus gives an empty map; an empty
+ * sentence still gives its n-gram that predicts `</s>`. The sentences are
+ * left unchanged.
  *
  * @param sentences the corpus, one array of words per sentence.
  * @param n the order, an integer >= 1.
  * @returns a map from n-gram key to how many times it occurs.
+ * @throws {RangeError} when n is not an integer >= 1, as in exercise 1.1.
  */
 export function ngramCounts(sentences: string[][], n: number): Map<string, number> {
   return notImplemented("ngramCounts");
@@ -71,7 +79,13 @@ export function ngramCounts(sentences: string[][], n: number): Map<string, numbe
  * h was followed by anything: the sum of the counts of all n-grams that start
  * with h. (Not the number of all n-grams, and not the count of w.)
  *
+ * Contexts and words are compared as whole words: the context "a" does not
+ * match the key "ab x", and the word "b" is not the last word of "a ab".
+ * For n = 1 the context is empty, so every key matches it and
+ * P(w) = c(w) / (the sum of all counts).
+ *
  * A context that was never seen gives 0/0: return 0 in that case, never NaN.
+ * The map and the n-gram are only read, never changed.
  *
  * @param counts n-gram counts from {@link ngramCounts}, all of the same order n.
  * @param ngram n words: the context, then the word to predict.

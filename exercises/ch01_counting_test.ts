@@ -9,8 +9,84 @@
  *     a cat ran
  * @module
  */
-import { expectClose, expectEqual, expectThrows, graded } from "../lib/mod.ts";
+import { expectClose, expectEqual, expectThrows, graded, Rng } from "../lib/mod.ts";
 import { extractNgrams, mleProb, ngramCounts } from "./ch01_counting.ts";
+
+const BOS = "<s>", EOS = "</s>";
+
+// Random checks draw words from this vocabulary: some words are prefixes or suffixes of others ("a", "ab",
+// "abc"; "he", "the", "then"), so string keys built or matched carelessly collide; "constructor" breaks counts
+// kept in a plain object ({}), which already has a property of that name.
+const WORDS = ["a", "ab", "abc", "b", "bc", "c", "he", "the", "then", "constructor"];
+
+/** A random sentence of `len` words of WORDS. */
+function randomSentence(rng: Rng, len: number): string[] {
+  return Array.from({ length: len }, () => WORDS[rng.int(WORDS.length)]);
+}
+
+/** Random corpora, smallest first (so the first failure reported is a small one). */
+function randomCorpora(seed: number, count: number): string[][][] {
+  const rng = new Rng(seed);
+  const out: string[][][] = [];
+  for (let t = 0; t < count; t++) {
+    const size = 1 + Math.floor(t / 4);
+    out.push(Array.from({ length: rng.int(size) + 1 }, () => randomSentence(rng, rng.int(size + 2))));
+  }
+  return out;
+}
+
+type GramMistake = "none" | "nStarts" | "noEnd" | "bothEnds" | "oneStart";
+
+/** Reference 1.1, from scratch: the padded windows, with plain loops (and switches for the usual mistakes). */
+function ngramsPlain(sentence: string[], n: number, mistake: GramMistake = "none"): string[][] {
+  const padded: string[] = [];
+  const starts = mistake === "nStarts" ? n : mistake === "oneStart" ? Math.min(1, n - 1) : n - 1;
+  for (let i = 0; i < starts; i++) padded.push(BOS);
+  for (const w of sentence) padded.push(w);
+  const ends = mistake === "noEnd" ? 0 : mistake === "bothEnds" ? Math.max(1, n - 1) : 1;
+  for (let i = 0; i < ends; i++) padded.push(EOS);
+  const out: string[][] = [];
+  for (let i = 0; i + n <= padded.length; i++) {
+    const gram: string[] = [];
+    for (let j = 0; j < n; j++) gram.push(padded[i + j]);
+    out.push(gram);
+  }
+  return out;
+}
+
+/** Reference 1.2, from scratch (`sep` and `joined` reproduce the usual mistakes). */
+function countsPlain(sentences: string[][], n: number, sep = " ", joined = false): Map<string, number> {
+  const m = new Map<string, number>();
+  const units = joined ? [sentences.flat()] : sentences;
+  for (const s of units) {
+    for (const g of ngramsPlain(s, n)) m.set(g.join(sep), (m.get(g.join(sep)) ?? 0) + 1);
+  }
+  return m;
+}
+
+type MleMistake = "none" | "lastWordOnly" | "distinct" | "allGrams";
+
+/** Reference 1.3 from the corpus itself (no string keys): c(h w) / c(h ·), with switches for the usual mistakes. */
+function mlePlain(sentences: string[][], ngram: string[], mistake: MleMistake = "none"): number {
+  const n = ngram.length;
+  let joint = 0, total = 0, all = 0;
+  const distinct = new Set<string>();
+  const from = mistake === "lastWordOnly" ? Math.max(0, n - 2) : 0;
+  for (const s of sentences) {
+    for (const g of ngramsPlain(s, n)) {
+      all++;
+      let same = true;
+      for (let i = from; i < n - 1; i++) if (g[i] !== ngram[i]) same = false;
+      if (!same) continue;
+      total++;
+      distinct.add(g[n - 1]);
+      if (g[n - 1] === ngram[n - 1]) joint++;
+    }
+  }
+  if (mistake === "distinct") return distinct.size === 0 ? 0 : joint / distinct.size;
+  if (mistake === "allGrams") return all === 0 ? 0 : joint / all;
+  return total === 0 ? 0 : joint / total;
+}
 
 const CORPUS = [["the", "cat", "sat"], ["the", "dog", "sat"], ["a", "cat", "ran"]];
 
@@ -21,6 +97,10 @@ function entries(m: Map<string, number>): [string, number][] {
 }
 
 // ------------------------------------------------------------ 1.1 extractNgrams
+// Spec (from the doc): n - 1 "<s>" in front, exactly one "</s>" at the end, every window of n words in order,
+// so L + 1 n-grams of n words for every n >= 1 (the empty sentence gives one); n that is not an integer >= 1
+// (0, negative, fractional, NaN, +-Infinity) is a RangeError naming the value ("n=<value>"); the sentence is
+// not modified and every n-gram is a fresh array (changing one changes nothing else).
 
 graded("1.1 extractNgrams: bigrams of a sentence, with <s> and </s>", () => {
   expectEqual(extractNgrams(["the", "cat", "sat"], 2), [
@@ -92,7 +172,62 @@ graded("1.1 extractNgrams: n < 1 is a RangeError naming the value", () => {
   });
 });
 
+graded("1.1 extractNgrams: random sentences and orders match a from-scratch count", () => {
+  const rng = new Rng(11);
+  for (let t = 0; t < 60; t++) {
+    const L = Math.floor(t / 6), n = 1 + rng.int(Math.min(6, 1 + Math.floor(t / 5)));
+    const sentence = randomSentence(rng, L);
+    expectEqual(extractNgrams(sentence, n), ngramsPlain(sentence, n), {
+      what: `extractNgrams(${JSON.stringify(sentence)}, ${n})`,
+      hint: `pad with n - 1 = ${n - 1} <s> in front and exactly one </s> at the end, then every window of ` +
+        `${n} words, in order: ${L + 1} n-grams in all, for every n`,
+      mistakes: [
+        { value: ngramsPlain(sentence, n, "nStarts"), hint: "n copies of <s> in front: it takes n - 1" },
+        { value: ngramsPlain(sentence, n, "noEnd"), hint: "the </s> at the end is missing" },
+        { value: ngramsPlain(sentence, n, "bothEnds"), hint: "one </s> at the end, not n - 1" },
+        { value: ngramsPlain(sentence, n, "oneStart"), hint: "always one <s>: it takes n - 1 of them" },
+      ],
+    });
+  }
+});
+
+graded("1.1 extractNgrams: rejects NaN, Infinity and fractional n, naming the value", () => {
+  for (const bad of [NaN, Infinity, -Infinity, 2.5, 0.5, -1]) {
+    expectThrows(() => extractNgrams(["a", "b"], bad), RangeError, {
+      what: `extractNgrams(["a", "b"], ${bad})`,
+      includes: `n=${bad}`,
+      hint: "n < 1 is false for NaN, Infinity and 2.5: test !Number.isInteger(n) || n < 1 first and " +
+        "throw new RangeError(`n must be an integer >= 1: n=${n}`)",
+    });
+  }
+});
+
+graded("1.1 extractNgrams: leaves the sentence alone and returns fresh n-grams", () => {
+  const sentence = ["the", "cat", "sat"];
+  const got = extractNgrams(sentence, 2);
+  expectEqual(sentence, ["the", "cat", "sat"], {
+    what: 'the sentence ["the", "cat", "sat"] after extractNgrams(sentence, 2)',
+    hint: "do not push </s> onto or unshift <s> into the caller's array: build a new padded array",
+  });
+  if (Array.isArray(got) && got.length >= 2 && got.every(Array.isArray)) {
+    const before = got.map((gram) => [...gram]);
+    got[0][got[0].length - 1] = "CHANGED";
+    expectEqual(got.slice(1), before.slice(1), {
+      what: "the other bigrams after changing the first one's second word",
+      hint: "each n-gram must be its own array (slice or copy the window); pushing the same array every time " +
+        "makes all n-grams change together",
+    });
+    expectEqual(sentence, ["the", "cat", "sat"], {
+      what: "the sentence after changing a word of a returned bigram",
+      hint: "a returned n-gram shares storage with the input: copy the words into new arrays",
+    });
+  }
+});
+
 // ------------------------------------------------------------ 1.2 ngramCounts
+// Spec: every n-gram of every sentence (each padded on its own) is counted, keyed by its words joined by ONE
+// space; repeated n-grams add up; an empty corpus gives an empty Map; any n >= 1 works; the same n validation
+// as 1.1 (RangeError naming n); the corpus is not modified.
 
 graded("1.2 ngramCounts: bigram counts of the corpus", () => {
   // <s> the: 2, the cat: 1, cat sat: 1, sat </s>: 2, the dog: 1, dog sat: 1,
@@ -147,7 +282,57 @@ graded("1.2 ngramCounts: repeated n-grams are counted, not just listed", () => {
   });
 });
 
+graded("1.2 ngramCounts: random corpora and orders match a from-scratch count", () => {
+  const rng = new Rng(12);
+  const corpora = randomCorpora(120, 40);
+  corpora.forEach((corpus, t) => {
+    const n = 1 + rng.int(Math.min(5, 1 + Math.floor(t / 6)));
+    expectEqual(entries(ngramCounts(corpus, n)), entries(countsPlain(corpus, n)), {
+      what: `ngramCounts(corpus, ${n})`,
+      input: corpus,
+      hint: 'pad each sentence on its own (n - 1 <s>, one </s>), count every window in a Map, key = words.join(" ") ' +
+        "(one space); it must work for every n",
+      mistakes: [
+        { value: entries(countsPlain(corpus, n, "")), hint: "the words of a key are joined with one space" },
+        { value: entries(countsPlain(corpus, n, ",")), hint: 'String(array) joins with commas: use join(" ")' },
+        { value: entries(countsPlain(corpus, n, " ", true)), hint: "pad and count each sentence on its own" },
+      ],
+    });
+  });
+});
+
+graded("1.2 ngramCounts: an empty corpus, empty sentences, and bad n", () => {
+  const empty = ngramCounts([], 3);
+  expectEqual(empty instanceof Map ? empty.size : empty, 0, {
+    what: "ngramCounts([], 3).size",
+    hint: "no sentences, no n-grams: return an empty Map",
+  });
+  expectEqual(entries(ngramCounts([[], []], 1)), [["</s>", 2]], {
+    what: "ngramCounts([[], []], 1) (two empty sentences)",
+    hint: "each empty sentence still predicts its </s> once",
+  });
+  for (const bad of [0, 1.5, NaN]) {
+    expectThrows(() => ngramCounts(CORPUS, bad), RangeError, {
+      what: `ngramCounts(corpus, ${bad})`,
+      includes: `n=${bad}`,
+      hint: "reuse extractNgrams (exercise 1.1): it rejects n that is not an integer >= 1, naming the value",
+    });
+  }
+});
+
+graded("1.2 ngramCounts: leaves the corpus alone", () => {
+  const corpus = CORPUS.map((s) => [...s]);
+  ngramCounts(corpus, 3);
+  expectEqual(corpus, CORPUS, {
+    what: "the corpus after ngramCounts(corpus, 3)",
+    hint: "do not pad the caller's sentences in place (push/unshift): build new arrays",
+  });
+});
+
 // ------------------------------------------------------------ 1.3 mleProb
+// Spec: P(w | h) = c(h w) / c(h ·), c(h ·) = the sum of the counts of the keys whose first n - 1 words are
+// exactly h (whole words: "a" is not "ab"); an unseen n-gram gives 0 and an unseen context 0 (never NaN); n = 1
+// has an empty context, so P(w) = c(w) / (sum of all counts); the map and the n-gram are not modified.
 
 const BIGRAMS = new Map([
   ["<s> the", 2],
@@ -221,5 +406,79 @@ graded("1.3 mleProb: the whole context counts, not only its last word", () => {
     what: 'mleProb(trigram counts, ["<s>", "<s>", "the"])',
     input: "c(<s> <s> the) = 2, c(<s> <s> ·) = 3",
     hint: "the denominator is the count of the context followed by anything, not of the word",
+  });
+});
+
+graded("1.3 mleProb: whole words only, in the context and in the word", () => {
+  // "a" is a prefix of "ab" and "b" a suffix of "ab": neither may match the other.
+  const counts = new Map([["a x", 1], ["ab x", 3], ["a b", 1], ["a ab", 2], ["c ab", 5]]);
+  const cases: [string[], number, string][] = [
+    [["a", "x"], 1 / 4, "c(a x) = 1, c(a ·) = 1 + 1 + 2 = 4 (not the 3 of 'ab x')"],
+    [["a", "b"], 1 / 4, "c(a b) = 1: 'a ab' ends with 'b' but its word is 'ab'"],
+    [["ab", "x"], 1, "c(ab x) = 3 = c(ab ·)"],
+  ];
+  for (const [gram, p, why] of cases) {
+    expectClose(mleProb(counts, gram), p, {
+      what: `mleProb(${JSON.stringify([...counts])}, ${JSON.stringify(gram)})`,
+      input: why,
+      hint: "compare whole words: split each key on the space and compare word by word (key.startsWith(h) " +
+        "also matches a longer word, key.endsWith(w) a word ending in w)",
+    });
+  }
+});
+
+graded("1.3 mleProb: unigrams (n = 1) have an empty context", () => {
+  const counts = new Map([["the", 2], ["cat", 1], ["</s>", 3], ["a", 2]]);
+  expectClose(mleProb(counts, ["cat"]), 1 / 8, {
+    what: 'mleProb(unigram counts {the: 2, cat: 1, </s>: 3, a: 2}, ["cat"])',
+    hint: "with n = 1 the context is empty and every key matches it: P(w) = c(w) / (sum of all counts). " +
+      "0 means your context test (e.g. key.startsWith(context + ' ')) matches nothing when the context is empty",
+  });
+  expectClose(mleProb(counts, ["dog"]), 0, {
+    what: 'mleProb(unigram counts, ["dog"]) (never seen)',
+    hint: "an unseen word has count 0",
+  });
+});
+
+graded("1.3 mleProb: random corpora, orders and queries match a from-scratch estimate", () => {
+  const rng = new Rng(13);
+  const corpora = randomCorpora(130, 40);
+  corpora.forEach((corpus, t) => {
+    const n = 1 + rng.int(Math.min(4, 1 + Math.floor(t / 6)));
+    const counts = countsPlain(corpus, n);
+    const grams = corpus.flatMap((s) => ngramsPlain(s, n));
+    for (let q = 0; q < 3; q++) {
+      const seen = grams[rng.int(grams.length)];
+      const gram = q === 0
+        ? seen
+        : q === 1
+        ? [...seen.slice(0, -1), [...WORDS, EOS][rng.int(WORDS.length + 1)]]
+        : Array.from({ length: n }, () => WORDS[rng.int(WORDS.length)]);
+      expectClose(mleProb(counts, gram), mlePlain(corpus, gram), {
+        what: `mleProb(ngramCounts(corpus, ${n}), ${JSON.stringify(gram)})`,
+        input: corpus,
+        hint: "c(h w) / c(h ·): sum the counts of the keys whose first n - 1 words equal the context word by " +
+          "word (not by string prefix), divide the n-gram's own count by that sum, 0 when the sum is 0",
+        mistakes: [
+          { value: mlePlain(corpus, gram, "lastWordOnly"), hint: "match the whole context, not its last word" },
+          { value: mlePlain(corpus, gram, "distinct"), hint: "c(h ·) sums the counts, not the distinct words" },
+          { value: mlePlain(corpus, gram, "allGrams"), hint: "divide by c(h ·), not by the number of all n-grams" },
+        ],
+      });
+    }
+  });
+});
+
+graded("1.3 mleProb: leaves the counts and the n-gram alone", () => {
+  const counts = new Map(BIGRAMS), gram = ["zebra", "cat"];
+  mleProb(counts, gram);
+  mleProb(counts, ["the", "cat"]);
+  expectEqual(entries(counts), entries(BIGRAMS), {
+    what: "the counts after mleProb(counts, ...) on a seen and an unseen bigram",
+    hint: "only read the map: do not set missing keys to 0 (counts.set) or delete any",
+  });
+  expectEqual(gram, ["zebra", "cat"], {
+    what: 'the n-gram ["zebra", "cat"] after mleProb',
+    hint: "do not pop the word off the caller's array: use ngram.slice(0, -1) and ngram[ngram.length - 1]",
   });
 });

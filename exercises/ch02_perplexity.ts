@@ -21,8 +21,10 @@ import { notImplemented } from "../lib/mod.ts";
  * is 2^H in bits: the same number. Do not mix the bases.)
  *
  * Add logarithms; never multiply the probabilities themselves: the product
- * of thousands of probabilities underflows to 0. A probability of 0 has log
+ * of thousands of probabilities underflows to 0, and so does e^-800, the
+ * probability of a single very unlikely token. A probability of 0 has log
  * -Infinity and makes the perplexity Infinity: that is the right answer.
+ * The input array is only read, never changed.
  *
  * @param logProbs ln P(w_t | w_<t) for every token (natural logarithms).
  * @returns the perplexity, a number >= 1 (Infinity if a probability was 0).
@@ -38,10 +40,11 @@ export function perplexity(logProbs: number[]): number {
  * The same average negative log-probability as in exercise 2.1, but with
  * base-2 logarithms: how many bits per token an ideal code built from the
  * model would need. The inputs are natural logarithms: log2(x) = ln(x) / ln(2).
+ * As in exercise 2.1, -Infinity gives Infinity and the input is not changed.
  *
  * @param logProbs ln P(w_t | w_<t) for every token (natural logarithms).
  * @returns -(1/N) sum_t log2 P(w_t | w_<t).
- * @throws {RangeError} for an empty list.
+ * @throws {RangeError} for an empty list (`logProbs must not be empty: logProbs.length=0`).
  */
 export function crossEntropyBits(logProbs: number[]): number {
   return notImplemented("crossEntropyBits");
@@ -49,9 +52,9 @@ export function crossEntropyBits(logProbs: number[]): number {
 
 /** Options of {@link addKProb}. */
 export interface AddKOptions {
-  /** The pseudo-count added to every n-gram, >= 0. */
+  /** The pseudo-count added to every n-gram: a finite number >= 0. */
   k: number;
-  /** V: how many different words can come next. */
+  /** V: how many different words can come next, an integer >= 1. */
   vocabSize: number;
 }
 
@@ -64,15 +67,19 @@ export interface AddKOptions {
  *     P(w | h) = (c(h w) + k) / (c(h ·) + k V)
  *
  * where c(h ·) is the total count of the n-grams that start with h (as in
- * exercise 1.3). k = 1 is Laplace's add-one; k = 0 is the plain
- * maximum-likelihood estimate (and if c(h ·) is 0 too, return 0, not NaN).
- * The probabilities of all V words after h still sum to 1.
+ * exercise 1.3: whole words, and for n = 1 the empty context matches every
+ * key). k = 1 is Laplace's add-one; k = 0 is the plain maximum-likelihood
+ * estimate (and if c(h ·) is 0 too, return 0, not NaN). With k > 0 an unseen
+ * context gives every word 1 / V. The probabilities of all V words after h
+ * still sum to 1. The counts and the n-gram are only read, never changed.
  *
  * @param counts n-gram counts of one order n.
  * @param ngram n words: the context, then the word.
  * @param options k and the vocabulary size V.
  * @returns the smoothed probability.
- * @throws {RangeError} when k < 0 (`k must be >= 0: k=-1`).
+ * @throws {RangeError} when k is negative, NaN or infinite (`k must be a
+ * finite number >= 0: k=-1`), or when vocabSize is not an integer >= 1
+ * (`vocabSize must be an integer >= 1: vocabSize=0`).
  */
 export function addKProb(
   counts: Map<string, number>,
@@ -84,9 +91,9 @@ export function addKProb(
 
 /** Options of {@link interpolatedProb}. */
 export interface InterpolationOptions {
-  /** λ_0 (uniform), λ_1 (unigram), ..., λ_n: non-negative, summing to 1. */
+  /** λ_0 (uniform), λ_1 (unigram), ..., λ_n: finite, non-negative, summing to 1. */
   weights: number[];
-  /** V: how many different words can come next. */
+  /** V: how many different words can come next, an integer >= 1. */
   vocabSize: number;
 }
 
@@ -101,14 +108,22 @@ export interface InterpolationOptions {
  * where P_k is the maximum-likelihood estimate from the k-gram counts,
  * using only the last k - 1 words of the context (P_1(w) = c(w) / total). If
  * the context of order k was never seen (c(h ·) = 0), P_k is undefined: use
- * P_(k-1) in its place, so the result is always a probability.
+ * P_(k-1) in its place (the value it had, itself perhaps a fall-back, down to
+ * P_0 = 1 / V), so the result is always a probability and the V words'
+ * probabilities after any context sum to 1. Words are compared whole, as in
+ * exercise 1.3. Nothing passed in is changed (do not sort or reverse the
+ * weights in place).
  *
  * @param countsByOrder countsByOrder[k - 1] holds the k-gram counts, k = 1 ... n.
  * @param ngram n words: the context, then the word.
  * @param options the weights λ_0 ... λ_n and the vocabulary size V.
  * @returns the interpolated probability.
- * @throws {RangeError} when the weights do not have n + 1 entries, are
- * negative, or do not sum to 1 (`weights must sum to 1: sum=1.2`).
+ * @throws {RangeError} naming `ngram` when it does not have n words (n =
+ * countsByOrder.length); naming `weights` when they do not have n + 1
+ * entries, one is negative, NaN or infinite, or they do not sum to 1 (up
+ * to rounding: |sum - 1| <= 1e-9, so [0.7, 0.2, 0.1] is accepted; e.g.
+ * `weights must sum to 1: sum=1.2`); naming `vocabSize` when it is not an
+ * integer >= 1.
  */
 export function interpolatedProb(
   countsByOrder: Map<string, number>[],

@@ -7,8 +7,111 @@
  * the, cat, sat, dog, a, ran, </s>, <unk>: V = 8.
  * @module
  */
-import { expectClose, expectThrows, graded } from "../lib/mod.ts";
+import { expectClose, expectEqual, expectThrows, graded, Rng } from "../lib/mod.ts";
 import { addKProb, crossEntropyBits, interpolatedProb, perplexity } from "./ch02_perplexity.ts";
+
+// ------------------------------------------------------------ from-scratch references for the random checks
+
+const BOS = "<s>", EOS = "</s>";
+// Some words are prefixes or suffixes of others, so careless string matching of keys collides.
+const WORDS = ["a", "ab", "abc", "b", "bc", "he", "the", "then", "constructor"];
+/** Every word that can come next (the vocabulary of the random checks): WORDS, </s> and one never seen. */
+const NEXT = [...WORDS, EOS, "zz"];
+
+/** Random log-probabilities, ln of uniform numbers in (0, 1], some very small. */
+function randomLogProbs(rng: Rng, len: number): number[] {
+  return Array.from({ length: len }, () => rng.int(5) === 0 ? -20 * rng.next() - 5 : Math.log(1 - rng.next()));
+}
+
+/** The n-grams of one sentence, padded, with plain loops. */
+function gramsPlain(sentence: string[], n: number): string[][] {
+  const padded: string[] = [];
+  for (let i = 0; i < n - 1; i++) padded.push(BOS);
+  padded.push(...sentence, EOS);
+  const out: string[][] = [];
+  for (let i = 0; i + n <= padded.length; i++) out.push(padded.slice(i, i + n));
+  return out;
+}
+
+/** A random corpus; its size grows with `size`. */
+function randomCorpus(rng: Rng, size: number): string[][] {
+  return Array.from(
+    { length: 1 + rng.int(size) },
+    () => Array.from({ length: rng.int(size + 2) }, () => WORDS[rng.int(WORDS.length)]),
+  );
+}
+
+/** n-gram counts keyed by words joined by one space (as ngramCounts of chapter 1). */
+function countsPlain(corpus: string[][], n: number): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const s of corpus) for (const g of gramsPlain(s, n)) m.set(g.join(" "), (m.get(g.join(" ")) ?? 0) + 1);
+  return m;
+}
+
+/** c(h w) and c(h ·) from the corpus itself (no string keys), for the last word of `gram` after the rest. */
+function contextCountsPlain(corpus: string[][], gram: string[]): [number, number] {
+  const n = gram.length;
+  let joint = 0, total = 0;
+  for (const s of corpus) {
+    for (const g of gramsPlain(s, n)) {
+      let same = true;
+      for (let i = 0; i < n - 1; i++) if (g[i] !== gram[i]) same = false;
+      if (!same) continue;
+      total++;
+      if (g[n - 1] === gram[n - 1]) joint++;
+    }
+  }
+  return [joint, total];
+}
+
+/** A random query of order n: a seen n-gram, a seen context with any word, or random words. */
+function randomQuery(rng: Rng, corpus: string[][], n: number): string[] {
+  const grams = corpus.flatMap((s) => gramsPlain(s, n));
+  const seen = grams[rng.int(grams.length)];
+  const kind = rng.int(3);
+  if (kind === 0) return seen;
+  if (kind === 1) return [...seen.slice(0, -1), NEXT[rng.int(NEXT.length)]];
+  return Array.from({ length: n }, () => NEXT[rng.int(NEXT.length)]);
+}
+
+type InterpMistake = "none" | "zeroFallback" | "uniformFallback" | "reversed" | "fullContext" | "renormalise";
+
+/** Reference 2.4 from the corpus, with switches that reproduce the usual mistakes. */
+function interpPlain(
+  corpus: string[][],
+  gram: string[],
+  weights: number[],
+  V: number,
+  mistake: InterpMistake = "none",
+): number {
+  const n = gram.length;
+  const w = mistake === "reversed" ? [...weights].reverse() : weights;
+  let pk = 1 / V, p = w[0] * pk, used = w[0];
+  for (let k = 1; k <= n; k++) {
+    const sub = mistake === "fullContext" ? [...gram.slice(0, k - 1), gram[n - 1]] : gram.slice(n - k);
+    const [joint, total] = contextCountsPlain(corpus, sub);
+    if (total > 0) pk = joint / total;
+    else if (mistake === "zeroFallback") pk = 0;
+    else if (mistake === "uniformFallback") pk = 1 / V;
+    else if (mistake === "renormalise") continue;
+    p += w[k] * pk;
+    used += w[k];
+  }
+  return mistake === "renormalise" ? p / used : p;
+}
+
+/** Random weights λ_0 ... λ_n summing to 1, with some exact zeros. */
+function randomWeights(rng: Rng, n: number): number[] {
+  const raw: number[] = Array.from({ length: n + 1 }, () => (rng.int(6) === 0 ? 0 : 0.05 + rng.next()));
+  if (!raw.some((x) => x > 0)) raw[n] = 1;
+  const z = raw.reduce((a, b) => a + b, 0);
+  return raw.map((x) => x / z);
+}
+
+/** A copy of a map's entries, to check that a call left it unchanged. */
+function snapshot(m: Map<string, number>): [string, number][] {
+  return [...m.entries()];
+}
 
 const V = 8;
 const VOCAB = ["the", "cat", "sat", "dog", "a", "ran", "</s>", "<unk>"];
@@ -40,6 +143,9 @@ const TRIGRAMS = new Map([
 ]);
 
 // ------------------------------------------------------------ 2.1 perplexity
+// Spec: exp(-(1/N) sum ln p) for every N >= 1; never multiplies probabilities (a few tokens with ln p = -800
+// must not underflow to 0); -Infinity gives Infinity; [] is a RangeError naming logProbs.length=0; the input
+// array is not modified.
 
 graded("2.1 perplexity: right with probability 1/5 every time gives 5", () => {
   const lps = [0.2, 0.2, 0.2, 0.2].map(Math.log);
@@ -75,9 +181,10 @@ graded("2.1 perplexity: a long text does not underflow", () => {
 });
 
 graded("2.1 perplexity: a zero probability gives Infinity; an empty list throws", () => {
-  expectClose(perplexity([Math.log(0.5), -Infinity]), Infinity, {
+  expectEqual(perplexity([Math.log(0.5), -Infinity]), Infinity, {
     what: "perplexity([ln 0.5, -Infinity])",
-    hint: "one impossible token makes the whole text impossible: the answer is Infinity, not NaN",
+    hint: "one impossible token makes the whole text impossible: the answer is Infinity, not NaN (and do not " +
+      "skip or clamp the -Infinity)",
   });
   expectThrows(() => perplexity([]), RangeError, {
     what: "perplexity([])",
@@ -86,7 +193,46 @@ graded("2.1 perplexity: a zero probability gives Infinity; an empty list throws"
   });
 });
 
+graded("2.1 perplexity: random lists of every length match exp of the mean negative log-probability", () => {
+  const rng = new Rng(21);
+  for (let t = 0; t < 60; t++) {
+    const lps = randomLogProbs(rng, 1 + Math.floor(t / 2));
+    const N = lps.length;
+    let sum = 0;
+    for (const lp of lps) sum += lp;
+    expectClose(perplexity(lps), Math.exp(-sum / N), {
+      what: `perplexity of ${N} log-probabilities`,
+      input: lps,
+      rtol: 1e-5,
+      hint: "exp(-(sum of logProbs) / N)",
+      mistakes: [
+        { value: 2 ** (-sum / N), hint: "the inputs are natural logarithms: use Math.exp, not 2 ** H" },
+        { value: Math.exp(-sum), hint: "divide the sum by N (the mean), before exponentiating" },
+        { value: Math.exp(sum / N), hint: "negate the mean log-probability: perplexity is >= 1" },
+        { value: -sum / N, hint: "that is the cross-entropy H: the perplexity is exp(H)" },
+        ...(N > 1 ? [{ value: Math.exp(-sum / (N - 1)), hint: "divide by N, the number of tokens, not N - 1" }] : []),
+      ],
+    });
+  }
+});
+
+graded("2.1 perplexity: very unlikely tokens do not underflow, and the input is left alone", () => {
+  const lps = [-800, -10, -0.5];
+  // mean = -270.1667: exp(270.1667) is a finite number (about 4.6e117)
+  expectClose(perplexity(lps), Math.exp(810.5 / 3), {
+    what: "perplexity([-800, -10, -0.5])",
+    hint: "e^-800 is 0 in floating point: work with the logarithms throughout (exp of minus their mean), " +
+      "never turn them back into probabilities",
+  });
+  expectEqual(lps, [-800, -10, -0.5], {
+    what: "the logProbs array after perplexity(logProbs)",
+    hint: "only read the input: do not sort, map in place or pop from it",
+  });
+});
+
 // ------------------------------------------------------------ 2.2 crossEntropyBits
+// Spec: -(1/N) sum ln p / ln 2 for every N >= 1; -Infinity gives Infinity; [] is a RangeError naming
+// logProbs.length=0; the input is not modified; extreme log-probabilities stay exact (no exp/log round trip).
 
 graded("2.2 crossEntropyBits: probabilities 1/2, 1/4, 1/8 cost 1, 2, 3 bits", () => {
   const lps = [0.5, 0.25, 0.125].map(Math.log);
@@ -103,7 +249,7 @@ graded("2.2 crossEntropyBits: a uniform model over 1024 words needs 10 bits", ()
     what: "crossEntropyBits of 7 tokens each with probability 1/1024",
     hint: "divide by the number of tokens: bits per token, not in total",
   });
-  expectClose(crossEntropyBits([Math.log(0.25), -Infinity]), Infinity, {
+  expectEqual(crossEntropyBits([Math.log(0.25), -Infinity]), Infinity, {
     what: "crossEntropyBits with a zero probability",
     hint: "a token given probability 0 costs infinitely many bits, so the average is Infinity too: a finite " +
       "answer means -Infinity was skipped, filtered out or clamped",
@@ -115,7 +261,52 @@ graded("2.2 crossEntropyBits: a uniform model over 1024 words needs 10 bits", ()
   });
 });
 
+graded("2.2 crossEntropyBits: random lists of every length match the mean in bits", () => {
+  const rng = new Rng(22);
+  for (let t = 0; t < 60; t++) {
+    const lps = randomLogProbs(rng, 1 + Math.floor(t / 2));
+    const N = lps.length;
+    let sum = 0;
+    for (const lp of lps) sum += lp;
+    expectClose(crossEntropyBits(lps), -sum / N / Math.LN2, {
+      what: `crossEntropyBits of ${N} log-probabilities`,
+      input: lps,
+      rtol: 1e-5,
+      hint: "-(sum of logProbs) / N / Math.LN2",
+      mistakes: [
+        { value: -sum / N, hint: "that is nats: divide by ln 2 (Math.LN2) to get bits" },
+        { value: -sum / N * Math.LN2, hint: "log2(x) = ln(x) / ln(2): divide by Math.LN2, do not multiply" },
+        { value: -sum / N / Math.LN10, hint: "bits need log base 2, not base 10: divide by Math.LN2" },
+        { value: -sum / Math.LN2, hint: "divide by N: bits per token, not in total" },
+        { value: sum / N / Math.LN2, hint: "negate: a cross-entropy is >= 0" },
+      ],
+    });
+  }
+});
+
+graded("2.2 crossEntropyBits: extreme log-probabilities, and the input is left alone", () => {
+  const lps = [-800, -10, -0.5];
+  expectClose(crossEntropyBits(lps), 810.5 / 3 / Math.LN2, {
+    what: "crossEntropyBits([-800, -10, -0.5])",
+    hint: "divide the log-probabilities by ln 2 directly: Math.log2(Math.exp(-800)) is log2(0) = -Infinity",
+  });
+  expectClose(crossEntropyBits([-1500, -20]), 760 / Math.LN2, {
+    what: "crossEntropyBits([-1500, -20])",
+    hint: "the perplexity exp(760) overflows to Infinity: compute the bits from the mean log-probability " +
+      "itself (divided by ln 2), not as log2 of the perplexity",
+  });
+  expectEqual(lps, [-800, -10, -0.5], {
+    what: "the logProbs array after crossEntropyBits(logProbs)",
+    hint: "only read the input: do not sort, map in place or pop from it",
+  });
+});
+
 // ------------------------------------------------------------ 2.3 addKProb
+// Spec: (c(h w) + k) / (c(h ·) + k V) with whole-word matching of h and w (a prefix is not a match), for every
+// order n >= 1 (n = 1: empty context, c(h ·) = all counts); k = 0 is MLE and 0 (not NaN) when c(h ·) = 0;
+// k > 0 on an unseen context gives 1/V; the V probabilities after any context sum to 1; k < 0, NaN or
+// +-Infinity is a RangeError naming k ("k=<value>"); vocabSize not an integer >= 1 (0, 2.5, NaN, Infinity) is a
+// RangeError naming vocabSize; the counts and the n-gram are not modified.
 
 graded("2.3 addKProb: Laplace (k = 1) on bigrams", () => {
   // c(the cat) = 1, c(the ·) = 2: (1 + 1) / (2 + 1 * 8) = 0.2
@@ -175,7 +366,110 @@ graded("2.3 addKProb: unseen context, k = 0, and k < 0", () => {
   });
 });
 
+graded("2.3 addKProb: random corpora, orders, k and queries match a from-scratch estimate", () => {
+  const rng = new Rng(23);
+  const V = NEXT.length;
+  for (let t = 0; t < 40; t++) {
+    const corpus = randomCorpus(rng, 1 + Math.floor(t / 5));
+    const n = 1 + rng.int(Math.min(4, 1 + Math.floor(t / 6)));
+    const k = [0, 0.01, 0.5, 1, 2.5][rng.int(5)];
+    const counts = countsPlain(corpus, n);
+    for (let q = 0; q < 3; q++) {
+      const gram = randomQuery(rng, corpus, n);
+      const [joint, total] = contextCountsPlain(corpus, gram);
+      const den = total + k * V;
+      expectClose(addKProb(counts, gram, { k, vocabSize: V }), den === 0 ? 0 : (joint + k) / den, {
+        what: `addKProb(ngramCounts(corpus, ${n}), ${JSON.stringify(gram)}, { k: ${k}, vocabSize: ${V} })`,
+        input: corpus,
+        hint: `(c(h w) + k) / (c(h ·) + k V), here c(h w) = ${joint}, c(h ·) = ${total}: match the context and ` +
+          "the word as whole words (split the keys on the space), for every order n (n = 1: empty context)",
+        mistakes: [
+          { value: (joint + k) / (total + V), hint: "the denominator grows by k * V, not by V" },
+          { value: (joint + k) / (total + k), hint: "the denominator grows by k * V, not by k" },
+          { value: joint / (total + k * V), hint: "add k to the numerator too: c(h w) + k" },
+          { value: (joint + k * V) / (total + k * V), hint: "the numerator gets k, the denominator k * V" },
+        ],
+      });
+    }
+  }
+});
+
+graded("2.3 addKProb: the probabilities after random contexts sum to 1", () => {
+  const rng = new Rng(230);
+  const V = NEXT.length;
+  for (let t = 0; t < 12; t++) {
+    const corpus = randomCorpus(rng, 2 + t);
+    const n = 1 + (t % 4);
+    const k = [0.01, 0.5, 1, 3][t % 4];
+    const counts = countsPlain(corpus, n);
+    const context = randomQuery(rng, corpus, n).slice(0, -1);
+    let sum = 0;
+    for (const w of NEXT) sum += addKProb(counts, [...context, w], { k, vocabSize: V });
+    expectClose(sum, 1, {
+      what: `sum over the ${V} words w of addKProb(ngramCounts(corpus, ${n}), ${JSON.stringify([...context, "w"])}, ` +
+        `{ k: ${k}, vocabSize: ${V} })`,
+      input: corpus,
+      hint: "every word after h gets (c(h w) + k) / (c(h ·) + k V): the numerators add up to c(h ·) + k V " +
+        "only if c(h ·) sums the counts of exactly the keys whose context is h (whole words)",
+    });
+  }
+});
+
+graded("2.3 addKProb: whole words and unigrams", () => {
+  // "a" is a prefix of "ab", "b" a suffix of "ab"
+  const counts = new Map([["a x", 1], ["ab x", 3], ["a b", 1], ["a ab", 2]]);
+  expectClose(addKProb(counts, ["a", "b"], { k: 1, vocabSize: 5 }), 2 / 9, {
+    what: 'addKProb({"a x": 1, "ab x": 3, "a b": 1, "a ab": 2}, ["a", "b"], { k: 1, vocabSize: 5 })',
+    input: "c(a b) = 1, c(a ·) = 4: (1 + 1) / (4 + 5)",
+    hint: "compare whole words: 'ab x' does not start with the context 'a', and 'a ab' does not end with the " +
+      "word 'b'",
+  });
+  expectClose(addKProb(UNIGRAMS, ["cat"], { k: 1, vocabSize: V }), 3 / 20, {
+    what: 'addKProb(unigram counts of the corpus, ["cat"], { k: 1, vocabSize: 8 })',
+    input: "n = 1: empty context, c(cat) = 2, c(·) = 12: (2 + 1) / (12 + 8)",
+    hint: "for n = 1 the context is empty and matches every key: c(h ·) is the sum of all counts",
+  });
+});
+
+graded("2.3 addKProb: rejects NaN and infinite k and a vocabSize that is not a positive integer", () => {
+  for (const bad of [NaN, Infinity, -Infinity, -0.5]) {
+    expectThrows(() => addKProb(BIGRAMS, ["the", "cat"], { k: bad, vocabSize: V }), RangeError, {
+      what: `addKProb(bigrams, ["the", "cat"], { k: ${bad}, vocabSize: 8 })`,
+      includes: `k=${bad}`,
+      hint: "k < 0 is false for NaN, and k = Infinity gives Infinity / Infinity: require a finite k >= 0 " +
+        "(Number.isFinite(k) && k >= 0) and name the value",
+    });
+  }
+  for (const bad of [0, -3, 2.5, NaN, Infinity]) {
+    expectThrows(() => addKProb(BIGRAMS, ["the", "cat"], { k: 1, vocabSize: bad }), RangeError, {
+      what: `addKProb(bigrams, ["the", "cat"], { k: 1, vocabSize: ${bad} })`,
+      includes: `vocabSize=${bad}`,
+      hint: "V counts words: reject a vocabSize that is not an integer >= 1 with a RangeError naming vocabSize",
+    });
+  }
+});
+
+graded("2.3 addKProb: leaves the counts and the n-gram alone", () => {
+  const counts = new Map(BIGRAMS), gram = ["zebra", "cat"];
+  addKProb(counts, gram, { k: 1, vocabSize: V });
+  addKProb(counts, ["the", "cat"], { k: 0.5, vocabSize: V });
+  expectEqual(snapshot(counts), snapshot(BIGRAMS), {
+    what: "the counts after addKProb on an unseen and a seen bigram",
+    hint: "only read the map: do not add the pseudo-count k to it or set missing keys",
+  });
+  expectEqual(gram, ["zebra", "cat"], {
+    what: 'the n-gram ["zebra", "cat"] after addKProb',
+    hint: "do not pop the word off the caller's array",
+  });
+});
+
 // ------------------------------------------------------------ 2.4 interpolatedProb
+// Spec: sum_k λ_k P_k with P_0 = 1/V, P_k the MLE from countsByOrder[k - 1] on the last k - 1 context words
+// (whole words); an unseen context at order k (c(h ·) = 0) uses the value P_(k-1) had (so the fall-back
+// cascades, down to 1/V); any order n >= 1; the result is a distribution over the V words for every context;
+// RangeError when weights.length != n + 1, a weight is negative, NaN or infinite, or |sum - 1| > 1e-9 (weights
+// that sum to 1 only up to rounding, like [0.7, 0.2, 0.1], are accepted); RangeError when ngram.length != n;
+// RangeError when vocabSize is not an integer >= 1; nothing passed in is modified.
 
 graded("2.4 interpolatedProb: bigram + unigram + uniform", () => {
   // 0.6 * c(the cat)/c(the ·) + 0.3 * c(cat)/N + 0.1 / V = 0.6 * 1/2 + 0.3 * 2/12 + 0.1/8
@@ -262,4 +556,128 @@ graded("2.4 interpolatedProb: weights must have n + 1 entries and sum to 1", () 
         "weights (one per count map, plus λ_0); name weights in the message",
     },
   );
+});
+
+graded("2.4 interpolatedProb: random orders, weights and queries match a from-scratch mixture", () => {
+  const rng = new Rng(24);
+  const V = NEXT.length;
+  for (let t = 0; t < 40; t++) {
+    const corpus = randomCorpus(rng, 1 + Math.floor(t / 5));
+    const n = 1 + rng.int(Math.min(4, 1 + Math.floor(t / 6)));
+    const byOrder = Array.from({ length: n }, (_, k) => countsPlain(corpus, k + 1));
+    const weights = randomWeights(rng, n);
+    for (let q = 0; q < 3; q++) {
+      const gram = randomQuery(rng, corpus, n);
+      const variant = (m: InterpMistake) => interpPlain(corpus, gram, weights, V, m);
+      expectClose(interpolatedProb(byOrder, gram, { weights, vocabSize: V }), variant("none"), {
+        what: `interpolatedProb(counts of orders 1..${n}, ${JSON.stringify(gram)}, ` +
+          `{ weights: ${JSON.stringify(weights.map((w) => +w.toFixed(4)))}, vocabSize: ${V} })`,
+        input: corpus,
+        hint: "λ_0 / V + sum over k = 1..n of λ_k P_k, P_k from the k-gram counts and the last k - 1 context " +
+          "words (whole words); when a context was never seen, P_k is the value P_(k-1) had",
+        mistakes: [
+          { value: variant("zeroFallback"), hint: "an unseen context gave P_k = 0: use P_(k-1) instead" },
+          { value: variant("uniformFallback"), hint: "an unseen context gave P_k = 1/V: use P_(k-1) instead" },
+          { value: variant("renormalise"), hint: "an unseen order was dropped: use P_(k-1) in its place" },
+          { value: variant("reversed"), hint: "weights[0] goes with 1/V and weights[n] with the full n-gram" },
+          { value: variant("fullContext"), hint: "P_k uses the LAST k - 1 context words, not the first ones" },
+        ],
+      });
+    }
+  }
+});
+
+graded("2.4 interpolatedProb: a distribution after every context, seen or not", () => {
+  const rng = new Rng(240);
+  const V = NEXT.length;
+  for (let t = 0; t < 12; t++) {
+    const corpus = randomCorpus(rng, 2 + t);
+    const n = 1 + (t % 4);
+    const byOrder = Array.from({ length: n }, (_, k) => countsPlain(corpus, k + 1));
+    const weights = randomWeights(rng, n);
+    const context = randomQuery(rng, corpus, n).slice(0, -1);
+    let sum = 0;
+    for (const w of NEXT) sum += interpolatedProb(byOrder, [...context, w], { weights, vocabSize: V });
+    expectClose(sum, 1, {
+      what: `sum over the ${V} words w of interpolatedProb(counts of orders 1..${n}, ` +
+        `${JSON.stringify([...context, "w"])}, ...)`,
+      input: corpus,
+      hint: "each P_k must itself be a distribution over the words: an unseen context must fall back to " +
+        "P_(k-1), not to 0",
+    });
+  }
+});
+
+graded("2.4 interpolatedProb: weights that sum to 1 up to rounding; NaN, Infinity and bad sizes", () => {
+  let got: unknown;
+  try {
+    got = interpolatedProb([UNIGRAMS, BIGRAMS], ["the", "cat"], { weights: [0.7, 0.2, 0.1], vocabSize: V });
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err;
+    got = `RangeError: ${err.message}`;
+  }
+  expectClose(got, 0.7 / 8 + 0.2 * 2 / 12 + 0.1 / 2, {
+    what: "interpolatedProb with weights [0.7, 0.2, 0.1] (their float sum is 0.9999999999999999)",
+    hint: "floating-point sums are rarely exactly 1: accept |sum - 1| <= 1e-9 instead of testing sum !== 1",
+  });
+  const bads: [number[], string][] = [
+    [[NaN, 0.5, 0.5], "a NaN weight"],
+    [[Infinity, 0.5, 0.5], "an infinite weight"],
+    [[-0.5, 0.5, 1], "a negative weight (the sum is 1)"],
+    [[0.2, 0.2, 0.2, 0.4], "4 weights for a bigram model (the sum is 1)"],
+  ];
+  for (const [weights, why] of bads) {
+    expectThrows(() => interpolatedProb([UNIGRAMS, BIGRAMS], ["the", "cat"], { weights, vocabSize: V }), RangeError, {
+      what: `interpolatedProb(bigram model, ..., { weights: [${weights}] }) (${why})`,
+      includes: "weights",
+      hint: "every weight must be finite and >= 0 (NaN >= 0 is false, so test !(w >= 0) || !Number.isFinite(w)), " +
+        "there must be n + 1 of them, and they must sum to 1: throw a RangeError naming weights",
+    });
+  }
+  expectThrows(
+    () => interpolatedProb([UNIGRAMS, BIGRAMS], ["a", "cat", "ran"], { weights: [0.2, 0.3, 0.5], vocabSize: V }),
+    RangeError,
+    {
+      what: 'interpolatedProb([unigrams, bigrams], ["a", "cat", "ran"], ...) (3 words for a bigram model)',
+      includes: "ngram",
+      hint: "a model of order n = countsByOrder.length needs n words: throw a RangeError naming ngram.length",
+    },
+  );
+  for (const bad of [0, 2.5, NaN]) {
+    expectThrows(
+      () => interpolatedProb([UNIGRAMS, BIGRAMS], ["the", "cat"], { weights: [0.2, 0.3, 0.5], vocabSize: bad }),
+      RangeError,
+      {
+        what: `interpolatedProb(..., { vocabSize: ${bad} })`,
+        includes: `vocabSize=${bad}`,
+        hint: "V counts words: reject a vocabSize that is not an integer >= 1 with a RangeError naming vocabSize",
+      },
+    );
+  }
+});
+
+graded("2.4 interpolatedProb: unigrams only, and nothing passed in is modified", () => {
+  // n = 1: 0.25 / 8 + 0.75 * c(cat) / 12
+  const weights = [0.25, 0.75];
+  expectClose(interpolatedProb([UNIGRAMS], ["cat"], { weights, vocabSize: V }), 0.25 / 8 + 0.75 * 2 / 12, {
+    what: 'interpolatedProb([unigrams], ["cat"], { weights: [0.25, 0.75], vocabSize: 8 })',
+    hint: "n = 1: λ_0 / V + λ_1 c(w) / (sum of all unigram counts)",
+  });
+  const byOrder = [new Map(UNIGRAMS), new Map(BIGRAMS), new Map(TRIGRAMS)], gram = ["zebra", "the", "cat"];
+  const w3 = [0.1, 0.2, 0.3, 0.4];
+  interpolatedProb(byOrder, gram, { weights: w3, vocabSize: V });
+  expectEqual([byOrder.map(snapshot), gram, w3], [
+    [UNIGRAMS, BIGRAMS, TRIGRAMS].map(snapshot),
+    ["zebra", "the", "cat"],
+    [
+      0.1,
+      0.2,
+      0.3,
+      0.4,
+    ],
+  ], {
+    what: "the counts, the n-gram and the weights after interpolatedProb",
+    hint: "only read the arguments: do not sort or reverse the weights in place, pop words off the n-gram or " +
+      "add keys to the count maps",
+  });
 });

@@ -52,8 +52,12 @@ export interface FixedWindowParams {
  * Example, blockSize 2, tokens "the cat </s> it" = [5, 6, 2, 7]:
  * contexts [[1, 1], [1, 5], [5, 6], [1, 1]], targets [5, 6, 2, 7].
  *
- * Rules: a blockSize that is not an integer >= 1 is an error: throw a
- * RangeError whose message names `blockSize` and its value.
+ * Rules: a blockSize that is not an integer >= 1 (0, negative, 2.5, NaN,
+ * Infinity) is an error: throw a RangeError whose message names `blockSize`
+ * and its value. The stream need not end with `</s>`; an empty stream gives
+ * no windows. `tokens` is only read: `targets` is a new array (not `tokens`
+ * itself) and every context is a new array of its own, so changing one
+ * changes nothing else.
  *
  * @param tokens token ids, with `</s>` after each sentence.
  * @param blockSize n-1, the number of context words.
@@ -77,7 +81,11 @@ export function makeWindows(
  * 4. logits y = a U + b, plus x W when the direct connections W are given;
  * 5. probabilities = softmax of the logits over the vocabulary, i.e. along
  *    each ROW (axis 1): every row must sum to 1.
- * Use `tf.tidy` so that no intermediate tensor is left behind.
+ * Use `tf.tidy` so that no intermediate tensor is left behind: only the
+ * result remains, and the caller's tensors (params, contexts) are neither
+ * disposed nor returned. The softmax must be stable row by row: one row's
+ * logits may be near +1000 while another's are near -1000. Read B, n, m
+ * from the shapes: any sizes work, not only those of the examples.
  *
  * @param params the weights (see {@link FixedWindowParams}).
  * @param contexts int32 word ids, shape (B, n).
@@ -96,9 +104,12 @@ export function fixedWindowForward(params: FixedWindowParams, contexts: tf.Tenso
  * batch (a mean, so the loss does not grow with the batch size). Use natural
  * logarithms (nats), so that exp(loss) is the perplexity on the batch.
  *
- * Compute the log-softmax stably: logits of 1000 must not overflow exp().
- * `tf.logSoftmax`, or subtracting each row's maximum before exp, does it.
- * Use `tf.tidy`.
+ * Compute the log-softmax stably: logits of 1000 must not overflow exp(),
+ * a row near -1000 beside one near +1000 must not underflow, and a target
+ * 150 below its row's maximum has log-probability -150, not log(0).
+ * `tf.logSoftmax`, or subtracting EACH ROW's own maximum before exp and
+ * staying in logs, does it. Use `tf.tidy`: only the result remains, and
+ * the caller's tensors are not disposed.
  *
  * @param logits unnormalised scores, shape (B, V).
  * @param targets int32 ids of the true next words, shape (B,).
@@ -116,9 +127,14 @@ export function batchNll(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Scalar {
  * word, where λ (lambda) is the weight of the FIRST model. A mixture of two
  * distributions is again a distribution (it sums to 1).
  *
- * Rules: lambda outside [0, 1] (or NaN) is an error: throw a RangeError
- * naming `lambda` and its value; p and q of different lengths is an error:
- * throw a RangeError naming both lengths.
+ * Rules: lambda outside [0, 1] (or NaN, or infinite) is an error: throw a
+ * RangeError naming `lambda` and its value; both ends, 0 and 1, are
+ * allowed. p and q of different lengths is an error: throw a RangeError
+ * naming both lengths. Empty p and q give []. Mix word by word and do not
+ * renormalise: p and q may be parts of distributions (e.g. the
+ * probabilities of a few candidate words), and the mixture of each entry is
+ * still λ p_i + (1 - λ) q_i. p and q are only read, and
+ * the result is always a new array (also for λ = 0 or 1).
  *
  * @param p the first model's probabilities, e.g. [0.2, 0.8].
  * @param q the second model's probabilities, e.g. [0.6, 0.4].
@@ -139,14 +155,18 @@ export function mixDistributions(p: number[], q: number[], lambda: number): numb
  * r_i = λ pA[i] / (λ pA[i] + (1 - λ) pB[i]), and returns their MEAN as the
  * new λ. Repeating the update never lowers the likelihood of the held-out
  * text and converges to the best weight. If both models gave a token
- * probability 0, that token says nothing: count its share as the current λ.
+ * probability 0, that token says nothing: count its share as the current λ
+ * (it still counts in the mean's N).
  *
  * Rules: empty arrays or arrays of different lengths are an error: throw a
- * RangeError naming both lengths.
+ * RangeError naming both lengths; lambda outside [0, 1] (or NaN) is an
+ * error: throw a RangeError naming `lambda` and its value. pA and pB are
+ * only read, never changed.
  *
  * @param pA probabilities under model A, one per held-out token.
  * @param pB probabilities under model B for the same tokens.
- * @param lambda the current weight of A, in (0, 1).
+ * @param lambda the current weight of A, in [0, 1] (EM starts strictly
+ * between, e.g. 0.5: at 0 or 1 it stays put).
  * @returns the updated weight of A.
  */
 export function emWeightUpdate(pA: number[], pB: number[], lambda: number): number {

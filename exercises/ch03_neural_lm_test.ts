@@ -8,7 +8,7 @@
  * and, if yours matches one, the hint names that mistake.
  * @module
  */
-import { expectClose, expectEqual, expectShape, expectThrows, graded, tf } from "../lib/mod.ts";
+import { expectClose, expectEqual, expectShape, expectThrows, graded, Rng, tf } from "../lib/mod.ts";
 import {
   batchNll,
   emWeightUpdate,
@@ -20,28 +20,13 @@ import {
 
 const BOS = 1, EOS = 2;
 
-/** Returns the hint of the first wrong answer that `got` matches, else `fallback`. */
-function diagnose(
-  got: unknown,
-  variants: { value: number[] | number[][] | number; hint: string }[],
-  fallback: string,
-): string {
-  let flat: number[] | null = null;
-  if (got instanceof tf.Tensor && !got.isDisposed) flat = Array.from(got.dataSync());
-  else if (Array.isArray(got)) flat = (got as unknown[]).flat(2) as number[];
-  else if (typeof got === "number") flat = [got];
-  if (!flat) return fallback;
-  for (const v of variants) {
-    const want = typeof v.value === "number" ? [v.value] : (v.value as unknown[]).flat(2) as number[];
-    if (
-      want.length === flat.length &&
-      want.every((w, i) => Math.abs(w - flat![i]) <= 1e-4 + 1e-4 * Math.abs(w))
-    ) return v.hint;
-  }
-  return fallback;
-}
-
 // ---------------------------------------------------------------- 3.1 windows
+// Spec: one (context, target) per token, </s> included, in stream order; the context is the blockSize tokens
+// before the target in the same sentence, oldest first, left-padded with <s> (1); a sentence starts at the
+// stream's start and after every </s> (2), so no context holds </s>; the stream need not end with </s>; empty
+// sentences (</s> right after </s>) and blockSize longer than any sentence work; [] gives no windows; blockSize
+// that is not an integer >= 1 (0, negative, 2.5, NaN, +-Infinity) is a RangeError naming blockSize and its value;
+// tokens is not modified, targets is a new array and every context a new array of its own.
 
 type WindowMistake =
   | "none"
@@ -102,11 +87,8 @@ graded("3.1 makeWindows: one sentence, padded with <s> at its start", () => {
   const expected = { contexts: [[BOS, BOS], [BOS, 5], [5, 6], [6, 7]], targets: [5, 6, 7, EOS] };
   expectEqual(got, expected, {
     what: "makeWindows([5, 6, 7, 2], 2)  (2 is </s>, 1 is <s>)",
-    hint: diagnose(
-      got?.contexts,
-      windowHints(tokens, 2),
-      "the context of token t is the blockSize tokens before it, padded on the left with <s> (1)",
-    ),
+    hint: "the context of token t is the blockSize tokens before it, padded on the left with <s> (1)",
+    mistakes: windowHints(tokens, 2).map((m) => ({ value: { contexts: m.value, targets: tokens }, hint: m.hint })),
   });
 });
 
@@ -136,11 +118,8 @@ graded("3.1 makeWindows: a new sentence starts after </s>", () => {
   ];
   expectEqual(got?.contexts, expected, {
     what: "makeWindows([5, 6, 2, 7, 8, 2], 3).contexts",
-    hint: diagnose(
-      got?.contexts,
-      windowHints(tokens, 3),
-      "each sentence's windows start from <s> <s> <s> again",
-    ),
+    hint: "each sentence's windows start from <s> <s> <s> again",
+    mistakes: windowHints(tokens, 3),
   });
 });
 
@@ -149,6 +128,10 @@ graded("3.1 makeWindows: long sentences keep the last blockSize words, oldest fi
   expectEqual(got?.contexts?.[4], [6, 7, 8], {
     what: "the context of the target 9 in makeWindows([5, 6, 7, 8, 9], 3)",
     hint: "keep only the blockSize most recent words, in text order: drop the oldest as the window slides",
+    mistakes: [
+      { value: [8, 7, 6], hint: "contexts are oldest word first: [6, 7, 8], not [8, 7, 6]" },
+      { value: [7, 8, 9], hint: "the context ends just BEFORE its target: it must not include 9 itself" },
+    ],
   });
 });
 
@@ -163,7 +146,89 @@ graded("3.1 makeWindows: rejects a blockSize that is not a positive integer", ()
   }
 });
 
+/** A random token stream: sentences of random lengths (some empty) from ids 0 and 3..9; maybe no final </s>. */
+function randomStream(rng: Rng, sentences: number): number[] {
+  const out: number[] = [];
+  for (let s = 0; s < sentences; s++) {
+    const len = rng.int(6);
+    for (let i = 0; i < len; i++) out.push(rng.int(4) === 0 ? 0 : 3 + rng.int(7));
+    if (s < sentences - 1 || rng.int(2) === 0) out.push(EOS);
+  }
+  return out;
+}
+
+graded("3.1 makeWindows: random streams and block sizes match a from-scratch reference", () => {
+  const rng = new Rng(31);
+  for (let t = 0; t < 60; t++) {
+    const tokens = randomStream(rng, 1 + Math.floor(t / 10));
+    const n = 1 + rng.int(Math.min(6, 1 + Math.floor(t / 8)));
+    const got = makeWindows(tokens, n);
+    expectEqual(got, { contexts: windowsPlain(tokens, n), targets: [...tokens] }, {
+      what: `makeWindows(${JSON.stringify(tokens)}, ${n})  (2 is </s>, 1 is <s>, 0 is <unk>)`,
+      hint: "one example per token: its context is the blockSize tokens before it in the same sentence, oldest " +
+        "first, padded on the left with <s> (1); after each </s> (2) start again from all <s>; it must work for " +
+        "every blockSize",
+      mistakes: windowHints(tokens, n).map((m) => ({ value: { contexts: m.value, targets: tokens }, hint: m.hint })),
+    });
+  }
+});
+
+graded("3.1 makeWindows: empty streams, and NaN, Infinity or fractional block sizes", () => {
+  expectEqual(makeWindows([], 3), { contexts: [], targets: [] }, {
+    what: "makeWindows([], 3)",
+    hint: "no tokens, no examples: { contexts: [], targets: [] }",
+  });
+  for (const bad of [NaN, Infinity, -Infinity, 2.5, 0.5, -3]) {
+    expectThrows(() => makeWindows([5, EOS], bad), RangeError, {
+      what: `makeWindows([5, 2], ${bad})`,
+      includes: String(bad),
+      hint: "blockSize < 1 is false for NaN, Infinity and 2.5: test !Number.isInteger(blockSize) || blockSize < 1 " +
+        "and name the value: `blockSize must be a positive integer: blockSize=${blockSize}`",
+    });
+    expectThrows(() => makeWindows([5, EOS], bad), RangeError, {
+      what: `makeWindows([5, 2], ${bad})`,
+      includes: "blockSize",
+      hint: "name the argument in the message: `blockSize must be a positive integer: blockSize=${blockSize}`",
+    });
+  }
+});
+
+graded("3.1 makeWindows: fresh arrays, and the tokens are left alone", () => {
+  const tokens = [5, 6, EOS, 7, EOS, EOS, 8];
+  const got = makeWindows(tokens, 2);
+  expectEqual(tokens, [5, 6, EOS, 7, EOS, EOS, 8], {
+    what: "the tokens after makeWindows(tokens, 2)",
+    hint: "only read the tokens: do not shift, splice or pad the caller's array",
+  });
+  if (got && Array.isArray(got.contexts) && Array.isArray(got.targets) && got.contexts.every(Array.isArray)) {
+    got.targets[0] = 99;
+    expectEqual(tokens[0], 5, {
+      what: "tokens[0] after setting makeWindows(tokens, 2).targets[0] = 99",
+      hint: "return a copy of the tokens as targets ([...tokens]), not the caller's array itself",
+    });
+    for (const row of got.contexts) row[0] = 99;
+    expectEqual(tokens, [5, 6, EOS, 7, EOS, EOS, 8], {
+      what: "the tokens after changing every returned context",
+      hint: "a context must be a new array, not a view of the tokens",
+    });
+    const again = makeWindows([5, EOS, 6, EOS, 7], 2);
+    if (Array.isArray(again?.contexts) && again.contexts.length === 5 && again.contexts.every(Array.isArray)) {
+      const before = again.contexts.map((row) => [...row]);
+      again.contexts[0][1] = 99;
+      expectEqual(again.contexts.slice(1), before.slice(1), {
+        what: "the other contexts of makeWindows([5, 2, 6, 2, 7], 2) after changing the first one",
+        hint: "every context must be its own array: push a copy of the window ([...window]), and build a new " +
+          "all-<s> window at each sentence start rather than reusing one shared padding array",
+      });
+    }
+  }
+});
+
 // ---------------------------------------------------------------- 3.2 forward pass
+// Spec: softmax over axis 1 of b + tanh(d + x H) U (+ x W when W is given), x the concatenated embeddings of the
+// context, oldest first; any B, n, m, h, V (shape (B, V)); every row sums to 1; per-row stable softmax (rows
+// whose logits are near +1000 beside rows near -1000); exactly one tensor left (the result); the inputs are
+// neither disposed nor changed.
 
 interface Plain {
   C: number[][];
@@ -268,11 +333,8 @@ graded("3.2 fixedWindowForward: matches a hand computation (no direct connection
   expectClose(got, expected, {
     what: "fixedWindowForward(small params, contexts [[1, 3], [2, 0]])",
     input: { contexts: ctx, ...SMALL },
-    hint: diagnose(
-      got,
-      FORWARD_HINTS(SMALL, ctx),
-      "softmax(b + tanh(d + x H) U) with x = [C[oldest], ..., C[newest]]",
-    ),
+    hint: "softmax(b + tanh(d + x H) U) with x = [C[oldest], ..., C[newest]]",
+    mistakes: FORWARD_HINTS(SMALL, ctx),
   });
 });
 
@@ -281,11 +343,8 @@ graded("3.2 fixedWindowForward: the context order matters (oldest word first)", 
   const got = fixedWindowForward(toParams(SMALL), tf.tensor2d(ctx, [2, 2], "int32"));
   expectClose(got, forwardPlain(SMALL, ctx), {
     what: "fixedWindowForward on the contexts [3, 1] and [1, 3]",
-    hint: diagnose(
-      got,
-      FORWARD_HINTS(SMALL, ctx),
-      "the concatenation follows the context's order, oldest word first",
-    ),
+    hint: "the concatenation follows the context's order, oldest word first",
+    mistakes: FORWARD_HINTS(SMALL, ctx),
   });
 });
 
@@ -299,11 +358,11 @@ graded("3.2 fixedWindowForward: each row is a distribution over the vocabulary",
   const sums = got.sum(1);
   expectClose(sums, [1, 1, 1], {
     what: "the row sums of fixedWindowForward's output",
-    hint: diagnose(
-      got,
-      FORWARD_HINTS(SMALL, ctx),
-      "apply the softmax along axis 1 so that each row sums to 1",
-    ),
+    hint: "apply the softmax along axis 1 so that each row sums to 1",
+    mistakes: FORWARD_HINTS(SMALL, ctx).map((m) => ({
+      value: (m.value as number[][]).map((r) => r.reduce((a, b) => a + b, 0)),
+      hint: m.hint,
+    })),
   });
 });
 
@@ -317,7 +376,8 @@ graded("3.2 fixedWindowForward: adds the direct connections W when given", () =>
   expectClose(got, forwardPlain(withW, ctx), {
     what: "fixedWindowForward with direct connections W (4, 4)",
     input: { contexts: ctx, W: withW.W },
-    hint: diagnose(got, FORWARD_HINTS(withW, ctx), "logits = b + x W + tanh(d + x H) U"),
+    hint: "logits = b + x W + tanh(d + x H) U",
+    mistakes: FORWARD_HINTS(withW, ctx),
   });
 });
 
@@ -334,7 +394,95 @@ graded("3.2 fixedWindowForward: leaves no tensors behind", () => {
   });
 });
 
+/** Random parameters with the given sizes (values drawn from N(0, scale)). */
+function randomPlain(rng: Rng, V: number, m: number, n: number, h: number, withW: boolean, scale = 1): Plain {
+  const mat = (r: number, c: number) =>
+    Array.from({ length: r }, () => Array.from({ length: c }, () => rng.normal(0, scale)));
+  return {
+    C: mat(V, m),
+    H: mat(n * m, h),
+    d: mat(1, h)[0],
+    U: mat(h, V),
+    b: mat(1, V)[0],
+    ...(withW ? { W: mat(n * m, V) } : {}),
+  };
+}
+
+graded("3.2 fixedWindowForward: random sizes and weights match a from-scratch forward pass", () => {
+  const rng = new Rng(32);
+  for (let t = 0; t < 12; t++) {
+    const V = 2 + rng.int(6), m = 1 + rng.int(4), n = 1 + rng.int(4), h = 1 + rng.int(5), B = 1 + rng.int(5);
+    const plain = randomPlain(rng, V, m, n, h, t % 2 === 1, 1.5);
+    const ctx = Array.from({ length: B }, () => Array.from({ length: n }, () => rng.int(V)));
+    const params = toParams(plain);
+    const contexts = tf.tensor2d(ctx, [B, n], "int32");
+    const got = fixedWindowForward(params, contexts);
+    try {
+      expectClose(got, forwardPlain(plain, ctx), {
+        what: `fixedWindowForward with V = ${V}, m = ${m}, n = ${n}, h = ${h}, B = ${B}` +
+          (plain.W ? ", with direct connections W" : ""),
+        input: { contexts: ctx, ...plain },
+        hint: "softmax(b + tanh(d + x H) U (+ x W)) along axis 1, x = the n embeddings concatenated oldest " +
+          "first: read B, n and m from the tensors' shapes, never assume n = 2",
+        mistakes: FORWARD_HINTS(plain, ctx),
+      });
+    } finally {
+      tf.dispose([got, contexts, ...Object.values(params)]);
+    }
+  }
+});
+
+graded("3.2 fixedWindowForward: rows near +1000 and near -1000 (each row's own max)", () => {
+  // tanh saturates to +-1, so the logits of word 0's row are about +-1000 and those of word 1's row the opposite.
+  const plain: Plain = {
+    C: [[3], [-3]],
+    H: [[4]],
+    d: [0],
+    U: [[1000, 1001, 999]],
+    b: [0, 0, 0],
+  };
+  const ctx = [[0], [1]];
+  const params = toParams(plain), contexts = tf.tensor2d(ctx, [2, 1], "int32");
+  const got = fixedWindowForward(params, contexts);
+  try {
+    expectClose(got, forwardPlain(plain, ctx), {
+      what: "fixedWindowForward where row 0's logits are about [1000, 1001, 999] and row 1's [-1000, -1001, -999]",
+      input: plain,
+      hint: "exp(1000) overflows and exp(-1000) underflows: subtract EACH ROW's own maximum before exp " +
+        "(tf.softmax does), not one maximum over the whole batch",
+    });
+  } finally {
+    tf.dispose([got, contexts, ...Object.values(params)]);
+  }
+});
+
+graded("3.2 fixedWindowForward: no tensors left behind with W either, inputs kept alive", () => {
+  const rng = new Rng(320);
+  const plain = randomPlain(rng, 5, 3, 3, 4, true);
+  const params = toParams(plain);
+  const contexts = tf.tensor2d([[1, 2, 3], [4, 0, 1]], [2, 3], "int32");
+  const before = tf.memory().numTensors;
+  const out = fixedWindowForward(params, contexts);
+  const created = tf.memory().numTensors - before;
+  out?.dispose?.();
+  const disposed = Object.entries(params).filter(([, v]) => v.isDisposed).map(([k]) => k);
+  if (contexts.isDisposed) disposed.push("contexts");
+  tf.dispose([contexts, ...Object.values(params)]);
+  expectEqual(created, 1, {
+    what: "tensors left by one fixedWindowForward call with direct connections (only the result should remain)",
+    hint: "do all the work, the x W term included, inside one tf.tidy(() => ...) and return the result from it",
+  });
+  expectEqual(disposed, [], {
+    what: "the input tensors disposed by fixedWindowForward (or by disposing its result)",
+    hint: "never dispose the caller's tensors (params, contexts), and return a new tensor, not one of them",
+  });
+});
+
 // ---------------------------------------------------------------- 3.3 batch NLL
+// Spec: -(1/B) sum_b ln softmax(logits_b)[targets_b] in nats, any B >= 1 and V >= 2, a scalar (shape []); the
+// target's column (not the argmax); stable per row: rows near +1000 beside rows near -1000, and a target 150
+// below its row's max (ln softmax = -150: log(softmax) underflows to -Infinity in float32); one tensor left; the
+// inputs are not disposed.
 
 function nllPlain(logits: number[][], targets: number[]): number[] {
   return logits.map((row, i) => {
@@ -368,7 +516,8 @@ graded("3.3 batchNll: matches a hand computation", () => {
   const each = nllPlain(logits, targets);
   expectClose(got, (each[0] + each[1]) / 2, {
     what: "batchNll([[1, 2, 3], [1, 1, 1]], [2, 0])",
-    hint: diagnose(got, NLL_HINTS(logits, targets), "-(1/B) Σ_b ln softmax(logits_b)[targets_b]"),
+    hint: "-(1/B) Σ_b ln softmax(logits_b)[targets_b]",
+    mistakes: NLL_HINTS(logits, targets),
   });
 });
 
@@ -380,11 +529,8 @@ graded("3.3 batchNll: a mean, so repeating the batch does not change it", () => 
   expectClose(got, each.reduce((a, b) => a + b, 0) / 4, {
     what: "batchNll on a batch of 4",
     input: { logits, targets },
-    hint: diagnose(
-      got,
-      NLL_HINTS(logits, targets),
-      "average the per-example negative log-probabilities",
-    ),
+    hint: "average the per-example negative log-probabilities",
+    mistakes: NLL_HINTS(logits, targets),
   });
 });
 
@@ -394,7 +540,14 @@ graded("3.3 batchNll: reads the target's column, not the most likely one", () =>
   const each = nllPlain(logits, targets);
   expectClose(got, (each[0] + each[1]) / 2, {
     what: "batchNll([[5, 0, 0], [0, 0, 5]], [1, 1])",
-    hint: "pick column targets[b] of row b (tf.oneHot or tf.gather), not the argmax",
+    hint: "pick column targets[b] of row b (tf.oneHot, or tf.gather row by row)",
+    mistakes: [
+      ...NLL_HINTS(logits, targets),
+      {
+        value: nllPlain(logits, [0, 2]).reduce((a, b) => a + b, 0) / 2,
+        hint: "pick column targets[b] of each row, not the row's largest logit",
+      },
+    ],
   });
 });
 
@@ -405,6 +558,11 @@ graded("3.3 batchNll: large logits do not overflow", () => {
     what: "batchNll([[1000, 0], [0, 1000]], [1, 1])",
     atol: 1e-3,
     hint: "exp(1000) is Infinity: use tf.logSoftmax, or subtract each row's max before exp",
+    mistakes: [
+      { value: 1000, hint: "return the MEAN over the batch, not the sum" },
+      { value: -500, hint: "the negative log-likelihood is MINUS the mean log-probability: it is >= 0" },
+      { value: 500 / Math.LN2, hint: "use natural logarithms (nats), not log2" },
+    ],
   });
 });
 
@@ -420,20 +578,95 @@ graded("3.3 batchNll: leaves no tensors behind", () => {
   });
 });
 
+graded("3.3 batchNll: random batches match a from-scratch mean negative log-likelihood", () => {
+  const rng = new Rng(33);
+  for (let t = 0; t < 12; t++) {
+    const B = 1 + rng.int(6), V = 2 + rng.int(7);
+    const logits = Array.from({ length: B }, () => Array.from({ length: V }, () => rng.normal(0, 3)));
+    const targets = Array.from({ length: B }, () => rng.int(V));
+    const lt = tf.tensor2d(logits), tt = tf.tensor1d(targets, "int32");
+    const got = batchNll(lt, tt);
+    const each = nllPlain(logits, targets);
+    const argmax = logits.map((row) => row.indexOf(Math.max(...row)));
+    try {
+      expectClose(got, each.reduce((a, b) => a + b, 0) / B, {
+        what: `batchNll on a batch of ${B} rows of ${V} logits`,
+        input: { logits, targets },
+        hint: "-(1/B) sum over the rows of ln softmax(row)[target], with natural logarithms",
+        mistakes: [
+          ...NLL_HINTS(logits, targets),
+          {
+            value: nllPlain(logits, argmax).reduce((a, b) => a + b, 0) / B,
+            hint: "pick column targets[b] of each row, not the row's largest logit",
+          },
+        ],
+        atol: 1e-4,
+      });
+    } finally {
+      tf.dispose([got, lt, tt]);
+    }
+  }
+});
+
+graded("3.3 batchNll: rows near +1000 beside rows near -1000, and a target far below the max", () => {
+  const logits = [[1000, 1001, 999], [-1000, -999, -1001], [0, 150, 0]], targets = [0, 2, 0];
+  const lt = tf.tensor2d(logits), tt = tf.tensor1d(targets, "int32");
+  const got = batchNll(lt, tt);
+  const each = nllPlain(logits, targets);
+  try {
+    expectClose(got, (each[0] + each[1] + each[2]) / 3, {
+      what: "batchNll([[1000, 1001, 999], [-1000, -999, -1001], [0, 150, 0]], [0, 2, 0])",
+      atol: 1e-3,
+      hint: "use tf.logSoftmax (or x - max - log(sum(exp(x - max))) with EACH ROW's own max): one max over the " +
+        "whole batch underflows the rows near -1000, and log(softmax(x)) gives log(0) = -Infinity for a target " +
+        "150 below its row's max",
+    });
+  } finally {
+    tf.dispose([got, lt, tt]);
+  }
+});
+
+graded("3.3 batchNll: one row, no tensors left behind, inputs kept alive", () => {
+  const lt = tf.tensor2d([[2, -1, 0.5, 0]]), tt = tf.tensor1d([3], "int32");
+  const before = tf.memory().numTensors;
+  const out = batchNll(lt, tt);
+  const created = tf.memory().numTensors - before;
+  const value = out instanceof tf.Tensor && !out.isDisposed ? out.dataSync()[0] : out;
+  out?.dispose?.();
+  const alive = [lt.isDisposed ? "logits disposed" : "", tt.isDisposed ? "targets disposed" : ""].filter((x) => x);
+  tf.dispose([lt, tt]);
+  expectClose(value, nllPlain([[2, -1, 0.5, 0]], [3])[0], {
+    what: "batchNll([[2, -1, 0.5, 0]], [3]) (a batch of one)",
+    hint: "with B = 1 the mean is the single row's negative log-probability",
+  });
+  expectEqual(created, 1, {
+    what: "tensors left by one batchNll call (only the result should remain)",
+    hint: "wrap the whole computation in tf.tidy(() => ...) and return the scalar from it",
+  });
+  expectEqual(alive, [], {
+    what: "the input tensors after batchNll",
+    hint: "never dispose the caller's logits or targets",
+  });
+});
+
 // ---------------------------------------------------------------- 3.4 mixing
+// Spec: λ p_i + (1 - λ) q_i for every i, any length (0 included), λ in [0, 1] with both ends allowed; λ outside
+// [0, 1], NaN or +-Infinity is a RangeError naming lambda and its value; different lengths are a RangeError naming
+// both; p and q are not modified and the result is a new array (never p or q itself, even for λ = 0 or 1).
 
 graded("3.4 mixDistributions: λ weighs the first distribution", () => {
   // 0.25 * [0.2, 0.8] + 0.75 * [0.6, 0.4] = [0.05 + 0.45, 0.2 + 0.3] = [0.5, 0.5]
   const got = mixDistributions([0.2, 0.8], [0.6, 0.4], 0.25);
   expectClose(got, [0.5, 0.5], {
     what: "mixDistributions([0.2, 0.8], [0.6, 0.4], 0.25)",
-    hint: diagnose(got, [
+    hint: "compute λ p_i + (1 - λ) q_i for each word i",
+    mistakes: [
       {
         value: [0.3, 0.7],
         hint: "lambda is the weight of p (the first argument): λ p + (1 - λ) q",
       },
       { value: [0.2, 0.3], hint: "the weights must be λ and 1 - λ, so that the mixture sums to 1" },
-    ], "compute λ p_i + (1 - λ) q_i for each word i"),
+    ],
   });
 });
 
@@ -445,7 +678,8 @@ graded("3.4 mixDistributions: an arithmetic mixture that sums to one", () => {
   const z = geometric.reduce((a, b) => a + b, 0);
   expectClose(got, expected, {
     what: "mixDistributions([0.5, 0.25, 0.125, 0.125], [0.1, 0.2, 0.3, 0.4], 0.6)",
-    hint: diagnose(got, [
+    hint: "λ p_i + (1 - λ) q_i",
+    mistakes: [
       {
         value: geometric,
         hint: "mix the probabilities, not their logarithms: λ p + (1 - λ) q, not p^λ q^(1-λ)",
@@ -454,7 +688,7 @@ graded("3.4 mixDistributions: an arithmetic mixture that sums to one", () => {
         value: geometric.map((g) => g / z),
         hint: "mix the probabilities, not their logarithms: λ p + (1 - λ) q",
       },
-    ], "λ p_i + (1 - λ) q_i"),
+    ],
   });
   expectClose(mixDistributions(p, q, 1), p, {
     what: "mixDistributions(p, q, 1) is p",
@@ -482,7 +716,78 @@ graded("3.4 mixDistributions: rejects a weight outside [0, 1] and mismatched len
   });
 });
 
+graded("3.4 mixDistributions: random distributions, lengths and weights match a from-scratch mixture", () => {
+  const rng = new Rng(34);
+  for (let t = 0; t < 40; t++) {
+    const len = Math.floor(t / 3);
+    // Half the trials mix parts of distributions (entries in [0, 1] that need not sum to 1): the mixture is
+    // still λ p_i + (1 - λ) q_i word by word, never renormalised.
+    const dist = () => {
+      const raw = Array.from({ length: len }, () => rng.next());
+      const z = t % 2 === 0 ? raw.reduce((a, b) => a + b, 0) || 1 : 1;
+      return raw.map((x) => x / z);
+    };
+    const p = dist(), q = dist();
+    const lambda = t % 7 === 0 ? (t % 2) : rng.next();
+    expectClose(mixDistributions(p, q, lambda), p.map((pi, i) => lambda * pi + (1 - lambda) * q[i]), {
+      what: `mixDistributions(p, q, ${lambda})`,
+      input: { p, q },
+      hint: "λ p_i + (1 - λ) q_i for every i, for any length (an empty pair gives []), with no renormalisation",
+      mistakes: [
+        { value: p.map((pi, i) => (1 - lambda) * pi + lambda * q[i]), hint: "lambda weighs p, the FIRST argument" },
+        { value: p.map((pi, i) => lambda * pi + lambda * q[i]), hint: "the second weight is 1 - λ, not λ" },
+        { value: p.map((pi, i) => (pi + q[i]) / 2), hint: "use lambda, not a plain average" },
+      ],
+    });
+  }
+});
+
+graded("3.4 mixDistributions: errors name lambda's value and both lengths", () => {
+  for (const bad of [NaN, Infinity, -Infinity, 1.0001, -1e-9]) {
+    expectThrows(() => mixDistributions([1, 0], [0, 1], bad), RangeError, {
+      what: `mixDistributions([1, 0], [0, 1], ${bad})`,
+      includes: String(bad),
+      hint: "NaN < 0 and NaN > 1 are both false: test !(lambda >= 0 && lambda <= 1) and put the value in the " +
+        "message (`lambda must be in [0, 1]: lambda=${lambda}`)",
+    });
+  }
+  for (const [a, b] of [[2, 5], [5, 2], [0, 3]]) {
+    const p = new Array(a).fill(1 / Math.max(a, 1)), q = new Array(b).fill(1 / b);
+    for (const want of [String(a), String(b)]) {
+      expectThrows(() => mixDistributions(p, q, 0.5), RangeError, {
+        what: `mixDistributions of a ${a}-word and a ${b}-word distribution`,
+        includes: want,
+        hint: "compare p.length and q.length before mixing (q[i] past the end is undefined, giving NaN) and name " +
+          "both: `p.length=2, q.length=5`",
+      });
+    }
+  }
+});
+
+graded("3.4 mixDistributions: a new array, and p and q are left alone", () => {
+  for (const lambda of [0, 1, 0.3]) {
+    const p = [0.2, 0.8], q = [0.6, 0.4];
+    const got = mixDistributions(p, q, lambda);
+    expectEqual([p, q], [[0.2, 0.8], [0.6, 0.4]], {
+      what: `p and q after mixDistributions(p, q, ${lambda})`,
+      hint: "write the mixture into a new array (p.map(...)), not into p or q",
+    });
+    if (Array.isArray(got) && got.length === 2) {
+      got[0] = 99;
+      expectEqual([p, q], [[0.2, 0.8], [0.6, 0.4]], {
+        what: `p and q after changing the result of mixDistributions(p, q, ${lambda})`,
+        hint: "return a new array even when λ is 0 or 1 (returning p or q itself lets the caller's later " +
+          "changes to the mixture corrupt them)",
+      });
+    }
+  }
+});
+
 // ---------------------------------------------------------------- 3.5 EM
+// Spec: the mean over tokens of r_i = λ pA[i] / (λ pA[i] + (1 - λ) pB[i]), for any length >= 1; a token where the
+// mixture's probability is 0 counts as r_i = λ (it stays in the mean); tiny probabilities (1e-200) give the right
+// share; empty or different-length arrays are a RangeError naming both lengths; λ outside [0, 1] or NaN is a
+// RangeError naming lambda; pA and pB are not modified.
 
 function emPlain(pA: number[], pB: number[], l: number): number {
   return pA.reduce((s, a, i) => s + (l * a) / (l * a + (1 - l) * pB[i]), 0) / pA.length;
@@ -495,7 +800,8 @@ graded("3.5 emWeightUpdate: matches a hand computation", () => {
   const shares = pA.map((a, i) => (0.3 * a) / (0.3 * a + 0.7 * pB[i]));
   expectClose(got, emPlain(pA, pB, 0.3), {
     what: "emWeightUpdate([0.8, 0.2, 0.5], [0.2, 0.4, 0.5], 0.3)",
-    hint: diagnose(got, [
+    hint: "new λ = mean over tokens of λ pA[i] / (λ pA[i] + (1 - λ) pB[i])",
+    mistakes: [
       {
         value: shares.reduce((a, b) => a + b, 0),
         hint: "return the MEAN of the shares, not their sum",
@@ -508,7 +814,7 @@ graded("3.5 emWeightUpdate: matches a hand computation", () => {
         value: pA.reduce((s, a, i) => s + (0.3 * a) / (a + pB[i]), 0) / 3,
         hint: "the denominator is the mixture's probability λ pA + (1 - λ) pB",
       },
-    ], "new λ = mean over tokens of λ pA[i] / (λ pA[i] + (1 - λ) pB[i])"),
+    ],
   });
 });
 
@@ -533,6 +839,11 @@ graded("3.5 emWeightUpdate: a token both models find impossible counts as the cu
   expectClose(got, 0.4, {
     what: "emWeightUpdate([0.5, 0], [0.5, 0], 0.4)",
     hint: "0 / 0 is NaN: when λ pA + (1 - λ) pB is 0, count the token's share as lambda",
+    mistakes: [
+      { value: 0.8, hint: "return the MEAN of the shares, not their sum" },
+      { value: 0.2, hint: "a token both models give 0 counts as λ, not as 0" },
+      { value: 0.5, hint: "a token both models give 0 counts as the current λ, not as 1/2" },
+    ],
   });
 });
 
@@ -545,5 +856,80 @@ graded("3.5 emWeightUpdate: rejects empty or mismatched inputs", () => {
     what: "emWeightUpdate of 2 and 1 probabilities",
     includes: "1",
     hint: "throw a RangeError naming both lengths",
+  });
+});
+
+/** Reference 3.5 with the 0/0 rule, from scratch. */
+function emPlainZero(pA: number[], pB: number[], l: number, zeroShare: "lambda" | "skip" | "zero" = "lambda"): number {
+  let total = 0, count = 0;
+  for (let i = 0; i < pA.length; i++) {
+    const a = l * pA[i], b = (1 - l) * pB[i];
+    if (a + b > 0) {
+      total += a / (a + b);
+      count++;
+    } else if (zeroShare === "lambda") {
+      total += l;
+      count++;
+    } else if (zeroShare === "zero") count++;
+  }
+  return total / count;
+}
+
+graded("3.5 emWeightUpdate: random probabilities, zeros and lengths match a from-scratch update", () => {
+  const rng = new Rng(35);
+  for (let t = 0; t < 40; t++) {
+    const len = 1 + Math.floor(t / 2);
+    const scale = t % 5 === 4 ? 1e-200 : 1;
+    const draw = () => (rng.int(4) === 0 ? 0 : rng.next() * scale);
+    const pA = Array.from({ length: len }, draw), pB = Array.from({ length: len }, draw);
+    if (t % 3 === 0) pA[rng.int(len)] = pB[rng.int(len)] = 0;
+    const lambda = 0.05 + 0.9 * rng.next();
+    expectClose(emWeightUpdate(pA, pB, lambda), emPlainZero(pA, pB, lambda), {
+      what: `emWeightUpdate(pA, pB, ${lambda})`,
+      input: { pA, pB },
+      hint: "the mean over ALL tokens of λ pA / (λ pA + (1 - λ) pB), a token whose mixture probability is 0 " +
+        "counting as λ",
+      mistakes: [
+        { value: emPlainZero(pA, pB, lambda, "skip"), hint: "a token both models give 0 still counts, as λ" },
+        { value: emPlainZero(pA, pB, lambda, "zero"), hint: "a token both models give 0 counts as λ, not 0" },
+      ],
+    });
+  }
+});
+
+graded("3.5 emWeightUpdate: errors name both lengths and lambda; the inputs are left alone", () => {
+  for (const [a, b] of [[3, 5], [5, 3], [0, 0]]) {
+    for (const want of [`${a}`, `${b}`]) {
+      expectThrows(() => emWeightUpdate(new Array(a).fill(0.5), new Array(b).fill(0.5), 0.5), RangeError, {
+        what: `emWeightUpdate of ${a} and ${b} probabilities`,
+        includes: want,
+        hint: "check that pA and pB are non-empty and of the same length, and name both: " +
+          "`pA.length=3, pB.length=5`",
+      });
+    }
+  }
+  for (const bad of [NaN, -0.5, 1.5, Infinity]) {
+    expectThrows(() => emWeightUpdate([0.5], [0.5], bad), RangeError, {
+      what: `emWeightUpdate([0.5], [0.5], ${bad})`,
+      includes: "lambda",
+      hint: "a weight must be in [0, 1]: test !(lambda >= 0 && lambda <= 1) (NaN fails every comparison) and " +
+        "throw a RangeError naming lambda and its value",
+    });
+  }
+  // At the ends, λ = 0 or 1, a token that the weighted model gives 0 has a mixture probability of 0 too.
+  expectClose(emWeightUpdate([0.5, 0.5], [0, 0.5], 0), 0, {
+    what: "emWeightUpdate([0.5, 0.5], [0, 0.5], 0)",
+    hint: "λ = 0 is allowed: token 0's mixture probability 0 * 0.5 + 1 * 0 is 0, so its share is λ = 0; test " +
+      "whether λ pA + (1 - λ) pB is 0, not whether pA and pB both are",
+  });
+  expectClose(emWeightUpdate([0, 0.5], [0.5, 0.5], 1), 1, {
+    what: "emWeightUpdate([0, 0.5], [0.5, 0.5], 1)",
+    hint: "λ = 1 is allowed: token 0's mixture probability is 1 * 0 + 0 * 0.5 = 0, so its share is λ = 1",
+  });
+  const pA = [0.8, 0, 0.5], pB = [0.2, 0, 0.5];
+  emWeightUpdate(pA, pB, 0.3);
+  expectEqual([pA, pB], [[0.8, 0, 0.5], [0.2, 0, 0.5]], {
+    what: "pA and pB after emWeightUpdate(pA, pB, 0.3)",
+    hint: "compute the shares into a new array or a running sum; do not overwrite pA or pB",
   });
 });

@@ -13,8 +13,9 @@ export const EOS = "</s>";
  * Exercise 1.1: the n-grams of one sentence, with sentence padding.
  *
  * @param sentence the words of one sentence (no padding symbols).
- * @param n the order, at least 1.
- * @returns one n-gram per predicted token, in order.
+ * @param n the order, an integer >= 1.
+ * @returns one n-gram per predicted token, in order (fresh arrays; the sentence is not changed).
+ * @throws {RangeError} when n is not an integer >= 1 (NaN, Infinity and fractions included).
  */
 export function extractNgrams(sentence: string[], n: number): string[][] {
   if (!Number.isInteger(n) || n < 1) {
@@ -30,8 +31,9 @@ export function extractNgrams(sentence: string[], n: number): string[][] {
  * Exercise 1.2: count the n-grams of a corpus.
  *
  * @param sentences the corpus, one array of words per sentence.
- * @param n the order, at least 1.
+ * @param n the order, an integer >= 1.
  * @returns a map from n-gram (words joined by one space) to count.
+ * @throws {RangeError} when n is not an integer >= 1.
  */
 export function ngramCounts(sentences: string[][], n: number): Map<string, number> {
   const counts = new Map<string, number>();
@@ -49,7 +51,8 @@ export function ngramCounts(sentences: string[][], n: number): Map<string, numbe
  *
  * @param counts n-gram counts from {@link ngramCounts}, all of order n.
  * @param ngram n words: the context h (the first n - 1) and the word w (the last).
- * @returns the conditional probability, 0 when the context was never seen.
+ * @returns the conditional probability, 0 when the context was never seen (whole-word matches; for
+ * n = 1 the context is empty and matches every key).
  */
 export function mleProb(counts: Map<string, number>, ngram: string[]): number {
   const context = ngram.slice(0, -1);

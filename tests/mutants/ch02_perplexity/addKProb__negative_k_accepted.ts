@@ -42,6 +42,13 @@ export interface AddKOptions {
   vocabSize: number;
 }
 
+/** Throws a RangeError unless V is an integer >= 1. */
+function checkVocabSize(vocabSize: number): void {
+  if (!Number.isInteger(vocabSize) || vocabSize < 1) {
+    throw new RangeError(`vocabSize must be an integer >= 1: vocabSize=${vocabSize}`);
+  }
+}
+
 /** c(h w) and c(h ·) for an n-gram, from a map of n-gram counts. */
 function contextCounts(counts: Map<string, number>, ngram: string[]): [number, number] {
   const context = ngram.slice(0, -1).join(" ");
@@ -63,7 +70,8 @@ function contextCounts(counts: Map<string, number>, ngram: string[]): [number, n
  * @param counts n-gram counts of one order n (keys: words joined by one space).
  * @param ngram n words: the context, then the word.
  * @param options k and the vocabulary size V.
- * @returns (c(h w) + k) / (c(h ·) + k V).
+ * @returns (c(h w) + k) / (c(h ·) + k V), 0 when that is 0 / 0.
+ * @throws {RangeError} when k is not a finite number >= 0 or vocabSize is not an integer >= 1.
  */
 export function addKProb(
   counts: Map<string, number>,
@@ -71,6 +79,7 @@ export function addKProb(
   options: AddKOptions,
 ): number {
   const { k, vocabSize } = options;
+  checkVocabSize(vocabSize);
   const [joint, total] = contextCounts(counts, ngram);
   const den = total + k * vocabSize;
   return den === 0 ? 0 : (joint + k) / den;
@@ -91,6 +100,8 @@ export interface InterpolationOptions {
  * @param ngram n words: the context, then the word.
  * @param options the weights λ_0 ... λ_n and the vocabulary size.
  * @returns sum_k λ_k P_k(w | last k - 1 context words), with P_0 = 1 / V.
+ * @throws {RangeError} on an ngram that is not n words long, weights that are not n + 1 finite numbers >= 0
+ * summing to 1 (within 1e-9), or a vocabSize that is not an integer >= 1.
  */
 export function interpolatedProb(
   countsByOrder: Map<string, number>[],
@@ -107,10 +118,13 @@ export function interpolatedProb(
   }
   let sum = 0;
   for (const w of weights) {
-    if (!(w >= 0)) throw new RangeError(`weights must be >= 0: weights=[${weights}]`);
+    if (!(w >= 0) || !Number.isFinite(w)) {
+      throw new RangeError(`weights must be finite and >= 0: weights=[${weights}]`);
+    }
     sum += w;
   }
   if (Math.abs(sum - 1) > 1e-9) throw new RangeError(`weights must sum to 1: sum=${sum}`);
+  checkVocabSize(vocabSize);
   let pk = 1 / vocabSize;
   let p = weights[0] * pk;
   for (let k = 1; k <= n; k++) {

@@ -26,7 +26,7 @@ export interface FixedWindowParams {
  * `<s>` at sentence starts.
  * @param tokens token ids, `</s>` after each sentence.
  * @param blockSize n-1, the context length.
- * @returns one context (oldest first) and one target per token.
+ * @returns one context (oldest first) and one target per token, all new arrays.
  * @throws {RangeError} when blockSize is not a positive integer.
  */
 export function makeWindows(
@@ -105,9 +105,12 @@ export function mixDistributions(p: number[], q: number[], lambda: number): numb
  * @param pB the probability model B gave the same tokens.
  * @param lambda the current weight of A, in (0, 1).
  * @returns the mean over tokens of λ pA / (λ pA + (1 - λ) pB).
- * @throws {RangeError} on empty or mismatched inputs.
+ * @throws {RangeError} on empty or mismatched inputs, or a lambda outside [0, 1] (NaN included).
  */
 export function emWeightUpdate(pA: number[], pB: number[], lambda: number): number {
+  if (!(lambda >= 0 && lambda <= 1)) {
+    throw new RangeError(`lambda must be in [0, 1]: lambda=${lambda}`);
+  }
   if (pA.length === 0 || pA.length !== pB.length) {
     throw new RangeError(
       `pA and pB must be non-empty and of the same length: pA.length=${pA.length}, pB.length=${pB.length}`,
