@@ -385,7 +385,8 @@ function closeProblem(got: unknown, expected: unknown, atol: number, rtol: numbe
         `got ${gv} at flat index ${i}: a number overflowed (exp of a large value?) or you divided by zero`,
       ];
     }
-    const same = gv === ev || Math.abs(gv - ev) <= atol + rtol * Math.abs(ev);
+    // An infinite expected value is matched exactly (its tolerance would be infinite).
+    const same = gv === ev || (Number.isFinite(ev) && Math.abs(gv - ev) <= atol + rtol * Math.abs(ev));
     if (!same) {
       return [
         `expected: ${formatValue(expected)}`,

@@ -276,3 +276,11 @@ Deno.test("a mistake's value may be a function, called only when the check fails
     "this looks like: a string",
   );
 });
+
+Deno.test("expectClose: an infinite expected value matches only that infinity (its tolerance is not infinite)", () => {
+  expectClose([-Infinity, 1], [-Infinity, 1], { what: "log-probabilities" });
+  for (const got of [[-1e30, 1], [0, 1], [Infinity, 1]]) {
+    assertThrows(() => expectClose(got, [-Infinity, 1], { what: "log-probabilities" }), WrongAnswerError);
+  }
+  assertThrows(() => expectClose([1e300], [Infinity], { what: "a sum" }), WrongAnswerError);
+});
