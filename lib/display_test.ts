@@ -19,6 +19,21 @@ Deno.test("outside a notebook, inNotebook is false", () => {
   assertEquals(inNotebook(), false);
 });
 
+Deno.test("formatTable writes small and large numbers readably, with an exponent only at the extremes", () => {
+  const t = formatTable([
+    { v: 6.4e-4 },
+    { v: 0.012345 },
+    { v: 3.14159 },
+    { v: 123456.7 },
+    { v: 1.2e-7 },
+    { v: -2.5e-9 },
+    { v: 3e20 },
+    { v: 0 },
+  ]);
+  const values = t.split("\n").slice(2).map((l) => l.trim());
+  assertEquals(values, ["0.00064", "0.01235", "3.142", "123,457", "1.2e-7", "-2.5e-9", "3e20", "0"]);
+});
+
 Deno.test("formatTable aligns columns and formats numbers", () => {
   const t = formatTable([{ model: "bigram", ppl: 170.04 }, { model: "unigram", ppl: 962 }], { title: "WSJ" });
   const lines = t.split("\n");
@@ -61,6 +76,14 @@ Deno.test("long titles wrap to the figure's width instead of being cut off", () 
   assertEquals((short.layout.title as { text: string }).text, "loss");
   assertEquals(wrapTitle("a b", 10), ["a b"]); // never narrower than 20 characters
   assertEquals(wrapTitle("  spaced   words  "), ["spaced words"]);
+});
+
+Deno.test("axes label powers of ten as 10^k, never with SI prefixes (1p, 10n, 100μ)", () => {
+  const fig = lineChart({ y: [1e-12, 1e-3] }, { logY: true, logX: true });
+  for (const axis of ["xaxis", "yaxis"]) {
+    assertEquals((fig.layout[axis] as Record<string, unknown>).exponentformat, "power", axis);
+  }
+  assertEquals((heatmap([[1]]).layout.yaxis as Record<string, unknown>).exponentformat, "power");
 });
 
 Deno.test("chart builders reject bad input with the values named", () => {

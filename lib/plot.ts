@@ -89,6 +89,8 @@ function layoutFor(options: ChartOptions): Record<string, unknown> {
   const axis = (title: string | undefined, log: boolean | undefined) => ({
     ...(title ? { title: { text: title } } : {}),
     ...(log ? { type: "log" } : {}),
+    // 10⁻¹² rather than plotly's default SI prefixes (1p, 10n, 100μ), which read as units.
+    exponentformat: "power",
     automargin: true,
   });
   const titleLines = options.title ? wrapTitle(options.title, options.width) : [];
