@@ -163,8 +163,89 @@ export async function jupyterMissing(): Promise<string | undefined> {
 }
 
 /**
- * Problems in an executed notebook: error outputs, and plots that a cell asked
- * for but that are not in the outputs.
+ * The mark that follows a number in a markdown cell when the number describes
+ * the run's output (see the README's contributor notes): `0.13<!--out-->`.
+ * Jupyter and the site hide HTML comments, so readers see only the number.
+ */
+export const OUTPUT_MARK = "<!--out-->";
+
+const MARKED = /([-−]?\d[\d,]*(?:\.\d+)?)(%|x|×)?\s*<!--\s*out\s*-->|<!--\s*out\s*-->/g;
+const NUMBER = /[-−]?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?/gi;
+
+function cellText(source: Json): string {
+  return Array.isArray(source) ? source.join("") : String(source ?? "");
+}
+
+/** The text a code cell's outputs show: streams, plain text, Markdown and HTML (tags removed); not plot data. */
+function outputText(outs: Json[]): string {
+  const parts: string[] = [];
+  for (const o of outs) {
+    if (o.output_type === "stream") parts.push(cellText(o.text));
+    const d = o.data ?? {};
+    for (const mime of ["text/plain", "text/markdown"]) if (d[mime] !== undefined) parts.push(cellText(d[mime]));
+    if (d["text/html"] !== undefined && !d["application/vnd.plotly.v1+json"]) {
+      parts.push(cellText(d["text/html"]).replace(/<[^>]+>/g, " "));
+    }
+  }
+  return parts.join("\n");
+}
+
+function parseNumber(s: string): number {
+  return Number(s.replace(/,/g, "").replace("−", "-"));
+}
+
+/**
+ * Numbers a notebook's prose states about its run that the run contradicts.
+ * A number in a markdown cell marked with {@link OUTPUT_MARK} must appear, to
+ * the precision it is written with, among the numbers the outputs of the code
+ * cells above it show (`0.13<!--out-->` holds if an output shows 0.1284 or
+ * 0.13; `1,148<!--out-->` needs 1148). Numbers that prose derives from
+ * values (ratios, ranges) are better written by the code cell itself with
+ * `lm.showMarkdown`.
+ * @param nb the executed notebook JSON.
+ * @returns one message per contradicted (or malformed) mark.
+ */
+export function checkProseNumbers(nb: Json): string[] {
+  const problems: string[] = [];
+  const seen: number[] = [];
+  (nb.cells ?? []).forEach((c: Json, i: number) => {
+    if (c.cell_type === "code") {
+      for (const m of outputText(c.outputs ?? []).matchAll(NUMBER)) seen.push(parseNumber(m[0]));
+      return;
+    }
+    if (c.cell_type !== "markdown") return;
+    for (const m of cellText(c.source).matchAll(MARKED)) {
+      if (m[1] === undefined) {
+        problems.push(
+          `cell ${i}: ${OUTPUT_MARK} must follow a number directly: ...${
+            m.input!.slice(Math.max(0, m.index! - 30), m.index! + 10)
+          }`,
+        );
+        continue;
+      }
+      const claim = parseNumber(m[1]);
+      const decimals = m[1].split(".")[1]?.length ?? 0;
+      const tolerance = 0.5 * 10 ** -decimals + 1e-9 * Math.abs(claim);
+      const scale = m[2] === "%" ? [claim, claim / 100] : [claim];
+      const ok = seen.some((x) => scale.some((c, k) => Math.abs(x - c) <= (k === 0 ? tolerance : tolerance / 100)));
+      if (!ok) {
+        const near = seen.length
+          ? seen.reduce((a, b) => (Math.abs(b - claim) < Math.abs(a - claim) ? b : a))
+          : undefined;
+        problems.push(
+          `cell ${i}: the prose says ${m[1]}${m[2] ?? ""} but no output above shows it` +
+            (near !== undefined ? ` (nearest number shown: ${near})` : " (no output above shows any number)"),
+        );
+      }
+    }
+  });
+  return problems;
+}
+
+/**
+ * Problems in an executed notebook: error outputs, plots that a cell asked
+ * for but that are not in the outputs, and marked numbers in the prose that
+ * the run contradicts ({@link checkProseNumbers}).
  * @param nb the executed notebook JSON.
  * @returns one message per problem.
  */
@@ -185,6 +266,7 @@ export function checkExecuted(nb: Json): string[] {
     const plots = outs.filter((o) => o.data?.["application/vnd.plotly.v1+json"]).length;
     if (plots < shows) problems.push(`cell ${i}: ${shows} plot(s) requested, ${plots} in the output`);
   });
+  problems.push(...checkProseNumbers(nb));
   return problems;
 }
 

@@ -1,5 +1,13 @@
-import { assertEquals, assertGreater } from "@std/assert";
-import { checkExecuted, checkNotebookSource, kernelDirs, notebookFiles, ROOT } from "./notebooks.ts";
+import { assertEquals, assertGreater, assertStringIncludes } from "@std/assert";
+import {
+  checkExecuted,
+  checkNotebookSource,
+  checkProseNumbers,
+  EXECUTED_DIR,
+  kernelDirs,
+  notebookFiles,
+  ROOT,
+} from "./notebooks.ts";
 
 Deno.test("every committed notebook is nbformat 4, uses the Deno kernel, and has no outputs", () => {
   const files = notebookFiles();
@@ -58,4 +66,56 @@ Deno.test("kernelDirs: the Deno kernel is looked for on macOS, in conda and virt
   }
   assertEquals(dirs.indexOf("/data/jup/kernels"), 0); // JUPYTER_DATA_DIR first, as Jupyter does
   assertEquals(new Set(dirs).size, dirs.length);
+});
+
+Deno.test("checkProseNumbers: a marked number must be shown by an output above it, to its precision", () => {
+  const md = (source: string) => ({ cell_type: "markdown", source });
+  const code = (text: string) => ({
+    cell_type: "code",
+    source: "",
+    outputs: [{ output_type: "stream", name: "stdout", text }],
+  });
+  const nb = (...cells: unknown[]) => ({ cells });
+  assertEquals(
+    checkProseNumbers(nb(code("loss 0.1284, 1148 params"), md("about 0.13<!--out--> and 1,148<!--out-->"))),
+    [],
+  );
+  assertEquals(checkProseNumbers(nb(code("hit rate 0.853"), md("85%<!--out--> of the time"))), []);
+  const wrong = checkProseNumbers(nb(code("loss 0.1284"), md("a loss of 0.15<!--out-->")));
+  assertEquals(wrong.length, 1);
+  assertStringIncludes(wrong[0], "the prose says 0.15 but no output above shows it (nearest number shown: 0.1284)");
+  // The output must come before the prose that reads it.
+  assertEquals(checkProseNumbers(nb(md("0.13<!--out-->"), code("0.13"))).length, 1);
+  // Not a number inside a plot's data, and a mark must follow a number.
+  const plotOnly = {
+    cell_type: "code",
+    source: "",
+    outputs: [{
+      output_type: "display_data",
+      data: { "application/vnd.plotly.v1+json": { data: [{ y: [0.13] }] }, "text/html": "<div>0.13</div>" },
+    }],
+  };
+  assertEquals(checkProseNumbers(nb(plotOnly, md("0.13<!--out-->"))).length, 1);
+  assertStringIncludes(checkProseNumbers(nb(code("1"), md("nearly <!--out--> certain")))[0], "must follow a number");
+  // Unmarked numbers are not checked.
+  assertEquals(checkProseNumbers(nb(code("1"), md("p = 0.9 and 81 characters"))), []);
+});
+
+const executed = (() => {
+  try {
+    return [...Deno.readDirSync(EXECUTED_DIR)].filter((e) => /^\d\d_.*\.ipynb$/.test(e.name)).map((e) => e.name).sort();
+  } catch {
+    return [];
+  }
+})();
+
+Deno.test({
+  name: "the executed notebooks in build/executed/ state no marked number that their run contradicts",
+  ignore: executed.length === 0,
+  fn() {
+    const problems = executed.flatMap((name) =>
+      checkProseNumbers(JSON.parse(Deno.readTextFileSync(`${EXECUTED_DIR}/${name}`))).map((p) => `${name}: ${p}`)
+    );
+    assertEquals(problems, []);
+  },
 });

@@ -312,3 +312,10 @@ Deno.test("renderSite --from-executed: a missing or stale executed copy gives a 
     await Deno.remove(tmp, { recursive: true });
   }
 });
+
+Deno.test("markdown: HTML comments (the <!--out--> marks on numbers) are hidden, as in Jupyter", () => {
+  const html = markdownToHtml("The loss falls to 1.93<!--out--> nats.<!-- a note\nover lines -->");
+  assertEquals(html.includes("out--"), false, html);
+  assertEquals(html.includes("&lt;!--"), false, html);
+  assertStringIncludes(html, "1.93 nats.");
+});
