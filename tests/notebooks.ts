@@ -242,6 +242,37 @@ export function checkProseNumbers(nb: Json): string[] {
   return problems;
 }
 
+/** Formula-like text that is not typeset: a caret or subscript on a symbol, a root, sum or product sign. */
+const PLAIN_MATH =
+  /(?<![\w`])[A-Za-z]\w{0,2}[\^_](?:\{|\(|[A-Za-z0-9]+\b)|[\d)]\^\(?\w|\w[²³]|\w ?· ?\w|[√Σ∏∑∂]|\b(?:sqrt|log|exp)\((?=[^)]*[a-z_]\))/g;
+
+/**
+ * Formulas a committed notebook writes as plain text in its markdown cells
+ * (`q·k = Σ q_i k_i`, `W^O`, `10000^(2i/d)`), which Jupyter and the site show
+ * as typed instead of typesetting them. Math (`$...$`, `$$...$$`), code spans
+ * and code blocks are skipped.
+ * @param nb the notebook JSON.
+ * @returns one message per cell with untypeset formulas.
+ */
+export function plainMath(nb: Json): string[] {
+  const problems: string[] = [];
+  (nb.cells ?? []).forEach((c: Json, i: number) => {
+    if (c.cell_type !== "markdown") return;
+    const text = cellText(c.source)
+      .replace(/^( {0,3})(```|~~~)[\s\S]*?^\1\2/gm, "")
+      .replace(/\$\$[\s\S]*?\$\$/g, "")
+      .replace(/\$[^$\n]+\$/g, "")
+      .replace(/(`+)[\s\S]*?\1/g, "")
+      .replace(/\]\([^)]*\)/g, "]") // link targets
+      .replace(/<[^>]+>/g, "");
+    const hits = [...text.matchAll(PLAIN_MATH)].map((m) => m[0]);
+    if (hits.length) {
+      problems.push(`cell ${i}: formulas as plain text (write them as $...$): ${[...new Set(hits)].join(", ")}`);
+    }
+  });
+  return problems;
+}
+
 /**
  * Problems in an executed notebook: error outputs, plots that a cell asked
  * for but that are not in the outputs, and marked numbers in the prose that

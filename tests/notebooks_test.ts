@@ -6,6 +6,7 @@ import {
   EXECUTED_DIR,
   kernelDirs,
   notebookFiles,
+  plainMath,
   ROOT,
 } from "./notebooks.ts";
 
@@ -118,4 +119,21 @@ Deno.test({
     );
     assertEquals(problems, []);
   },
+});
+
+Deno.test("every notebook typesets its formulas: none written as plain text in a markdown cell", () => {
+  const problems = notebookFiles().flatMap((f) =>
+    plainMath(JSON.parse(Deno.readTextFileSync(`${ROOT}/${f}`))).map((p) => `${f}: ${p}`)
+  );
+  assertEquals(problems, []);
+});
+
+Deno.test("plainMath flags chapter 5's old plain-text formulas and passes their LaTeX", () => {
+  const md = (source: string) => ({ cells: [{ cell_type: "markdown", source }] });
+  for (
+    const plain of ["q·k = Σ q_i k_i", "an output projection W^O", "sin(pos / 10000^(2i/d))", "minimising (w - 3)^2"]
+  ) {
+    assertEquals(plainMath(md(plain)).length, 1, plain);
+  }
+  assertEquals(plainMath(md("$q \\cdot k = \\sum_i q_i k_i$ and $W^O$, `h_t` in code, $$10000^{2i/d}$$")), []);
 });
