@@ -86,6 +86,15 @@ Deno.test("axes label powers of ten as 10^k, never with SI prefixes (1p, 10n, 10
   assertEquals((heatmap([[1]]).layout.yaxis as Record<string, unknown>).exponentformat, "power");
 });
 
+Deno.test("a line chart's series can be dashed (a reference line), and a bad dash is named", () => {
+  const fig = lineChart([{ y: [1, 2] }, { y: [1, 1], dash: "dash" }, { y: [2, 2], dash: "solid" }]);
+  assertEquals(fig.data[0].line, undefined);
+  assertEquals(fig.data[1].line, { dash: "dash" });
+  assertEquals(fig.data[2].line, undefined);
+  // @ts-expect-error: not a dash style
+  assertThrows(() => lineChart({ y: [1], dash: "dashed" }), RangeError, 'series[0].dash must be "solid", "dash"');
+});
+
 Deno.test("chart builders reject bad input with the values named", () => {
   assertThrows(() => lineChart({ x: [1, 2, 3], y: [1, 2] }), RangeError, "x.length=3, y.length=2");
   assertThrows(() => heatmap([[1, 2], [3]]), RangeError, "z[1].length=1");

@@ -38,6 +38,8 @@ export interface Series {
   name?: string;
   /** Hover text or labels per point. */
   text?: string[];
+  /** Line style of a line chart's series (default solid): "dash" for a reference line, "dot", "dashdot". */
+  dash?: "solid" | "dash" | "dot" | "dashdot";
 }
 
 /** Options shared by every chart. */
@@ -109,6 +111,11 @@ function asSeriesList(series: Series | Series[]): Series[] {
   const list = Array.isArray(series) ? series : [series];
   list.forEach((s, i) => {
     if (!s || !s.y) throw new TypeError(`series[${i}] must have y values: series[${i}]=${JSON.stringify(s)}`);
+    if (s.dash !== undefined && !["solid", "dash", "dot", "dashdot"].includes(s.dash)) {
+      throw new RangeError(
+        `series[${i}].dash must be "solid", "dash", "dot" or "dashdot": dash=${JSON.stringify(s.dash)}`,
+      );
+    }
     if (s.x && s.x.length !== s.y.length) {
       throw new RangeError(
         `series[${i}] x and y must have the same length: x.length=${s.x.length}, y.length=${s.y.length}`,
@@ -126,6 +133,7 @@ function trace(s: Series, extra: Record<string, unknown>): Record<string, unknow
     ...(s.name ? { name: s.name } : {}),
     ...(s.text ? { text: s.text } : {}),
     ...extra,
+    ...(s.dash && s.dash !== "solid" && extra.mode === "lines" ? { line: { dash: s.dash } } : {}),
   };
 }
 
@@ -139,8 +147,12 @@ function trace(s: Series, extra: Record<string, unknown>): Record<string, unknow
  * ```ts
  * import { assertEquals } from "@std/assert";
  * import { lineChart } from "./plot.ts";
- * const fig = lineChart({ y: [3, 2, 1], name: "loss" }, { title: "Training", logY: true });
+ * const fig = lineChart([{ y: [3, 2, 1], name: "loss" }, { y: [1.5, 1.5, 1.5], name: "target", dash: "dash" }], {
+ *   title: "Training",
+ *   logY: true,
+ * });
  * assertEquals(fig.data[0].x, [0, 1, 2]);
+ * assertEquals(fig.data[1].line, { dash: "dash" });
  * ```
  */
 export function lineChart(series: Series | Series[], options: ChartOptions = {}): Figure {

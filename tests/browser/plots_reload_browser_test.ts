@@ -333,7 +333,7 @@ async function pageText(page: Page): Promise<string> {
 
 Deno.test({
   name:
-    "the plot loader finds plotly.js from JupyterLab's and Notebook 7's URLs, and says so when it cannot; log axes read 10^k",
+    "the plot loader finds plotly.js from JupyterLab's and Notebook 7's URLs, and says so when it cannot; log axes read 10^k; dashed series",
   ignore: Boolean(missingChromium) && !isCI,
   sanitizeOps: false,
   sanitizeResources: false,
@@ -344,7 +344,16 @@ Deno.test({
       figureHtml(lineChart({ y: [1, 3, 2] }, { title: "t" }))
     }</body></html>`;
     const logHtml = `<!doctype html><html><head><meta charset="utf-8"></head><body>${
-      figureHtml(lineChart({ x: [1, 10, 100, 1000], y: [1e-12, 1e-9, 1e-6, 1e-3] }, { logX: true, logY: true }))
+      figureHtml(
+        lineChart([{ x: [1, 10, 100, 1000], y: [1e-12, 1e-9, 1e-6, 1e-3] }, {
+          x: [1, 1000],
+          y: [1e-6, 1e-6],
+          dash: "dash",
+        }], {
+          logX: true,
+          logY: true,
+        }),
+      )
     }</body></html>`;
     const asset = `${PLOTLY_ASSET_DIR}/${plotlyAssetName()}`;
     const fetched: string[] = [];
@@ -391,6 +400,13 @@ Deno.test({
       );
       if (!ticks.length || ticks.some((t) => /[pnμµm]$/.test(t) || !t.startsWith("10"))) {
         problems.push(`log-axis tick labels should be powers of ten: ${JSON.stringify(ticks)}`);
+      }
+      // The reference series is drawn dashed, the other solid.
+      const dashes = await logPage.evaluate(() =>
+        [...document.querySelectorAll(".scatterlayer .js-line")].map((p) => (p as SVGElement).style.strokeDasharray)
+      );
+      if (dashes.length !== 2 || dashes[0] !== "" || !/\d/.test(dashes[1])) {
+        problems.push(`expected one solid and one dashed line, got stroke-dasharray ${JSON.stringify(dashes)}`);
       }
       await logPage.close();
       // Nothing to fetch (unknown URL shape, local copy missing, CDN blocked): a message, not a blank area.
