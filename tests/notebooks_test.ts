@@ -137,3 +137,45 @@ Deno.test("plainMath flags chapter 5's old plain-text formulas and passes their 
   }
   assertEquals(plainMath(md("$q \\cdot k = \\sum_i q_i k_i$ and $W^O$, `h_t` in code, $$10000^{2i/d}$$")), []);
 });
+
+/** The exercises a chapter's stub file defines: "Exercise N.M" in the JSDoc before each exported function. */
+function chapterExercises(chapter: string): { file: string; exercises: { id: string; fn: string }[] } | undefined {
+  const file = [...Deno.readDirSync(`${ROOT}/exercises`)].map((e) => e.name)
+    .find((n) => n.startsWith(`ch${chapter}_`) && n.endsWith(".ts") && !n.endsWith("_test.ts"));
+  if (!file) return undefined;
+  const src = Deno.readTextFileSync(`${ROOT}/exercises/${file}`);
+  const exercises = [...src.matchAll(/Exercise (\d+\.\d+):[\s\S]*?export function (\w+)/g)]
+    .map((m) => ({ id: m[1], fn: m[2] }));
+  return { file, exercises };
+}
+
+Deno.test("each chapter opens with its learning objectives and links each exercise where its topic is taught", () => {
+  const problems: string[] = [];
+  for (const f of notebookFiles()) {
+    const nb = JSON.parse(Deno.readTextFileSync(`${ROOT}/${f}`));
+    const md = nb.cells.map((c: { cell_type: string; source: string | string[] }) =>
+      c.cell_type === "markdown" ? (Array.isArray(c.source) ? c.source.join("") : c.source) : ""
+    );
+    const objectives = md.slice(0, 3).findIndex((s: string) => /^## Learning objectives$/m.test(s));
+    if (objectives < 0) {
+      problems.push(`${f}: no "## Learning objectives" cell among the first cells`);
+      continue;
+    }
+    if ((md[objectives].match(/^- /gm) ?? []).length < 3) problems.push(`${f}: fewer than 3 objectives`);
+    const chapter = f.match(/notebooks\/(\d\d)_/)![1];
+    const ex = chapterExercises(chapter);
+    if (!ex) continue;
+    for (const { id, fn } of ex.exercises) {
+      const link = `[\`${fn}\`](../exercises/${ex.file})`;
+      if (!md[objectives].includes(`| ${id} | ${link} |`)) {
+        problems.push(`${f}: exercise ${id} is not in the objectives`);
+      }
+      // Linked in a section that teaches it: a markdown cell with a heading, after the objectives.
+      const at = md.findIndex((s: string, i: number) =>
+        i > objectives && /^#{2,3} /m.test(s) && s.includes(`${id} ${link}`)
+      );
+      if (at < 0) problems.push(`${f}: exercise ${id} (${fn}) is not linked in the section that teaches it`);
+    }
+  }
+  assertEquals(problems, []);
+});
