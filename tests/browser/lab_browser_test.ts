@@ -319,7 +319,7 @@ Deno.test({
             errors: [...document.querySelectorAll(".output_error")].map((e) =>
               (e as HTMLElement).innerText.slice(0, 300)
             ),
-            notLoaded: document.body.innerText.includes("plotly.js is not loaded in this page"),
+            notLoaded: /plotly\.js (is not loaded in this page|could not be loaded)/.test(document.body.innerText),
             // deno-lint-ignore no-explicit-any
             executed: cells.filter((c: any) => typeof c.input_prompt_number === "number").length,
             codeCells: cells.length,
