@@ -197,8 +197,8 @@ function parseNumber(s: string): number {
 /**
  * Numbers a notebook's prose states about its run that the run contradicts.
  * A number in a markdown cell marked with {@link OUTPUT_MARK} must appear, to
- * the precision it is written with, among the numbers the outputs of the code
- * cells above it show (`0.13<!--out-->` holds if an output shows 0.1284 or
+ * the precision it is written with, among the numbers the outputs of the
+ * notebook's code cells show (`0.13<!--out-->` holds if an output shows 0.1284 or
  * 0.13; `1,148<!--out-->` needs 1148). Numbers that prose derives from
  * values (ratios, ranges) are better written by the code cell itself with
  * `lm.showMarkdown`.
@@ -207,12 +207,13 @@ function parseNumber(s: string): number {
  */
 export function checkProseNumbers(nb: Json): string[] {
   const problems: string[] = [];
+  const cells: Json[] = nb.cells ?? [];
   const seen: number[] = [];
-  (nb.cells ?? []).forEach((c: Json, i: number) => {
-    if (c.cell_type === "code") {
-      for (const m of outputText(c.outputs ?? []).matchAll(NUMBER)) seen.push(parseNumber(m[0]));
-      return;
-    }
+  for (const c of cells) {
+    if (c.cell_type !== "code") continue;
+    for (const m of outputText(c.outputs ?? []).matchAll(NUMBER)) seen.push(parseNumber(m[0]));
+  }
+  cells.forEach((c: Json, i: number) => {
     if (c.cell_type !== "markdown") return;
     for (const m of cellText(c.source).matchAll(MARKED)) {
       if (m[1] === undefined) {
@@ -233,8 +234,8 @@ export function checkProseNumbers(nb: Json): string[] {
           ? seen.reduce((a, b) => (Math.abs(b - claim) < Math.abs(a - claim) ? b : a))
           : undefined;
         problems.push(
-          `cell ${i}: the prose says ${m[1]}${m[2] ?? ""} but no output above shows it` +
-            (near !== undefined ? ` (nearest number shown: ${near})` : " (no output above shows any number)"),
+          `cell ${i}: the prose says ${m[1]}${m[2] ?? ""} but no output shows it` +
+            (near !== undefined ? ` (nearest number shown: ${near})` : " (no output shows any number)"),
         );
       }
     }
