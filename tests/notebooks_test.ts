@@ -189,3 +189,14 @@ Deno.test("each chapter opens with its learning objectives and links each exerci
   }
   assertEquals(problems, []);
 });
+
+Deno.test({
+  name: "chapter 0 executed with its outputs stays under 1 MB (plots load plotly.js instead of embedding it)",
+  ignore: !executed.some((n) => n.startsWith("00_")),
+  fn() {
+    const name = executed.find((n) => n.startsWith("00_"))!;
+    const bytes = Deno.statSync(`${EXECUTED_DIR}/${name}`).size;
+    assertGreater(1_000_000, bytes, `${name} with outputs is ${bytes} bytes`);
+    assertEquals(Deno.readTextFileSync(`${EXECUTED_DIR}/${name}`).includes("data-lmbook-plotly"), false);
+  },
+});
