@@ -116,10 +116,15 @@ export async function showHtml(html: string, options: { text?: string } = {}): P
 function cell(v: unknown, digits: number): string {
   if (typeof v === "number") {
     if (!Number.isFinite(v)) return String(v);
-    if (Number.isInteger(v)) return v.toLocaleString("en-US");
-    return Math.abs(v) >= 1e5 || (Math.abs(v) < 1e-3 && v !== 0)
-      ? v.toExponential(digits - 1)
-      : String(+v.toPrecision(digits));
+    if (Number.isInteger(v) && Math.abs(v) < 1e15) return v.toLocaleString("en-US");
+    const a = Math.abs(v);
+    // Plain decimals wherever they stay short (0.00064, not 6.400e-4; 123,457, not 1.235e+5); an exponent, without
+    // trailing zeros, only for the very small and the very large (1.2e-7).
+    if (a >= 1e15 || a < 1e-6) {
+      return v.toExponential(digits - 1).replace(/\.?0+e/, "e").replace("e+", "e");
+    }
+    if (a >= 1e5) return Math.round(v).toLocaleString("en-US");
+    return String(+v.toPrecision(digits));
   }
   return v === undefined || v === null ? "" : String(v);
 }
@@ -128,7 +133,10 @@ function cell(v: unknown, digits: number): string {
 export interface TableOptions {
   /** A caption above the table. */
   title?: string;
-  /** Significant digits for non-integer numbers (default 4). */
+  /**
+   * Significant digits for non-integer numbers (default 4): 0.00064, 3.142, 170; numbers of 100,000 and more are
+   * rounded to whole numbers with thousands separators; below 1e-6 or from 1e15 an exponent (1.2e-7).
+   */
   digits?: number;
   /** Column order (default: the keys of the rows, in first-seen order). */
   columns?: string[];

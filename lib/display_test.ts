@@ -1,4 +1,4 @@
-import { assert, assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
+import { assert, assertEquals, assertGreater, assertStringIncludes, assertThrows } from "@std/assert";
 import { escapeHtml, formatTable, inNotebook } from "./display.ts";
 import { ProgressBar } from "./progress.ts";
 import {
@@ -8,6 +8,8 @@ import {
   heatmap,
   histogram,
   lineChart,
+  plotlyAssetName,
+  plotlyCdnUrl,
   plotlyLibraryHtml,
   scatterChart,
   wrapTitle,
@@ -15,6 +17,21 @@ import {
 
 Deno.test("outside a notebook, inNotebook is false", () => {
   assertEquals(inNotebook(), false);
+});
+
+Deno.test("formatTable writes small and large numbers readably, with an exponent only at the extremes", () => {
+  const t = formatTable([
+    { v: 6.4e-4 },
+    { v: 0.012345 },
+    { v: 3.14159 },
+    { v: 123456.7 },
+    { v: 1.2e-7 },
+    { v: -2.5e-9 },
+    { v: 3e20 },
+    { v: 0 },
+  ]);
+  const values = t.split("\n").slice(2).map((l) => l.trim());
+  assertEquals(values, ["0.00064", "0.01235", "3.142", "123,457", "1.2e-7", "-2.5e-9", "3e20", "0"]);
 });
 
 Deno.test("formatTable aligns columns and formats numbers", () => {
@@ -61,6 +78,23 @@ Deno.test("long titles wrap to the figure's width instead of being cut off", () 
   assertEquals(wrapTitle("  spaced   words  "), ["spaced words"]);
 });
 
+Deno.test("axes label powers of ten as 10^k, never with SI prefixes (1p, 10n, 100μ)", () => {
+  const fig = lineChart({ y: [1e-12, 1e-3] }, { logY: true, logX: true });
+  for (const axis of ["xaxis", "yaxis"]) {
+    assertEquals((fig.layout[axis] as Record<string, unknown>).exponentformat, "power", axis);
+  }
+  assertEquals((heatmap([[1]]).layout.yaxis as Record<string, unknown>).exponentformat, "power");
+});
+
+Deno.test("a line chart's series can be dashed (a reference line), and a bad dash is named", () => {
+  const fig = lineChart([{ y: [1, 2] }, { y: [1, 1], dash: "dash" }, { y: [2, 2], dash: "solid" }]);
+  assertEquals(fig.data[0].line, undefined);
+  assertEquals(fig.data[1].line, { dash: "dash" });
+  assertEquals(fig.data[2].line, undefined);
+  // @ts-expect-error: not a dash style
+  assertThrows(() => lineChart({ y: [1], dash: "dashed" }), RangeError, 'series[0].dash must be "solid", "dash"');
+});
+
 Deno.test("chart builders reject bad input with the values named", () => {
   assertThrows(() => lineChart({ x: [1, 2, 3], y: [1, 2] }), RangeError, "x.length=3, y.length=2");
   assertThrows(() => heatmap([[1, 2], [3]]), RangeError, "z[1].length=1");
@@ -70,7 +104,18 @@ Deno.test("chart builders reject bad input with the values named", () => {
 Deno.test("figure HTML draws itself and escapes </script> in data", () => {
   const html = figureHtml(lineChart({ y: [1] }, { title: "</script><b>" }));
   assertEquals(html.includes("</script><b>"), false);
-  assertStringIncludes(html, "Plotly.newPlot");
+  assertStringIncludes(html, "newPlot");
+});
+
+Deno.test("figure HTML loads plotly.js itself (beside the notebook, else the CDN) and never embeds it", () => {
+  const html = figureHtml(lineChart({ y: [1, 2, 3] }));
+  assertGreater(5_000, html.length); // a few kB, not the 4.7 MB library
+  assertEquals(html.includes("data-lmbook-plotly"), false);
+  assertStringIncludes(html, `"lmbook_static/${plotlyAssetName()}"`);
+  assertStringIncludes(html, plotlyCdnUrl());
+  assertStringIncludes(html, '"files/"');
+  assertStringIncludes(html, "data-notebook-path"); // the classic notebook's page names the notebook's folder
+  assertStringIncludes(html, "(function (module, exports, define)"); // AMD loaders shielded
 });
 
 Deno.test("the plotly library HTML embeds plotly.js, shielded from AMD loaders", () => {

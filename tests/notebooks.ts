@@ -74,6 +74,69 @@ export interface NotebookRun {
 }
 
 /**
+ * Whether `jupyter kernelspec list --json` names a `deno` kernel: Jupyter's own
+ * answer, which covers every place it looks (user, `sys.prefix`, conda,
+ * `JUPYTER_PATH`, system) on every OS.
+ * @returns true when it does; false when it does not or cannot be asked.
+ */
+async function kernelRegisteredByJupyter(): Promise<boolean> {
+  try {
+    const out = await new Deno.Command("jupyter", {
+      args: ["kernelspec", "list", "--json"],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    if (!out.success) return false;
+    const specs = JSON.parse(new TextDecoder().decode(out.stdout))?.kernelspecs;
+    return Boolean(specs && typeof specs === "object" && "deno" in specs);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The `kernels` folders under the data paths `jupyter --paths --json` reports
+ * (they include `sys.prefix`, conda and `JUPYTER_PATH`); works where the
+ * `jupyter kernelspec` command is not installed.
+ * @returns the folders, or none when Jupyter cannot be asked.
+ */
+async function jupyterDataKernelDirs(): Promise<string[]> {
+  try {
+    const out = await new Deno.Command("jupyter", { args: ["--paths", "--json"], stdout: "piped", stderr: "null" })
+      .output();
+    if (!out.success) return [];
+    const data = JSON.parse(new TextDecoder().decode(out.stdout))?.data;
+    return Array.isArray(data) ? data.filter((d) => typeof d === "string").map((d) => join(d, "kernels")) : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The folders where Jupyter looks for kernels, for when `jupyter kernelspec`
+ * cannot be asked: `JUPYTER_DATA_DIR` and `JUPYTER_PATH`, the user's data
+ * folder (Linux, macOS, Windows), the active conda or virtual environment,
+ * and the system folders.
+ * @param env the environment (default: the process's).
+ * @returns the `kernels` folders, most specific first.
+ */
+export function kernelDirs(env: (name: string) => string | undefined = (n) => Deno.env.get(n)): string[] {
+  const home = env("HOME") ?? env("USERPROFILE") ?? "";
+  const data = [
+    env("JUPYTER_DATA_DIR"),
+    ...(env("JUPYTER_PATH") ?? "").split(Deno.build.os === "windows" ? ";" : ":"),
+    join(env("XDG_DATA_HOME") || join(home, ".local/share"), "jupyter"),
+    join(home, "Library/Jupyter"), // macOS
+    env("APPDATA") ? join(env("APPDATA")!, "jupyter") : undefined, // Windows
+    ...[env("CONDA_PREFIX"), env("VIRTUAL_ENV")].map((p) => p ? join(p, "share/jupyter") : undefined),
+    "/usr/local/share/jupyter",
+    "/usr/share/jupyter",
+    env("PROGRAMDATA") ? join(env("PROGRAMDATA")!, "jupyter") : undefined,
+  ].filter((d): d is string => Boolean(d));
+  return [...new Set(data.map((d) => join(d, "kernels")))];
+}
+
+/**
  * Whether Jupyter with the Deno kernel is available.
  * @returns a reason it is not, or undefined when it is.
  */
@@ -89,14 +152,10 @@ export async function jupyterMissing(): Promise<string | undefined> {
   } catch {
     return "`jupyter` is not on the PATH";
   }
-  const dirs = [
-    join(Deno.env.get("HOME") ?? "", ".local/share/jupyter/kernels/deno"),
-    "/usr/local/share/jupyter/kernels/deno",
-    "/usr/share/jupyter/kernels/deno",
-  ];
-  for (const d of dirs) {
+  if (await kernelRegisteredByJupyter()) return undefined;
+  for (const d of [...await jupyterDataKernelDirs(), ...kernelDirs()]) {
     try {
-      Deno.statSync(join(d, "kernel.json"));
+      Deno.statSync(join(d, "deno", "kernel.json"));
       return undefined;
     } catch { /* next */ }
   }
@@ -104,8 +163,121 @@ export async function jupyterMissing(): Promise<string | undefined> {
 }
 
 /**
- * Problems in an executed notebook: error outputs, and plots that a cell asked
- * for but that are not in the outputs.
+ * The mark that follows a number in a markdown cell when the number describes
+ * the run's output (see the README's contributor notes): `0.13<!--out-->`.
+ * Jupyter and the site hide HTML comments, so readers see only the number.
+ */
+export const OUTPUT_MARK = "<!--out-->";
+
+const MARKED = /([-−]?\d[\d,]*(?:\.\d+)?)(%|x|×)?\s*<!--\s*out\s*-->|<!--\s*out\s*-->/g;
+const NUMBER = /[-−]?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?/gi;
+
+function cellText(source: Json): string {
+  return Array.isArray(source) ? source.join("") : String(source ?? "");
+}
+
+/** The text a code cell's outputs show: streams, plain text, Markdown and HTML (tags removed); not plot data. */
+function outputText(outs: Json[]): string {
+  const parts: string[] = [];
+  for (const o of outs) {
+    if (o.output_type === "stream") parts.push(cellText(o.text));
+    const d = o.data ?? {};
+    for (const mime of ["text/plain", "text/markdown"]) if (d[mime] !== undefined) parts.push(cellText(d[mime]));
+    if (d["text/html"] !== undefined && !d["application/vnd.plotly.v1+json"]) {
+      parts.push(cellText(d["text/html"]).replace(/<[^>]+>/g, " "));
+    }
+  }
+  return parts.join("\n");
+}
+
+function parseNumber(s: string): number {
+  return Number(s.replace(/,/g, "").replace("−", "-"));
+}
+
+/**
+ * Numbers a notebook's prose states about its run that the run contradicts.
+ * A number in a markdown cell marked with {@link OUTPUT_MARK} must appear, to
+ * the precision it is written with, among the numbers the outputs of the
+ * notebook's code cells show (`0.13<!--out-->` holds if an output shows 0.1284 or
+ * 0.13; `1,148<!--out-->` needs 1148). Numbers that prose derives from
+ * values (ratios, ranges) are better written by the code cell itself with
+ * `lm.showMarkdown`.
+ * @param nb the executed notebook JSON.
+ * @returns one message per contradicted (or malformed) mark.
+ */
+export function checkProseNumbers(nb: Json): string[] {
+  const problems: string[] = [];
+  const cells: Json[] = nb.cells ?? [];
+  const seen: number[] = [];
+  for (const c of cells) {
+    if (c.cell_type !== "code") continue;
+    for (const m of outputText(c.outputs ?? []).matchAll(NUMBER)) seen.push(parseNumber(m[0]));
+  }
+  cells.forEach((c: Json, i: number) => {
+    if (c.cell_type !== "markdown") return;
+    for (const m of cellText(c.source).matchAll(MARKED)) {
+      if (m[1] === undefined) {
+        problems.push(
+          `cell ${i}: ${OUTPUT_MARK} must follow a number directly: ...${
+            m.input!.slice(Math.max(0, m.index! - 30), m.index! + 10)
+          }`,
+        );
+        continue;
+      }
+      const claim = parseNumber(m[1]);
+      const decimals = m[1].split(".")[1]?.length ?? 0;
+      const tolerance = 0.5 * 10 ** -decimals + 1e-9 * Math.abs(claim);
+      const scale = m[2] === "%" ? [claim, claim / 100] : [claim];
+      const ok = seen.some((x) => scale.some((c, k) => Math.abs(x - c) <= (k === 0 ? tolerance : tolerance / 100)));
+      if (!ok) {
+        const near = seen.length
+          ? seen.reduce((a, b) => (Math.abs(b - claim) < Math.abs(a - claim) ? b : a))
+          : undefined;
+        problems.push(
+          `cell ${i}: the prose says ${m[1]}${m[2] ?? ""} but no output shows it` +
+            (near !== undefined ? ` (nearest number shown: ${near})` : " (no output shows any number)"),
+        );
+      }
+    }
+  });
+  return problems;
+}
+
+/** Formula-like text that is not typeset: a caret or subscript on a symbol, a root, sum or product sign. */
+const PLAIN_MATH =
+  /(?<![\w`])[A-Za-z]\w{0,2}[\^_](?:\{|\(|[A-Za-z0-9]+\b)|[\d)]\^\(?\w|\w[²³]|\w ?· ?\w|[√Σ∏∑∂]|\b(?:sqrt|log|exp)\((?=[^)]*[a-z_]\))/g;
+
+/**
+ * Formulas a committed notebook writes as plain text in its markdown cells
+ * (`q·k = Σ q_i k_i`, `W^O`, `10000^(2i/d)`), which Jupyter and the site show
+ * as typed instead of typesetting them. Math (`$...$`, `$$...$$`), code spans
+ * and code blocks are skipped.
+ * @param nb the notebook JSON.
+ * @returns one message per cell with untypeset formulas.
+ */
+export function plainMath(nb: Json): string[] {
+  const problems: string[] = [];
+  (nb.cells ?? []).forEach((c: Json, i: number) => {
+    if (c.cell_type !== "markdown") return;
+    const text = cellText(c.source)
+      .replace(/^( {0,3})(```|~~~)[\s\S]*?^\1\2/gm, "")
+      .replace(/\$\$[\s\S]*?\$\$/g, "")
+      .replace(/\$[^$\n]+\$/g, "")
+      .replace(/(`+)[\s\S]*?\1/g, "")
+      .replace(/\]\([^)]*\)/g, "]") // link targets
+      .replace(/<[^>]+>/g, "");
+    const hits = [...text.matchAll(PLAIN_MATH)].map((m) => m[0]);
+    if (hits.length) {
+      problems.push(`cell ${i}: formulas as plain text (write them as $...$): ${[...new Set(hits)].join(", ")}`);
+    }
+  });
+  return problems;
+}
+
+/**
+ * Problems in an executed notebook: error outputs, plots that a cell asked
+ * for but that are not in the outputs, and marked numbers in the prose that
+ * the run contradicts ({@link checkProseNumbers}).
  * @param nb the executed notebook JSON.
  * @returns one message per problem.
  */
@@ -126,6 +298,7 @@ export function checkExecuted(nb: Json): string[] {
     const plots = outs.filter((o) => o.data?.["application/vnd.plotly.v1+json"]).length;
     if (plots < shows) problems.push(`cell ${i}: ${shows} plot(s) requested, ${plots} in the output`);
   });
+  problems.push(...checkProseNumbers(nb));
   return problems;
 }
 

@@ -1,5 +1,14 @@
-import { assertEquals, assertGreater } from "@std/assert";
-import { checkExecuted, checkNotebookSource, notebookFiles, ROOT } from "./notebooks.ts";
+import { assertEquals, assertGreater, assertStringIncludes } from "@std/assert";
+import {
+  checkExecuted,
+  checkNotebookSource,
+  checkProseNumbers,
+  EXECUTED_DIR,
+  kernelDirs,
+  notebookFiles,
+  plainMath,
+  ROOT,
+} from "./notebooks.ts";
 
 Deno.test("every committed notebook is nbformat 4, uses the Deno kernel, and has no outputs", () => {
   const files = notebookFiles();
@@ -33,4 +42,161 @@ Deno.test("checkExecuted catches error outputs and missing plots", () => {
     ],
   };
   assertEquals(checkExecuted(nb), ["cell 0: 1 plot(s) requested, 0 in the output", "cell 1: TypeError: boom"]);
+});
+
+Deno.test("kernelDirs: the Deno kernel is looked for on macOS, in conda and virtual environments and JUPYTER_PATH", () => {
+  const env: Record<string, string> = {
+    HOME: "/Users/ada",
+    CONDA_PREFIX: "/opt/conda/envs/lm",
+    JUPYTER_PATH: "/srv/a:/srv/b",
+    JUPYTER_DATA_DIR: "/data/jup",
+  };
+  const dirs = kernelDirs((n) => env[n]);
+  for (
+    const d of [
+      "/Users/ada/Library/Jupyter/kernels",
+      "/Users/ada/.local/share/jupyter/kernels",
+      "/opt/conda/envs/lm/share/jupyter/kernels",
+      "/srv/a/kernels",
+      "/srv/b/kernels",
+      "/data/jup/kernels",
+      "/usr/share/jupyter/kernels",
+    ]
+  ) {
+    if (!dirs.includes(d)) throw new Error(`kernelDirs() misses ${d}: ${JSON.stringify(dirs)}`);
+  }
+  assertEquals(dirs.indexOf("/data/jup/kernels"), 0); // JUPYTER_DATA_DIR first, as Jupyter does
+  assertEquals(new Set(dirs).size, dirs.length);
+});
+
+Deno.test("checkProseNumbers: a marked number must be shown by an output of the notebook, to its precision", () => {
+  const md = (source: string) => ({ cell_type: "markdown", source });
+  const code = (text: string) => ({
+    cell_type: "code",
+    source: "",
+    outputs: [{ output_type: "stream", name: "stdout", text }],
+  });
+  const nb = (...cells: unknown[]) => ({ cells });
+  assertEquals(
+    checkProseNumbers(nb(code("loss 0.1284, 1148 params"), md("about 0.13<!--out--> and 1,148<!--out-->"))),
+    [],
+  );
+  assertEquals(checkProseNumbers(nb(code("hit rate 0.853"), md("85%<!--out--> of the time"))), []);
+  const wrong = checkProseNumbers(nb(code("loss 0.1284"), md("a loss of 0.15<!--out-->")));
+  assertEquals(wrong.length, 1);
+  assertStringIncludes(wrong[0], "the prose says 0.15 but no output shows it (nearest number shown: 0.1284)");
+  // Prose may introduce a number that a later cell prints.
+  assertEquals(checkProseNumbers(nb(md("0.13<!--out-->"), code("0.13"))), []);
+  // Not a number inside a plot's data, and a mark must follow a number.
+  const plotOnly = {
+    cell_type: "code",
+    source: "",
+    outputs: [{
+      output_type: "display_data",
+      data: { "application/vnd.plotly.v1+json": { data: [{ y: [0.13] }] }, "text/html": "<div>0.13</div>" },
+    }],
+  };
+  assertEquals(checkProseNumbers(nb(plotOnly, md("0.13<!--out-->"))).length, 1);
+  assertStringIncludes(checkProseNumbers(nb(code("1"), md("nearly <!--out--> certain")))[0], "must follow a number");
+  // Unmarked numbers are not checked.
+  assertEquals(checkProseNumbers(nb(code("1"), md("p = 0.9 and 81 characters"))), []);
+});
+
+const executed = (() => {
+  try {
+    // Only copies executed from the current source: a stale copy says nothing about today's prose.
+    const fresh = (name: string) =>
+      Deno.statSync(`${EXECUTED_DIR}/${name}`).mtime! >= Deno.statSync(`${ROOT}/notebooks/${name}`).mtime!;
+    return [...Deno.readDirSync(EXECUTED_DIR)].filter((e) => /^\d\d_.*\.ipynb$/.test(e.name)).map((e) => e.name)
+      .filter((name) => {
+        try {
+          return fresh(name);
+        } catch {
+          return false;
+        }
+      }).sort();
+  } catch {
+    return [];
+  }
+})();
+
+Deno.test({
+  name: "the executed notebooks in build/executed/ state no marked number that their run contradicts",
+  ignore: executed.length === 0,
+  fn() {
+    const problems = executed.flatMap((name) =>
+      checkProseNumbers(JSON.parse(Deno.readTextFileSync(`${EXECUTED_DIR}/${name}`))).map((p) => `${name}: ${p}`)
+    );
+    assertEquals(problems, []);
+  },
+});
+
+Deno.test("every notebook typesets its formulas: none written as plain text in a markdown cell", () => {
+  const problems = notebookFiles().flatMap((f) =>
+    plainMath(JSON.parse(Deno.readTextFileSync(`${ROOT}/${f}`))).map((p) => `${f}: ${p}`)
+  );
+  assertEquals(problems, []);
+});
+
+Deno.test("plainMath flags chapter 5's old plain-text formulas and passes their LaTeX", () => {
+  const md = (source: string) => ({ cells: [{ cell_type: "markdown", source }] });
+  for (
+    const plain of ["q·k = Σ q_i k_i", "an output projection W^O", "sin(pos / 10000^(2i/d))", "minimising (w - 3)^2"]
+  ) {
+    assertEquals(plainMath(md(plain)).length, 1, plain);
+  }
+  assertEquals(plainMath(md("$q \\cdot k = \\sum_i q_i k_i$ and $W^O$, `h_t` in code, $$10000^{2i/d}$$")), []);
+});
+
+/** The exercises a chapter's stub file defines: "Exercise N.M" in the JSDoc before each exported function. */
+function chapterExercises(chapter: string): { file: string; exercises: { id: string; fn: string }[] } | undefined {
+  const file = [...Deno.readDirSync(`${ROOT}/exercises`)].map((e) => e.name)
+    .find((n) => n.startsWith(`ch${chapter}_`) && n.endsWith(".ts") && !n.endsWith("_test.ts"));
+  if (!file) return undefined;
+  const src = Deno.readTextFileSync(`${ROOT}/exercises/${file}`);
+  const exercises = [...src.matchAll(/Exercise (\d+\.\d+):[\s\S]*?export function (\w+)/g)]
+    .map((m) => ({ id: m[1], fn: m[2] }));
+  return { file, exercises };
+}
+
+Deno.test("each chapter opens with its learning objectives and links each exercise where its topic is taught", () => {
+  const problems: string[] = [];
+  for (const f of notebookFiles()) {
+    const nb = JSON.parse(Deno.readTextFileSync(`${ROOT}/${f}`));
+    const md = nb.cells.map((c: { cell_type: string; source: string | string[] }) =>
+      c.cell_type === "markdown" ? (Array.isArray(c.source) ? c.source.join("") : c.source) : ""
+    );
+    const objectives = md.slice(0, 3).findIndex((s: string) => /^## Learning objectives$/m.test(s));
+    if (objectives < 0) {
+      problems.push(`${f}: no "## Learning objectives" cell among the first cells`);
+      continue;
+    }
+    if ((md[objectives].match(/^- /gm) ?? []).length < 3) problems.push(`${f}: fewer than 3 objectives`);
+    const chapter = f.match(/notebooks\/(\d\d)_/)![1];
+    const ex = chapterExercises(chapter);
+    if (!ex) continue;
+    for (const { id, fn } of ex.exercises) {
+      const link = `[\`${fn}\`](../exercises/${ex.file})`;
+      if (!md[objectives].includes(`| ${id} | ${link} |`)) {
+        problems.push(`${f}: exercise ${id} is not in the objectives`);
+      }
+      // Linked in a section that teaches it: a markdown cell with a heading, after the objectives.
+      const at = md.findIndex((s: string, i: number) =>
+        i > objectives && /^#{2,3} /m.test(s) && s.includes(`${id} ${link}`)
+      );
+      if (at < 0) problems.push(`${f}: exercise ${id} (${fn}) is not linked in the section that teaches it`);
+    }
+  }
+  assertEquals(problems, []);
+});
+
+Deno.test({
+  name: "chapter 0 executed with its outputs stays under 1 MB (plots load plotly.js instead of embedding it)",
+  ignore: !executed.some((n) => n.startsWith("00_")),
+  fn() {
+    const name = executed.find((n) => n.startsWith("00_"))!;
+    const bytes = Deno.statSync(`${EXECUTED_DIR}/${name}`).size;
+    assertGreater(1_000_000, bytes, `${name} with outputs is ${bytes} bytes`);
+    assertEquals(Deno.readTextFileSync(`${EXECUTED_DIR}/${name}`).includes("data-lmbook-plotly"), false);
+  },
 });

@@ -183,7 +183,9 @@ export class MarkdownRenderer {
    * @returns HTML.
    */
   render(markdown: string): string {
-    const lines = markdown.replace(/\r\n?/g, "\n").replace(/[\uE000\uE001]/g, "").split("\n").map(expandTabs);
+    // HTML comments are invisible, as in Jupyter (the notebooks mark numbers that describe outputs with <!--out-->).
+    const lines = markdown.replace(/\r\n?/g, "\n").replace(/[\uE000\uE001]/g, "").replace(/<!--[\s\S]*?-->/g, "")
+      .split("\n").map(expandTabs);
     // Reference definitions: [name]: url "title" (outside fenced code).
     const kept: string[] = [];
     let fence: string | null = null;

@@ -312,3 +312,31 @@ Deno.test("renderSite --from-executed: a missing or stale executed copy gives a 
     await Deno.remove(tmp, { recursive: true });
   }
 });
+
+Deno.test("markdown: HTML comments (the <!--out--> marks on numbers) are hidden, as in Jupyter", () => {
+  const html = markdownToHtml("The loss falls to 1.93<!--out--> nats.<!-- a note\nover lines -->");
+  assertEquals(html.includes("out--"), false, html);
+  assertEquals(html.includes("&lt;!--"), false, html);
+  assertStringIncludes(html, "1.93 nats.");
+});
+
+Deno.test("math: every formula in every chapter's markdown is typeset by KaTeX without an error", () => {
+  const counts: Record<string, number> = {};
+  const errors: string[] = [];
+  for (const e of [...Deno.readDirSync(join(ROOT, "notebooks"))].filter((e) => /^\d\d_.*\.ipynb$/.test(e.name))) {
+    const nb = JSON.parse(Deno.readTextFileSync(join(ROOT, "notebooks", e.name)));
+    const md = new MarkdownRenderer({
+      math: (tex, display) => renderMath(tex, display, (p) => errors.push(`${e.name}: ${p.tex}: ${p.message}`)),
+    });
+    let html = "";
+    for (const c of nb.cells) {
+      if (c.cell_type === "markdown") html += md.render(Array.isArray(c.source) ? c.source.join("") : c.source);
+    }
+    counts[e.name] = (html.match(/<math\b/g) ?? []).length;
+    assertFalse(/\$[^$\s][^$]*\$/.test(html.replace(/<[^>]+>/g, "")), `${e.name}: a $...$ was left untypeset`);
+  }
+  assertEquals(errors, []);
+  // Chapter 5, the most formula-heavy, typesets its attention formulas.
+  const ch5 = Object.entries(counts).find(([n]) => n.startsWith("05_"));
+  assert(ch5 && ch5[1] >= 20, `chapter 5 typesets only ${ch5?.[1]} formulas`);
+});

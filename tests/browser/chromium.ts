@@ -126,7 +126,7 @@ export interface CheckPageOptions {
 
 /** Text that means a cell failed or a plot could not be drawn, wherever it appears on a page. */
 export const ERROR_TEXT =
-  /plotly\.js is not loaded in this page|This plot could not be drawn|Uncaught \w*Error|Traceback \(most recent call last\)/;
+  /plotly\.js is not loaded in this page|plotly\.js could not be loaded|This plot could not be drawn|Uncaught \w*Error|Traceback \(most recent call last\)/;
 
 /** Elements the site renders for cell errors, failed chapters and failed plots. */
 export const ERROR_SELECTOR = ".output-error, .stderr-error, .render-failed, .lmbook-plot-failed";
