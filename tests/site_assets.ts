@@ -71,6 +71,7 @@ code, pre { font-family: var(--mono); font-size: 0.875em; }
   padding: 0.6rem 1.5rem; background: rgba(255,255,255,0.95); border-bottom: 1px solid var(--border); }
 .brand { font-weight: 700; font-size: 1.1rem; color: var(--text); letter-spacing: 0.02em; }
 .crumb { color: var(--muted); font-size: 0.9rem; }
+.api-link { margin-left: auto; font-size: 0.9rem; }
 
 .layout { display: grid; grid-template-columns: 17rem minmax(0, 1fr); max-width: 82rem; margin: 0 auto; }
 .sidebar { position: sticky; top: 3rem; align-self: start; max-height: calc(100vh - 3rem); overflow-y: auto;
