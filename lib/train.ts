@@ -50,7 +50,7 @@
  *
  * @module
  */
-import * as tf from "@tensorflow/tfjs";
+import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
 import { type AdamWStep, fusedAdamW, wasmSimdReady } from "./wasm_simd.ts";
 import { ProgressBar } from "./progress.ts";
