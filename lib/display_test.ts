@@ -1,4 +1,4 @@
-import { assert, assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
+import { assert, assertEquals, assertGreater, assertStringIncludes, assertThrows } from "@std/assert";
 import { escapeHtml, formatTable, inNotebook } from "./display.ts";
 import { ProgressBar } from "./progress.ts";
 import {
@@ -8,6 +8,8 @@ import {
   heatmap,
   histogram,
   lineChart,
+  plotlyAssetName,
+  plotlyCdnUrl,
   plotlyLibraryHtml,
   scatterChart,
   wrapTitle,
@@ -70,7 +72,18 @@ Deno.test("chart builders reject bad input with the values named", () => {
 Deno.test("figure HTML draws itself and escapes </script> in data", () => {
   const html = figureHtml(lineChart({ y: [1] }, { title: "</script><b>" }));
   assertEquals(html.includes("</script><b>"), false);
-  assertStringIncludes(html, "Plotly.newPlot");
+  assertStringIncludes(html, "newPlot");
+});
+
+Deno.test("figure HTML loads plotly.js itself (beside the notebook, else the CDN) and never embeds it", () => {
+  const html = figureHtml(lineChart({ y: [1, 2, 3] }));
+  assertGreater(5_000, html.length); // a few kB, not the 4.7 MB library
+  assertEquals(html.includes("data-lmbook-plotly"), false);
+  assertStringIncludes(html, `"lmbook_static/${plotlyAssetName()}"`);
+  assertStringIncludes(html, plotlyCdnUrl());
+  assertStringIncludes(html, '"files/"');
+  assertStringIncludes(html, "data-notebook-path"); // the classic notebook's page names the notebook's folder
+  assertStringIncludes(html, "(function (module, exports, define)"); // AMD loaders shielded
 });
 
 Deno.test("the plotly library HTML embeds plotly.js, shielded from AMD loaders", () => {

@@ -5,10 +5,13 @@
  * {@link histogram}, {@link heatmap}) return a plain {@link Figure}; {@link show}
  * displays it. In the Deno kernel a figure is shown as the
  * `application/vnd.plotly.v1+json` bundle (rendered natively by front ends
- * that know it) plus a `text/html` fallback that renders by itself: the first
- * plot of a kernel session embeds plotly.js (from `npm:plotly.js-dist`), like
- * plotly.py's offline mode, and later plots reuse it. Outside a notebook,
- * `show` prints a one-line summary instead.
+ * that know it) plus a `text/html` fallback that renders by itself: each plot
+ * carries a small loader that fetches plotly.js (from `npm:plotly.js-dist`,
+ * minified and written beside the notebook in `lmbook_static/`, which Jupyter
+ * serves under `files/`; the CDN copy when that fails), so plots still render
+ * after a page reload or in a saved notebook reopened with a new server, and a
+ * saved notebook stays small. Outside a notebook, `show` prints a one-line
+ * summary instead.
  *
  * @module
  */
@@ -306,12 +309,66 @@ export async function plotlyMinifiedSource(): Promise<string> {
   return minified;
 }
 
-let libraryShipped = false;
+/**
+ * Where plotly.js is written beside the notebooks, relative to the kernel's
+ * working directory (the notebook's folder): Jupyter serves it from there
+ * under `files/`, so every plot output can load it by URL, in this page,
+ * after a reload and in a saved notebook reopened later.
+ */
+export const PLOTLY_ASSET_DIR = "lmbook_static";
+
+/**
+ * The file name of the minified plotly.js that plot outputs load.
+ * @returns e.g. `plotly-3.1.1.min.js`.
+ */
+export function plotlyAssetName(): string {
+  return `plotly-${plotlyVersion()}.min.js`;
+}
+
+/**
+ * The public CDN copy of the same plotly.js version, the loader's last resort
+ * (used only when the local copy cannot be reached and the machine is online).
+ * @returns the URL.
+ */
+export function plotlyCdnUrl(): string {
+  return `https://cdn.plot.ly/plotly-${plotlyVersion()}.min.js`;
+}
+
+let assetReady: string | undefined;
+
+/**
+ * Writes the minified plotly.js to `dir/lmbook_static/plotly-VERSION.min.js`
+ * when it is not there yet (chapter 0: {@link show} calls it once per kernel
+ * session; `deno task lab` calls it before Jupyter starts). Without permission
+ * to write, nothing is written and the plots fall back to the CDN copy.
+ * @param dir the folder Jupyter serves the notebooks from (default: the
+ *   working directory, which the kernel sets to the notebook's folder).
+ * @returns the file's path, or undefined when it could not be written.
+ */
+export async function ensurePlotlyAsset(dir: string = Deno.cwd()): Promise<string | undefined> {
+  const path = `${dir}/${PLOTLY_ASSET_DIR}/${plotlyAssetName()}`;
+  if (assetReady === path) return path;
+  try {
+    if ((await Deno.stat(path)).size > 0) return assetReady = path;
+  } catch { /* not there yet */ }
+  if (!granted({ name: "write", path: dir })) return undefined;
+  try {
+    await Deno.mkdir(`${dir}/${PLOTLY_ASSET_DIR}`, { recursive: true });
+    const tmp = `${path}.${Deno.pid}.tmp`;
+    await Deno.writeTextFile(tmp, await plotlyMinifiedSource());
+    await Deno.rename(tmp, path); // atomic: two kernels never serve half a file
+    return assetReady = path;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * The `<script>` element that defines `window.Plotly`, wrapped so that an AMD
  * loader in the page (classic Jupyter has require.js) does not capture it.
  * Marked with `data-lmbook-plotly` so a site renderer can swap it for a file.
+ * Plot outputs no longer embed it (see {@link figureHtml}); it serves pages
+ * that want the library inline, e.g. a self-contained HTML export.
  * @param library the library's source (default: the full, unminified copy).
  * @returns the HTML.
  */
@@ -321,10 +378,60 @@ export function plotlyLibraryHtml(library: string = plotlySource()): string {
     `</script>`;
 }
 
+/**
+ * The loader every plot output carries (about 1.5 kB): once per page it looks
+ * for plotly.js at, in order, `window.LMBOOK_PLOTLY_URL` (a host may set it),
+ * the copy Jupyter serves beside the notebook (`<base>files/<notebook's
+ * folder>/lmbook_static/plotly-VERSION.min.js`, the folder taken from the
+ * classic notebook's `data-notebook-path` or from the page's URL in
+ * JupyterLab and Notebook 7), and the CDN; it runs the first it can fetch with
+ * AMD loaders shielded, and resolves `window.__lmbookPlotly` either way.
+ */
+function loaderJs(): string {
+  const rel = JSON.stringify(`${PLOTLY_ASSET_DIR}/${plotlyAssetName()}`);
+  const cdn = JSON.stringify(plotlyCdnUrl());
+  return String.raw`function lmbookPlotly() {
+var w = window; if (w.Plotly) return Promise.resolve(w.Plotly);
+if (w.__lmbookPlotly) return w.__lmbookPlotly;
+var urls = [], tried = [], b = document.body;
+if (w.LMBOOK_PLOTLY_URL) urls.push(w.LMBOOK_PLOTLY_URL);
+var base = b && b.getAttribute("data-base-url"), nb = b && b.getAttribute("data-notebook-path");
+if (base !== null && nb !== null && base !== undefined && nb !== undefined) {
+  var dir = nb.split("/").slice(0, -1).map(encodeURIComponent).join("/");
+  urls.push(base.replace(/\/?$/, "/") + "files/" + (dir ? dir + "/" : "") + ${rel});
+}
+var m = /^(.*?\/)(?:notebooks|lab\/tree|lab\/workspaces\/[^/]+\/tree|doc\/tree|doc\/workspaces\/[^/]+\/tree|edit)\/((?:[^/]*\/)*)[^/]*$/.exec(location.pathname);
+if (m && /^https?:$/.test(location.protocol)) urls.push(m[1] + "files/" + m[2] + ${rel});
+urls.push(${cdn});
+urls = urls.filter(function (u, i) { return urls.indexOf(u) === i; });
+function next(i) {
+  if (w.Plotly) return Promise.resolve(w.Plotly);
+  if (i >= urls.length) return Promise.reject(new Error(tried.join("; ")));
+  return fetch(urls[i], { credentials: "same-origin" }).then(function (r) {
+    if (!r.ok) throw new Error(r.status + " " + r.statusText);
+    return r.text();
+  }).then(function (src) {
+    var s = document.createElement("script");
+    s.text = "if (!window.Plotly) { (function (module, exports, define) {\n" + src + "\n}).call(window); }";
+    document.head.appendChild(s);
+    if (!w.Plotly) throw new Error("it did not define window.Plotly");
+    return w.Plotly;
+  }).catch(function (e) { tried.push(urls[i] + ": " + (e && e.message ? e.message : e)); return next(i + 1); });
+}
+w.__lmbookPlotly = next(0);
+w.__lmbookPlotly.catch(function () { w.__lmbookPlotly = undefined; });
+return w.__lmbookPlotly;
+}`;
+}
+
 let counter = 0;
 
 /**
- * The self-rendering HTML of a figure (without the library).
+ * The self-rendering HTML of a figure: a `<div>` and a small script that
+ * draws into it with the page's plotly.js, loading the library first when the
+ * page has none (from the copy beside the notebook, else the CDN). No output
+ * embeds the library, so a saved notebook stays small and every plot renders
+ * by itself after a reload or in a reopened notebook.
  * @param fig the figure.
  * @returns a `<div>` and the `<script>` that draws into it.
  */
@@ -333,16 +440,18 @@ export function figureHtml(fig: Figure): string {
   const json = JSON.stringify({ ...fig, config: { responsive: true, ...fig.config } })
     .replace(/</g, "\\u003c");
   const height = (fig.layout.height as number | undefined) ?? 420;
+  const failure = JSON.stringify(
+    '<p style="color:#a00">plotly.js could not be loaded, so this plot cannot be drawn. ' +
+      "Run this cell again (it writes plotly.js beside the notebook, in " + PLOTLY_ASSET_DIR +
+      "/), or open the notebook with <code>deno task lab</code>. Tried: ",
+  );
   return `<div id="${id}" class="lmbook-plot" style="width:100%;min-height:${height}px"></div>` +
-    `<script type="text/javascript">(function () {` +
+    `<script type="text/javascript">(function () {\n${loaderJs()}\n` +
     `var el = document.getElementById(${JSON.stringify(id)}); var fig = ${json};` +
-    `if (window.Plotly) { window.Plotly.newPlot(el, fig.data, fig.layout, fig.config); }` +
-    ` else { el.innerHTML = ${
-      JSON.stringify(
-        '<p style="color:#a00">plotly.js is not loaded in this page: it comes with the first plot ' +
-          "of a kernel session. Restart the kernel and run all cells.</p>",
-      )
-    }; }` +
+    `lmbookPlotly().then(function (P) { return P.newPlot(el, fig.data, fig.layout, fig.config); },` +
+    ` function (e) { var p = document.createElement("div"); p.innerHTML = ${failure};` +
+    ` p.firstChild.appendChild(document.createTextNode(String(e && e.message ? e.message : e)));` +
+    ` el.style.minHeight = ""; el.replaceChildren(p); });` +
     `})();</script>`;
 }
 
@@ -366,8 +475,8 @@ export async function show(fig: Figure): Promise<void> {
     await display({ "text/plain": describeFigure(fig) });
     return;
   }
-  const html = (libraryShipped ? "" : plotlyLibraryHtml(await plotlyMinifiedSource())) + figureHtml(fig);
-  libraryShipped = true;
+  await ensurePlotlyAsset();
+  const html = figureHtml(fig);
   await display({
     "application/vnd.plotly.v1+json": { data: fig.data, layout: fig.layout, config: fig.config ?? {} },
     "text/html": html,

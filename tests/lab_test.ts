@@ -8,6 +8,13 @@
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { join } from "node:path";
 import { ROOT } from "./notebooks.ts";
+import { PLOTLY_ASSET_DIR, plotlyAssetName } from "../lib/plot.ts";
+
+async function denoDir(): Promise<string> {
+  const out = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"], stdout: "piped", stderr: "null" })
+    .output();
+  return JSON.parse(new TextDecoder().decode(out.stdout)).denoDir;
+}
 
 interface LabRun {
   code: number;
@@ -44,7 +51,8 @@ async function runLab(fake: "none" | "classic" | "lab", kernel: boolean): Promis
     args: ["run", "-A", join(ROOT, "tools/lab.ts"), "--no-browser"],
     cwd: ROOT,
     // Only the stand-in on the PATH: a real Jupyter in /usr/bin must not be found.
-    env: { HOME: home, PATH: bin, NO_COLOR: "1" },
+    // The real Deno cache (the temporary HOME would have none, and the npm registry may be out of reach).
+    env: { HOME: home, PATH: bin, NO_COLOR: "1", DENO_DIR: await denoDir() },
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -79,6 +87,13 @@ Deno.test("deno task lab registers a missing Deno kernel, then opens the classic
     assert(open, `jupyter notebook was not started; calls: ${r.calls.join(" | ")}`);
     assertStringIncludes(open, `--notebook-dir=${join(ROOT, "notebooks")}`);
     assertStringIncludes(open, "--no-browser"); // extra arguments reach Jupyter
+    // The dependencies are set up before Jupyter starts, in one line: no per-package "Initialize" lines and no
+    // lifecycle-script warning from Deno in the server's log.
+    assertStringIncludes(r.out, "Setting up the workbook's dependencies");
+    assert(!/Initialize|Warning|build scripts/.test(r.out), r.out);
+    // The plotly.js copy that every plot output loads from Jupyter's files/ URL.
+    const asset = join(ROOT, "notebooks", PLOTLY_ASSET_DIR, plotlyAssetName());
+    assert((await Deno.stat(asset)).size > 1_000_000, `no plotly.js at ${asset}`);
   } finally {
     await Deno.remove(r.home, { recursive: true });
   }

@@ -74,6 +74,69 @@ export interface NotebookRun {
 }
 
 /**
+ * Whether `jupyter kernelspec list --json` names a `deno` kernel: Jupyter's own
+ * answer, which covers every place it looks (user, `sys.prefix`, conda,
+ * `JUPYTER_PATH`, system) on every OS.
+ * @returns true when it does; false when it does not or cannot be asked.
+ */
+async function kernelRegisteredByJupyter(): Promise<boolean> {
+  try {
+    const out = await new Deno.Command("jupyter", {
+      args: ["kernelspec", "list", "--json"],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    if (!out.success) return false;
+    const specs = JSON.parse(new TextDecoder().decode(out.stdout))?.kernelspecs;
+    return Boolean(specs && typeof specs === "object" && "deno" in specs);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The `kernels` folders under the data paths `jupyter --paths --json` reports
+ * (they include `sys.prefix`, conda and `JUPYTER_PATH`); works where the
+ * `jupyter kernelspec` command is not installed.
+ * @returns the folders, or none when Jupyter cannot be asked.
+ */
+async function jupyterDataKernelDirs(): Promise<string[]> {
+  try {
+    const out = await new Deno.Command("jupyter", { args: ["--paths", "--json"], stdout: "piped", stderr: "null" })
+      .output();
+    if (!out.success) return [];
+    const data = JSON.parse(new TextDecoder().decode(out.stdout))?.data;
+    return Array.isArray(data) ? data.filter((d) => typeof d === "string").map((d) => join(d, "kernels")) : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The folders where Jupyter looks for kernels, for when `jupyter kernelspec`
+ * cannot be asked: `JUPYTER_DATA_DIR` and `JUPYTER_PATH`, the user's data
+ * folder (Linux, macOS, Windows), the active conda or virtual environment,
+ * and the system folders.
+ * @param env the environment (default: the process's).
+ * @returns the `kernels` folders, most specific first.
+ */
+export function kernelDirs(env: (name: string) => string | undefined = (n) => Deno.env.get(n)): string[] {
+  const home = env("HOME") ?? env("USERPROFILE") ?? "";
+  const data = [
+    env("JUPYTER_DATA_DIR"),
+    ...(env("JUPYTER_PATH") ?? "").split(Deno.build.os === "windows" ? ";" : ":"),
+    join(env("XDG_DATA_HOME") || join(home, ".local/share"), "jupyter"),
+    join(home, "Library/Jupyter"), // macOS
+    env("APPDATA") ? join(env("APPDATA")!, "jupyter") : undefined, // Windows
+    ...[env("CONDA_PREFIX"), env("VIRTUAL_ENV")].map((p) => p ? join(p, "share/jupyter") : undefined),
+    "/usr/local/share/jupyter",
+    "/usr/share/jupyter",
+    env("PROGRAMDATA") ? join(env("PROGRAMDATA")!, "jupyter") : undefined,
+  ].filter((d): d is string => Boolean(d));
+  return [...new Set(data.map((d) => join(d, "kernels")))];
+}
+
+/**
  * Whether Jupyter with the Deno kernel is available.
  * @returns a reason it is not, or undefined when it is.
  */
@@ -89,14 +152,10 @@ export async function jupyterMissing(): Promise<string | undefined> {
   } catch {
     return "`jupyter` is not on the PATH";
   }
-  const dirs = [
-    join(Deno.env.get("HOME") ?? "", ".local/share/jupyter/kernels/deno"),
-    "/usr/local/share/jupyter/kernels/deno",
-    "/usr/share/jupyter/kernels/deno",
-  ];
-  for (const d of dirs) {
+  if (await kernelRegisteredByJupyter()) return undefined;
+  for (const d of [...await jupyterDataKernelDirs(), ...kernelDirs()]) {
     try {
-      Deno.statSync(join(d, "kernel.json"));
+      Deno.statSync(join(d, "deno", "kernel.json"));
       return undefined;
     } catch { /* next */ }
   }

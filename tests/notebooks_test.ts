@@ -1,5 +1,5 @@
 import { assertEquals, assertGreater } from "@std/assert";
-import { checkExecuted, checkNotebookSource, notebookFiles, ROOT } from "./notebooks.ts";
+import { checkExecuted, checkNotebookSource, kernelDirs, notebookFiles, ROOT } from "./notebooks.ts";
 
 Deno.test("every committed notebook is nbformat 4, uses the Deno kernel, and has no outputs", () => {
   const files = notebookFiles();
@@ -33,4 +33,29 @@ Deno.test("checkExecuted catches error outputs and missing plots", () => {
     ],
   };
   assertEquals(checkExecuted(nb), ["cell 0: 1 plot(s) requested, 0 in the output", "cell 1: TypeError: boom"]);
+});
+
+Deno.test("kernelDirs: the Deno kernel is looked for on macOS, in conda and virtual environments and JUPYTER_PATH", () => {
+  const env: Record<string, string> = {
+    HOME: "/Users/ada",
+    CONDA_PREFIX: "/opt/conda/envs/lm",
+    JUPYTER_PATH: "/srv/a:/srv/b",
+    JUPYTER_DATA_DIR: "/data/jup",
+  };
+  const dirs = kernelDirs((n) => env[n]);
+  for (
+    const d of [
+      "/Users/ada/Library/Jupyter/kernels",
+      "/Users/ada/.local/share/jupyter/kernels",
+      "/opt/conda/envs/lm/share/jupyter/kernels",
+      "/srv/a/kernels",
+      "/srv/b/kernels",
+      "/data/jup/kernels",
+      "/usr/share/jupyter/kernels",
+    ]
+  ) {
+    if (!dirs.includes(d)) throw new Error(`kernelDirs() misses ${d}: ${JSON.stringify(dirs)}`);
+  }
+  assertEquals(dirs.indexOf("/data/jup/kernels"), 0); // JUPYTER_DATA_DIR first, as Jupyter does
+  assertEquals(new Set(dirs).size, dirs.length);
 });
