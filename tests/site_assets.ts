@@ -10,12 +10,14 @@
  *
  * @module
  */
+import { FIT_FIGURE_JS } from "../lib/plot_fit.ts";
 
 /** The pages' script. */
-export const SITE_JS =
+export const SITE_JS: string =
   `// lmbook site: draws the plots of this page with plotly.js (loaded from a file beside the page).
 (function () {
   "use strict";
+  ${FIT_FIGURE_JS.replaceAll("\n", "\n  ")}
   var root = document.documentElement;
   function done() { root.setAttribute("data-plots", "done"); }
   function fail(el, message) {
@@ -43,11 +45,18 @@ export const SITE_JS =
       return Promise.resolve();
     }
     var config = Object.assign({ responsive: true, displaylogo: false }, fig.config || {});
+    // A chart's width is a maximum: the figure fills the column and shrinks with it (phones).
+    var layout = lmbookFit(el, Object.assign({}, fig.layout));
     return Promise.resolve()
-      .then(function () { return window.Plotly.newPlot(el, fig.data, fig.layout || {}, config); })
+      .then(function () { return window.Plotly.newPlot(el, fig.data, layout, config); })
       .catch(function (e) { fail(el, "plotly: " + (e && e.message ? e.message : e)); });
   });
   Promise.all(jobs).then(done, done);
+  var pending = 0;
+  window.addEventListener("resize", function () {
+    clearTimeout(pending);
+    pending = setTimeout(function () { plots.forEach(lmbookRefit); }, 150);
+  });
 })();
 `;
 
