@@ -23,7 +23,7 @@
  *
  * @module
  */
-import * as tf from "@tensorflow/tfjs";
+import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
 import { layerNormFused } from "./kernels.ts";
 

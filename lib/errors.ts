@@ -15,7 +15,10 @@
  * ```
  */
 export class NotImplementedError extends Error {
-  /** @param what the name of the function that still needs writing. */
+  /**
+   * Creates the error for the function `what`.
+   * @param what the name of the function that still needs writing.
+   */
   constructor(what: string) {
     super(`not attempted: ${what} is not implemented yet`);
     this.name = "NotImplementedError";

@@ -30,7 +30,7 @@
  *
  * @module
  */
-import * as tf from "@tensorflow/tfjs";
+import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
 import { BOS_ID, EOS_ID } from "./vocab.ts";
 import { crossEntropyFromLogits, linear } from "./kernels.ts";

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import * as tf from "@tensorflow/tfjs";
+import * as tf from "./tf.ts";
 import { NotImplementedError } from "./errors.ts";
 
 /** Options of {@link graded}. */

@@ -36,7 +36,7 @@
  *
  * @module
  */
-import * as tf from "@tensorflow/tfjs";
+import * as tf from "./tf.ts";
 import {
   fusedCrossEntropyGrad,
   fusedGatherRows,

@@ -492,12 +492,13 @@ export function sampleTokens(
  * ```
  */
 export class UniformModel implements LanguageModel {
-  /** @inheritdoc */
+  /** A display name, e.g. "uniform over 4". */
   readonly name: string;
-  /** @inheritdoc */
+  /** It reads no context: 0. */
   readonly contextSize = 0;
 
   /**
+   * Creates the uniform model over `vocabSize` ids.
    * @param vocabSize number of token ids (a positive integer).
    * @throws {RangeError} when vocabSize is not a positive integer.
    */
@@ -511,6 +512,7 @@ export class UniformModel implements LanguageModel {
   }
 
   /**
+   * The log-probability of any id: ln(1 / vocabSize).
    * @param word the next token's id.
    * @param _context ignored.
    * @returns ln(1 / vocabSize).
@@ -525,6 +527,7 @@ export class UniformModel implements LanguageModel {
   }
 
   /**
+   * The uniform next-token distribution.
    * @param _context ignored.
    * @returns the uniform distribution.
    */

@@ -145,16 +145,17 @@ function checkWeight(weight: number): void {
  * ```
  */
 export class MixtureModel implements LanguageModel {
-  /** @inheritdoc */
+  /** A display name (by default the weight and both models' names). */
   readonly name: string;
-  /** @inheritdoc */
+  /** The vocabulary size both models share. */
   readonly vocabSize: number;
-  /** @inheritdoc (the larger of the two) */
+  /** How many preceding ids it reads: the larger context size of the two models. */
   readonly contextSize: number;
   /** λ, the weight of model A. */
   readonly weight: number;
 
   /**
+   * Mixes two models with weight λ on A.
    * @param a model A.
    * @param b model B (same vocabulary size).
    * @param options λ, the weight of A, in [0, 1]; a display name.
@@ -202,6 +203,7 @@ export class MixtureModel implements LanguageModel {
   }
 
   /**
+   * The mixture's log-probability of the next id.
    * @param word the next token's id.
    * @param context the preceding ids.
    * @returns ln(λ P_A + (1 - λ) P_B).
@@ -215,6 +217,7 @@ export class MixtureModel implements LanguageModel {
   }
 
   /**
+   * The mixture's next-token distribution.
    * @param context the preceding ids.
    * @returns λ P_A + (1 - λ) P_B, element by element.
    */

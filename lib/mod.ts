@@ -49,4 +49,4 @@ export * from "./bpe_stream.ts";
 export * from "./scaling.ts";
 
 /** TensorFlow.js, re-exported so notebooks and exercises import one library. */
-export * as tf from "@tensorflow/tfjs";
+export * as tf from "./tf.ts";

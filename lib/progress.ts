@@ -71,6 +71,7 @@ export class ProgressBar {
   #finished = false;
 
   /**
+   * Creates a bar for `total` steps; it draws on the first tick.
    * @param total the number of steps (a positive integer).
    * @param options label, unit, output and redraw interval.
    * @throws {RangeError} when `total` is not a positive integer.
@@ -89,12 +90,12 @@ export class ProgressBar {
     this.#start = this.#now();
   }
 
-  /** @returns seconds since the bar was created. */
+  /** Returns seconds since the bar was created. */
   elapsed(): number {
     return (this.#now() - this.#start) / 1000;
   }
 
-  /** @returns steps per second so far. */
+  /** Returns steps per second so far. */
   rate(): number {
     const e = this.elapsed();
     return e > 0 ? this.count / e : 0;

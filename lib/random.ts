@@ -44,6 +44,7 @@ export class Rng {
   #spare: number | null = null;
 
   /**
+   * Creates a generator whose stream is fixed by `seed`.
    * @param seed any safe integer; the same seed gives the same stream.
    * @throws {RangeError} when `seed` is not a safe integer.
    */
@@ -61,7 +62,7 @@ export class Rng {
     for (let i = 0; i < 12; i++) this.uint32();
   }
 
-  /** @returns a uniform 32-bit unsigned integer. */
+  /** Returns a uniform 32-bit unsigned integer. */
   uint32(): number {
     const t = (((this.#a + this.#b) >>> 0) + this.#d) >>> 0;
     this.#d = (this.#d + 1) >>> 0;
@@ -72,7 +73,7 @@ export class Rng {
     return t;
   }
 
-  /** @returns a uniform float in [0, 1) with 53 random bits. */
+  /** Returns a uniform float in [0, 1) with 53 random bits. */
   next(): number {
     const hi = this.uint32() >>> 5; // 27 bits
     const lo = this.uint32() >>> 6; // 26 bits
@@ -80,6 +81,7 @@ export class Rng {
   }
 
   /**
+   * A uniform integer below `n`.
    * @param n exclusive upper bound, a positive integer.
    * @returns a uniform integer in [0, n).
    * @throws {RangeError} when `n` is not a positive integer.
@@ -92,6 +94,7 @@ export class Rng {
   }
 
   /**
+   * A draw from a normal distribution.
    * @param mean the mean of the distribution (default 0).
    * @param std the standard deviation (default 1).
    * @returns a normally distributed number (Box-Muller).

@@ -16,7 +16,7 @@
  *
  * @module
  */
-import * as tf from "@tensorflow/tfjs";
+import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
 import type { Batch, TrainableModel } from "./train.ts";
 
@@ -107,6 +107,7 @@ export class RnnLM implements TrainableModel {
   #vars: Record<string, tf.Variable>;
 
   /**
+   * Creates the model with seeded initial weights.
    * @param config sizes and the cell type.
    * @param options the seed of the initial weights.
    * @throws {RangeError} when a size is not a positive integer or the cell is unknown.
@@ -133,12 +134,12 @@ export class RnnLM implements TrainableModel {
     };
   }
 
-  /** @returns the trainable variables by name. */
+  /** Returns the trainable variables by name. */
   variables(): Record<string, tf.Variable> {
     return this.#vars;
   }
 
-  /** @returns the number of trainable parameters. */
+  /** Returns the number of trainable parameters. */
   parameterCount(): number {
     return Object.values(this.#vars).reduce((n, v) => n + v.size, 0);
   }

@@ -50,7 +50,7 @@
  *
  * @module
  */
-import * as tf from "@tensorflow/tfjs";
+import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
 import { type AdamWStep, fusedAdamW, wasmSimdReady } from "./wasm_simd.ts";
 import { ProgressBar } from "./progress.ts";
@@ -378,6 +378,7 @@ export class AdamW {
   #impl: "auto" | "tensor" | "js";
 
   /**
+   * Creates the optimiser; moments are made on the first step.
    * @param options the hyper-parameters.
    * @throws {RangeError} on a beta outside [0, 1), a negative epsilon or weight decay.
    */
@@ -940,6 +941,7 @@ export class Trainer {
   #stepsDone = 0;
 
   /**
+   * Sets up training of `model` on `data`; nothing runs until {@link Trainer.run} or {@link Trainer.step}.
    * @param model the model to train.
    * @param data the training examples.
    * @param options batch size, length, optimiser, schedule, validation and display.

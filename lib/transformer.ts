@@ -64,7 +64,7 @@
  *
  * @module
  */
-import * as tf from "@tensorflow/tfjs";
+import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
 import type { LanguageModel, LogProbsOptions } from "./lm.ts";
 import type { Batch, LossOptions, TrainableModel } from "./train.ts";

@@ -193,6 +193,7 @@ export class Vocabulary {
   }
 
   /**
+   * Whether a word is in the vocabulary.
    * @param word a word.
    * @returns whether the word has its own id (is not mapped to `<unk>`).
    */
@@ -201,6 +202,7 @@ export class Vocabulary {
   }
 
   /**
+   * The id of a word.
    * @param word a word.
    * @returns its id, or {@link UNK_ID} for a word outside the vocabulary.
    */
@@ -209,6 +211,7 @@ export class Vocabulary {
   }
 
   /**
+   * The word of an id.
    * @param id an id in [0, vocabSize).
    * @returns its word.
    * @throws {RangeError} for an id out of range.
@@ -268,7 +271,7 @@ export class Vocabulary {
     return out.trimEnd();
   }
 
-  /** @returns a plain object for JSON (see {@link Vocabulary.fromJSON}). */
+  /** Returns a plain object for JSON (see {@link Vocabulary.fromJSON}). */
   toJSON(): VocabularyJSON {
     return {
       words: [...this.words],
@@ -278,6 +281,7 @@ export class Vocabulary {
   }
 
   /**
+   * Rebuilds a vocabulary saved with {@link Vocabulary.toJSON}.
    * @param json what {@link Vocabulary.toJSON} returned.
    * @returns the same vocabulary.
    */

@@ -31,7 +31,7 @@
  *
  * @module
  */
-import * as tf from "@tensorflow/tfjs";
+import * as tf from "./tf.ts";
 
 // ---------------------------------------------------------------------------
 // A tiny assembler

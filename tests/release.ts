@@ -1,13 +1,17 @@
 /**
  * `deno task release`: builds the folder students are given, under the
- * ignored `build/` folder (default `build/student/`): the notebooks, `lib/`,
- * the exercise stubs with their graded tests and points, the grader, a
- * student README, `deno.json` (student tasks only) and `deno.lock`. No
+ * ignored `build/` folder (default `build/release/lmbook/`, named after the
+ * course): the notebooks, `lib/`, the exercise stubs with their graded tests
+ * and points, the grader, a student README, `deno.json` (student tasks, and
+ * only the packages the released code imports) and `deno.lock`. No
  * solutions, no mutants, no instructor tests.
  *
  * Then it checks, inside that folder, that nothing of the solutions leaked
  * and that grading runs there and reports every exercise as not attempted
- * (0 points). `--archive` also writes `build/lmbook-student.tar.gz`.
+ * (0 points). `--archive` also writes `build/release/lmbook.tar.gz`, which
+ * unpacks into a folder `lmbook/`. `--gradescope` also writes
+ * `build/gradescope/autograder.zip`, a ready Gradescope autograder (see
+ * {@link buildGradescope}).
  *
  * The check needs the npm packages: it links the repository's
  * `node_modules/` into the folder for the check and removes the link after
@@ -15,7 +19,7 @@
  *
  * @module
  */
-import { dirname, join, relative } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "./graded_runner.ts";
 import type { GradeReport } from "./grade.ts";
@@ -23,7 +27,7 @@ import { loadPoints } from "./grade.ts";
 
 /** Options of {@link buildRelease}. */
 export interface ReleaseOptions {
-  /** Output folder (default `build/student`, relative to the root). */
+  /** Output folder (default `build/release/lmbook`, relative to the root). */
   out?: string;
   /** Print progress (default true). */
   verbose?: boolean;
@@ -92,13 +96,62 @@ function notebookImports(nb: string): string[] {
   return out;
 }
 
-function studentDenoJson(): string {
+/** The course's name: the release folder, the archive and the autograder are named after it. */
+export const COURSE = "lmbook";
+
+/**
+ * The bare specifiers (`"@tensorflow/tfjs"`, `"gpt-tokenizer/encoding/x"`, …)
+ * that code imports, statically or with `import("…")`, outside comments.
+ * @param code TypeScript source.
+ * @returns the specifiers, as written.
+ */
+export function bareImports(code: string): string[] {
+  const out = new Set<string>();
+  const body = code.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+  for (const m of body.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)["']([^"'./][^"']*)["']/gm)) {
+    if (!/^(?:node|npm|jsr|https?|file|data):/.test(m[1])) out.add(m[1]);
+  }
+  return [...out];
+}
+
+/**
+ * The import-map keys of `imports` that serve the given specifiers (a key
+ * `"x"` serves `"x"`; a key `"x"` also serves `"x/sub/path"`).
+ * @param imports the import map.
+ * @param specifiers bare specifiers from the released code.
+ * @returns the map restricted to what is used, with unknown specifiers listed apart.
+ */
+export function usedImports(
+  imports: Record<string, string>,
+  specifiers: Iterable<string>,
+): { imports: Record<string, string>; unknown: string[] } {
+  const used: Record<string, string> = {};
+  const unknown: string[] = [];
+  for (const s of specifiers) {
+    const key = Object.keys(imports).filter((k) => s === k || s.startsWith(k.endsWith("/") ? k : `${k}/`))
+      .sort((a, b) => b.length - a.length)[0];
+    if (key) used[key] = imports[key];
+    else unknown.push(s);
+  }
+  return { imports: Object.fromEntries(Object.entries(used).sort(([a], [b]) => a.localeCompare(b))), unknown };
+}
+
+function studentDenoJson(codeFiles: string[]): string {
   const cfg = JSON.parse(Deno.readTextFileSync(join(ROOT, "deno.json")));
   const tasks: Record<string, string> = {};
   if (cfg.tasks?.lab && Deno.statSync(join(ROOT, "tools/lab.ts")).isFile) tasks.lab = cfg.tasks.lab;
   tasks.grade = "deno run -A tests/grade.ts";
   tasks.test = "deno test exercises/";
-  return JSON.stringify({ ...cfg, tasks }, null, 2) + "\n";
+  // Only the packages the released code imports (not the instructor's browser, site or benchmark tools).
+  const specifiers = codeFiles.flatMap((f) => bareImports(Deno.readTextFileSync(join(ROOT, f))));
+  const { imports, unknown } = usedImports(cfg.imports ?? {}, specifiers);
+  if (unknown.length) throw new Error(`released code imports packages deno.json does not map: ${unknown.join(", ")}`);
+  const exclude = ["build/", ".cache/", "node_modules/"];
+  return JSON.stringify(
+    { nodeModulesDir: cfg.nodeModulesDir ?? "auto", imports, tasks, test: { exclude }, lint: { exclude } },
+    null,
+    2,
+  ) + "\n";
 }
 
 function studentReadme(): string {
@@ -189,7 +242,7 @@ async function copyFile(rel: string, out: string, files: string[]): Promise<void
  * @returns the folder and its files.
  */
 export async function buildRelease(options: ReleaseOptions = {}): Promise<ReleaseManifest> {
-  const out = join(ROOT, options.out ?? "build/student");
+  const out = join(ROOT, options.out ?? `build/release/${COURSE}`);
   if (relative(join(ROOT, "build"), out).startsWith("..")) {
     throw new RangeError(`the release must be built under build/ (it is ignored by git): out=${options.out}`);
   }
@@ -219,13 +272,29 @@ export async function buildRelease(options: ReleaseOptions = {}): Promise<Releas
   );
   const extra = ["exercises/points.json", "tests/offline_import_map.json", "tests/std_assert_offline.ts", "deno.lock"];
   for (const rel of [...new Set([...code, ...notebooks, ...extra])].sort()) await copyFile(rel, out, files);
-  await Deno.writeTextFile(join(out, "deno.json"), studentDenoJson());
+  await Deno.writeTextFile(join(out, "deno.json"), studentDenoJson(code.filter((f) => f.endsWith(".ts"))));
   files.push("deno.json");
   await Deno.writeTextFile(join(out, "README.md"), studentReadme());
   files.push("README.md");
   await Deno.writeTextFile(join(out, ".gitignore"), "node_modules/\n/build/\n/.cache/\n*.ipynb_checkpoints/\n");
   files.push(".gitignore");
   return { dir: out, files: files.sort() };
+}
+
+/**
+ * Writes `<folder>.tar.gz` beside the release folder; it unpacks into a folder
+ * named like the release folder (by default the course's name, `lmbook/`).
+ * @param manifest what {@link buildRelease} returned.
+ * @returns the archive's path.
+ */
+export async function writeArchive(manifest: ReleaseManifest): Promise<string> {
+  const archive = join(dirname(manifest.dir), `${basename(manifest.dir)}.tar.gz`);
+  const tar = await new Deno.Command("tar", {
+    args: ["-czf", archive, "-C", dirname(manifest.dir), basename(manifest.dir)],
+    stderr: "piped",
+  }).output();
+  if (!tar.success) throw new Error(`tar failed: ${new TextDecoder().decode(tar.stderr)}`);
+  return archive;
 }
 
 /** One failed release check. */
@@ -330,6 +399,15 @@ export async function checkRelease(
 
 if (import.meta.main) {
   const args = new Set(Deno.args);
+  const unknown = Deno.args.filter((a) => !["--archive", "--gradescope"].includes(a) && !a.startsWith("--out="));
+  if (unknown.length) {
+    console.error(
+      `deno task release: unknown option ${unknown.join(" ")}\n` +
+        "options: --out=build/DIR (the release folder), --archive (a .tar.gz of it), " +
+        "--gradescope (build/gradescope/autograder.zip)",
+    );
+    Deno.exit(2);
+  }
   const outArg = Deno.args.find((a) => a.startsWith("--out="))?.slice(6);
   const t0 = performance.now();
   const manifest = await buildRelease({ out: outArg });
@@ -350,12 +428,16 @@ if (import.meta.main) {
     );
   }
   if (args.has("--archive") && !problems.length) {
-    const archive = join(dirname(manifest.dir), "lmbook-student.tar.gz");
-    const tar = await new Deno.Command("tar", {
-      args: ["-czf", archive, "-C", dirname(manifest.dir), relative(dirname(manifest.dir), manifest.dir)],
-    }).output();
-    if (!tar.success) problems.push(`tar failed: ${new TextDecoder().decode(tar.stderr)}`);
-    else console.log(`  wrote ${relative(ROOT, archive)}`);
+    try {
+      console.log(`  wrote ${relative(ROOT, await writeArchive(manifest))}`);
+    } catch (e) {
+      problems.push((e as Error).message);
+    }
+  }
+  if (args.has("--gradescope") && !problems.length) {
+    const { buildGradescope } = await import("./gradescope.ts");
+    const b = await buildGradescope();
+    console.log(`  wrote ${relative(ROOT, b.zip)}: the Gradescope autograder (${b.files.length} files)`);
   }
   if (problems.length) {
     console.log(`\nrelease check FAILED:\n  - ${problems.join("\n  - ")}`);

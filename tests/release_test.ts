@@ -7,9 +7,9 @@
  * @module
  */
 import { assert, assertEquals } from "@std/assert";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { ROOT } from "./graded_runner.ts";
-import { buildRelease, checkRelease, forbidden } from "./release.ts";
+import { bareImports, buildRelease, checkRelease, COURSE, forbidden, usedImports, writeArchive } from "./release.ts";
 
 Deno.test("forbidden() keeps solutions, mutants and instructor tests out", () => {
   assert(forbidden("solutions/ch00_tour.ts"));
@@ -25,7 +25,7 @@ Deno.test({
   name: "deno task release: a student folder where grading runs and every exercise is not attempted",
   sanitizeResources: false,
   async fn() {
-    const out = `build/.release-test-${crypto.randomUUID().slice(0, 8)}`;
+    const out = `build/.release-test-${crypto.randomUUID().slice(0, 8)}/${COURSE}`;
     try {
       const manifest = await buildRelease({ out });
       for (
@@ -36,14 +36,53 @@ Deno.test({
       assert(manifest.files.some((f) => f.startsWith("notebooks/") && f.endsWith(".ipynb")), "no notebooks");
       assert(manifest.files.some((f) => /^exercises\/ch\d+_\w+_test\.ts$/.test(f)), "no graded tests");
       assert(!manifest.files.some((f) => f.startsWith("solutions/") || f.startsWith("tests/mutants/")));
-      const tasks = JSON.parse(await Deno.readTextFile(join(ROOT, out, "deno.json"))).tasks;
-      assertEquals(tasks.grade, "deno run -A tests/grade.ts");
+      const cfg = JSON.parse(await Deno.readTextFile(join(ROOT, out, "deno.json")));
+      assertEquals(cfg.tasks.grade, "deno run -A tests/grade.ts");
+      // Only what students need: the library's packages, not the instructor's browser, site or zip tools.
+      assert(cfg.imports["@tensorflow/tfjs"], "the student deno.json must map @tensorflow/tfjs");
+      for (const tool of ["playwright-core", "katex", "fflate"]) {
+        assert(!(tool in cfg.imports), `the student deno.json must not list ${tool}`);
+      }
+      assertEquals(Object.keys(cfg.tasks).sort(), ["grade", "lab", "test"]);
+      const archive = await writeArchive(manifest);
+      const listing = await new Deno.Command("tar", { args: ["-tzf", archive], stdout: "piped" }).output();
+      const entries = new TextDecoder().decode(listing.stdout).trim().split("\n");
+      assert(
+        entries.length > 10 && entries.every((e) => e.startsWith(`${COURSE}/`)),
+        "the archive unpacks into lmbook/",
+      );
+      assert(entries.includes(`${COURSE}/exercises/points.json`));
       const { problems, report } = await checkRelease(manifest);
       assertEquals(problems, []);
       assert(report && report.exercises.length > 0 && report.exercises.every((e) => e.status === "not attempted"));
       assertEquals(report!.score, 0);
     } finally {
-      await Deno.remove(join(ROOT, out), { recursive: true }).catch(() => {});
+      await Deno.remove(join(ROOT, dirname(out)), { recursive: true }).catch(() => {});
     }
   },
+});
+
+Deno.test("bareImports finds static, dynamic and side-effect imports of packages, not relative ones or comments", () => {
+  const code = `import * as tf from "@tensorflow/tfjs";
+import "@tensorflow/tfjs-backend-wasm";
+import { a } from "./x.ts";
+// import { b } from "commented-out";
+/** import { c } from "in-jsdoc"; */
+const m = await import("gpt-tokenizer/encoding/cl100k_base");
+import { d } from "npm:already-pinned@1";
+import type { E } from "node:path";`;
+  assertEquals(bareImports(code).sort(), [
+    "@tensorflow/tfjs",
+    "@tensorflow/tfjs-backend-wasm",
+    "gpt-tokenizer/encoding/cl100k_base",
+  ]);
+});
+
+Deno.test("usedImports keeps the keys that serve the specifiers, longest prefix first", () => {
+  const map = { "a": "npm:a@1", "a/": "npm:/a@1/", "b": "npm:b@2", "unused": "npm:u@3" };
+  assertEquals(usedImports(map, ["a", "a/sub/x", "b"]), {
+    imports: { "a": "npm:a@1", "a/": "npm:/a@1/", "b": "npm:b@2" },
+    unknown: [],
+  });
+  assertEquals(usedImports(map, ["zzz"]).unknown, ["zzz"]);
 });

@@ -7,7 +7,12 @@
  * - one page per chapter, `NN_slug.html`: prose, highlighted code, and the
  *   outputs (text, tables, Markdown, images, interactive plotly plots);
  * - `plotly.js` once (copies inlined in notebook outputs are stripped),
- *   `site.js` and `style.css`.
+ *   `site.js` and `style.css`;
+ * - `source/`: copies of the repository files the pages link to (each
+ *   chapter's clean notebook, the exercises and lib modules its prose names),
+ *   so every link holds wherever the site is hosted, under any path prefix;
+ * - `api/`: the API reference of `lib/`, generated from its JSDoc by
+ *   `deno doc --html`, linked from every page's header.
  * The pages work from `file://` with no network.
  *
  * A chapter that fails to execute (or whose executed copy is missing or stale)
@@ -18,8 +23,7 @@
  * - `--from-executed`: render the copies already in `build/executed/` (as
  *   left by `deno task notebooks` or the suite's notebook stage) instead of
  *   executing again;
- * - `--out DIR`: write the site elsewhere (default `build/site`); links from a
- *   page back to the repository (`../../notebooks/...`) assume the default;
+ * - `--out DIR`: write the site elsewhere (default `build/site`);
  * - notebook paths: a site of just those chapters (default: every notebook).
  *
  * Library: {@link renderSite} (what the CLI does), {@link writeSite} (pages
@@ -28,7 +32,7 @@
  *
  * @module
  */
-import { basename, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { plotlySource, plotlyVersion } from "../lib/plot.ts";
 import { EXECUTED_DIR, executeNotebook, jupyterMissing, notebookFiles, ROOT } from "./notebooks.ts";
 import { SITE_CSS, SITE_JS } from "./site_assets.ts";
@@ -42,6 +46,8 @@ import {
   notebookTitle,
   renderChapterPage,
   renderIndexPage,
+  SOURCE_DIR,
+  sourceLinks,
 } from "./site_render.ts";
 
 /** Where `deno task render` writes the site. */
@@ -111,6 +117,33 @@ export interface SiteReport {
 export interface WriteSiteOptions {
   /** The site folder (default `build/site`); wiped first if it holds an earlier site. */
   outDir?: string;
+  /** Generate the API reference into `api/` (default true; about 3 s). */
+  api?: boolean;
+}
+
+/** The API reference's folder inside the site. */
+export const API_DIR = "api";
+
+/** The lib modules `lib/mod.ts` re-exports (the public API), root-relative, in its order. */
+export function publicModules(): string[] {
+  const mod = Deno.readTextFileSync(join(ROOT, "lib", "mod.ts"));
+  return [...mod.matchAll(/^export \* from "\.\/([^"]+)";/gm)].map((m) => join("lib", m[1]));
+}
+
+/**
+ * Writes the API reference of `lib/` with `deno doc --html` (one page per
+ * symbol, grouped by module; TensorFlow.js, which lib re-exports as `tf`, is
+ * left to its own documentation).
+ * @param outDir the folder to write into.
+ */
+export async function writeApiDocs(outDir: string): Promise<void> {
+  const res = await new Deno.Command(Deno.execPath(), {
+    args: ["doc", "--html", "--name=lmbook", `--output=${outDir}`, ...publicModules()],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!res.success) throw new Error(`deno doc --html failed:\n${new TextDecoder().decode(res.stderr)}`);
 }
 
 function pageName(notebook: string): string {
@@ -166,10 +199,19 @@ export async function writeSite(inputs: SiteInput[], options: WriteSiteOptions =
   };
   const reports: ChapterReport[] = [];
   const entries: IndexEntry[] = [];
+  const api = options.api ?? true;
+  const linked = new Map<string, number[]>(); // repository file -> the chapters linking to it
   let needsPlotly = false;
   for (const [k, input] of inputs.entries()) {
     const chapter = chapters[k];
-    const page = renderChapterPage(input.nb, { chapter, chapters, failure: input.failure, plotlyFile: PLOTLY_FILE });
+    const page = renderChapterPage(input.nb, {
+      chapter,
+      chapters,
+      failure: input.failure,
+      plotlyFile: PLOTLY_FILE,
+      apiDir: api ? API_DIR : undefined,
+    });
+    for (const f of sourceLinks(page.html)) linked.set(f, [...(linked.get(f) ?? []), k]);
     needsPlotly ||= page.plots > 0;
     const bytes = await write(chapter.page, page.html);
     const seconds = input.executeSeconds ?? (input.failure ? undefined : notebookTiming(input.nb)?.seconds);
@@ -193,7 +235,39 @@ export async function writeSite(inputs: SiteInput[], options: WriteSiteOptions =
       failed: input.failure?.title,
     });
   }
-  await write("index.html", renderIndexPage(entries));
+  await write("index.html", renderIndexPage(entries, { apiDir: api ? API_DIR : undefined }));
+  // Copies of the repository files the pages link to: each chapter's clean notebook (a download),
+  // and the exercises and modules the prose names. A link to a file that does not exist is a problem.
+  // Each chapter's notebook as a reader downloads it: the source cells, outputs cleared.
+  for (const [k, input] of inputs.entries()) {
+    const clean = {
+      ...input.nb,
+      cells: (input.nb.cells ?? []).map((c: Json) =>
+        c.cell_type === "code" ? { ...c, outputs: [], execution_count: null } : c
+      ),
+    };
+    const to = join(outDir, SOURCE_DIR, chapters[k].notebook);
+    await Deno.mkdir(dirname(to), { recursive: true });
+    const text = JSON.stringify(clean, null, 1) + "\n";
+    await Deno.writeTextFile(to, text);
+    files.push({ name: `${SOURCE_DIR}/${chapters[k].notebook}`, bytes: new TextEncoder().encode(text).length });
+    linked.delete(chapters[k].notebook);
+  }
+  for (const [f, pages] of [...linked].sort(([a], [b]) => a.localeCompare(b))) {
+    const from = resolve(ROOT, f);
+    if (!from.startsWith(ROOT + "/") || !(await Deno.stat(from).then((st) => st.isFile, () => false))) {
+      for (const k of pages) {
+        reports[k].problems.push(`links to ${f}, which is not a file of the repository`);
+        reports[k].ok = false;
+      }
+      continue;
+    }
+    const to = join(outDir, SOURCE_DIR, f);
+    await Deno.mkdir(dirname(to), { recursive: true });
+    await Deno.copyFile(from, to);
+    files.push({ name: `${SOURCE_DIR}/${f}`, bytes: (await Deno.stat(to)).size });
+  }
+  if (api) await writeApiDocs(join(outDir, API_DIR));
   await write("style.css", SITE_CSS);
   await write("site.js", SITE_JS);
   if (needsPlotly) {

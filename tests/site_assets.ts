@@ -10,12 +10,14 @@
  *
  * @module
  */
+import { FIT_FIGURE_JS } from "../lib/plot_fit.ts";
 
 /** The pages' script. */
-export const SITE_JS =
+export const SITE_JS: string =
   `// lmbook site: draws the plots of this page with plotly.js (loaded from a file beside the page).
 (function () {
   "use strict";
+  ${FIT_FIGURE_JS.replaceAll("\n", "\n  ")}
   var root = document.documentElement;
   function done() { root.setAttribute("data-plots", "done"); }
   function fail(el, message) {
@@ -43,11 +45,18 @@ export const SITE_JS =
       return Promise.resolve();
     }
     var config = Object.assign({ responsive: true, displaylogo: false }, fig.config || {});
+    // A chart's width is a maximum: the figure fills the column and shrinks with it (phones).
+    var layout = lmbookFit(el, Object.assign({}, fig.layout));
     return Promise.resolve()
-      .then(function () { return window.Plotly.newPlot(el, fig.data, fig.layout || {}, config); })
+      .then(function () { return window.Plotly.newPlot(el, fig.data, layout, config); })
       .catch(function (e) { fail(el, "plotly: " + (e && e.message ? e.message : e)); });
   });
   Promise.all(jobs).then(done, done);
+  var pending = 0;
+  window.addEventListener("resize", function () {
+    clearTimeout(pending);
+    pending = setTimeout(function () { plots.forEach(lmbookRefit); }, 150);
+  });
 })();
 `;
 
@@ -71,6 +80,7 @@ code, pre { font-family: var(--mono); font-size: 0.875em; }
   padding: 0.6rem 1.5rem; background: rgba(255,255,255,0.95); border-bottom: 1px solid var(--border); }
 .brand { font-weight: 700; font-size: 1.1rem; color: var(--text); letter-spacing: 0.02em; }
 .crumb { color: var(--muted); font-size: 0.9rem; }
+.api-link { margin-left: auto; font-size: 0.9rem; }
 
 .layout { display: grid; grid-template-columns: 17rem minmax(0, 1fr); max-width: 82rem; margin: 0 auto; }
 .sidebar { position: sticky; top: 3rem; align-self: start; max-height: calc(100vh - 3rem); overflow-y: auto;

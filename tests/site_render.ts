@@ -441,10 +441,16 @@ export function notebookSummary(nb: Json): string {
   return r.renderInline(para);
 }
 
+/** The folder of a site that holds copies of the repository files its pages link to. */
+export const SOURCE_DIR = "source";
+
 /**
  * Rewrites a relative link written in a notebook (relative to `notebooks/`)
- * for a page in `build/site/`: another chapter's `.ipynb` becomes its page,
- * other files point back into the repository.
+ * for a page of the site: another chapter's `.ipynb` becomes its page; any
+ * other file of the repository (an exercise, a lib module, a notebook to
+ * download) becomes `source/<path from the root>`, a copy the site ships
+ * beside its pages, so links hold under any host and path prefix. Absolute
+ * URLs (`https:`, `mailto:`, `/…`) are kept.
  * @param url the link as written.
  * @returns the link for the site.
  */
@@ -452,16 +458,41 @@ export function chapterLink(url: string): string {
   if (url.startsWith("#")) return url;
   const m = /^(?:\.\/)?(\d\d_[\w.-]+)\.ipynb(#.*)?$/.exec(url);
   if (m) return `${m[1]}.html${m[2] ?? ""}`;
-  if (url.startsWith("/")) return url;
-  // notebooks/X -> from build/site/ that is ../../notebooks/X (normalised).
-  const parts = ["..", "..", "notebooks", ...url.split("/")];
+  if (url.startsWith("/") || /^[a-z][a-z0-9+.-]*:/i.test(url)) return url;
+  const path = repoPath(url);
+  return path ? `${SOURCE_DIR}/${path}` : url;
+}
+
+/**
+ * The repository path a link from `notebooks/` points at, normalised
+ * (`../exercises/ch01.ts#L3` → `exercises/ch01.ts#L3`); null when it climbs
+ * out of the repository.
+ * @param url a relative link, as written in a notebook.
+ * @returns the root-relative path, or null.
+ */
+export function repoPath(url: string): string | null {
   const out: string[] = [];
-  for (const p of parts) {
+  for (const p of ["notebooks", ...url.split("/")]) {
     if (p === "." || p === "") continue;
-    if (p === ".." && out.length && out[out.length - 1] !== "..") out.pop();
-    else out.push(p);
+    if (p === "..") {
+      if (!out.length) return null;
+      out.pop();
+    } else out.push(p);
   }
-  return out.join("/");
+  return out.length ? out.join("/") : null;
+}
+
+/**
+ * The repository files a rendered page links to through {@link SOURCE_DIR}.
+ * @param html a page.
+ * @returns root-relative paths, without `#fragments`, each once.
+ */
+export function sourceLinks(html: string): string[] {
+  const out = new Set<string>();
+  for (const m of html.matchAll(new RegExp(`href="${SOURCE_DIR}/([^"#?]+)`, "g"))) {
+    out.add(decodeURIComponent(m[1]));
+  }
+  return [...out];
 }
 
 /** What rendering one chapter page produced. */
@@ -488,6 +519,24 @@ export interface ChapterPageOptions {
   failure?: { title: string; detail?: string };
   /** The plotly.js file name beside the pages. */
   plotlyFile: string;
+  /** The folder of the API reference beside the pages (e.g. `api`), linked from the header; none when absent. */
+  apiDir?: string;
+}
+
+/**
+ * The header's place marker: "Chapter 5 of 9 (0–8)" for chapters numbered from 0.
+ * @param chapter this chapter.
+ * @param chapters every chapter, in order.
+ * @returns the text.
+ */
+export function chapterCrumb(chapter: ChapterLink, chapters: ChapterLink[]): string {
+  const first = chapters[0]?.number ?? chapter.number, last = chapters[chapters.length - 1]?.number ?? chapter.number;
+  const range = chapters.length > 1 ? ` (${first}–${last})` : "";
+  return `Chapter ${chapter.number} of ${Math.max(chapters.length, 1)}${range}`;
+}
+
+function apiLink(apiDir: string | undefined): string {
+  return apiDir ? `<a class="api-link" href="${escapeHtml(apiDir)}/index.html">API reference</a>` : "";
 }
 
 function navHtml(chapters: ChapterLink[], current: number): string {
@@ -530,9 +579,9 @@ export function renderChapterPage(nb: Json, options: ChapterPageOptions): Render
 <link rel="stylesheet" href="style.css">
 ${ctx.needsPlotly ? `<script src="${options.plotlyFile}"></script>\n` : ""}</head>
 <body class="chapter-page">
-<header class="topbar"><a class="brand" href="index.html">lmbook</a><span class="crumb">Chapter ${
-    escapeHtml(chapter.number)
-  } of ${escapeHtml(chapters[chapters.length - 1]?.number ?? chapter.number)}</span></header>
+<header class="topbar"><a class="brand" href="index.html">lmbook</a><span class="crumb">${
+    escapeHtml(chapterCrumb(chapter, chapters))
+  }</span>${apiLink(options.apiDir)}</header>
 <div class="layout">
 <nav class="sidebar" aria-label="Contents">
 <h2>Chapters</h2>
@@ -556,7 +605,7 @@ ${navHtml(chapters, current)}
 ${banner}
 ${cells}
 ${navHtml(chapters, current)}
-<footer class="page-footer">From <a href="../../${escapeHtml(chapter.notebook)}"><code>${
+<footer class="page-footer">From <a href="${SOURCE_DIR}/${escapeHtml(chapter.notebook)}" download><code>${
     escapeHtml(chapter.notebook)
   }</code></a>${
     timing
@@ -593,7 +642,7 @@ export interface IndexEntry extends ChapterLink {
  * @param entries the chapters, in order.
  * @returns the HTML document.
  */
-export function renderIndexPage(entries: IndexEntry[]): string {
+export function renderIndexPage(entries: IndexEntry[], options: { apiDir?: string } = {}): string {
   const items = entries.map((e) =>
     `<li class="chapter-entry${e.failed ? " failed" : ""}"><a class="chapter-link" href="${e.page}"><span class="num">${
       escapeHtml(e.number)
@@ -617,7 +666,9 @@ export function renderIndexPage(entries: IndexEntry[]): string {
 <link rel="stylesheet" href="style.css">
 </head>
 <body class="index-page">
-<header class="topbar"><a class="brand" href="index.html">lmbook</a><span class="crumb">Contents</span></header>
+<header class="topbar"><a class="brand" href="index.html">lmbook</a><span class="crumb">Contents</span>${
+    apiLink(options.apiDir)
+  }</header>
 <main id="content" class="index">
 <h1>lmbook</h1>
 <p class="lead">Language models from counting to transformers, in TypeScript on Deno: the workbook's chapters with their outputs, as executed for this build. Run them yourself with <code>deno task lab</code>; grade the exercises with <code>deno test exercises/</code>.</p>

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { MarkdownRenderer, markdownToHtml, slugify } from "./site_markdown.ts";
 import {
   applyCarriageReturns,
+  chapterCrumb,
   chapterLink,
   highlightTypeScript,
   newPageContext,
@@ -108,7 +109,7 @@ Deno.test("markdown: relative links go through resolveLink; slugify keeps letter
     resolveLink: chapterLink,
   });
   assertStringIncludes(html, 'href="01_counting.html"');
-  assertStringIncludes(html, 'href="../../lib/ngram.ts"');
+  assertStringIncludes(html, 'href="source/lib/ngram.ts"');
   assertStringIncludes(html, 'href="#intro"');
   assertEquals(slugify("3. n-grams: the Markov assumption"), "3-n-grams-the-markov-assumption");
   assertEquals(slugify("Kučera's <unk>"), "kucera-s-unk");
@@ -228,10 +229,27 @@ Deno.test("writeSite: pages, index, assets; plotly.js once beside the pages, nev
     const report = await writeSite([
       { notebook: "notebooks/09_sample.ipynb", nb: sampleNotebook() },
       { notebook: "notebooks/10_text.ipynb", nb: { cells: [{ cell_type: "markdown", source: "# Text only" }] } },
-    ], { outDir });
+    ], { outDir, api: false });
     assert(report.ok, JSON.stringify(report.chapters));
     const names = report.files.map((f) => f.name).sort();
-    assertEquals(names, ["09_sample.html", "10_text.html", PLOTLY_FILE, "index.html", "site.js", "style.css"].sort());
+    assertEquals(
+      names,
+      [
+        "09_sample.html",
+        "10_text.html",
+        PLOTLY_FILE,
+        "index.html",
+        "site.js",
+        "style.css",
+        "source/notebooks/09_sample.ipynb",
+        "source/notebooks/10_text.ipynb",
+      ].sort(),
+    );
+    const download = JSON.parse(await Deno.readTextFile(join(outDir, "source/notebooks/09_sample.ipynb")));
+    assert(
+      download.cells.every((c: { outputs?: unknown[] }) => !c.outputs?.length),
+      "the notebook to download has no outputs",
+    );
     const page = await Deno.readTextFile(join(outDir, "09_sample.html"));
     assertEquals(report.chapters[0].plots, 1);
     assertEquals(report.chapters[0].librariesRemoved, 1);
@@ -255,6 +273,58 @@ Deno.test("writeSite: pages, index, assets; plotly.js once beside the pages, nev
   }
 });
 
+Deno.test("writeSite: links hold under any path prefix (sources shipped in source/), the header counts chapters, an API reference", async () => {
+  const outDir = await Deno.makeTempDir({ prefix: "lmbook_site_links_" });
+  try {
+    const nb = (title: string, text: string) => ({
+      cells: [{ cell_type: "markdown", source: `# ${title}\n\n${text}` }],
+    });
+    const report = await writeSite([
+      { notebook: "notebooks/00_a.ipynb", nb: nb("Zero", "See [exercise 1.3](../exercises/ch01_counting.ts).") },
+      { notebook: "notebooks/01_b.ipynb", nb: nb("One", "A [broken link](../exercises/no_such_file.ts).") },
+    ], { outDir });
+    const pages = await Promise.all(
+      ["00_a.html", "01_b.html", "index.html"].map((p) => Deno.readTextFile(join(outDir, p))),
+    );
+    for (const page of pages) {
+      // No link climbs out of the site: every relative href stays inside it.
+      for (const m of page.matchAll(/href="([^"#]+)/g)) {
+        assertFalse(m[1].startsWith("../") || m[1].startsWith("/"), `a link leaves the site: ${m[1]}`);
+      }
+      assertStringIncludes(page, 'href="api/index.html"');
+    }
+    assertStringIncludes(pages[0], 'href="source/exercises/ch01_counting.ts"');
+    assertEquals(
+      await Deno.readTextFile(join(outDir, "source/exercises/ch01_counting.ts")),
+      await Deno.readTextFile(join(ROOT, "exercises/ch01_counting.ts")),
+    );
+    assertStringIncludes(pages[0], "Chapter 0 of 2 (0–1)");
+    assertStringIncludes(pages[0], 'href="source/notebooks/00_a.ipynb" download');
+    assert(report.chapters[0].ok);
+    assertFalse(report.chapters[1].ok, "a link to a missing file makes the chapter not ok");
+    assertStringIncludes(report.chapters[1].problems.join("\n"), "exercises/no_such_file.ts");
+    const api = await Deno.readTextFile(join(outDir, "api/index.html"));
+    assertStringIncludes(api, "lmbook");
+    const allSymbols = await Deno.readTextFile(join(outDir, "api/all_symbols.html"));
+    for (const symbol of ["KneserNeyModel", "TransformerLM", "graded"]) assertStringIncludes(allSymbols, symbol);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("chapterCrumb: chapters numbered from 0 are counted, not read as 'of the last number'", () => {
+  const ch = (n: string) => ({
+    page: `${n}.html`,
+    notebook: `notebooks/0${n}_x.ipynb`,
+    number: n,
+    title: n,
+    titleHtml: n,
+  });
+  const nine = ["0", "1", "2", "3", "4", "5", "6", "7", "8"].map(ch);
+  assertEquals(chapterCrumb(nine[5], nine), "Chapter 5 of 9 (0–8)");
+  assertEquals(chapterCrumb(ch("3"), [ch("3")]), "Chapter 3 of 1");
+});
+
 Deno.test("writeSite: refuses to wipe a folder that is not a rendered site", async () => {
   const outDir = await Deno.makeTempDir({ prefix: "lmbook_notsite_" });
   try {
@@ -273,6 +343,7 @@ Deno.test("renderSite --from-executed: a missing or stale executed copy gives a 
     await Deno.mkdir(executedDir);
     const quiet = () => {};
     let report = await renderSite({
+      api: false,
       fromExecuted: true,
       notebooks: ["notebooks/00_tour.ipynb"],
       executedDir,
@@ -289,6 +360,7 @@ Deno.test("renderSite --from-executed: a missing or stale executed copy gives a 
     code.source = "console.log('changed');";
     await Deno.writeTextFile(join(executedDir, "00_tour.ipynb"), JSON.stringify(stale));
     report = await renderSite({
+      api: false,
       fromExecuted: true,
       notebooks: ["notebooks/00_tour.ipynb"],
       executedDir,
@@ -301,6 +373,7 @@ Deno.test("renderSite --from-executed: a missing or stale executed copy gives a 
     // The same sources (no outputs) render fine.
     await Deno.writeTextFile(join(executedDir, "00_tour.ipynb"), JSON.stringify(source));
     report = await renderSite({
+      api: false,
       fromExecuted: true,
       notebooks: ["notebooks/00_tour.ipynb"],
       executedDir,
@@ -339,4 +412,18 @@ Deno.test("math: every formula in every chapter's markdown is typeset by KaTeX w
   // Chapter 5, the most formula-heavy, typesets its attention formulas.
   const ch5 = Object.entries(counts).find(([n]) => n.startsWith("05_"));
   assert(ch5 && ch5[1] >= 20, `chapter 5 typesets only ${ch5?.[1]} formulas`);
+});
+
+Deno.test("README's chapter table names each chapter as its notebook's title does (the site's titles)", async () => {
+  const readme = await Deno.readTextFile(join(ROOT, "README.md"));
+  const rows = [...readme.matchAll(/^\| (\d+) \| \[([^\]]+)\]\((notebooks\/\d\d_[\w-]+\.ipynb)\)/gm)];
+  assert(rows.length >= 9, `the README's chapter table lists ${rows.length} chapters`);
+  for (const [, number, title, notebook] of rows) {
+    const nb = JSON.parse(await Deno.readTextFile(join(ROOT, notebook)));
+    const heading = notebookTitle(nb, notebook).text;
+    const m = /^Chapter (\d+)[^—]*— (.+)$/.exec(heading);
+    assert(m, `${notebook}: its title "${heading}" should read "Chapter N — Title"`);
+    assertEquals(m[1], number, `${notebook} is chapter ${m[1]}, the README says ${number}`);
+    assertEquals(title, m[2], `${notebook}: the README calls it "${title}", the notebook and the site "${m[2]}"`);
+  }
 });

@@ -122,6 +122,10 @@ export interface CheckPageOptions {
   plotTimeoutMs?: number;
   /** How long to wait for the page to load (default 30 s). */
   loadTimeoutMs?: number;
+  /** Requests to this origin (e.g. `http://127.0.0.1:8123`, a local server) are allowed; any other is a problem. */
+  allowOrigin?: string;
+  /** More checks on the loaded page (after the plots are drawn, before the screenshot); returns problems. */
+  inspect?: (page: Page) => Promise<string[]>;
 }
 
 /** Text that means a cell failed or a plot could not be drawn, wherever it appears on a page. */
@@ -163,6 +167,7 @@ export async function checkPage(
     await page.route("**/*", (route) => {
       const u = route.request().url();
       if (/^(file|data|blob|about):/.test(u)) return route.continue();
+      if (options.allowOrigin && u.startsWith(options.allowOrigin + "/")) return route.continue();
       problems.push(`network request from an offline page: ${u}`);
       return route.abort("blockedbyclient");
     });
@@ -206,6 +211,7 @@ export async function checkPage(
     const m = ERROR_TEXT.exec(state.text);
     if (m) problems.push(`error text on the page: "${m[0]}"`);
     if (!state.title.trim()) problems.push("the page has no title");
+    if (options.inspect) problems.push(...await options.inspect(page));
     let screenshot: string | undefined;
     if (options.screenshot) {
       await page.screenshot({ path: options.screenshot, fullPage: true, timeout: 60_000 });

@@ -1,0 +1,137 @@
+/**
+ * Fitting a figure to the width it is shown at (chapter 0; every plot does
+ * it, in a notebook and on the site).
+ *
+ * A chart's `width` is a maximum, not a fixed size: the figure fills its
+ * container up to that width and shrinks with it (a phone, a narrow notebook
+ * column). Its title is wrapped to the width it really gets and set flush
+ * left, away from plotly's toolbar at the top right; the top margin grows
+ * with the title's lines. {@link FIT_FIGURE_JS} is the browser-side function
+ * that does it when a plot is drawn and again when the window is resized;
+ * {@link fitLayout} is the same rule in TypeScript, for tests and for code
+ * that knows the width.
+ *
+ * @module
+ */
+
+/** Plotly's 17 px title font is about 9.5 px a character. */
+export const TITLE_CHAR_PX = 9.5;
+
+/** From this width on, a figure's title keeps clear of plotly's toolbar at the top right. */
+export const WIDE_FIGURE_PX = 480;
+/** The room plotly's toolbar takes at the top right of a wide figure. */
+export const TOOLBAR_PX = 210;
+
+/** What a title leaves free of a figure's width: the toolbar's corner on wide figures, a small margin on narrow ones. */
+function titleReserve(width: number): number {
+  return width >= WIDE_FIGURE_PX ? TOOLBAR_PX : 24;
+}
+
+/**
+ * Breaks a title into lines that fit a width (plotly never wraps a title: a
+ * long one would be cut off at both ends).
+ * @param title the title (any `<br>` in it is read as a space).
+ * @param width the width the figure gets, in pixels (default 760).
+ * @returns the lines, to be joined with `<br>`.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { wrapTitle } from "./plot_fit.ts";
+ * assertEquals(wrapTitle("loss", 400), ["loss"]);
+ * assertEquals(wrapTitle("Sinusoidal position encodings: row = position, column = dimension", 420).length, 2);
+ * ```
+ */
+export function wrapTitle(title: string, width = 760): string[] {
+  const maxChars = Math.max(20, Math.floor(width / TITLE_CHAR_PX));
+  const lines: string[] = [];
+  for (const word of title.replace(/<br\s*\/?>/gi, " ").split(/\s+/).filter(Boolean)) {
+    const last = lines.at(-1);
+    if (last !== undefined && last.length + 1 + word.length <= maxChars) lines[lines.length - 1] = `${last} ${word}`;
+    else lines.push(word);
+  }
+  return lines;
+}
+
+/**
+ * A layout fitted to a container: no fixed width (the figure fills the
+ * container, at most `maxWidth` wide), the title wrapped to the width it gets
+ * and flush left, the top margin sized to the title.
+ * @param layout a plotly layout (not changed).
+ * @param containerWidth the container's width in pixels.
+ * @returns the fitted layout and the maximum width to give the container (or undefined).
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { fitLayout } from "./plot_fit.ts";
+ * const { layout, maxWidth } = fitLayout({ width: 560, title: { text: "Attention weights of layer 1, head 2" } }, 300);
+ * assertEquals([layout.width, maxWidth], [undefined, 560]);
+ * assertEquals((layout.title as { text: string }).text, "Attention weights of layer 1,<br>head 2");
+ * ```
+ */
+export function fitLayout(
+  layout: Record<string, unknown>,
+  containerWidth: number,
+): { layout: Record<string, unknown>; maxWidth?: number } {
+  const meta = { ...(layout.meta as Record<string, unknown> | undefined) };
+  const maxWidth = (layout.width as number | undefined) ?? (meta.lmbookMaxWidth as number | undefined);
+  const out: Record<string, unknown> = { ...layout, autosize: true };
+  delete out.width;
+  if (maxWidth) meta.lmbookMaxWidth = maxWidth;
+  const width = Math.min(containerWidth > 0 ? containerWidth : maxWidth ?? 760, maxWidth ?? Infinity);
+  const t = layout.title as string | { text?: string } | undefined;
+  const text = typeof t === "string" ? t : t?.text;
+  if (text) {
+    const full = (meta.lmbookTitle as string | undefined) ?? text.replace(/<br\s*\/?>/gi, " ");
+    meta.lmbookTitle = full;
+    const lines = wrapTitle(full, width - titleReserve(width));
+    out.title = { ...(typeof t === "object" ? t : {}), text: lines.join("<br>"), x: 0, xref: "paper", xanchor: "left" };
+    out.margin = { ...(layout.margin as Record<string, unknown> | undefined), t: 28 + 22 * lines.length };
+  }
+  out.meta = meta;
+  return { layout: out, maxWidth };
+}
+
+/**
+ * The browser-side twin of {@link fitLayout}, as JavaScript source: defines
+ * `lmbookFit(el, layout)` (fits `layout` in place to the container `el`,
+ * giving `el` its maximum width) and `lmbookRefit(el)` (after a resize: wraps
+ * the drawn figure's title again with `Plotly.relayout`).
+ */
+export const FIT_FIGURE_JS: string = `function lmbookWrap(title, width) {
+  var maxChars = Math.max(20, Math.floor(width / ${TITLE_CHAR_PX}));
+  var lines = [];
+  title.replace(/<br\\s*\\/?>/gi, " ").split(/\\s+/).filter(Boolean).forEach(function (word) {
+    var last = lines[lines.length - 1];
+    if (last !== undefined && last.length + 1 + word.length <= maxChars) lines[lines.length - 1] = last + " " + word;
+    else lines.push(word);
+  });
+  return lines;
+}
+function lmbookFit(el, layout) {
+  var meta = Object.assign({}, layout.meta);
+  var maxWidth = layout.width || meta.lmbookMaxWidth;
+  delete layout.width;
+  layout.autosize = true;
+  if (maxWidth) { meta.lmbookMaxWidth = maxWidth; el.style.maxWidth = maxWidth + "px"; }
+  var cw = el.clientWidth || (el.parentNode && el.parentNode.clientWidth) || maxWidth || 760;
+  var width = Math.min(cw, maxWidth || Infinity);
+  var t = layout.title, text = typeof t === "string" ? t : t && t.text;
+  if (text) {
+    var full = meta.lmbookTitle || text.replace(/<br\\s*\\/?>/gi, " ");
+    meta.lmbookTitle = full;
+    var lines = lmbookWrap(full, width - (width >= ${WIDE_FIGURE_PX} ? ${TOOLBAR_PX} : 24));
+    layout.title = Object.assign({}, typeof t === "object" ? t : {}, { text: lines.join("<br>"), x: 0, xref: "paper", xanchor: "left" });
+    layout.margin = Object.assign({}, layout.margin, { t: 28 + 22 * lines.length });
+  }
+  layout.meta = meta;
+  return layout;
+}
+function lmbookRefit(el) {
+  if (!window.Plotly || !el.layout) return;
+  var layout = lmbookFit(el, Object.assign({}, el.layout));
+  if (layout.title && el.layout.title && layout.title.text !== el.layout.title.text) {
+    window.Plotly.relayout(el, { title: layout.title, margin: layout.margin });
+  }
+}`;
