@@ -476,6 +476,48 @@ graded("5.2 causalMask: a size below 1 is a RangeError", () => {
   });
 });
 
+// Spec 5.2: mask[i][j] = 1 when j <= i (diagonal included), else 0; float32 (T, T); a fresh tensor on every
+// call (one tensor created, none leaked); size must be a positive integer, otherwise a RangeError naming `size`
+// and its value (0, -1, 2.5, NaN, Infinity).
+
+graded("5.2 causalMask: random sizes, float32, a fresh tensor every call", () => {
+  for (let size = 1; size <= 12; size++) {
+    const expected = Array.from({ length: size }, (_, i) => Array.from({ length: size }, (_, j) => (j <= i ? 1 : 0)));
+    let got: tf.Tensor2D | undefined;
+    checkTensorGuards(`causalMask(${size})`, [], () => [got = causalMask(size)]);
+    const again = causalMask(size);
+    expectEqual(again.dtype, "float32", {
+      what: `causalMask(${size}).dtype`,
+      hint: "build the mask as float32 (tf.tensor2d(rows, [T, T], 'float32')), not int32 or bool",
+    });
+    expectClose(again, expected, {
+      what: `causalMask(${size}) after an earlier result was disposed`,
+      hint: "mask[i][j] = 1 when j <= i; build a new tensor on every call (a cached tensor is gone once the caller " +
+        "disposes it)",
+      mistakes: [
+        {
+          value: expected.map((r, i) => r.map((_, j) => (j >= i ? 1 : 0))),
+          hint: "the upper triangle: row i must see j <= i",
+        },
+        {
+          value: expected.map((r, i) => r.map((_, j) => (j < i ? 1 : 0))),
+          hint: "the diagonal is missing: a position sees itself",
+        },
+        {
+          value: expected.map((r, i) => r.map((_, j) => (j > i ? 1 : 0))),
+          hint: "the mask is inverted: 1 means visible",
+        },
+      ],
+    });
+    again.dispose();
+    if (got && !got.isDisposed) got.dispose();
+  }
+});
+
+graded("5.2 causalMask: NaN, Infinity, fractions and sizes below 1 are RangeErrors naming size", () => {
+  checkRejects("causalMask", "size", [0, -1, 2.5, NaN, Infinity], (v) => causalMask(v));
+});
+
 // ---------------------------------------------------------------- 5.3 padding mask
 
 graded("5.3 paddingMask: ones on the real tokens, shape (B, 1, T)", () => {
@@ -502,6 +544,81 @@ graded("5.3 paddingMask: a length outside [1, size] is a RangeError", () => {
     hint: "a length of 0 is out of range too, since every sequence has at least one real token: check the lower " +
       "bound as well as size, and name the entry",
   });
+});
+
+// Spec 5.3: mask[b][0][t] = 1 when t < lengths[b] (padding at the END), float32 (B, 1, T); every length an
+// integer in [1, size] (a RangeError naming the entry `lengths[b]=v` otherwise: 0, size + 1, -1, 2.5, NaN,
+// Infinity, at any index); size a positive integer (a RangeError naming `size`); empty lengths give (0, 1, T);
+// lengths is left unchanged; one tensor created.
+
+graded("5.3 paddingMask: random lengths and sizes match the rule t < lengths[b]", () => {
+  const rng = new Rng(53);
+  for (let trial = 0; trial < 20; trial++) {
+    const size = 1 + rng.int(1 + Math.floor(trial / 2)), B = 1 + rng.int(1 + Math.floor(trial / 4));
+    const lengths = Array.from({ length: B }, () => 1 + rng.int(size));
+    const copy = [...lengths];
+    const expected = lengths.map((n) => [Array.from({ length: size }, (_, t) => (t < n ? 1 : 0))]);
+    let got: tf.Tensor3D | undefined;
+    checkTensorGuards(`paddingMask([${lengths}], ${size})`, [], () => [got = paddingMask(lengths, size)]);
+    const again = paddingMask(lengths, size);
+    expectShape(again, [B, 1, size], {
+      what: `paddingMask([${lengths}], ${size})`,
+      hint: "the shape is (B, 1, T): one row per sequence with the 1 in the middle",
+    });
+    expectEqual(again.dtype, "float32", {
+      what: `paddingMask([${lengths}], ${size}).dtype`,
+      hint: "build the mask as float32, like the scores it masks",
+    });
+    expectClose(again, expected, {
+      what: `paddingMask([${lengths}], ${size})`,
+      hint: "key t of sequence b is visible when t < lengths[b]",
+      mistakes: [
+        {
+          value: lengths.map((n) => [Array.from({ length: size }, (_, t) => (t <= n ? 1 : 0))]),
+          hint: "t <= lengths[b] (one too many): key t is visible when t < lengths[b]",
+        },
+        {
+          value: lengths.map((n) => [Array.from({ length: size }, (_, t) => (t >= size - n ? 1 : 0))]),
+          hint: "the padding was put at the start: it is at the END",
+        },
+        {
+          value: lengths.map((n) => [Array.from({ length: size }, (_, t) => (t < n ? 0 : 1))]),
+          hint: "the mask is inverted: 1 marks a real token",
+        },
+      ],
+    });
+    expectEqual(lengths, copy, {
+      what: `lengths after paddingMask([${copy}], ${size})`,
+      hint: "do not change the caller's array (no sort, no push, no assignment into it)",
+    });
+    again.dispose();
+    if (got && !got.isDisposed) got.dispose();
+  }
+});
+
+graded("5.3 paddingMask: every bad length is a RangeError naming its entry and value", () => {
+  for (const bad of [0, 5, -1, 2.5, NaN, Infinity]) {
+    for (const at of [0, 2]) {
+      const lengths = [3, 4, 1];
+      lengths[at] = bad;
+      expectThrows(() => paddingMask(lengths, 4), RangeError, {
+        what: `paddingMask([${lengths}], 4)`,
+        includes: `lengths[${at}]=${bad}`,
+        hint: "check each entry with Number.isInteger and the range [1, size], and name it: " +
+          "`lengths[${b}]=${n}`",
+      });
+    }
+  }
+});
+
+graded("5.3 paddingMask: a bad size is a RangeError; no sequences give a (0, 1, T) mask", () => {
+  checkRejects("paddingMask([1], size)", "size", [0, -2, 2.5, NaN, Infinity], (v) => paddingMask([1], v));
+  const empty = paddingMask([], 3);
+  expectShape(empty, [0, 1, 3], {
+    what: "paddingMask([], 3)",
+    hint: "with no sequences the batch axis is 0: return a (0, 1, T) tensor (tf.tensor3d([], [0, 1, T]))",
+  });
+  empty.dispose();
 });
 
 // ---------------------------------------------------------------- 5.4 split heads
@@ -540,6 +657,86 @@ graded("5.4 splitHeads: nHead must divide C", () => {
   });
 });
 
+// Spec 5.4: out[b][h][t][d] = x[b][t][h * headSize + d], shape (B, nHead, T, C / nHead), for any B, T, C and
+// any nHead dividing C (1 and C included); nHead that is not a positive integer dividing C (4 for C = 6, 0, -2,
+// 2.5, NaN, Infinity) is a RangeError `nEmbd must be divisible by nHead: nEmbd=C, nHead=H`; one tensor created,
+// x unchanged and still usable.
+
+/** Random (B, T, C) values rounded to one decimal, and a divisor of C. */
+function randHeadsCase(rng: Rng, trial: number): { x: number[][][]; nHead: number } {
+  const lim = 1 + Math.floor(trial / 3);
+  const B = 1 + rng.int(Math.min(lim, 3)), T = 1 + rng.int(lim), nHead = 1 + rng.int(lim), hs = 1 + rng.int(lim);
+  const x = Array.from({ length: B }, () => randMatrix(rng, T, nHead * hs));
+  return { x, nHead };
+}
+
+/** Reference split, and its common wrong versions. */
+function refSplit(x: number[][][], nHead: number, how: "right" | "reshape" | "interleaved" = "right"): number[][][][] {
+  const B = x.length, T = x[0].length, C = x[0][0].length, hs = C / nHead;
+  const flat = x.flat(2);
+  return Array.from(
+    { length: B },
+    (_, b) =>
+      Array.from({ length: nHead }, (_, h) =>
+        Array.from({ length: T }, (_, t) =>
+          Array.from({ length: hs }, (_, d) => {
+            if (how === "reshape") return flat[((b * nHead + h) * T + t) * hs + d];
+            if (how === "interleaved") return x[b][t][d * nHead + h];
+            return x[b][t][h * hs + d];
+          }))),
+  );
+}
+
+graded("5.4 splitHeads: random batch sizes, lengths, head counts and head sizes", () => {
+  const rng = new Rng(54);
+  for (let trial = 0; trial < 24; trial++) {
+    const { x, nHead } = randHeadsCase(rng, trial);
+    const B = x.length, T = x[0].length, C = x[0][0].length;
+    const xt = tf.tensor3d(x);
+    const got = splitHeads(xt, nHead);
+    expectShape(got, [B, nHead, T, C / nHead], {
+      what: `trial ${trial}: splitHeads of (${B}, ${T}, ${C}) into ${nHead} heads`,
+      input: { x, nHead },
+      hint: "the result is (B, nHead, T, C / nHead)",
+    });
+    expectClose(got, refSplit(x, nHead), {
+      what: `trial ${trial}: splitHeads of (${B}, ${T}, ${C}) into ${nHead} heads`,
+      input: { x, nHead },
+      hint: "out[b][h][t][d] = x[b][t][h * headSize + d]",
+      mistakes: [
+        {
+          value: refSplit(x, nHead, "reshape"),
+          hint:
+            "a reshape straight to (B, nHead, T, headSize) mixes positions and heads: reshape to (B, T, nHead, headSize), then transpose [0, 2, 1, 3]",
+        },
+        {
+          value: refSplit(x, nHead, "interleaved"),
+          hint: "head h took every nHead-th channel: it takes the contiguous channels h*headSize .. (h+1)*headSize - 1",
+        },
+      ],
+    });
+    tf.dispose([xt, got]);
+  }
+});
+
+graded("5.4 splitHeads: a bad nHead is a RangeError with the documented message; no leaks", () => {
+  for (const [C, nHead] of [[6, 4], [6, 0], [6, -2], [5, 2.5], [6, NaN], [6, Infinity], [4, 8]]) {
+    const x = tf.zeros([1, 2, C]) as tf.Tensor3D;
+    expectThrows(() => splitHeads(x, nHead), RangeError, {
+      what: `splitHeads of (1, 2, ${C}) into ${nHead} heads`,
+      includes: `nEmbd must be divisible by nHead: nEmbd=${C}, nHead=${nHead}`,
+      hint: "nHead must be a positive integer that divides C (C % 2.5 can be 0, C % 0 is NaN): check " +
+        "Number.isInteger(nHead) && nHead >= 1 && C % nHead === 0 before reshaping, and use the doc's message",
+    });
+    x.dispose();
+  }
+  const rng = new Rng(541);
+  for (const nHead of [1, 2, 4]) {
+    const x = tf.tensor3d([randMatrix(rng, 3, 4), randMatrix(rng, 3, 4)]);
+    checkTensorGuards(`splitHeads of (2, 3, 4) into ${nHead} heads`, [x], () => [splitHeads(x, nHead)]);
+  }
+});
+
 // ---------------------------------------------------------------- 5.5 merge heads
 
 graded("5.5 mergeHeads: concatenates the heads channel-wise", () => {
@@ -562,7 +759,67 @@ graded("5.5 mergeHeads: concatenates the heads channel-wise", () => {
   });
 });
 
+// Spec 5.5: out[b][t][h * headSize + d] = x[b][h][t][d], shape (B, T, nHead * headSize), for any sizes; one
+// tensor created, x unchanged and still usable.
+
+/** Reference merge of (B, H, T, hs), and its common wrong versions. */
+function refMerge(x: number[][][][], how: "right" | "reshape" | "interleaved" = "right"): number[][][] {
+  const B = x.length, H = x[0].length, T = x[0][0].length, hs = x[0][0][0].length;
+  const flat = x.flat(3);
+  return Array.from(
+    { length: B },
+    (_, b) =>
+      Array.from({ length: T }, (_, t) =>
+        Array.from({ length: H * hs }, (_, c) => {
+          if (how === "reshape") return flat[(b * T + t) * H * hs + c];
+          if (how === "interleaved") return x[b][c % H][t][Math.floor(c / H)];
+          return x[b][Math.floor(c / hs)][t][c % hs];
+        })),
+  );
+}
+
+graded("5.5 mergeHeads: random batch sizes, head counts, lengths and head sizes", () => {
+  const rng = new Rng(55);
+  for (let trial = 0; trial < 24; trial++) {
+    const lim = 1 + Math.floor(trial / 3);
+    const B = 1 + rng.int(Math.min(lim, 3)), H = 1 + rng.int(lim), T = 1 + rng.int(lim), hs = 1 + rng.int(lim);
+    const x = Array.from({ length: B }, () => Array.from({ length: H }, () => randMatrix(rng, T, hs)));
+    const xt = tf.tensor4d(x);
+    const got = mergeHeads(xt);
+    expectShape(got, [B, T, H * hs], {
+      what: `trial ${trial}: mergeHeads of (${B}, ${H}, ${T}, ${hs})`,
+      input: x,
+      hint: "the result is (B, T, nHead * headSize): the heads side by side along the channels",
+    });
+    expectClose(got, refMerge(x), {
+      what: `trial ${trial}: mergeHeads of (${B}, ${H}, ${T}, ${hs})`,
+      input: x,
+      hint: "out[b][t][h * headSize + d] = x[b][h][t][d]",
+      mistakes: [
+        {
+          value: refMerge(x, "reshape"),
+          hint: "a reshape alone mixes heads and positions: transpose [0, 2, 1, 3] first, then reshape",
+        },
+        {
+          value: refMerge(x, "interleaved"),
+          hint:
+            "the heads' channels were interleaved: head h fills the contiguous channels h*headSize .. (h+1)*headSize - 1",
+        },
+      ],
+    });
+    tf.dispose([xt, got]);
+  }
+  const x = tf.tensor4d([[randMatrix(rng, 3, 2), randMatrix(rng, 3, 2)]]);
+  checkTensorGuards("mergeHeads of (1, 2, 3, 2)", [x], () => [mergeHeads(x)]);
+});
+
 // ---------------------------------------------------------------- 5.6 multi-head attention
+
+// Spec 5.6: Q, K, V = x W^Q, x W^K, x W^V (row vectors times the matrices, not their transposes); head h uses
+// channels h*headSize .. (h+1)*headSize - 1; attention within each head scaled by sqrt(headSize); the heads'
+// outputs concatenated and multiplied by W^O; the mask (T, T) or (B, 1, 1, T) reaches every head; weights are
+// (B, nHead, T, T); any B, T, C and nHead dividing C; nHead that does not divide C is the RangeError of 5.4; one
+// output and one weights tensor created, inputs unchanged; stable for scores in the thousands.
 
 const X: M = [[0.5, -1, 0, 2], [1, 0, -0.5, 1], [0, 1, 1, -1]]; // T = 3, C = 4
 const W = {
@@ -571,19 +828,73 @@ const W = {
   wV: [[1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1], [1, 0, 0, 1]],
   wO: [[1, 0, 0, 0], [0, 2, 0, 0], [0, 0, 1, 0.5], [0, 1, 0, 1]],
 };
+type Weights = typeof W;
 
-/** Multi-head attention from scratch for one sequence (T, C). */
-function refMHA(x: M, nHead: number, mask?: M): { output: M; weights: M[] } {
-  const C = x[0].length, hs = C / nHead;
-  const q = matmul(x, W.wQ), k = matmul(x, W.wK), v = matmul(x, W.wV);
-  const cols = (m: M, h: number) => m.map((row) => row.slice(h * hs, (h + 1) * hs));
-  const heads = Array.from({ length: nHead }, (_, h) => refAttention(cols(q, h), cols(k, h), cols(v, h), mask));
-  const merged = x.map((_, t) => heads.flatMap((hd) => hd.output[t]));
-  return { output: matmul(merged, W.wO), weights: heads.map((hd) => hd.weights) };
+/** A wrong (or right) way to do multi-head attention, for diagnosing a failure. */
+interface MhaVariant {
+  /** Scale by sqrt(C) instead of sqrt(headSize). */
+  scaleByC?: boolean;
+  /** Leave out W^O. */
+  noOut?: boolean;
+  /** K = x W^Q. */
+  keysFromQ?: boolean;
+  /** Ignore the mask. */
+  ignoreMask?: boolean;
+  /** x W^T instead of x W. */
+  transposed?: boolean;
+  /** Head h takes every nHead-th channel. */
+  interleaved?: boolean;
+  /** One attention over all C channels. */
+  oneHead?: boolean;
 }
 
-function weights2d() {
-  return { wQ: tf.tensor2d(W.wQ), wK: tf.tensor2d(W.wK), wV: tf.tensor2d(W.wV), wO: tf.tensor2d(W.wO) };
+/** Multi-head attention from scratch for one sequence (T, C). */
+function refMHAw(x: M, w: Weights, nHead: number, mask?: M, variant: MhaVariant = {}): { output: M; weights: M[] } {
+  const C = x[0].length;
+  const H = variant.oneHead ? 1 : nHead, hs = C / H;
+  const proj = (m: M) => matmul(x, variant.transposed ? transpose(m) : m);
+  const q = proj(w.wQ), k = proj(variant.keysFromQ ? w.wQ : w.wK), v = proj(w.wV);
+  const chan = (h: number, d: number) => (variant.interleaved ? d * H + h : h * hs + d);
+  const cols = (m: M, h: number) => m.map((row) => Array.from({ length: hs }, (_, d) => row[chan(h, d)]));
+  const heads = Array.from({ length: H }, (_, h) => {
+    const qh = variant.scaleByC ? cols(q, h).map((r) => r.map((e) => e * Math.sqrt(hs / C))) : cols(q, h);
+    return refAttention(qh, cols(k, h), cols(v, h), variant.ignoreMask ? undefined : mask);
+  });
+  const merged = x.map((_, t) => {
+    const row = new Array(C).fill(0);
+    heads.forEach((hd, h) => hd.output[t].forEach((e, d) => (row[chan(h, d)] = e)));
+    return row;
+  });
+  return { output: variant.noOut ? merged : matmul(merged, w.wO), weights: heads.map((hd) => hd.weights) };
+}
+
+/** Multi-head attention from scratch with the fixed weights W. */
+function refMHA(x: M, nHead: number, mask?: M): { output: M; weights: M[] } {
+  return refMHAw(x, W, nHead, mask);
+}
+
+const MHA_MISTAKES: { variant: MhaVariant; hint: string }[] = [
+  { variant: { scaleByC: true }, hint: "the scores were scaled by sqrt(C): each head scales by sqrt(headSize)" },
+  { variant: { noOut: true }, hint: "the output projection is missing: multiply the merged heads by W^O" },
+  { variant: { keysFromQ: true }, hint: "the keys were made with W^Q: K = x W^K" },
+  { variant: { ignoreMask: true }, hint: "the mask did not reach the heads: pass it to the attention of every head" },
+  {
+    variant: { transposed: true },
+    hint: "the weights were transposed: Q = x W^Q with x's rows times the (C, C) matrix as given",
+  },
+  {
+    variant: { interleaved: true },
+    hint: "head h took every nHead-th channel: it takes the contiguous channels h*headSize .. (h+1)*headSize - 1",
+  },
+  { variant: { oneHead: true }, hint: "one attention over all C channels: split Q, K and V into nHead heads first" },
+];
+
+function mhaMistakes(compute: (variant: MhaVariant) => unknown): { value: unknown; hint: string }[] {
+  return MHA_MISTAKES.map((m) => ({ value: compute(m.variant), hint: m.hint }));
+}
+
+function weights2d(w: Weights = W) {
+  return { wQ: tf.tensor2d(w.wQ), wK: tf.tensor2d(w.wK), wV: tf.tensor2d(w.wV), wO: tf.tensor2d(w.wO) };
 }
 
 graded("5.6 multiHeadAttention: two heads of size 2, causal mask", () => {
@@ -596,12 +907,15 @@ graded("5.6 multiHeadAttention: two heads of size 2, causal mask", () => {
   });
   expectClose(r.weights, [ref.weights], {
     what: "per-head attention weights",
-    hint: "each head attends with its own channels of Q and K, scaled by sqrt(headSize) = sqrt(2), not sqrt(C)",
+    input: { x: X, nHead: 2, mask },
+    hint: "work out head 0 by hand: Q and K's channels 0..1, scores over sqrt(headSize), masked, softmax",
+    mistakes: mhaMistakes((variant) => [refMHAw(X, W, 2, mask, variant).weights]),
   });
   expectClose(r.output, [ref.output], {
     what: "multi-head attention output (after W^O)",
     input: { x: X, nHead: 2 },
     hint: "merge the heads back to (B, T, C) and multiply by W^O at the end",
+    mistakes: mhaMistakes((variant) => [refMHAw(X, W, 2, mask, variant).output]),
   });
 });
 
@@ -611,18 +925,150 @@ graded("5.6 multiHeadAttention: one head, batch of two, no mask", () => {
   expectClose(r.output, [refMHA(X, 1).output, refMHA(X2, 1).output], {
     what: "nHead = 1 on a batch of 2 sequences",
     hint: "reshape (B, T, C) to (B*T, C) before multiplying by a (C, C) matrix, then back",
+    mistakes: mhaMistakes((variant) => [X, X2].map((x) => refMHAw(x, W, 1, undefined, variant).output)),
   });
+});
+
+graded("5.6 multiHeadAttention: random sizes, head counts, weights and masks match a from-scratch reference", () => {
+  const rng = new Rng(56);
+  for (let trial = 0; trial < 20; trial++) {
+    const lim = 1 + Math.floor(trial / 4);
+    const B = 1 + rng.int(Math.min(lim, 3)), T = 1 + rng.int(lim + 1), nHead = 1 + rng.int(lim), hs = 1 + rng.int(lim);
+    const C = nHead * hs;
+    const xs = Array.from({ length: B }, () => randMatrix(rng, T, C));
+    const w: Weights = {
+      wQ: randMatrix(rng, C, C, 0.5),
+      wK: randMatrix(rng, C, C, 0.5),
+      wV: randMatrix(rng, C, C),
+      wO: randMatrix(rng, C, C),
+    };
+    const mode = ["none", "causal", "random", "padding"][trial % 4];
+    let masks: M[] | undefined, mask: tf.Tensor | undefined, maskShown: unknown;
+    if (mode === "causal" || mode === "random") {
+      const m = Array.from(
+        { length: T },
+        (_, i) => mode === "causal" ? Array.from({ length: T }, (_, j) => (j <= i ? 1 : 0)) : randMaskRow(rng, T),
+      );
+      masks = xs.map(() => m);
+      mask = tf.tensor2d(m);
+      maskShown = m;
+    } else if (mode === "padding") {
+      const rows = xs.map(() => {
+        const n = 1 + rng.int(T);
+        return Array.from({ length: T }, (_, t) => (t < n ? 1 : 0));
+      });
+      masks = rows.map((r) => Array.from({ length: T }, () => r));
+      mask = tf.tensor(rows.flat(), [B, 1, 1, T]);
+      maskShown = { shape: [B, 1, 1, T], values: rows };
+    }
+    const x = tf.tensor3d(xs), wt = weights2d(w);
+    const r = multiHeadAttention(x, wt, { nHead, mask });
+    const input = { x: xs, nHead, ...w, mask: maskShown };
+    const what = `trial ${trial}: B=${B}, T=${T}, C=${C}, nHead=${nHead}, mask ${mode}`;
+    const refs = (variant: MhaVariant = {}) => xs.map((xb, b) => refMHAw(xb, w, nHead, masks?.[b], variant));
+    expectShape(r.weights, [B, nHead, T, T], {
+      what: `${what}: shape of the weights`,
+      input,
+      hint: "the weights are (B, nHead, T, T): one (T, T) matrix per head",
+    });
+    expectClose(r.weights, refs().map((x) => x.weights), {
+      what: `${what}: attention weights`,
+      input,
+      hint: "head h compares Q's and K's channels h*headSize .. (h+1)*headSize - 1, scaled by sqrt(headSize)",
+      mistakes: mhaMistakes((variant) => refs(variant).map((x) => x.weights)),
+    });
+    expectShape(r.output, [B, T, C], {
+      what: `${what}: shape of the output`,
+      input,
+      hint: "the output is (B, T, C): merge the heads and project with W^O",
+    });
+    expectClose(r.output, refs().map((x) => x.output), {
+      what: `${what}: output`,
+      input,
+      hint: "merge the heads' outputs (concatenated channel-wise) and multiply by W^O",
+      mistakes: mhaMistakes((variant) => refs(variant).map((x) => x.output)),
+    });
+    tf.dispose([x, wt.wQ, wt.wK, wt.wV, wt.wO, r.output, r.weights, ...(mask ? [mask] : [])]);
+  }
+});
+
+graded("5.6 multiHeadAttention: stable for scores in the thousands; a bad nHead; no leaks", () => {
+  // headSize 1 and integer inputs, so the scores are exact integers from -7000 to 7000, a different range per row.
+  const x: M = [[30, -20], [-25, 10], [1, 2]];
+  const w: Weights = { wQ: [[2, 1], [0, -1]], wK: [[1, 0], [1, 2]], wV: [[1, 0], [0, 1]], wO: [[1, 2], [0, 1]] };
+  const r = multiHeadAttention(tf.tensor3d([x]), weights2d(w), { nHead: 2 });
+  const ref = refMHAw(x, w, 2);
+  expectClose(r.output, [ref.output], {
+    what: "multiHeadAttention with scores in the thousands (2 heads of size 1)",
+    input: { x, ...w },
+    hint: "the softmax must subtract each row's own maximum (tf.softmax does; your 5.1 should)",
+    mistakes: [
+      {
+        value: [refMHAw(x, w, 2).output.map((r) => r.map(() => NaN))],
+        hint: "the softmax overflowed: subtract each row's own maximum",
+      },
+    ],
+  });
+  tf.dispose([r.output, r.weights]);
+  const x6 = tf.zeros([1, 2, 6]) as tf.Tensor3D;
+  const w6 = {
+    wQ: tf.eye(6) as tf.Tensor2D,
+    wK: tf.eye(6) as tf.Tensor2D,
+    wV: tf.eye(6) as tf.Tensor2D,
+    wO: tf.eye(6) as tf.Tensor2D,
+  };
+  expectThrows(() => multiHeadAttention(x6, w6, { nHead: 4 }), RangeError, {
+    what: "multiHeadAttention of (1, 2, 6) with nHead 4",
+    includes: "nEmbd must be divisible by nHead: nEmbd=6, nHead=4",
+    hint: "splitHeads (5.4) throws this RangeError; let it through",
+  });
+  tf.dispose([x6, w6.wQ, w6.wK, w6.wV, w6.wO]);
+  const wt = weights2d(), xt = tf.tensor3d([X, X]), mask = tf.tensor2d([[1, 0, 0], [1, 1, 0], [1, 1, 1]]);
+  checkTensorGuards(
+    "multiHeadAttention of (2, 3, 4), 2 heads, causal mask",
+    [xt, wt.wQ, wt.wK, wt.wV, wt.wO, mask],
+    () => {
+      const out = multiHeadAttention(xt, wt, { nHead: 2, mask });
+      return [out.output, out.weights];
+    },
+  );
 });
 
 // ---------------------------------------------------------------- 5.7 positions
 
-function refPositions(T: number, d: number): M {
-  return Array.from({ length: T }, (_, pos) =>
-    Array.from({ length: d }, (_, j) => {
-      const i2 = 2 * Math.floor(j / 2);
-      const angle = pos / Math.pow(10000, i2 / d);
-      return j % 2 === 0 ? Math.sin(angle) : Math.cos(angle);
+// Spec 5.7: PE[pos][j] = sin(pos / 10000^(2i / d)) for even j and cos(...) for odd j, i = floor(j / 2); positions
+// from 0; interleaved; an odd d ends with a sine; float32 (T, d), a fresh tensor every call; length and dim must
+// be positive integers, otherwise a RangeError naming the argument and its value.
+
+type PosVariant = "right" | "from1" | "jOverD" | "halves" | "swapped" | "dMinus1";
+
+function refPositions(T: number, d: number, how: PosVariant = "right"): M {
+  return Array.from({ length: T }, (_, p) =>
+    Array.from({ length: d }, (_, col) => {
+      let j = col;
+      if (how === "halves") j = col < Math.ceil(d / 2) ? 2 * col : 2 * (col - Math.ceil(d / 2)) + 1;
+      const pos = how === "from1" ? p + 1 : p;
+      const i2 = how === "jOverD" ? j : 2 * Math.floor(j / 2);
+      const angle = pos / Math.pow(10000, i2 / (how === "dMinus1" && d > 1 ? d - 1 : d));
+      const even = j % 2 === 0;
+      return (how === "swapped" ? !even : even) ? Math.sin(angle) : Math.cos(angle);
     }));
+}
+
+function posMistakes(T: number, d: number): { value: unknown; hint: string }[] {
+  return [
+    { value: refPositions(T, d, "from1"), hint: "positions started at 1: the first row is position 0" },
+    {
+      value: refPositions(T, d, "jOverD"),
+      hint: "the exponent used the column j: it is 2i / d with i = floor(j / 2), the same for a sine and its cosine",
+    },
+    {
+      value: refPositions(T, d, "halves"),
+      hint: "all sines first, then all cosines: they are interleaved, sine in even columns",
+    },
+    { value: refPositions(T, d, "swapped"), hint: "sine and cosine are swapped: sine in the even columns" },
+    { value: refPositions(T, d, "dMinus1"), hint: "the exponent divided by d - 1: divide by d" },
+  ];
 }
 
 graded("5.7 sinusoidalPositions: interleaved sines and cosines", () => {
@@ -633,8 +1079,8 @@ graded("5.7 sinusoidalPositions: interleaved sines and cosines", () => {
   });
   expectClose(got, refPositions(4, 6), {
     what: "sinusoidalPositions(4, 6)",
-    hint:
-      "column j uses i = floor(j / 2) and the frequency 1 / 10000^(2i / d); sin in even columns, cos in odd ones, positions from 0",
+    hint: "column j uses i = floor(j / 2) and the frequency 1 / 10000^(2i / d)",
+    mistakes: posMistakes(4, 6),
   });
 });
 
@@ -642,10 +1088,47 @@ graded("5.7 sinusoidalPositions: position 0 and an odd dimension", () => {
   expectClose(sinusoidalPositions(1, 5), [[0, 1, 0, 1, 0]], {
     what: "sinusoidalPositions(1, 5): position 0",
     hint: "sin(0) = 0 in even columns, cos(0) = 1 in odd ones; with odd d the last column is a sine",
+    mistakes: posMistakes(1, 5),
   });
   expectClose(sinusoidalPositions(3, 5), refPositions(3, 5), {
     what: "sinusoidalPositions(3, 5)",
-    hint: "with odd d the last column is a lone sine: a loop that writes sin/cos pairs adds a column too many or " +
-      "drops it, and the exponent divides by d itself, not by d - 1",
+    hint: "with odd d the last column is a lone sine (d columns in all), and the exponent divides by d",
+    mistakes: posMistakes(3, 5),
   });
+});
+
+graded("5.7 sinusoidalPositions: random lengths and dimensions, float32, fresh tensors", () => {
+  const rng = new Rng(57);
+  for (let trial = 0; trial < 16; trial++) {
+    const T = 1 + rng.int(4 + 4 * trial), d = 1 + rng.int(2 + trial);
+    let got: tf.Tensor2D | undefined;
+    checkTensorGuards(`sinusoidalPositions(${T}, ${d})`, [], () => [got = sinusoidalPositions(T, d)]);
+    const again = sinusoidalPositions(T, d);
+    expectEqual(again.dtype, "float32", {
+      what: `sinusoidalPositions(${T}, ${d}).dtype`,
+      hint: "return a float32 tensor",
+    });
+    expectShape(again, [T, d], {
+      what: `sinusoidalPositions(${T}, ${d})`,
+      hint: "(T, d): one row per position, exactly d columns (an odd d ends with a lone sine)",
+    });
+    expectClose(again, refPositions(T, d), {
+      what: `sinusoidalPositions(${T}, ${d})`,
+      atol: 5e-5,
+      hint: "PE[pos][j] = sin or cos of pos / 10000^(2 floor(j / 2) / d), sine in even columns",
+      mistakes: posMistakes(T, d),
+    });
+    again.dispose();
+    if (got && !got.isDisposed) got.dispose();
+  }
+});
+
+graded("5.7 sinusoidalPositions: bad lengths and dimensions are RangeErrors naming them", () => {
+  checkRejects(
+    "sinusoidalPositions(length, 4)",
+    "length",
+    [0, -1, 2.5, NaN, Infinity],
+    (v) => sinusoidalPositions(v, 4),
+  );
+  checkRejects("sinusoidalPositions(3, dim)", "dim", [0, -2, 1.5, NaN, Infinity], (v) => sinusoidalPositions(3, v));
 });
