@@ -291,11 +291,21 @@ graded("8.2 mergePair: random corpora and pairs match a from-scratch merge", () 
   const rng = new Rng(82);
   for (let trial = 0; trial < 30; trial++) {
     const words = randomCorpus(rng, trial);
-    const before = [...words];
     const pairs = [...refCountPairs(words).keys()];
     const pair = (pairs.length && rng.next() < 0.85
       ? pairs[rng.int(pairs.length)].split(" ")
       : [SYMBOLS[rng.int(SYMBOLS.length)], SYMBOLS[rng.int(SYMBOLS.length)]]) as [string, string];
+    // Half the time, add a word holding the same text split elsewhere ("ab c" for the pair ("a", "bc")).
+    const chars = Array.from(pair[0] + pair[1]);
+    if (chars.length > 2 && rng.next() < 0.5) {
+      let cut = 1 + rng.int(chars.length - 1);
+      if (cut === Array.from(pair[0]).length) {
+        cut = cut === 1 ? 2 : cut - 1;
+      }
+      const other = `${chars.slice(0, cut).join("")} ${chars.slice(cut).join("")}`;
+      words.set(other, (words.get(other) ?? 0) + 1 + rng.int(9));
+    }
+    const before = [...words];
     const got = mergePair(words, pair);
     expectEqual(got, refMergePair(words, pair), {
       what: `trial ${trial}: mergePair(corpus, ${JSON.stringify(pair)})`,
@@ -314,20 +324,22 @@ graded("8.2 mergePair: random corpora and pairs match a from-scratch merge", () 
   }
 });
 
-graded("8.2 mergePair: symbols with regex specials, and a pair that does not occur", () => {
-  const words = new Map([["a . b", 2], ["a* b. b", 1], ["$ $&", 4], ["ab b", 3]]);
+graded("8.2 mergePair: symbols with regex specials or sharing text, and a pair that does not occur", () => {
+  const words = new Map([["a . b", 2], ["a* b. b", 1], ["$ $&", 4], ["ab b", 3], ["a bb", 5]]);
   const cases: [[string, string], Map<string, number>][] = [
-    [[".", "b"], new Map([["a .b", 2], ["a* b. b", 1], ["$ $&", 4], ["ab b", 3]])],
-    [["$", "$&"], new Map([["a . b", 2], ["a* b. b", 1], ["$$&", 4], ["ab b", 3]])],
-    [["a", "b"], new Map([["a . b", 2], ["a* b. b", 1], ["$ $&", 4], ["ab b", 3]])],
+    [[".", "b"], new Map([["a .b", 2], ["a* b. b", 1], ["$ $&", 4], ["ab b", 3], ["a bb", 5]])],
+    [["$", "$&"], new Map([["a . b", 2], ["a* b. b", 1], ["$$&", 4], ["ab b", 3], ["a bb", 5]])],
+    [["a", "b"], new Map([["a . b", 2], ["a* b. b", 1], ["$ $&", 4], ["ab b", 3], ["a bb", 5]])],
+    // "a bb" holds the text "abb" too, but its symbols are a and bb, not ab and b.
+    [["ab", "b"], new Map([["a . b", 2], ["a* b. b", 1], ["$ $&", 4], ["abb", 3], ["a bb", 5]])],
   ];
   for (const [pair, expected] of cases) {
     const got = mergePair(words, pair);
     expectEqual(got, expected, {
       what: `mergePair(corpus, ${JSON.stringify(pair)})`,
       input: [...words],
-      hint: "compare whole symbols with ===: a regular expression built from the symbols treats . * $ as " +
-        "specials, and a replacement string treats $& as the match",
+      hint: "compare each symbol with === (not the glued text a + b): a regular expression built from the symbols " +
+        "treats . * $ as specials, and a replacement string treats $& as the match",
       mistakes: mergePairMistakes(words, pair),
     });
     expectEqual(got === words, false, {
