@@ -603,9 +603,14 @@ graded("5.3 paddingMask: every bad length is a RangeError naming its entry and v
       lengths[at] = bad;
       expectThrows(() => paddingMask(lengths, 4), RangeError, {
         what: `paddingMask([${lengths}], 4)`,
-        includes: `lengths[${at}]=${bad}`,
+        includes: `lengths[${at}]`,
         hint: "check each entry with Number.isInteger and the range [1, size], and name it: " +
           "`lengths[${b}]=${n}`",
+      });
+      expectThrows(() => paddingMask(lengths, 4), RangeError, {
+        what: `paddingMask([${lengths}], 4): the message shows the value`,
+        includes: String(bad),
+        hint: "put the bad value in the message, e.g. `lengths[1]=5`",
       });
     }
   }
