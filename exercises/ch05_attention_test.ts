@@ -23,7 +23,7 @@ const matmul = (a: M, b: M): M => a.map((row) => b[0].map((_, j) => row.reduce((
 const transpose = (a: M): M => a[0].map((_, j) => a.map((row) => row[j]));
 
 /** How a softmax shifts its inputs before exp: by each row's own maximum (right), not at all, or by one global maximum. */
-type Shift = "row" | "none" | "global";
+type Shift = "row" | "none" | "global" | "min";
 
 /** Softmax of each row; masked entries (-Infinity) get exactly 0. `globalMax` is used by the "global" shift. */
 function softmaxRows(z: M, shift: Shift = "row"): M {
@@ -31,7 +31,8 @@ function softmaxRows(z: M, shift: Shift = "row"): M {
   const globalMax = finite.length ? Math.max(...finite) : 0;
   return z.map((row) => {
     const rowMax = Math.max(...row.filter((x) => x !== -Infinity));
-    const m = shift === "row" ? rowMax : shift === "global" ? globalMax : 0;
+    const rowMin = Math.min(...row.filter((x) => x !== -Infinity));
+    const m = { row: rowMax, global: globalMax, min: rowMin, none: 0 }[shift];
     const e = row.map((x) => (x === -Infinity ? 0 : Math.exp(x - m)));
     const s = e.reduce((a, b) => a + b, 0);
     return e.map((x) => x / s);
@@ -99,6 +100,10 @@ const ATTENTION_MISTAKES: { variant: AttnVariant; hint: string }[] = [
     variant: { shift: "global" },
     hint: "the softmax subtracted one maximum for the whole tensor: a row far below it underflows to 0 / 0. " +
       "Subtract each row's own maximum (tf.softmax(scores, -1) does)",
+  },
+  {
+    variant: { shift: "min" },
+    hint: "the softmax subtracted the row's minimum: a row with a large spread overflows. Subtract its maximum",
   },
 ];
 
@@ -400,14 +405,15 @@ graded("5.1 scaledDotProductAttention: random shapes, batch axes and masks match
 });
 
 graded("5.1 scaledDotProductAttention: each row's own maximum keeps huge and tiny scores stable", () => {
-  // Scores (d_k = 1, so no scaling): row 0 is [1000, 1001, 998], row 1 is [-1000, -1001, -998] and row 2 is
-  // [0, 0.1, -0.2]. A softmax without a shift overflows on row 0; one shifted by a single global maximum (or
-  // the minimum) underflows to 0 / 0 on the other row.
-  const q: M = [[1000], [-1000], [0.1]], k: M = [[1], [1.001], [0.998]], v: M = [[1, 0], [0, 1], [2, 3]];
+  // Scores (d_k = 1, so no scaling): row 0 is [1000, 1001, 998, 0], row 1 is [-1000, -1001, -998, 0] and row 2
+  // is [0.1, 0.1001, 0.0998, 0]. A softmax without a shift overflows on row 0, and so does one shifted by the
+  // row's minimum (a spread of 1001); one shifted by a single global maximum underflows to 0 / 0 on row 1.
+  const q: M = [[1000], [-1000], [0.1]], k: M = [[1], [1.001], [0.998], [0]];
+  const v: M = [[1, 0], [0, 1], [2, 3], [-1, 1]];
   const scores = matmul(q, transpose(k));
   const r = scaledDotProductAttention({ q: tf.tensor2d(q), k: tf.tensor2d(k), v: tf.tensor2d(v) });
   expectClose(r.weights, softmaxRows(scores), {
-    what: "weights for scores [[1000, 1001, 998], [-1000, -1001, -998], [0.1, 0.1001, 0.0998]]",
+    what: "weights for scores [[1000, 1001, 998, 0], [-1000, -1001, -998, 0], [0.1, 0.1001, 0.0998, 0]]",
     input: { q, k },
     hint: "subtract EACH ROW's own maximum before exp (tf.softmax(scores, -1) does it for you)",
     mistakes: attnMistakes((variant) => refAttention(q, k, v, undefined, variant).weights),
@@ -416,15 +422,16 @@ graded("5.1 scaledDotProductAttention: each row's own maximum keeps huge and tin
     what: "outputs for those scores",
     input: { q, k, v },
     hint: "the output is the stable weights times v",
+    mistakes: attnMistakes((variant) => refAttention(q, k, v, undefined, variant).output),
   });
   tf.dispose([r.output, r.weights]);
   // A masked key with a huge score must not set the row's maximum: the visible scores are about -1000.
-  const q2: M = [[1000]], k2: M = [[3], [-1], [-0.999]], mask: M = [[0, 1, 1]];
+  const q2: M = [[1000]], k2: M = [[3], [-1], [-0.999]], mask: M = [[0, 1, 1]], v2 = v.slice(0, 3);
   const r2 = scaledDotProductAttention(
-    { q: tf.tensor2d(q2), k: tf.tensor2d(k2), v: tf.tensor2d(v) },
+    { q: tf.tensor2d(q2), k: tf.tensor2d(k2), v: tf.tensor2d(v2) },
     { mask: tf.tensor2d(mask) },
   );
-  const ref2 = refAttention(q2, k2, v, mask);
+  const ref2 = refAttention(q2, k2, v2, mask);
   expectClose(r2.weights, ref2.weights, {
     what: "weights for scores [3000 (masked), -1000, -999]",
     input: { q: q2, k: k2, mask },

@@ -347,6 +347,13 @@ graded("8.2 mergePair: symbols with regex specials or sharing text, and a pair t
       hint: "return a new Map, even when nothing merges",
     });
   }
+  const empty = new Map<string, number>();
+  const got = mergePair(empty, ["a", "b"]);
+  expectEqual(got, new Map(), { what: 'mergePair(new Map(), ["a", "b"])', hint: "an empty corpus stays empty" });
+  expectEqual(got === empty, false, {
+    what: "whether mergePair(empty corpus) returned its input object",
+    hint: "return a new Map, even for an empty corpus",
+  });
 });
 
 // ----------------------------------------------------------- 8.3 encodeWord
