@@ -146,6 +146,7 @@ export function paddingMask(lengths: number[], size: number): tf.Tensor3D {
  * Careful: a reshape alone to (B, nHead, T, headSize) mixes positions and
  * heads. Reshape to (B, T, nHead, headSize) first, then swap the T and nHead
  * axes with `tf.transpose(..., [0, 2, 1, 3])`.
+ * Leave `x` as it is (do not dispose it) and no other tensors behind.
  *
  * @param x (B, T, C).
  * @param nHead the number of heads. If it is not a positive integer that
@@ -164,6 +165,7 @@ export function splitHeads(x: tf.Tensor3D, nHead: number): tf.Tensor4D {
  * The inverse of {@link splitHeads}: (B, nHead, T, headSize) -> (B, T, C),
  * putting head h's output in channels h*headSize .. (h+1)*headSize - 1
  * (the heads' outputs concatenated). Transpose first, then reshape.
+ * Leave `x` as it is (do not dispose it) and no other tensors behind.
  *
  * @param x (B, nHead, T, headSize).
  * @returns (B, T, nHead * headSize).
