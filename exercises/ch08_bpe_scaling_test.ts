@@ -524,6 +524,15 @@ graded("8.3 encodeWord: random words and merge lists match a from-scratch encode
       what: `trial ${trial}: merges after encodeWord`,
       hint: "leave the merge list unchanged (no sort, reverse or splice on it)",
     });
+    if (Array.isArray(got)) got.push("<changed by the caller>");
+    expectEqual(encodeWord(word, merges), refEncode(word, merges), {
+      what: `trial ${trial}: encodeWord(${
+        JSON.stringify(word)
+      }, merges) again, after the caller changed the first result`,
+      input: merges,
+      hint: "return a new array on every call: a cached array the caller changes (or a cache that ignores the " +
+        "merge list) gives wrong answers later",
+    });
   }
 });
 
