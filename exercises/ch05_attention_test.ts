@@ -194,6 +194,13 @@ const V: M = [[1, 2], [3, -1], [0, 4]]; // d_v = 2
 
 // ---------------------------------------------------------------- 5.1 attention
 
+// Spec 5.1: scores = q k^T / sqrt(d_k) with d_k = q's last axis; softmax over the keys (last axis), shifted by
+// each row's own maximum over its visible keys (finite for scores in the thousands and row spreads over 1000);
+// output = weights v; any number of leading axes; Tq, Tk, d_k and d_v all independent; the mask (1 = visible)
+// broadcasts from (Tq, Tk), (..., Tq, Tk), (..., 1, Tk) or (B, 1, 1, Tk); a masked key gets weight exactly 0;
+// every query row has a visible key (the doc lets students assume it); only output and weights stay alive, and
+// the inputs are neither changed nor disposed.
+
 /** The known mistakes' outputs on one input: `pick` takes the checked part of a variant's result. */
 function attnMistakes(compute: (variant: AttnVariant) => unknown): { value: unknown; hint: string }[] {
   return ATTENTION_MISTAKES.map((m) => ({ value: compute(m.variant), hint: m.hint }));
@@ -357,9 +364,6 @@ function attnInput(c: AttnCase) {
 }
 
 graded("5.1 scaledDotProductAttention: random shapes, batch axes and masks match a from-scratch reference", () => {
-  // Spec: scores = q k^T / sqrt(d_k) with d_k = q's last axis; softmax over the keys (last axis); output =
-  // weights v; any number of leading axes; Tq, Tk, d_k and d_v all independent; the mask (1 = visible)
-  // broadcasts from (Tq, Tk), (..., Tq, Tk), (..., 1, Tk) or (B, 1, 1, Tk); a masked key gets weight exactly 0.
   const rng = new Rng(51);
   for (let trial = 0; trial < 24; trial++) {
     const c = attnCase(rng, trial);
@@ -375,6 +379,7 @@ graded("5.1 scaledDotProductAttention: random shapes, batch axes and masks match
     });
     expectClose(r.weights, ref.weights, {
       what: `${what}: attention weights`,
+      atol: 1e-5,
       input: attnInput(c),
       hint: "weights = softmax(q k^T / sqrt(d_k)) over the last axis, with masked scores set to -Infinity first",
       mistakes: attnMistakes((variant) => attnRef(c, variant).weights),
@@ -396,6 +401,7 @@ graded("5.1 scaledDotProductAttention: random shapes, batch axes and masks match
     });
     expectClose(r.output, ref.output, {
       what: `${what}: attention output`,
+      atol: 1e-4,
       input: attnInput(c),
       hint: "the output is the weights times v, per batch item",
       mistakes: attnMistakes((variant) => attnRef(c, variant).output),
@@ -465,6 +471,10 @@ graded("5.1 scaledDotProductAttention: leaves no tensors behind and its inputs a
 
 // ---------------------------------------------------------------- 5.2 causal mask
 
+// Spec 5.2: mask[i][j] = 1 when j <= i (diagonal included), else 0; float32 (T, T); a fresh tensor on every
+// call (one tensor created, none leaked); size must be a positive integer, otherwise a RangeError naming `size`
+// and its value (0, -1, 2.5, NaN, Infinity).
+
 graded("5.2 causalMask: lower triangle including the diagonal", () => {
   const expected = [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]];
   expectClose(causalMask(4), expected, {
@@ -482,10 +492,6 @@ graded("5.2 causalMask: a size below 1 is a RangeError", () => {
     hint: "check the size first and throw new RangeError(`size must be a positive integer: size=${size}`)",
   });
 });
-
-// Spec 5.2: mask[i][j] = 1 when j <= i (diagonal included), else 0; float32 (T, T); a fresh tensor on every
-// call (one tensor created, none leaked); size must be a positive integer, otherwise a RangeError naming `size`
-// and its value (0, -1, 2.5, NaN, Infinity).
 
 graded("5.2 causalMask: random sizes, float32, a fresh tensor every call", () => {
   for (let size = 1; size <= 12; size++) {
@@ -527,6 +533,11 @@ graded("5.2 causalMask: NaN, Infinity, fractions and sizes below 1 are RangeErro
 
 // ---------------------------------------------------------------- 5.3 padding mask
 
+// Spec 5.3: mask[b][0][t] = 1 when t < lengths[b] (padding at the END), float32 (B, 1, T); every length an
+// integer in [1, size] (a RangeError naming the entry `lengths[b]=v` otherwise: 0, size + 1, -1, 2.5, NaN,
+// Infinity, at any index); size a positive integer (a RangeError naming `size`); empty lengths give (0, 1, T);
+// lengths is left unchanged; one tensor created.
+
 graded("5.3 paddingMask: ones on the real tokens, shape (B, 1, T)", () => {
   const got = paddingMask([2, 4, 1], 4);
   expectShape(got, [3, 1, 4], {
@@ -552,11 +563,6 @@ graded("5.3 paddingMask: a length outside [1, size] is a RangeError", () => {
       "bound as well as size, and name the entry",
   });
 });
-
-// Spec 5.3: mask[b][0][t] = 1 when t < lengths[b] (padding at the END), float32 (B, 1, T); every length an
-// integer in [1, size] (a RangeError naming the entry `lengths[b]=v` otherwise: 0, size + 1, -1, 2.5, NaN,
-// Infinity, at any index); size a positive integer (a RangeError naming `size`); empty lengths give (0, 1, T);
-// lengths is left unchanged; one tensor created.
 
 graded("5.3 paddingMask: random lengths and sizes match the rule t < lengths[b]", () => {
   const rng = new Rng(53);
@@ -635,6 +641,11 @@ graded("5.3 paddingMask: a bad size is a RangeError; no sequences give a (0, 1, 
 
 // ---------------------------------------------------------------- 5.4 split heads
 
+// Spec 5.4: out[b][h][t][d] = x[b][t][h * headSize + d], shape (B, nHead, T, C / nHead), for any B, T, C and
+// any nHead dividing C (1 and C included); nHead that is not a positive integer dividing C (4 for C = 6, 0, -2,
+// 2.5, NaN, Infinity) is a RangeError `nEmbd must be divisible by nHead: nEmbd=C, nHead=H`; one tensor created,
+// x unchanged and still usable.
+
 /** x[b][t][c] = 100 b + 10 t + c, so every value says where it came from. */
 function labelled(B: number, T: number, C: number): number[][][] {
   return Array.from(
@@ -668,11 +679,6 @@ graded("5.4 splitHeads: nHead must divide C", () => {
       "message given in the function's doc comment",
   });
 });
-
-// Spec 5.4: out[b][h][t][d] = x[b][t][h * headSize + d], shape (B, nHead, T, C / nHead), for any B, T, C and
-// any nHead dividing C (1 and C included); nHead that is not a positive integer dividing C (4 for C = 6, 0, -2,
-// 2.5, NaN, Infinity) is a RangeError `nEmbd must be divisible by nHead: nEmbd=C, nHead=H`; one tensor created,
-// x unchanged and still usable.
 
 /** Random (B, T, C) values rounded to one decimal, and a divisor of C. */
 function randHeadsCase(rng: Rng, trial: number): { x: number[][][]; nHead: number } {
@@ -751,6 +757,9 @@ graded("5.4 splitHeads: a bad nHead is a RangeError with the documented message;
 
 // ---------------------------------------------------------------- 5.5 merge heads
 
+// Spec 5.5: out[b][t][h * headSize + d] = x[b][h][t][d], shape (B, T, nHead * headSize), for any sizes; one
+// tensor created, x unchanged and still usable.
+
 graded("5.5 mergeHeads: concatenates the heads channel-wise", () => {
   // h[b][head][t][d] = 1000 b + 100 head + 10 t + d
   const h = [0, 1].map((b) =>
@@ -770,9 +779,6 @@ graded("5.5 mergeHeads: concatenates the heads channel-wise", () => {
     hint: "transpose (B, nHead, T, hs) to (B, T, nHead, hs) with [0, 2, 1, 3], then reshape to (B, T, C)",
   });
 });
-
-// Spec 5.5: out[b][t][h * headSize + d] = x[b][h][t][d], shape (B, T, nHead * headSize), for any sizes; one
-// tensor created, x unchanged and still usable.
 
 /** Reference merge of (B, H, T, hs), and its common wrong versions. */
 function refMerge(x: number[][][][], how: "right" | "reshape" | "interleaved" = "right"): number[][][] {
@@ -985,6 +991,7 @@ graded("5.6 multiHeadAttention: random sizes, head counts, weights and masks mat
     });
     expectClose(r.weights, refs().map((x) => x.weights), {
       what: `${what}: attention weights`,
+      atol: 1e-4,
       input,
       hint: "head h compares Q's and K's channels h*headSize .. (h+1)*headSize - 1, scaled by sqrt(headSize)",
       mistakes: mhaMistakes((variant) => refs(variant).map((x) => x.weights)),
@@ -996,6 +1003,8 @@ graded("5.6 multiHeadAttention: random sizes, head counts, weights and masks mat
     });
     expectClose(r.output, refs().map((x) => x.output), {
       what: `${what}: output`,
+      atol: 1e-3,
+      rtol: 1e-3,
       input,
       hint: "merge the heads' outputs (concatenated channel-wise) and multiply by W^O",
       mistakes: mhaMistakes((variant) => refs(variant).map((x) => x.output)),

@@ -143,6 +143,10 @@ function mergePairMistakes(words: Map<string, number>, pair: [string, string]): 
 
 // ------------------------------------------------------------ 8.1 countPairs
 
+// Spec 8.1: for each word (symbols separated by single spaces) and each of its n - 1 neighbouring pairs (a, b),
+// add the word's frequency to key `${a} ${b}`; a pair repeated in a word counts every time; one-symbol words
+// add nothing; only occurring pairs appear; an empty corpus gives an empty map; a NEW map, the input unchanged.
+
 graded("8.1 countPairs: every pair of the toy corpus, weighted by word frequency", () => {
   const expected = new Map([
     ["l o", 7], // low 5 + lower 2
@@ -185,10 +189,6 @@ graded("8.1 countPairs: symbols are the space-separated pieces, not characters",
   });
 });
 
-// Spec 8.1: for each word (symbols separated by single spaces) and each of its n - 1 neighbouring pairs (a, b),
-// add the word's frequency to key `${a} ${b}`; a pair repeated in a word counts every time; one-symbol words
-// add nothing; only occurring pairs appear; an empty corpus gives an empty map; a NEW map, the input unchanged.
-
 graded("8.1 countPairs: random corpora with prefix symbols match a from-scratch count", () => {
   const rng = new Rng(81);
   for (let trial = 0; trial < 30; trial++) {
@@ -219,6 +219,11 @@ graded("8.1 countPairs: random corpora with prefix symbols match a from-scratch 
 });
 
 // ------------------------------------------------------------- 8.2 mergePair
+
+// Spec 8.2: in each word, every occurrence of symbol pair[0] followed by symbol pair[1] becomes one symbol,
+// scanning left to right and continuing after a merge (no overlap); whole symbols only (regex specials, "$&" and
+// prefixes are plain symbols); frequencies kept, and added when two words become equal; a NEW map even when
+// nothing merges; the input unchanged.
 
 graded("8.2 mergePair: merging (e, s) in the toy corpus", () => {
   const expected = new Map([
@@ -281,11 +286,6 @@ graded("8.2 mergePair: returns a new map and leaves its input unchanged", () => 
       "wrong spacing (symbols are joined with one space), 1 that the count was not carried over",
   });
 });
-
-// Spec 8.2: in each word, every occurrence of symbol pair[0] followed by symbol pair[1] becomes one symbol,
-// scanning left to right and continuing after a merge (no overlap); whole symbols only (regex specials, "$&" and
-// prefixes are plain symbols); frequencies kept, and added when two words become equal; a NEW map even when
-// nothing merges; the input unchanged.
 
 graded("8.2 mergePair: random corpora and pairs match a from-scratch merge", () => {
   const rng = new Rng(82);
@@ -358,6 +358,12 @@ graded("8.2 mergePair: symbols with regex specials or sharing text, and a pair t
 
 // ----------------------------------------------------------- 8.3 encodeWord
 
+// Spec 8.3: start from the word's code points; repeatedly pick, among the neighbouring pairs present, the one
+// EARLIEST in `merges` (a repeated merge counts at its first index), merge all its occurrences left to right
+// (8.2), until no neighbouring pair is in `merges`; pairs are matched as two whole symbols, so symbols that
+// contain spaces or are prefixes of one another never collide; the empty word gives []; `merges` is left
+// unchanged.
+
 graded("8.3 encodeWord: applies the merges until none is left", () => {
   const merges: [string, string][] = [["l", "o"], ["lo", "w"], ["e", "r"]];
   expectEqual(encodeWord("lower", merges), ["low", "er"], {
@@ -416,12 +422,6 @@ graded("8.3 encodeWord: starts from code points, so an emoji is one symbol", () 
   });
   expectEqual(encodeWord("", merges), [], { what: 'encodeWord("", merges)', hint: "an empty word has no symbols" });
 });
-
-// Spec 8.3: start from the word's code points; repeatedly pick, among the neighbouring pairs present, the one
-// EARLIEST in `merges` (a repeated merge counts at its first index), merge all its occurrences left to right
-// (8.2), until no neighbouring pair is in `merges`; pairs are matched as two whole symbols, so symbols that
-// contain spaces or are prefixes of one another never collide; the empty word gives []; `merges` is left
-// unchanged.
 
 type EncodeHow = "right" | "leftmost" | "sequential" | "firstOnly" | "lastMergeFirst" | "utf16";
 
@@ -579,6 +579,12 @@ graded("8.3 encodeWord: a merge can make a pair of an earlier merge; keys never 
 
 // ---------------------------------------------------------- 8.4 fitPowerLaw
 
+// Spec 8.4: natural logs v = ln x, u = ln y; ordinary least squares of u on v (centred sums); alpha = -slope
+// (negative when y rises), scale = exp(intercept); any n >= 2 and any spread of x over orders of magnitude;
+// RangeErrors: different lengths (naming the lengths), fewer than 2 points (empty included), an x or y that is
+// not a positive finite number (0, negative, NaN, +-Infinity; naming the argument with its index and the
+// value), all x equal; x and y left unchanged.
+
 graded("8.4 fitPowerLaw: recovers an exact power law", () => {
   const x = [1e3, 1e4, 1e5, 1e6];
   const y = x.map((v) => 5 * v ** -0.1); // 2.5059, 1.9905, 1.5811, 1.2559
@@ -634,12 +640,6 @@ graded("8.4 fitPowerLaw: clear errors on data a log-log fit cannot take", () => 
     hint: "when all x are equal, sum((v - mean v)^2) is 0: throw instead of returning NaN",
   });
 });
-
-// Spec 8.4: natural logs v = ln x, u = ln y; ordinary least squares of u on v (centred sums); alpha = -slope
-// (negative when y rises), scale = exp(intercept); any n >= 2 and any spread of x over orders of magnitude;
-// RangeErrors: different lengths (naming the lengths), fewer than 2 points (empty included), an x or y that is
-// not a positive finite number (0, negative, NaN, +-Infinity; naming the argument with its index and the
-// value), all x equal; x and y left unchanged.
 
 /** Reference 8.4 and its common wrong versions (from the formulas, with plain loops). */
 function refFit(
