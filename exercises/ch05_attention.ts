@@ -70,6 +70,12 @@ export interface HeadWeights {
  *   `tf.where(tf.cast(mask, "bool"), scores, tf.fill(scores.shape, -Infinity))`.
  *   Setting masked scores to 0 does not work: exp(0) = 1 is not 0.
  *   You may assume every query row has at least one visible key.
+ * - The softmax must stay finite for scores in the thousands: subtract each
+ *   row's own maximum over its visible keys before exp (`tf.softmax` does).
+ * - Any number of leading axes (none, (B), (B, nHead), ...); Tq, Tk, d_k and
+ *   d_v are independent.
+ * - Leave q, k, v and the mask as they are (do not dispose them) and leave no
+ *   other tensors behind: only `output` and `weights` stay alive.
  *
  * @param inputs q (..., Tq, d_k), k (..., Tk, d_k), v (..., Tk, d_v).
  * @param options `mask`: 1 = may attend, 0 = may not.
@@ -97,7 +103,8 @@ export function scaledDotProductAttention(
  *
  * @param size T, a positive integer; otherwise throw a RangeError whose
  * message names `size` and its value.
- * @returns a float32 (T, T) tensor of 1s and 0s.
+ * @returns a float32 (T, T) tensor of 1s and 0s, a new one on every call
+ * (the caller may dispose it).
  */
 export function causalMask(size: number): tf.Tensor2D {
   return notImplemented("causalMask");
@@ -113,10 +120,14 @@ export function causalMask(size: number): tf.Tensor2D {
  *
  * Example: lengths [2, 3], size 3 -> [[[1, 1, 0]], [[1, 1, 1]]].
  *
+ * An empty `lengths` gives a (0, 1, T) tensor. Leave `lengths` unchanged.
+ *
  * @param lengths the real length of each sequence, each an integer in
  * [1, size]; otherwise throw a RangeError whose message names the entry,
- * e.g. `lengths[1]=5`.
- * @param size the padded length T.
+ * e.g. `lengths[1]=5` (NaN, Infinity and 2.5 are not integers).
+ * @param size the padded length T, a positive integer, checked before the
+ * lengths; otherwise throw a RangeError whose message names `size` and its
+ * value.
  * @returns a float32 (B, 1, T) tensor of 1s and 0s.
  */
 export function paddingMask(lengths: number[], size: number): tf.Tensor3D {
@@ -135,11 +146,13 @@ export function paddingMask(lengths: number[], size: number): tf.Tensor3D {
  * Careful: a reshape alone to (B, nHead, T, headSize) mixes positions and
  * heads. Reshape to (B, T, nHead, headSize) first, then swap the T and nHead
  * axes with `tf.transpose(..., [0, 2, 1, 3])`.
+ * Leave `x` as it is (do not dispose it) and no other tensors behind.
  *
  * @param x (B, T, C).
- * @param nHead the number of heads. If it does not divide C, throw a
- * RangeError with the message `nEmbd must be divisible by nHead: nEmbd=C, nHead=H`
- * (with the numbers).
+ * @param nHead the number of heads. If it is not a positive integer that
+ * divides C (0, -2, 2.5, NaN, Infinity included), throw a RangeError with the
+ * message `nEmbd must be divisible by nHead: nEmbd=C, nHead=H` (with the
+ * numbers).
  * @returns (B, nHead, T, headSize).
  */
 export function splitHeads(x: tf.Tensor3D, nHead: number): tf.Tensor4D {
@@ -152,6 +165,7 @@ export function splitHeads(x: tf.Tensor3D, nHead: number): tf.Tensor4D {
  * The inverse of {@link splitHeads}: (B, nHead, T, headSize) -> (B, T, C),
  * putting head h's output in channels h*headSize .. (h+1)*headSize - 1
  * (the heads' outputs concatenated). Transpose first, then reshape.
+ * Leave `x` as it is (do not dispose it) and no other tensors behind.
  *
  * @param x (B, nHead, T, headSize).
  * @returns (B, T, nHead * headSize).
@@ -175,7 +189,11 @@ export function mergeHeads(x: tf.Tensor4D): tf.Tensor3D {
  *
  * @param x (B, T, C).
  * @param weights wQ, wK, wV, wO, each (C, C).
- * @param options `nHead` (divides C) and an optional `mask`.
+ * Leave every input tensor as it is (do not dispose it) and leave no other
+ * tensors behind: only `output` and `weights` stay alive.
+ *
+ * @param options `nHead` (divides C; otherwise the RangeError of
+ * {@link splitHeads}) and an optional `mask`.
  * @returns `output` (B, T, C) and the attention `weights` (B, nHead, T, T).
  */
 export function multiHeadAttention(
@@ -199,9 +217,11 @@ export function multiHeadAttention(
  * all sines first). Positions start at 0. With an odd d, the last column is
  * a sine.
  *
- * @param length the number of positions T.
- * @param dim the model dimension d.
- * @returns a float32 (T, d) tensor.
+ * @param length the number of positions T, a positive integer; otherwise
+ * throw a RangeError whose message names `length` and its value.
+ * @param dim the model dimension d, a positive integer; otherwise throw a
+ * RangeError whose message names `dim` and its value.
+ * @returns a float32 (T, d) tensor, a new one on every call.
  */
 export function sinusoidalPositions(length: number, dim: number): tf.Tensor2D {
   return notImplemented("sinusoidalPositions");

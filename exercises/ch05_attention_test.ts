@@ -6,7 +6,7 @@
  * arrays (or by hand, in comments), never by calling a reference solution.
  * @module
  */
-import { expectClose, expectEqual, expectShape, expectThrows, graded, tf } from "../lib/mod.ts";
+import { expectClose, expectEqual, expectShape, expectThrows, graded, Rng, tf } from "../lib/mod.ts";
 import {
   causalMask,
   mergeHeads,
@@ -21,20 +21,171 @@ type M = number[][];
 
 const matmul = (a: M, b: M): M => a.map((row) => b[0].map((_, j) => row.reduce((s, x, k) => s + x * b[k][j], 0)));
 const transpose = (a: M): M => a[0].map((_, j) => a.map((row) => row[j]));
-function softmaxRow(z: number[]): number[] {
-  const m = Math.max(...z);
-  const e = z.map((x) => (x === -Infinity ? 0 : Math.exp(x - m)));
-  const s = e.reduce((a, b) => a + b, 0);
-  return e.map((x) => x / s);
+
+/** How a softmax shifts its inputs before exp: by each row's own maximum (right), not at all, or by one global maximum. */
+type Shift = "row" | "none" | "global" | "min";
+
+/** Softmax of each row; masked entries (-Infinity) get exactly 0. `globalMax` is used by the "global" shift. */
+function softmaxRows(z: M, shift: Shift = "row"): M {
+  const finite = z.flat().filter((x) => x !== -Infinity);
+  const globalMax = finite.length ? Math.max(...finite) : 0;
+  return z.map((row) => {
+    const rowMax = Math.max(...row.filter((x) => x !== -Infinity));
+    const rowMin = Math.min(...row.filter((x) => x !== -Infinity));
+    const m = { row: rowMax, global: globalMax, min: rowMin, none: 0 }[shift];
+    const e = row.map((x) => (x === -Infinity ? 0 : Math.exp(x - m)));
+    const s = e.reduce((a, b) => a + b, 0);
+    return e.map((x) => x / s);
+  });
 }
+
+/**
+ * One wrong (or right) way to compute attention, for diagnosing a failure. The default is right: scale by
+ * sqrt(d_k), softmax over the keys with each row's own max shift, masked scores set to -Infinity.
+ */
+interface AttnVariant {
+  scale?: "sqrt" | "none" | "dk" | "dv";
+  over?: "keys" | "queries";
+  mask?: "inf" | "zero" | "inverted" | "ignored" | "after";
+  shift?: Shift;
+}
+
 /** Reference attention for one (Tq, d) x (Tk, d) problem; mask[i][j] = 0 blocks. */
-function refAttention(q: M, k: M, v: M, mask?: M): { output: M; weights: M } {
+function refAttention(q: M, k: M, v: M, mask?: M, variant: AttnVariant = {}): { output: M; weights: M } {
   const d = q[0].length;
+  const div = { sqrt: Math.sqrt(d), none: 1, dk: d, dv: Math.sqrt(v[0].length) }[variant.scale ?? "sqrt"];
+  const mode = variant.mask ?? "inf";
+  const hidden = (i: number, j: number) =>
+    mask !== undefined && mode !== "ignored" && mode !== "after" &&
+    (mode === "inverted" ? mask[i][j] === 1 : mask[i][j] === 0);
   const scores = matmul(q, transpose(k)).map((row, i) =>
-    row.map((s, j) => (mask && mask[i][j] === 0 ? -Infinity : s / Math.sqrt(d)))
+    row.map((s, j) => (hidden(i, j) ? (mode === "zero" ? 0 : -Infinity) : s / div))
   );
-  const weights = scores.map(softmaxRow);
+  let weights = variant.over === "queries"
+    ? transpose(softmaxRows(transpose(scores), variant.shift))
+    : softmaxRows(scores, variant.shift);
+  if (mask && mode === "after") weights = weights.map((row, i) => row.map((w, j) => w * mask[i][j]));
   return { output: matmul(weights, v), weights };
+}
+
+/** The common wrong versions of attention, with the hint each deserves. */
+const ATTENTION_MISTAKES: { variant: AttnVariant; hint: string }[] = [
+  {
+    variant: { scale: "none" },
+    hint: "the scores were not divided by sqrt(d_k) (d_k = the size of the last axis of q)",
+  },
+  { variant: { scale: "dk" }, hint: "the scores were divided by d_k itself: divide by its square root" },
+  { variant: { scale: "dv" }, hint: "the scale used the size of v's last axis: d_k is the last axis of q and k" },
+  {
+    variant: { over: "queries" },
+    hint: "the softmax ran over the queries (axis -2): run it over the keys, the last axis",
+  },
+  { variant: { mask: "zero" }, hint: "masked scores were set to 0, but exp(0) = 1: set them to -Infinity" },
+  {
+    variant: { mask: "inverted" },
+    hint: "the mask is inverted: 1 means a query MAY look at the key, 0 that it may not",
+  },
+  { variant: { mask: "ignored" }, hint: "the mask was not applied at all: set the scores of masked keys to -Infinity" },
+  {
+    variant: { mask: "after" },
+    hint: "the mask was applied after the softmax (weights times mask), so the rows no longer sum to 1: mask the " +
+      "scores before the softmax",
+  },
+  {
+    variant: { shift: "none" },
+    hint:
+      "the softmax overflowed: exp of a large score is Infinity. Subtract each row's maximum first (tf.softmax does)",
+  },
+  {
+    variant: { shift: "global" },
+    hint: "the softmax subtracted one maximum for the whole tensor: a row far below it underflows to 0 / 0. " +
+      "Subtract each row's own maximum (tf.softmax(scores, -1) does)",
+  },
+  {
+    variant: { shift: "min" },
+    hint: "the softmax subtracted the row's minimum: a row with a large spread overflows. Subtract its maximum",
+  },
+];
+
+/** Shapes nested arrays of `lead` leading axes from a flat list of matrices. */
+function nest(list: M[], lead: number[]): unknown {
+  if (lead.length === 0) return list[0];
+  if (lead.length === 1) return list;
+  const [B, H] = lead;
+  return Array.from({ length: B }, (_, b) => list.slice(b * H, (b + 1) * H));
+}
+
+/** A random matrix with entries rounded to one decimal, so a counterexample stays readable. */
+function randMatrix(rng: Rng, rows: number, cols: number, scale = 1): M {
+  return Array.from(
+    { length: rows },
+    () => Array.from({ length: cols }, () => Math.round(rng.normal() * 10 * scale) / 10),
+  );
+}
+
+/** A random 0/1 row of length n with at least one 1. */
+function randMaskRow(rng: Rng, n: number): number[] {
+  const row = Array.from({ length: n }, () => (rng.next() < 0.6 ? 1 : 0));
+  if (!row.includes(1)) row[rng.int(n)] = 1;
+  return row;
+}
+
+/**
+ * The uniform tensor guards: the call leaves exactly its outputs alive (no leak, no input disposed), its inputs
+ * keep their values, and its outputs stay valid after the caller disposes the inputs (no aliasing).
+ */
+function checkTensorGuards(what: string, inputs: tf.Tensor[], call: () => tf.Tensor[]): void {
+  const before = inputs.map((t) => t.arraySync());
+  const count = tf.memory().numTensors;
+  const outs = call();
+  const created = tf.memory().numTensors - count;
+  const disposed = inputs.findIndex((t) => t.isDisposed);
+  expectEqual(disposed, -1, {
+    what: `${what}: the index of an input tensor your function disposed (-1 = none)`,
+    hint: "never dispose the caller's tensors: tf.tidy disposes only the tensors created inside it",
+  });
+  expectEqual(created, outs.length, {
+    what: `${what}: tensors alive after the call minus before (only the ${outs.length} returned may stay)`,
+    hint: created > outs.length
+      ? "intermediate tensors leaked: wrap the computation in tf.tidy(() => ...) and return the results from it"
+      : "fewer new tensors than results: a result is one of the inputs (or was disposed); return fresh tensors",
+  });
+  inputs.forEach((t, i) => {
+    expectClose(t, before[i], {
+      what: `${what}: input ${i} after the call`,
+      hint: "leave the inputs unchanged",
+    });
+  });
+  const outValues = outs.map((t) => t.arraySync());
+  tf.dispose(inputs);
+  outs.forEach((t, i) => {
+    expectEqual(t.isDisposed, false, {
+      what: `${what}: is result ${i} disposed once the caller disposes the inputs?`,
+      hint: "a result must not be an input itself (or a cached tensor the caller may dispose): return a new tensor",
+    });
+    expectClose(t, outValues[i], {
+      what: `${what}: result ${i} after the caller disposed the inputs`,
+      hint: "a result must not share storage with the inputs",
+    });
+  });
+  tf.dispose(outs);
+}
+
+/** Checks that calling `fn` with each bad value throws a RangeError naming `name` and the value. */
+function checkRejects(fnName: string, name: string, bad: number[], call: (v: number) => unknown): void {
+  for (const v of bad) {
+    expectThrows(() => call(v), RangeError, {
+      what: `${fnName} with ${name} = ${v}`,
+      includes: name,
+      hint: `check that ${name} is a positive integer first (Number.isInteger rejects NaN, Infinity and 2.5) and ` +
+        `throw a RangeError naming it and its value, e.g. \`${name}=${v}\``,
+    });
+    expectThrows(() => call(v), RangeError, {
+      what: `${fnName} with ${name} = ${v}: the message shows the value`,
+      includes: String(v),
+      hint: `put the bad value in the message, e.g. \`${name}=\${${name}}\``,
+    });
+  }
 }
 
 const Q: M = [[1, 0, 2, -1], [0.5, 1, -1, 0]]; // Tq = 2, d_k = 4 (sqrt(d_k) = 2)
@@ -42,6 +193,18 @@ const K: M = [[1, 1, 0, 0], [0, 2, 1, 1], [-1, 0, 1, 2]]; // Tk = 3
 const V: M = [[1, 2], [3, -1], [0, 4]]; // d_v = 2
 
 // ---------------------------------------------------------------- 5.1 attention
+
+// Spec 5.1: scores = q k^T / sqrt(d_k) with d_k = q's last axis; softmax over the keys (last axis), shifted by
+// each row's own maximum over its visible keys (finite for scores in the thousands and row spreads over 1000);
+// output = weights v; any number of leading axes; Tq, Tk, d_k and d_v all independent; the mask (1 = visible)
+// broadcasts from (Tq, Tk), (..., Tq, Tk), (..., 1, Tk) or (B, 1, 1, Tk); a masked key gets weight exactly 0;
+// every query row has a visible key (the doc lets students assume it); only output and weights stay alive, and
+// the inputs are neither changed nor disposed.
+
+/** The known mistakes' outputs on one input: `pick` takes the checked part of a variant's result. */
+function attnMistakes(compute: (variant: AttnVariant) => unknown): { value: unknown; hint: string }[] {
+  return ATTENTION_MISTAKES.map((m) => ({ value: compute(m.variant), hint: m.hint }));
+}
 
 graded("5.1 scaledDotProductAttention: two queries, three keys, no mask", () => {
   const r = scaledDotProductAttention({ q: tf.tensor2d(Q), k: tf.tensor2d(K), v: tf.tensor2d(V) });
@@ -53,13 +216,14 @@ graded("5.1 scaledDotProductAttention: two queries, three keys, no mask", () => 
   expectClose(r.weights, ref.weights, {
     what: "attention weights softmax(q k^T / sqrt(d_k)), d_k = 4",
     input: { q: Q, k: K },
-    hint:
-      "divide the scores by sqrt(d_k) = 2 (not by d_k, and not forgetting it), then softmax over the keys (last axis)",
+    hint: "compare your scores with q k^T / sqrt(d_k) by hand for the first query, then the softmax over its row",
+    mistakes: attnMistakes((variant) => refAttention(Q, K, V, undefined, variant).weights),
   });
   expectClose(r.output, ref.output, {
     what: "attention output weights @ v",
     input: { q: Q, k: K, v: V },
     hint: "the output is the weights (Tq, Tk) times v (Tk, d_v)",
+    mistakes: attnMistakes((variant) => refAttention(Q, K, V, undefined, variant).output),
   });
 });
 
@@ -69,14 +233,17 @@ graded("5.1 scaledDotProductAttention: batched inputs, softmax over the keys", (
   const v = [V, [[0, 1], [1, 0], [2, 2]]];
   const r = scaledDotProductAttention({ q: tf.tensor3d(q), k: tf.tensor3d(k), v: tf.tensor3d(v) });
   const ref = q.map((qb, b) => refAttention(qb, k[b], v[b]));
+  const all = (variant: AttnVariant) => q.map((qb, b) => refAttention(qb, k[b], v[b], undefined, variant));
   expectClose(r.weights, ref.map((x) => x.weights), {
     what: "weights for a batch of 2 (B, Tq=2, Tk=3)",
-    hint: "softmax over the last axis (the keys), separately for each batch item and query; each row must sum to 1",
+    hint: "each batch item is its own attention problem: work out batch item 1 by hand and compare",
+    mistakes: attnMistakes((variant) => all(variant).map((x) => x.weights)),
   });
   expectClose(r.output, ref.map((x) => x.output), {
     what: "outputs for a batch of 2",
-    hint: "the weights passed, so the last step is off: each batch item's (Tq, Tk) weights multiply its own " +
-      "(Tk, d_v) values in a batched matMul, with v not transposed",
+    hint: "each batch item's (Tq, Tk) weights multiply its own (Tk, d_v) values in a batched matMul, with v not " +
+      "transposed",
+    mistakes: attnMistakes((variant) => all(variant).map((x) => x.output)),
   });
 });
 
@@ -92,13 +259,13 @@ graded("5.1 scaledDotProductAttention: masked keys get exactly zero weight", () 
     what: "weights with a causal mask (1 = may attend)",
     input: { mask },
     atol: 1e-6,
-    hint:
-      "set masked scores to -Infinity before the softmax (0 is not enough: exp(0) = 1); mask == 1 means visible, 0 means hidden",
+    hint: "a masked key (mask 0) must get weight exactly 0 and each row must still sum to 1 over its visible keys",
+    mistakes: attnMistakes((variant) => refAttention(x, x, V, mask, variant).weights),
   });
   expectClose(r.output, ref.output, {
     what: "outputs with a causal mask",
-    hint: "the weights passed, so the output must come from those masked weights times v, not from the scores " +
-      "or from a softmax taken before masking",
+    hint: "the output must come from the masked weights times v",
+    mistakes: attnMistakes((variant) => refAttention(x, x, V, mask, variant).output),
   });
 });
 
@@ -111,26 +278,202 @@ graded("5.1 scaledDotProductAttention: a (B, 1, Tk) padding mask broadcasts over
     { q: tf.tensor3d(q), k: tf.tensor3d(kv), v: tf.tensor3d(v) },
     { mask: tf.tensor3d(mask) },
   );
-  const ref = q.map((qb, b) => refAttention(qb, kv[b], v[b], [mask[b][0], mask[b][0]]));
-  expectClose(r.output, ref.map((x) => x.output), {
+  const all = (variant: AttnVariant) =>
+    q.map((qb, b) => refAttention(qb, kv[b], v[b], [mask[b][0], mask[b][0]], variant).output);
+  expectClose(r.output, all({}), {
     what: "outputs when sequence 0's last key is padding",
-    hint: "the mask must broadcast against the (B, Tq, Tk) scores; use tf.where with the mask cast to bool",
+    input: { q, k: kv, v, mask },
+    hint: "the (B, 1, Tk) mask must broadcast against the (B, Tq, Tk) scores (tf.where broadcasts; cast the mask " +
+      "to bool)",
+    mistakes: attnMistakes(all),
   });
 });
 
-graded("5.1 scaledDotProductAttention: leaves no tensors behind", () => {
-  const q = tf.tensor2d(Q), k = tf.tensor2d(K), v = tf.tensor2d(V);
-  const before = tf.memory().numTensors;
-  const r = scaledDotProductAttention({ q, k, v });
-  const created = tf.memory().numTensors - before;
-  tf.dispose([r.output, r.weights, q, k, v]);
-  expectEqual(created, 2, {
-    what: "tensors still alive after one call (only output and weights should be)",
-    hint: "wrap the computation in tf.tidy(() => ...) and return { output, weights } from it",
+/** One random attention problem: leading axes, sizes, values and a mask in one of its broadcast shapes. */
+interface AttnCase {
+  lead: number[];
+  Tq: number;
+  Tk: number;
+  dk: number;
+  dv: number;
+  qs: M[];
+  ks: M[];
+  vs: M[];
+  /** The per-problem (Tq, Tk) masks, or undefined without a mask. */
+  masks?: M[];
+  /** The mask as passed: its values and shape. */
+  mask?: { values: number[]; shape: number[] };
+}
+
+/** A random case; `trial` grows the sizes so the first failure is a small one. */
+function attnCase(rng: Rng, trial: number): AttnCase {
+  const lim = 1 + Math.floor(trial / 3);
+  const lead = [[], [1 + rng.int(3)], [1 + rng.int(2), 1 + rng.int(3)]][trial % 3];
+  const n = lead.reduce((a, b) => a * b, 1);
+  const Tq = 1 + rng.int(lim), Tk = 1 + rng.int(lim + 1), dk = 1 + rng.int(lim + 1), dv = 1 + rng.int(lim);
+  const qs = Array.from({ length: n }, () => randMatrix(rng, Tq, dk));
+  const ks = Array.from({ length: n }, () => randMatrix(rng, Tk, dk));
+  const vs = Array.from({ length: n }, () => randMatrix(rng, Tk, dv));
+  const c: AttnCase = { lead, Tq, Tk, dk, dv, qs, ks, vs };
+  const modes = ["none", "2d", "full", "keys", ...(lead.length === 2 ? ["batch-keys"] : [])];
+  const mode = modes[(trial >> 1) % modes.length];
+  if (mode === "2d") {
+    const m = Array.from({ length: Tq }, () => randMaskRow(rng, Tk));
+    c.masks = qs.map(() => m);
+    c.mask = { values: m.flat(), shape: [Tq, Tk] };
+  } else if (mode === "full") {
+    c.masks = qs.map(() => Array.from({ length: Tq }, () => randMaskRow(rng, Tk)));
+    c.mask = { values: c.masks.flat(2), shape: [...lead, Tq, Tk] };
+  } else if (mode === "keys") {
+    const rows = qs.map(() => randMaskRow(rng, Tk));
+    c.masks = rows.map((r) => Array.from({ length: Tq }, () => r));
+    c.mask = { values: rows.flat(), shape: [...lead, 1, Tk] };
+  } else if (mode === "batch-keys") {
+    const rows = Array.from({ length: lead[0] }, () => randMaskRow(rng, Tk));
+    c.masks = qs.map((_, p) => Array.from({ length: Tq }, () => rows[Math.floor(p / lead[1])]));
+    c.mask = { values: rows.flat(), shape: [lead[0], 1, 1, Tk] };
+  }
+  return c;
+}
+
+function attnTensors(c: AttnCase) {
+  return {
+    q: tf.tensor(c.qs.flat(2), [...c.lead, c.Tq, c.dk]),
+    k: tf.tensor(c.ks.flat(2), [...c.lead, c.Tk, c.dk]),
+    v: tf.tensor(c.vs.flat(2), [...c.lead, c.Tk, c.dv]),
+    mask: c.mask ? tf.tensor(c.mask.values, c.mask.shape) : undefined,
+  };
+}
+
+/** The reference (or a variant) on every problem of a case, nested like the tensors. */
+function attnRef(c: AttnCase, variant: AttnVariant = {}): { output: unknown; weights: unknown } {
+  const r = c.qs.map((q, p) => refAttention(q, c.ks[p], c.vs[p], c.masks?.[p], variant));
+  return { output: nest(r.map((x) => x.output), c.lead), weights: nest(r.map((x) => x.weights), c.lead) };
+}
+
+/** A readable counterexample of a case. */
+function attnInput(c: AttnCase) {
+  return {
+    shapes: `q (${[...c.lead, c.Tq, c.dk]}), k (${[...c.lead, c.Tk, c.dk]}), v (${[...c.lead, c.Tk, c.dv]})` +
+      (c.mask ? `, mask (${c.mask.shape})` : ", no mask"),
+    q: nest(c.qs, c.lead),
+    k: nest(c.ks, c.lead),
+    v: nest(c.vs, c.lead),
+    mask: c.mask?.values,
+  };
+}
+
+graded("5.1 scaledDotProductAttention: random shapes, batch axes and masks match a from-scratch reference", () => {
+  const rng = new Rng(51);
+  for (let trial = 0; trial < 24; trial++) {
+    const c = attnCase(rng, trial);
+    const t = attnTensors(c);
+    const r = scaledDotProductAttention({ q: t.q, k: t.k, v: t.v }, t.mask ? { mask: t.mask } : {});
+    const ref = attnRef(c);
+    const what = `trial ${trial}: ${attnInput(c).shapes}`;
+    expectShape(r.weights, [...c.lead, c.Tq, c.Tk], {
+      what: `${what}: shape of the weights`,
+      input: attnInput(c),
+      hint: "the weights have q's leading axes, then (Tq, Tk): q times k transposed over the last two axes " +
+        "(tf.matMul(q, k, false, true)), with the mask only broadcast into them",
+    });
+    expectClose(r.weights, ref.weights, {
+      what: `${what}: attention weights`,
+      atol: 1e-5,
+      input: attnInput(c),
+      hint: "weights = softmax(q k^T / sqrt(d_k)) over the last axis, with masked scores set to -Infinity first",
+      mistakes: attnMistakes((variant) => attnRef(c, variant).weights),
+    });
+    const w = r.weights.arraySync() as unknown;
+    const flatW = [w].flat(4) as number[];
+    const flatMask = c.masks ? nest(c.masks, c.lead) : undefined;
+    const flatM = flatMask ? [flatMask].flat(4) as number[] : [];
+    const leaked = flatM.flatMap((m, i) => (m === 0 && flatW[i] !== 0 ? [i] : []));
+    expectEqual(leaked, [], {
+      what: `${what}: flat indices of masked keys whose weight is not exactly 0`,
+      input: attnInput(c),
+      hint: "give masked keys the score -Infinity before the softmax so exp makes their weight exactly 0",
+    });
+    expectShape(r.output, [...c.lead, c.Tq, c.dv], {
+      what: `${what}: shape of the output`,
+      input: attnInput(c),
+      hint: "output = weights (..., Tq, Tk) times v (..., Tk, d_v): tf.matMul(weights, v), v not transposed",
+    });
+    expectClose(r.output, ref.output, {
+      what: `${what}: attention output`,
+      atol: 1e-4,
+      input: attnInput(c),
+      hint: "the output is the weights times v, per batch item",
+      mistakes: attnMistakes((variant) => attnRef(c, variant).output),
+    });
+    tf.dispose([r.output, r.weights, t.q, t.k, t.v, ...(t.mask ? [t.mask] : [])]);
+  }
+});
+
+graded("5.1 scaledDotProductAttention: each row's own maximum keeps huge and tiny scores stable", () => {
+  // Scores (d_k = 1, so no scaling): row 0 is [1000, 1001, 998, 0], row 1 is [-1000, -1001, -998, 0] and row 2
+  // is [0.1, 0.1001, 0.0998, 0]. A softmax without a shift overflows on row 0, and so does one shifted by the
+  // row's minimum (a spread of 1001); one shifted by a single global maximum underflows to 0 / 0 on row 1.
+  const q: M = [[1000], [-1000], [0.1]], k: M = [[1], [1.001], [0.998], [0]];
+  const v: M = [[1, 0], [0, 1], [2, 3], [-1, 1]];
+  const scores = matmul(q, transpose(k));
+  const r = scaledDotProductAttention({ q: tf.tensor2d(q), k: tf.tensor2d(k), v: tf.tensor2d(v) });
+  expectClose(r.weights, softmaxRows(scores), {
+    what: "weights for scores [[1000, 1001, 998, 0], [-1000, -1001, -998, 0], [0.1, 0.1001, 0.0998, 0]]",
+    input: { q, k },
+    hint: "subtract EACH ROW's own maximum before exp (tf.softmax(scores, -1) does it for you)",
+    mistakes: attnMistakes((variant) => refAttention(q, k, v, undefined, variant).weights),
   });
+  expectClose(r.output, matmul(softmaxRows(scores), v), {
+    what: "outputs for those scores",
+    input: { q, k, v },
+    hint: "the output is the stable weights times v",
+    mistakes: attnMistakes((variant) => refAttention(q, k, v, undefined, variant).output),
+  });
+  tf.dispose([r.output, r.weights]);
+  // A masked key with a huge score must not set the row's maximum: the visible scores are about -1000.
+  const q2: M = [[1000]], k2: M = [[3], [-1], [-0.999]], mask: M = [[0, 1, 1]], v2 = v.slice(0, 3);
+  const r2 = scaledDotProductAttention(
+    { q: tf.tensor2d(q2), k: tf.tensor2d(k2), v: tf.tensor2d(v2) },
+    { mask: tf.tensor2d(mask) },
+  );
+  const ref2 = refAttention(q2, k2, v2, mask);
+  expectClose(r2.weights, ref2.weights, {
+    what: "weights for scores [3000 (masked), -1000, -999]",
+    input: { q: q2, k: k2, mask },
+    hint: "mask first, then take the maximum over the visible keys only: with the masked 3000 as the shift every " +
+      "visible exp underflows to 0",
+  });
+  tf.dispose([r2.output, r2.weights]);
+});
+
+graded("5.1 scaledDotProductAttention: leaves no tensors behind and its inputs alone", () => {
+  const rng = new Rng(511);
+  for (const [lead, withMask] of [[[], false], [[2], true], [[2, 2], true]] as [number[], boolean][]) {
+    const Tq = 2, Tk = 3;
+    const n = lead.reduce((a, b) => a * b, 1);
+    const q = tf.tensor(randMatrix(rng, n * Tq, 4).flat(), [...lead, Tq, 4]);
+    const k = tf.tensor(randMatrix(rng, n * Tk, 4).flat(), [...lead, Tk, 4]);
+    const v = tf.tensor(randMatrix(rng, n * Tk, 2).flat(), [...lead, Tk, 2]);
+    const mask = tf.tensor2d([[1, 0, 1], [1, 1, 0]]);
+    const inputs = withMask ? [q, k, v, mask] : [q, k, v];
+    checkTensorGuards(
+      `scaledDotProductAttention with q (${q.shape})${withMask ? " and a (2, 3) mask" : ""}`,
+      inputs,
+      () => {
+        const r = scaledDotProductAttention({ q, k, v }, withMask ? { mask } : {});
+        return [r.output, r.weights];
+      },
+    );
+    if (!withMask) mask.dispose();
+  }
 });
 
 // ---------------------------------------------------------------- 5.2 causal mask
+
+// Spec 5.2: mask[i][j] = 1 when j <= i (diagonal included), else 0; float32 (T, T); a fresh tensor on every
+// call (one tensor created, none leaked); size must be a positive integer, otherwise a RangeError naming `size`
+// and its value (0, -1, 2.5, NaN, Infinity).
 
 graded("5.2 causalMask: lower triangle including the diagonal", () => {
   const expected = [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]];
@@ -150,7 +493,50 @@ graded("5.2 causalMask: a size below 1 is a RangeError", () => {
   });
 });
 
+graded("5.2 causalMask: random sizes, float32, a fresh tensor every call", () => {
+  for (let size = 1; size <= 12; size++) {
+    const expected = Array.from({ length: size }, (_, i) => Array.from({ length: size }, (_, j) => (j <= i ? 1 : 0)));
+    let got: tf.Tensor2D | undefined;
+    checkTensorGuards(`causalMask(${size})`, [], () => [got = causalMask(size)]);
+    const again = causalMask(size);
+    expectEqual(again.dtype, "float32", {
+      what: `causalMask(${size}).dtype`,
+      hint: "build the mask as float32 (tf.tensor2d(rows, [T, T], 'float32')), not int32 or bool",
+    });
+    expectClose(again, expected, {
+      what: `causalMask(${size}) after an earlier result was disposed`,
+      hint: "mask[i][j] = 1 when j <= i; build a new tensor on every call (a cached tensor is gone once the caller " +
+        "disposes it)",
+      mistakes: [
+        {
+          value: expected.map((r, i) => r.map((_, j) => (j >= i ? 1 : 0))),
+          hint: "the upper triangle: row i must see j <= i",
+        },
+        {
+          value: expected.map((r, i) => r.map((_, j) => (j < i ? 1 : 0))),
+          hint: "the diagonal is missing: a position sees itself",
+        },
+        {
+          value: expected.map((r, i) => r.map((_, j) => (j > i ? 1 : 0))),
+          hint: "the mask is inverted: 1 means visible",
+        },
+      ],
+    });
+    again.dispose();
+    if (got && !got.isDisposed) got.dispose();
+  }
+});
+
+graded("5.2 causalMask: NaN, Infinity, fractions and sizes below 1 are RangeErrors naming size", () => {
+  checkRejects("causalMask", "size", [0, -1, 2.5, NaN, Infinity], (v) => causalMask(v));
+});
+
 // ---------------------------------------------------------------- 5.3 padding mask
+
+// Spec 5.3: mask[b][0][t] = 1 when t < lengths[b] (padding at the END), float32 (B, 1, T); every length an
+// integer in [1, size] (a RangeError naming the entry `lengths[b]=v` otherwise: 0, size + 1, -1, 2.5, NaN,
+// Infinity, at any index); size a positive integer (a RangeError naming `size`); empty lengths give (0, 1, T);
+// lengths is left unchanged; one tensor created.
 
 graded("5.3 paddingMask: ones on the real tokens, shape (B, 1, T)", () => {
   const got = paddingMask([2, 4, 1], 4);
@@ -178,7 +564,87 @@ graded("5.3 paddingMask: a length outside [1, size] is a RangeError", () => {
   });
 });
 
+graded("5.3 paddingMask: random lengths and sizes match the rule t < lengths[b]", () => {
+  const rng = new Rng(53);
+  for (let trial = 0; trial < 20; trial++) {
+    const size = 1 + rng.int(1 + Math.floor(trial / 2)), B = 1 + rng.int(1 + Math.floor(trial / 4));
+    const lengths = Array.from({ length: B }, () => 1 + rng.int(size));
+    const copy = [...lengths];
+    const expected = lengths.map((n) => [Array.from({ length: size }, (_, t) => (t < n ? 1 : 0))]);
+    let got: tf.Tensor3D | undefined;
+    checkTensorGuards(`paddingMask([${lengths}], ${size})`, [], () => [got = paddingMask(lengths, size)]);
+    const again = paddingMask(lengths, size);
+    expectShape(again, [B, 1, size], {
+      what: `paddingMask([${lengths}], ${size})`,
+      hint: "the shape is (B, 1, T): one row per sequence with the 1 in the middle",
+    });
+    expectEqual(again.dtype, "float32", {
+      what: `paddingMask([${lengths}], ${size}).dtype`,
+      hint: "build the mask as float32, like the scores it masks",
+    });
+    expectClose(again, expected, {
+      what: `paddingMask([${lengths}], ${size})`,
+      hint: "key t of sequence b is visible when t < lengths[b]",
+      mistakes: [
+        {
+          value: lengths.map((n) => [Array.from({ length: size }, (_, t) => (t <= n ? 1 : 0))]),
+          hint: "t <= lengths[b] (one too many): key t is visible when t < lengths[b]",
+        },
+        {
+          value: lengths.map((n) => [Array.from({ length: size }, (_, t) => (t >= size - n ? 1 : 0))]),
+          hint: "the padding was put at the start: it is at the END",
+        },
+        {
+          value: lengths.map((n) => [Array.from({ length: size }, (_, t) => (t < n ? 0 : 1))]),
+          hint: "the mask is inverted: 1 marks a real token",
+        },
+      ],
+    });
+    expectEqual(lengths, copy, {
+      what: `lengths after paddingMask([${copy}], ${size})`,
+      hint: "do not change the caller's array (no sort, no push, no assignment into it)",
+    });
+    again.dispose();
+    if (got && !got.isDisposed) got.dispose();
+  }
+});
+
+graded("5.3 paddingMask: every bad length is a RangeError naming its entry and value", () => {
+  for (const bad of [0, 5, -1, 2.5, NaN, Infinity]) {
+    for (const at of [0, 2]) {
+      const lengths = [3, 4, 1];
+      lengths[at] = bad;
+      expectThrows(() => paddingMask(lengths, 4), RangeError, {
+        what: `paddingMask([${lengths}], 4)`,
+        includes: `lengths[${at}]`,
+        hint: "check each entry with Number.isInteger and the range [1, size], and name it: " +
+          "`lengths[${b}]=${n}`",
+      });
+      expectThrows(() => paddingMask(lengths, 4), RangeError, {
+        what: `paddingMask([${lengths}], 4): the message shows the value`,
+        includes: String(bad),
+        hint: "put the bad value in the message, e.g. `lengths[1]=5`",
+      });
+    }
+  }
+});
+
+graded("5.3 paddingMask: a bad size is a RangeError; no sequences give a (0, 1, T) mask", () => {
+  checkRejects("paddingMask([1], size)", "size", [0, -2, 2.5, NaN, Infinity], (v) => paddingMask([1], v));
+  const empty = paddingMask([], 3);
+  expectShape(empty, [0, 1, 3], {
+    what: "paddingMask([], 3)",
+    hint: "with no sequences the batch axis is 0: return a (0, 1, T) tensor (tf.tensor3d([], [0, 1, T]))",
+  });
+  empty.dispose();
+});
+
 // ---------------------------------------------------------------- 5.4 split heads
+
+// Spec 5.4: out[b][h][t][d] = x[b][t][h * headSize + d], shape (B, nHead, T, C / nHead), for any B, T, C and
+// any nHead dividing C (1 and C included); nHead that is not a positive integer dividing C (4 for C = 6, 0, -2,
+// 2.5, NaN, Infinity) is a RangeError `nEmbd must be divisible by nHead: nEmbd=C, nHead=H`; one tensor created,
+// x unchanged and still usable.
 
 /** x[b][t][c] = 100 b + 10 t + c, so every value says where it came from. */
 function labelled(B: number, T: number, C: number): number[][][] {
@@ -214,7 +680,85 @@ graded("5.4 splitHeads: nHead must divide C", () => {
   });
 });
 
+/** Random (B, T, C) values rounded to one decimal, and a divisor of C. */
+function randHeadsCase(rng: Rng, trial: number): { x: number[][][]; nHead: number } {
+  const lim = 1 + Math.floor(trial / 3);
+  const B = 1 + rng.int(Math.min(lim, 3)), T = 1 + rng.int(lim), nHead = 1 + rng.int(lim), hs = 1 + rng.int(lim);
+  const x = Array.from({ length: B }, () => randMatrix(rng, T, nHead * hs));
+  return { x, nHead };
+}
+
+/** Reference split, and its common wrong versions. */
+function refSplit(x: number[][][], nHead: number, how: "right" | "reshape" | "interleaved" = "right"): number[][][][] {
+  const B = x.length, T = x[0].length, C = x[0][0].length, hs = C / nHead;
+  const flat = x.flat(2);
+  return Array.from(
+    { length: B },
+    (_, b) =>
+      Array.from({ length: nHead }, (_, h) =>
+        Array.from({ length: T }, (_, t) =>
+          Array.from({ length: hs }, (_, d) => {
+            if (how === "reshape") return flat[((b * nHead + h) * T + t) * hs + d];
+            if (how === "interleaved") return x[b][t][d * nHead + h];
+            return x[b][t][h * hs + d];
+          }))),
+  );
+}
+
+graded("5.4 splitHeads: random batch sizes, lengths, head counts and head sizes", () => {
+  const rng = new Rng(54);
+  for (let trial = 0; trial < 24; trial++) {
+    const { x, nHead } = randHeadsCase(rng, trial);
+    const B = x.length, T = x[0].length, C = x[0][0].length;
+    const xt = tf.tensor3d(x);
+    const got = splitHeads(xt, nHead);
+    expectShape(got, [B, nHead, T, C / nHead], {
+      what: `trial ${trial}: splitHeads of (${B}, ${T}, ${C}) into ${nHead} heads`,
+      input: { x, nHead },
+      hint: "the result is (B, nHead, T, C / nHead)",
+    });
+    expectClose(got, refSplit(x, nHead), {
+      what: `trial ${trial}: splitHeads of (${B}, ${T}, ${C}) into ${nHead} heads`,
+      input: { x, nHead },
+      hint: "out[b][h][t][d] = x[b][t][h * headSize + d]",
+      mistakes: [
+        {
+          value: refSplit(x, nHead, "reshape"),
+          hint:
+            "a reshape straight to (B, nHead, T, headSize) mixes positions and heads: reshape to (B, T, nHead, headSize), then transpose [0, 2, 1, 3]",
+        },
+        {
+          value: refSplit(x, nHead, "interleaved"),
+          hint: "head h took every nHead-th channel: it takes the contiguous channels h*headSize .. (h+1)*headSize - 1",
+        },
+      ],
+    });
+    tf.dispose([xt, got]);
+  }
+});
+
+graded("5.4 splitHeads: a bad nHead is a RangeError with the documented message; no leaks", () => {
+  for (const [C, nHead] of [[6, 4], [6, 0], [6, -2], [5, 2.5], [6, NaN], [6, Infinity], [4, 8]]) {
+    const x = tf.zeros([1, 2, C]) as tf.Tensor3D;
+    expectThrows(() => splitHeads(x, nHead), RangeError, {
+      what: `splitHeads of (1, 2, ${C}) into ${nHead} heads`,
+      includes: `nEmbd must be divisible by nHead: nEmbd=${C}, nHead=${nHead}`,
+      hint: "nHead must be a positive integer that divides C (C % 2.5 can be 0, C % 0 is NaN): check " +
+        "Number.isInteger(nHead) && nHead >= 1 && C % nHead === 0 before reshaping, and use the doc's message",
+    });
+    x.dispose();
+  }
+  const rng = new Rng(541);
+  for (const nHead of [1, 2, 4]) {
+    const x = tf.tensor3d([randMatrix(rng, 3, 4), randMatrix(rng, 3, 4)]);
+    checkTensorGuards(`splitHeads of (2, 3, 4) into ${nHead} heads`, [x], () => [splitHeads(x, nHead)]);
+  }
+});
+
 // ---------------------------------------------------------------- 5.5 merge heads
+
+// Spec 5.5: out[b][t][h * headSize + d] = x[b][h][t][d], shape (B, T, nHead * headSize), for any sizes; one
+// tensor created, x unchanged and still usable.
 
 graded("5.5 mergeHeads: concatenates the heads channel-wise", () => {
   // h[b][head][t][d] = 1000 b + 100 head + 10 t + d
@@ -236,7 +780,64 @@ graded("5.5 mergeHeads: concatenates the heads channel-wise", () => {
   });
 });
 
+/** Reference merge of (B, H, T, hs), and its common wrong versions. */
+function refMerge(x: number[][][][], how: "right" | "reshape" | "interleaved" = "right"): number[][][] {
+  const B = x.length, H = x[0].length, T = x[0][0].length, hs = x[0][0][0].length;
+  const flat = x.flat(3);
+  return Array.from(
+    { length: B },
+    (_, b) =>
+      Array.from({ length: T }, (_, t) =>
+        Array.from({ length: H * hs }, (_, c) => {
+          if (how === "reshape") return flat[(b * T + t) * H * hs + c];
+          if (how === "interleaved") return x[b][c % H][t][Math.floor(c / H)];
+          return x[b][Math.floor(c / hs)][t][c % hs];
+        })),
+  );
+}
+
+graded("5.5 mergeHeads: random batch sizes, head counts, lengths and head sizes", () => {
+  const rng = new Rng(55);
+  for (let trial = 0; trial < 24; trial++) {
+    const lim = 1 + Math.floor(trial / 3);
+    const B = 1 + rng.int(Math.min(lim, 3)), H = 1 + rng.int(lim), T = 1 + rng.int(lim), hs = 1 + rng.int(lim);
+    const x = Array.from({ length: B }, () => Array.from({ length: H }, () => randMatrix(rng, T, hs)));
+    const xt = tf.tensor4d(x);
+    const got = mergeHeads(xt);
+    expectShape(got, [B, T, H * hs], {
+      what: `trial ${trial}: mergeHeads of (${B}, ${H}, ${T}, ${hs})`,
+      input: x,
+      hint: "the result is (B, T, nHead * headSize): the heads side by side along the channels",
+    });
+    expectClose(got, refMerge(x), {
+      what: `trial ${trial}: mergeHeads of (${B}, ${H}, ${T}, ${hs})`,
+      input: x,
+      hint: "out[b][t][h * headSize + d] = x[b][h][t][d]",
+      mistakes: [
+        {
+          value: refMerge(x, "reshape"),
+          hint: "a reshape alone mixes heads and positions: transpose [0, 2, 1, 3] first, then reshape",
+        },
+        {
+          value: refMerge(x, "interleaved"),
+          hint:
+            "the heads' channels were interleaved: head h fills the contiguous channels h*headSize .. (h+1)*headSize - 1",
+        },
+      ],
+    });
+    tf.dispose([xt, got]);
+  }
+  const x = tf.tensor4d([[randMatrix(rng, 3, 2), randMatrix(rng, 3, 2)]]);
+  checkTensorGuards("mergeHeads of (1, 2, 3, 2)", [x], () => [mergeHeads(x)]);
+});
+
 // ---------------------------------------------------------------- 5.6 multi-head attention
+
+// Spec 5.6: Q, K, V = x W^Q, x W^K, x W^V (row vectors times the matrices, not their transposes); head h uses
+// channels h*headSize .. (h+1)*headSize - 1; attention within each head scaled by sqrt(headSize); the heads'
+// outputs concatenated and multiplied by W^O; the mask (T, T) or (B, 1, 1, T) reaches every head; weights are
+// (B, nHead, T, T); any B, T, C and nHead dividing C; nHead that does not divide C is the RangeError of 5.4; one
+// output and one weights tensor created, inputs unchanged; stable for scores in the thousands.
 
 const X: M = [[0.5, -1, 0, 2], [1, 0, -0.5, 1], [0, 1, 1, -1]]; // T = 3, C = 4
 const W = {
@@ -245,19 +846,73 @@ const W = {
   wV: [[1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1], [1, 0, 0, 1]],
   wO: [[1, 0, 0, 0], [0, 2, 0, 0], [0, 0, 1, 0.5], [0, 1, 0, 1]],
 };
+type Weights = typeof W;
 
-/** Multi-head attention from scratch for one sequence (T, C). */
-function refMHA(x: M, nHead: number, mask?: M): { output: M; weights: M[] } {
-  const C = x[0].length, hs = C / nHead;
-  const q = matmul(x, W.wQ), k = matmul(x, W.wK), v = matmul(x, W.wV);
-  const cols = (m: M, h: number) => m.map((row) => row.slice(h * hs, (h + 1) * hs));
-  const heads = Array.from({ length: nHead }, (_, h) => refAttention(cols(q, h), cols(k, h), cols(v, h), mask));
-  const merged = x.map((_, t) => heads.flatMap((hd) => hd.output[t]));
-  return { output: matmul(merged, W.wO), weights: heads.map((hd) => hd.weights) };
+/** A wrong (or right) way to do multi-head attention, for diagnosing a failure. */
+interface MhaVariant {
+  /** Scale by sqrt(C) instead of sqrt(headSize). */
+  scaleByC?: boolean;
+  /** Leave out W^O. */
+  noOut?: boolean;
+  /** K = x W^Q. */
+  keysFromQ?: boolean;
+  /** Ignore the mask. */
+  ignoreMask?: boolean;
+  /** x W^T instead of x W. */
+  transposed?: boolean;
+  /** Head h takes every nHead-th channel. */
+  interleaved?: boolean;
+  /** One attention over all C channels. */
+  oneHead?: boolean;
 }
 
-function weights2d() {
-  return { wQ: tf.tensor2d(W.wQ), wK: tf.tensor2d(W.wK), wV: tf.tensor2d(W.wV), wO: tf.tensor2d(W.wO) };
+/** Multi-head attention from scratch for one sequence (T, C). */
+function refMHAw(x: M, w: Weights, nHead: number, mask?: M, variant: MhaVariant = {}): { output: M; weights: M[] } {
+  const C = x[0].length;
+  const H = variant.oneHead ? 1 : nHead, hs = C / H;
+  const proj = (m: M) => matmul(x, variant.transposed ? transpose(m) : m);
+  const q = proj(w.wQ), k = proj(variant.keysFromQ ? w.wQ : w.wK), v = proj(w.wV);
+  const chan = (h: number, d: number) => (variant.interleaved ? d * H + h : h * hs + d);
+  const cols = (m: M, h: number) => m.map((row) => Array.from({ length: hs }, (_, d) => row[chan(h, d)]));
+  const heads = Array.from({ length: H }, (_, h) => {
+    const qh = variant.scaleByC ? cols(q, h).map((r) => r.map((e) => e * Math.sqrt(hs / C))) : cols(q, h);
+    return refAttention(qh, cols(k, h), cols(v, h), variant.ignoreMask ? undefined : mask);
+  });
+  const merged = x.map((_, t) => {
+    const row = new Array(C).fill(0);
+    heads.forEach((hd, h) => hd.output[t].forEach((e, d) => (row[chan(h, d)] = e)));
+    return row;
+  });
+  return { output: variant.noOut ? merged : matmul(merged, w.wO), weights: heads.map((hd) => hd.weights) };
+}
+
+/** Multi-head attention from scratch with the fixed weights W. */
+function refMHA(x: M, nHead: number, mask?: M): { output: M; weights: M[] } {
+  return refMHAw(x, W, nHead, mask);
+}
+
+const MHA_MISTAKES: { variant: MhaVariant; hint: string }[] = [
+  { variant: { scaleByC: true }, hint: "the scores were scaled by sqrt(C): each head scales by sqrt(headSize)" },
+  { variant: { noOut: true }, hint: "the output projection is missing: multiply the merged heads by W^O" },
+  { variant: { keysFromQ: true }, hint: "the keys were made with W^Q: K = x W^K" },
+  { variant: { ignoreMask: true }, hint: "the mask did not reach the heads: pass it to the attention of every head" },
+  {
+    variant: { transposed: true },
+    hint: "the weights were transposed: Q = x W^Q with x's rows times the (C, C) matrix as given",
+  },
+  {
+    variant: { interleaved: true },
+    hint: "head h took every nHead-th channel: it takes the contiguous channels h*headSize .. (h+1)*headSize - 1",
+  },
+  { variant: { oneHead: true }, hint: "one attention over all C channels: split Q, K and V into nHead heads first" },
+];
+
+function mhaMistakes(compute: (variant: MhaVariant) => unknown): { value: unknown; hint: string }[] {
+  return MHA_MISTAKES.map((m) => ({ value: compute(m.variant), hint: m.hint }));
+}
+
+function weights2d(w: Weights = W) {
+  return { wQ: tf.tensor2d(w.wQ), wK: tf.tensor2d(w.wK), wV: tf.tensor2d(w.wV), wO: tf.tensor2d(w.wO) };
 }
 
 graded("5.6 multiHeadAttention: two heads of size 2, causal mask", () => {
@@ -270,12 +925,15 @@ graded("5.6 multiHeadAttention: two heads of size 2, causal mask", () => {
   });
   expectClose(r.weights, [ref.weights], {
     what: "per-head attention weights",
-    hint: "each head attends with its own channels of Q and K, scaled by sqrt(headSize) = sqrt(2), not sqrt(C)",
+    input: { x: X, nHead: 2, mask },
+    hint: "work out head 0 by hand: Q and K's channels 0..1, scores over sqrt(headSize), masked, softmax",
+    mistakes: mhaMistakes((variant) => [refMHAw(X, W, 2, mask, variant).weights]),
   });
   expectClose(r.output, [ref.output], {
     what: "multi-head attention output (after W^O)",
     input: { x: X, nHead: 2 },
     hint: "merge the heads back to (B, T, C) and multiply by W^O at the end",
+    mistakes: mhaMistakes((variant) => [refMHAw(X, W, 2, mask, variant).output]),
   });
 });
 
@@ -285,18 +943,153 @@ graded("5.6 multiHeadAttention: one head, batch of two, no mask", () => {
   expectClose(r.output, [refMHA(X, 1).output, refMHA(X2, 1).output], {
     what: "nHead = 1 on a batch of 2 sequences",
     hint: "reshape (B, T, C) to (B*T, C) before multiplying by a (C, C) matrix, then back",
+    mistakes: mhaMistakes((variant) => [X, X2].map((x) => refMHAw(x, W, 1, undefined, variant).output)),
   });
+});
+
+graded("5.6 multiHeadAttention: random sizes, head counts, weights and masks match a from-scratch reference", () => {
+  const rng = new Rng(56);
+  for (let trial = 0; trial < 20; trial++) {
+    const lim = 1 + Math.floor(trial / 4);
+    const B = 1 + rng.int(Math.min(lim, 3)), T = 1 + rng.int(lim + 1), nHead = 1 + rng.int(lim), hs = 1 + rng.int(lim);
+    const C = nHead * hs;
+    const xs = Array.from({ length: B }, () => randMatrix(rng, T, C));
+    const w: Weights = {
+      wQ: randMatrix(rng, C, C, 0.5),
+      wK: randMatrix(rng, C, C, 0.5),
+      wV: randMatrix(rng, C, C),
+      wO: randMatrix(rng, C, C),
+    };
+    const mode = ["none", "causal", "random", "padding"][trial % 4];
+    let masks: M[] | undefined, mask: tf.Tensor | undefined, maskShown: unknown;
+    if (mode === "causal" || mode === "random") {
+      const m = Array.from(
+        { length: T },
+        (_, i) => mode === "causal" ? Array.from({ length: T }, (_, j) => (j <= i ? 1 : 0)) : randMaskRow(rng, T),
+      );
+      masks = xs.map(() => m);
+      mask = tf.tensor2d(m);
+      maskShown = m;
+    } else if (mode === "padding") {
+      const rows = xs.map(() => {
+        const n = 1 + rng.int(T);
+        return Array.from({ length: T }, (_, t) => (t < n ? 1 : 0));
+      });
+      masks = rows.map((r) => Array.from({ length: T }, () => r));
+      mask = tf.tensor(rows.flat(), [B, 1, 1, T]);
+      maskShown = { shape: [B, 1, 1, T], values: rows };
+    }
+    const x = tf.tensor3d(xs), wt = weights2d(w);
+    const r = multiHeadAttention(x, wt, { nHead, mask });
+    const input = { x: xs, nHead, ...w, mask: maskShown };
+    const what = `trial ${trial}: B=${B}, T=${T}, C=${C}, nHead=${nHead}, mask ${mode}`;
+    const refs = (variant: MhaVariant = {}) => xs.map((xb, b) => refMHAw(xb, w, nHead, masks?.[b], variant));
+    expectShape(r.weights, [B, nHead, T, T], {
+      what: `${what}: shape of the weights`,
+      input,
+      hint: "the weights are (B, nHead, T, T): one (T, T) matrix per head",
+    });
+    expectClose(r.weights, refs().map((x) => x.weights), {
+      what: `${what}: attention weights`,
+      atol: 1e-4,
+      input,
+      hint: "head h compares Q's and K's channels h*headSize .. (h+1)*headSize - 1, scaled by sqrt(headSize)",
+      mistakes: mhaMistakes((variant) => refs(variant).map((x) => x.weights)),
+    });
+    expectShape(r.output, [B, T, C], {
+      what: `${what}: shape of the output`,
+      input,
+      hint: "the output is (B, T, C): merge the heads and project with W^O",
+    });
+    expectClose(r.output, refs().map((x) => x.output), {
+      what: `${what}: output`,
+      atol: 1e-3,
+      rtol: 1e-3,
+      input,
+      hint: "merge the heads' outputs (concatenated channel-wise) and multiply by W^O",
+      mistakes: mhaMistakes((variant) => refs(variant).map((x) => x.output)),
+    });
+    tf.dispose([x, wt.wQ, wt.wK, wt.wV, wt.wO, r.output, r.weights, ...(mask ? [mask] : [])]);
+  }
+});
+
+graded("5.6 multiHeadAttention: stable for scores in the thousands; a bad nHead; no leaks", () => {
+  // headSize 1 and integer inputs, so the scores are exact integers from -7000 to 7000, a different range per row.
+  const x: M = [[30, -20], [-25, 10], [1, 2]];
+  const w: Weights = { wQ: [[2, 1], [0, -1]], wK: [[1, 0], [1, 2]], wV: [[1, 0], [0, 1]], wO: [[1, 2], [0, 1]] };
+  const r = multiHeadAttention(tf.tensor3d([x]), weights2d(w), { nHead: 2 });
+  const ref = refMHAw(x, w, 2);
+  expectClose(r.output, [ref.output], {
+    what: "multiHeadAttention with scores in the thousands (2 heads of size 1)",
+    input: { x, ...w },
+    hint: "the softmax must subtract each row's own maximum (tf.softmax does; your 5.1 should)",
+    mistakes: [
+      {
+        value: [refMHAw(x, w, 2).output.map((r) => r.map(() => NaN))],
+        hint: "the softmax overflowed: subtract each row's own maximum",
+      },
+    ],
+  });
+  tf.dispose([r.output, r.weights]);
+  const x6 = tf.zeros([1, 2, 6]) as tf.Tensor3D;
+  const w6 = {
+    wQ: tf.eye(6) as tf.Tensor2D,
+    wK: tf.eye(6) as tf.Tensor2D,
+    wV: tf.eye(6) as tf.Tensor2D,
+    wO: tf.eye(6) as tf.Tensor2D,
+  };
+  expectThrows(() => multiHeadAttention(x6, w6, { nHead: 4 }), RangeError, {
+    what: "multiHeadAttention of (1, 2, 6) with nHead 4",
+    includes: "nEmbd must be divisible by nHead: nEmbd=6, nHead=4",
+    hint: "splitHeads (5.4) throws this RangeError; let it through",
+  });
+  tf.dispose([x6, w6.wQ, w6.wK, w6.wV, w6.wO]);
+  const wt = weights2d(), xt = tf.tensor3d([X, X]), mask = tf.tensor2d([[1, 0, 0], [1, 1, 0], [1, 1, 1]]);
+  checkTensorGuards(
+    "multiHeadAttention of (2, 3, 4), 2 heads, causal mask",
+    [xt, wt.wQ, wt.wK, wt.wV, wt.wO, mask],
+    () => {
+      const out = multiHeadAttention(xt, wt, { nHead: 2, mask });
+      return [out.output, out.weights];
+    },
+  );
 });
 
 // ---------------------------------------------------------------- 5.7 positions
 
-function refPositions(T: number, d: number): M {
-  return Array.from({ length: T }, (_, pos) =>
-    Array.from({ length: d }, (_, j) => {
-      const i2 = 2 * Math.floor(j / 2);
-      const angle = pos / Math.pow(10000, i2 / d);
-      return j % 2 === 0 ? Math.sin(angle) : Math.cos(angle);
+// Spec 5.7: PE[pos][j] = sin(pos / 10000^(2i / d)) for even j and cos(...) for odd j, i = floor(j / 2); positions
+// from 0; interleaved; an odd d ends with a sine; float32 (T, d), a fresh tensor every call; length and dim must
+// be positive integers, otherwise a RangeError naming the argument and its value.
+
+type PosVariant = "right" | "from1" | "jOverD" | "halves" | "swapped" | "dMinus1";
+
+function refPositions(T: number, d: number, how: PosVariant = "right"): M {
+  return Array.from({ length: T }, (_, p) =>
+    Array.from({ length: d }, (_, col) => {
+      let j = col;
+      if (how === "halves") j = col < Math.ceil(d / 2) ? 2 * col : 2 * (col - Math.ceil(d / 2)) + 1;
+      const pos = how === "from1" ? p + 1 : p;
+      const i2 = how === "jOverD" ? j : 2 * Math.floor(j / 2);
+      const angle = pos / Math.pow(10000, i2 / (how === "dMinus1" && d > 1 ? d - 1 : d));
+      const even = j % 2 === 0;
+      return (how === "swapped" ? !even : even) ? Math.sin(angle) : Math.cos(angle);
     }));
+}
+
+function posMistakes(T: number, d: number): { value: unknown; hint: string }[] {
+  return [
+    { value: refPositions(T, d, "from1"), hint: "positions started at 1: the first row is position 0" },
+    {
+      value: refPositions(T, d, "jOverD"),
+      hint: "the exponent used the column j: it is 2i / d with i = floor(j / 2), the same for a sine and its cosine",
+    },
+    {
+      value: refPositions(T, d, "halves"),
+      hint: "all sines first, then all cosines: they are interleaved, sine in even columns",
+    },
+    { value: refPositions(T, d, "swapped"), hint: "sine and cosine are swapped: sine in the even columns" },
+    { value: refPositions(T, d, "dMinus1"), hint: "the exponent divided by d - 1: divide by d" },
+  ];
 }
 
 graded("5.7 sinusoidalPositions: interleaved sines and cosines", () => {
@@ -307,8 +1100,8 @@ graded("5.7 sinusoidalPositions: interleaved sines and cosines", () => {
   });
   expectClose(got, refPositions(4, 6), {
     what: "sinusoidalPositions(4, 6)",
-    hint:
-      "column j uses i = floor(j / 2) and the frequency 1 / 10000^(2i / d); sin in even columns, cos in odd ones, positions from 0",
+    hint: "column j uses i = floor(j / 2) and the frequency 1 / 10000^(2i / d)",
+    mistakes: posMistakes(4, 6),
   });
 });
 
@@ -316,10 +1109,47 @@ graded("5.7 sinusoidalPositions: position 0 and an odd dimension", () => {
   expectClose(sinusoidalPositions(1, 5), [[0, 1, 0, 1, 0]], {
     what: "sinusoidalPositions(1, 5): position 0",
     hint: "sin(0) = 0 in even columns, cos(0) = 1 in odd ones; with odd d the last column is a sine",
+    mistakes: posMistakes(1, 5),
   });
   expectClose(sinusoidalPositions(3, 5), refPositions(3, 5), {
     what: "sinusoidalPositions(3, 5)",
-    hint: "with odd d the last column is a lone sine: a loop that writes sin/cos pairs adds a column too many or " +
-      "drops it, and the exponent divides by d itself, not by d - 1",
+    hint: "with odd d the last column is a lone sine (d columns in all), and the exponent divides by d",
+    mistakes: posMistakes(3, 5),
   });
+});
+
+graded("5.7 sinusoidalPositions: random lengths and dimensions, float32, fresh tensors", () => {
+  const rng = new Rng(57);
+  for (let trial = 0; trial < 16; trial++) {
+    const T = 1 + rng.int(4 + 4 * trial), d = 1 + rng.int(2 + trial);
+    let got: tf.Tensor2D | undefined;
+    checkTensorGuards(`sinusoidalPositions(${T}, ${d})`, [], () => [got = sinusoidalPositions(T, d)]);
+    const again = sinusoidalPositions(T, d);
+    expectEqual(again.dtype, "float32", {
+      what: `sinusoidalPositions(${T}, ${d}).dtype`,
+      hint: "return a float32 tensor",
+    });
+    expectShape(again, [T, d], {
+      what: `sinusoidalPositions(${T}, ${d})`,
+      hint: "(T, d): one row per position, exactly d columns (an odd d ends with a lone sine)",
+    });
+    expectClose(again, refPositions(T, d), {
+      what: `sinusoidalPositions(${T}, ${d})`,
+      atol: 5e-5,
+      hint: "PE[pos][j] = sin or cos of pos / 10000^(2 floor(j / 2) / d), sine in even columns",
+      mistakes: posMistakes(T, d),
+    });
+    again.dispose();
+    if (got && !got.isDisposed) got.dispose();
+  }
+});
+
+graded("5.7 sinusoidalPositions: bad lengths and dimensions are RangeErrors naming them", () => {
+  checkRejects(
+    "sinusoidalPositions(length, 4)",
+    "length",
+    [0, -1, 2.5, NaN, Infinity],
+    (v) => sinusoidalPositions(v, 4),
+  );
+  checkRejects("sinusoidalPositions(3, dim)", "dim", [0, -2, 1.5, NaN, Infinity], (v) => sinusoidalPositions(3, v));
 });

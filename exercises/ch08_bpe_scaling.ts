@@ -31,7 +31,8 @@ import { notImplemented } from "../lib/mod.ts";
  * frequency to the count of the pair, keyed `"a b"` (the two symbols with one
  * space between). A pair that occurs twice in a word counts twice: the word
  * `"a a a"` seen 5 times adds 10 to `"a a"`. A word of one symbol has no
- * pairs. Only pairs that occur appear in the result.
+ * pairs. Only pairs that occur appear in the result; an empty corpus gives an
+ * empty map. Always return a NEW map and leave `words` unchanged.
  *
  * @param words word (symbols separated by spaces) -> frequency.
  * @returns pair `"a b"` -> total count, e.g. for
@@ -54,8 +55,11 @@ export function countPairs(words: Map<string, number>): Map<string, number> {
  * `"ne r"` alone (its symbols are `ne` and `r`; there is no symbol `e`
  * there), so a plain `replaceAll("e r", "er")` is wrong.
  *
- * Return a NEW map (leave `words` unchanged) with the same frequencies. If two
- * words become the same after the merge, their frequencies add up.
+ * Return a NEW map (leave `words` unchanged; a new map even when no word
+ * contains the pair) with the same frequencies. If two words become the same
+ * after the merge, their frequencies add up. Symbols may contain characters
+ * that are special in regular expressions or replacement strings (`.`, `*`,
+ * `$&`): they are plain symbols.
  *
  * @param words word (symbols separated by spaces) -> frequency.
  * @param pair the two symbols to merge, e.g. `["e", "r"]`.
@@ -80,6 +84,13 @@ export function mergePair(
  * that comes EARLIEST in `merges` (not the leftmost pair in the word); merge
  * every occurrence of it, left to right as in 8.2; stop when no neighbouring
  * pair is in `merges`. This is how GPT-2's tokenizer encodes each word.
+ *
+ * A pair is two whole symbols: the word may contain spaces (GPT-2 keeps the
+ * leading space), so a symbol may contain spaces too, and one symbol may be
+ * a prefix of another. A lookup keyed by `${a} ${b}` or `a + b` lets
+ * different pairs collide (`(" ", " l")` and `("  ", "l")`); compare both
+ * symbols (e.g. a Map of Maps). A pair listed twice keeps the priority of
+ * its first place. Leave `merges` unchanged.
  *
  * @param word the word to encode (may be empty).
  * @param merges pairs of symbols in priority order.
@@ -113,9 +124,12 @@ export interface PowerLaw {
  *
  * Errors: throw a RangeError whose message names the argument (for a bad
  * value, with its index, e.g. `y[2] must be positive: y[2]=0`) when x and y
- * have different lengths, when there are fewer than 2 points, when an x or y
- * is not a positive number (the log of 0 or of a negative number does not
- * exist), or when all x are equal (no line is defined: the slope is 0 / 0).
+ * have different lengths (e.g. `x and y must have the same length:
+ * x.length=2, y.length=3`), when there are fewer than 2 points (none at all
+ * included), when an x or y is not a positive finite number (the log of 0 or
+ * of a negative number does not exist; NaN and +-Infinity are rejected too),
+ * or when all x are equal (no line is defined: the slope is 0 / 0). Leave `x`
+ * and `y` unchanged.
  *
  * @param x sizes, all positive, e.g. parameter counts.
  * @param y measurements, all positive, e.g. losses.

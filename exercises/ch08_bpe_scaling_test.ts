@@ -2,11 +2,12 @@
  * Graded tests for chapter 8 (byte-pair encoding and a scaling-law fit).
  * Run: `deno test exercises/ch08_bpe_scaling_test.ts`.
  *
- * Every expected value is worked out by hand in the comments (the toy corpus
- * is the one of Sennrich et al., 2016), never by calling a reference solution.
+ * Expected values are worked out by hand in the comments (the toy corpus is
+ * the one of Sennrich et al., 2016) or computed by from-scratch references in
+ * this file, never by calling a reference solution.
  * @module
  */
-import { expectClose, expectEqual, expectThrows, graded } from "../lib/mod.ts";
+import { expectClose, expectEqual, expectThrows, graded, Rng } from "../lib/mod.ts";
 import { countPairs, encodeWord, fitPowerLaw, mergePair } from "./ch08_bpe_scaling.ts";
 
 /** Sennrich et al.'s toy corpus: low x5, lower x2, newest x6, widest x3. */
@@ -19,7 +20,132 @@ function toyCorpus(): Map<string, number> {
   ]);
 }
 
+// ------------------------------------------------------------ random corpora
+
+/** Symbols for random corpora: prefixes of one another, regex and replacement specials, the end marker. */
+const SYMBOLS = ["a", "b", "ab", "ba", "aa", "b.", ".", "$", "$&", "*", "a*", "</w>", "é", "🙂"];
+
+/** A random corpus whose words have 1..maxLen symbols; `trial` grows it so the first failure is small. */
+function randomCorpus(rng: Rng, trial: number): Map<string, number> {
+  const words = new Map<string, number>();
+  const nWords = 1 + rng.int(1 + Math.floor(trial / 4)), maxLen = 1 + Math.min(6, 1 + Math.floor(trial / 3));
+  const alphabet = SYMBOLS.slice(0, 3 + Math.min(SYMBOLS.length - 3, trial));
+  for (let w = 0; w < nWords; w++) {
+    const len = 1 + rng.int(maxLen);
+    const word = Array.from({ length: len }, () => alphabet[rng.int(alphabet.length)]).join(" ");
+    words.set(word, (words.get(word) ?? 0) + 1 + rng.int(9));
+  }
+  return words;
+}
+
+/** Reference 8.1, and its common wrong versions. */
+function refCountPairs(
+  words: Map<string, number>,
+  how: "right" | "unweighted" | "noLast" | "oncePerWord" | "chars" | "noSpace" = "right",
+): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [word, freq] of words) {
+    const s = how === "chars" ? Array.from(word.replaceAll(" ", "")) : word.split(" ");
+    const seen = new Set<string>();
+    const last = how === "noLast" ? s.length - 2 : s.length - 1;
+    for (let i = 0; i < last; i++) {
+      const key = how === "noSpace" ? s[i] + s[i + 1] : s[i] + " " + s[i + 1];
+      if (how === "oncePerWord" && seen.has(key)) continue;
+      seen.add(key);
+      out.set(key, (out.get(key) ?? 0) + (how === "unweighted" ? 1 : freq));
+    }
+  }
+  return out;
+}
+
+function countPairsMistakes(words: Map<string, number>): { value: unknown; hint: string }[] {
+  return [
+    { value: refCountPairs(words, "unweighted"), hint: "each pair counted 1 per word: add the word's frequency" },
+    {
+      value: refCountPairs(words, "noLast"),
+      hint: "the last pair of each word is missing: a word of n symbols has n - 1 pairs",
+    },
+    {
+      value: refCountPairs(words, "oncePerWord"),
+      hint: "a pair was counted once per word: count every position where it occurs",
+    },
+    {
+      value: refCountPairs(words, "chars"),
+      hint: 'the words were split into characters: split on " " to get the symbols',
+    },
+    {
+      value: refCountPairs(words, "noSpace"),
+      hint: 'the keys have no space: key the pair as `${a} ${b}` ("a bc" and "ab c" are different pairs)',
+    },
+  ];
+}
+
+/** Merges the symbol list left to right (reference for 8.2 and 8.3), or a wrong version. */
+function mergeSymbols(s: string[], a: string, b: string, how: "right" | "first" | "rightToLeft" = "right"): string[] {
+  if (how === "rightToLeft") {
+    const out: string[] = [];
+    for (let i = s.length - 1; i >= 0; i--) {
+      if (i > 0 && s[i - 1] === a && s[i] === b) {
+        out.push(a + b);
+        i--;
+      } else out.push(s[i]);
+    }
+    return out.reverse();
+  }
+  const out: string[] = [];
+  let done = false;
+  for (let i = 0; i < s.length; i++) {
+    if (!done && i + 1 < s.length && s[i] === a && s[i + 1] === b) {
+      out.push(a + b);
+      i++;
+      if (how === "first") done = true;
+    } else out.push(s[i]);
+  }
+  return out;
+}
+
+/** Reference 8.2, and its common wrong versions. */
+function refMergePair(
+  words: Map<string, number>,
+  pair: [string, string],
+  how: "right" | "first" | "rightToLeft" | "overwrite" | "text" = "right",
+): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [word, freq] of words) {
+    const key = how === "text"
+      ? word.replaceAll(`${pair[0]} ${pair[1]}`, pair[0] + pair[1])
+      : mergeSymbols(word.split(" "), pair[0], pair[1], how === "overwrite" ? "right" : how).join(" ");
+    out.set(key, how === "overwrite" ? freq : (out.get(key) ?? 0) + freq);
+  }
+  return out;
+}
+
+function mergePairMistakes(words: Map<string, number>, pair: [string, string]): { value: unknown; hint: string }[] {
+  return [
+    {
+      value: refMergePair(words, pair, "first"),
+      hint: "only the first occurrence in each word was merged: merge every one",
+    },
+    {
+      value: refMergePair(words, pair, "rightToLeft"),
+      hint: "the scan ran right to left: scan left to right, continuing after each merge",
+    },
+    {
+      value: refMergePair(words, pair, "overwrite"),
+      hint: "words that became equal kept one frequency: add their frequencies",
+    },
+    {
+      value: refMergePair(words, pair, "text"),
+      hint: 'the text was replaced (replaceAll): compare whole symbols after splitting on " "',
+    },
+  ];
+}
+
 // ------------------------------------------------------------ 8.1 countPairs
+
+// Spec 8.1: for each word (symbols separated by single spaces) and each of its n - 1 neighbouring pairs (a, b),
+// add the word's frequency to key `${a} ${b}`; a pair repeated in a word counts every time; one-symbol words
+// add nothing; only occurring pairs appear; an empty corpus gives an empty map; a NEW map, the input unchanged.
 
 graded("8.1 countPairs: every pair of the toy corpus, weighted by word frequency", () => {
   const expected = new Map([
@@ -63,7 +189,41 @@ graded("8.1 countPairs: symbols are the space-separated pieces, not characters",
   });
 });
 
+graded("8.1 countPairs: random corpora with prefix symbols match a from-scratch count", () => {
+  const rng = new Rng(81);
+  for (let trial = 0; trial < 30; trial++) {
+    const words = randomCorpus(rng, trial);
+    const before = [...words];
+    const got = countPairs(words);
+    expectEqual(got, refCountPairs(words), {
+      what: `trial ${trial}: countPairs`,
+      input: before,
+      hint: "for every neighbouring pair (a, b) of every word, add the word's frequency to the key `${a} ${b}`",
+      mistakes: countPairsMistakes(words),
+    });
+    expectEqual([...words], before, {
+      what: `trial ${trial}: the corpus after countPairs`,
+      hint: "leave the input Map unchanged",
+    });
+  }
+  const empty = new Map<string, number>();
+  const got = countPairs(empty);
+  expectEqual(got, new Map(), {
+    what: "countPairs(new Map())",
+    hint: "an empty corpus has no pairs: return an empty Map",
+  });
+  expectEqual(got === empty, false, {
+    what: "whether countPairs(empty) returned its input object",
+    hint: "always return a new Map, even for an empty corpus",
+  });
+});
+
 // ------------------------------------------------------------- 8.2 mergePair
+
+// Spec 8.2: in each word, every occurrence of symbol pair[0] followed by symbol pair[1] becomes one symbol,
+// scanning left to right and continuing after a merge (no overlap); whole symbols only (regex specials, "$&" and
+// prefixes are plain symbols); frequencies kept, and added when two words become equal; a NEW map even when
+// nothing merges; the input unchanged.
 
 graded("8.2 mergePair: merging (e, s) in the toy corpus", () => {
   const expected = new Map([
@@ -127,7 +287,82 @@ graded("8.2 mergePair: returns a new map and leaves its input unchanged", () => 
   });
 });
 
+graded("8.2 mergePair: random corpora and pairs match a from-scratch merge", () => {
+  const rng = new Rng(82);
+  for (let trial = 0; trial < 30; trial++) {
+    const words = randomCorpus(rng, trial);
+    const pairs = [...refCountPairs(words).keys()];
+    const pair = (pairs.length && rng.next() < 0.85
+      ? pairs[rng.int(pairs.length)].split(" ")
+      : [SYMBOLS[rng.int(SYMBOLS.length)], SYMBOLS[rng.int(SYMBOLS.length)]]) as [string, string];
+    // Half the time, add a word holding the same text split elsewhere ("ab c" for the pair ("a", "bc")).
+    const chars = Array.from(pair[0] + pair[1]);
+    if (chars.length > 2 && rng.next() < 0.5) {
+      let cut = 1 + rng.int(chars.length - 1);
+      if (cut === Array.from(pair[0]).length) {
+        cut = cut === 1 ? 2 : cut - 1;
+      }
+      const other = `${chars.slice(0, cut).join("")} ${chars.slice(cut).join("")}`;
+      words.set(other, (words.get(other) ?? 0) + 1 + rng.int(9));
+    }
+    const before = [...words];
+    const got = mergePair(words, pair);
+    expectEqual(got, refMergePair(words, pair), {
+      what: `trial ${trial}: mergePair(corpus, ${JSON.stringify(pair)})`,
+      input: before,
+      hint: 'split each word on " ", merge every (pair[0], pair[1]) left to right, join with " ", add frequencies',
+      mistakes: mergePairMistakes(words, pair),
+    });
+    expectEqual([...words], before, {
+      what: `trial ${trial}: the corpus after mergePair`,
+      hint: "leave the input Map unchanged: build a new one",
+    });
+    expectEqual(got === words, false, {
+      what: `trial ${trial}: whether mergePair returned its input object`,
+      hint: "return a new Map, even when no word contains the pair",
+    });
+  }
+});
+
+graded("8.2 mergePair: symbols with regex specials or sharing text, and a pair that does not occur", () => {
+  const words = new Map([["a . b", 2], ["a* b. b", 1], ["$ $&", 4], ["ab b", 3], ["a bb", 5]]);
+  const cases: [[string, string], Map<string, number>][] = [
+    [[".", "b"], new Map([["a .b", 2], ["a* b. b", 1], ["$ $&", 4], ["ab b", 3], ["a bb", 5]])],
+    [["$", "$&"], new Map([["a . b", 2], ["a* b. b", 1], ["$$&", 4], ["ab b", 3], ["a bb", 5]])],
+    [["a", "b"], new Map([["a . b", 2], ["a* b. b", 1], ["$ $&", 4], ["ab b", 3], ["a bb", 5]])],
+    // "a bb" holds the text "abb" too, but its symbols are a and bb, not ab and b.
+    [["ab", "b"], new Map([["a . b", 2], ["a* b. b", 1], ["$ $&", 4], ["abb", 3], ["a bb", 5]])],
+  ];
+  for (const [pair, expected] of cases) {
+    const got = mergePair(words, pair);
+    expectEqual(got, expected, {
+      what: `mergePair(corpus, ${JSON.stringify(pair)})`,
+      input: [...words],
+      hint: "compare each symbol with === (not the glued text a + b): a regular expression built from the symbols " +
+        "treats . * $ as specials, and a replacement string treats $& as the match",
+      mistakes: mergePairMistakes(words, pair),
+    });
+    expectEqual(got === words, false, {
+      what: `whether mergePair(corpus, ${JSON.stringify(pair)}) returned its input object`,
+      hint: "return a new Map, even when nothing merges",
+    });
+  }
+  const empty = new Map<string, number>();
+  const got = mergePair(empty, ["a", "b"]);
+  expectEqual(got, new Map(), { what: 'mergePair(new Map(), ["a", "b"])', hint: "an empty corpus stays empty" });
+  expectEqual(got === empty, false, {
+    what: "whether mergePair(empty corpus) returned its input object",
+    hint: "return a new Map, even for an empty corpus",
+  });
+});
+
 // ----------------------------------------------------------- 8.3 encodeWord
+
+// Spec 8.3: start from the word's code points; repeatedly pick, among the neighbouring pairs present, the one
+// EARLIEST in `merges` (a repeated merge counts at its first index), merge all its occurrences left to right
+// (8.2), until no neighbouring pair is in `merges`; pairs are matched as two whole symbols, so symbols that
+// contain spaces or are prefixes of one another never collide; the empty word gives []; `merges` is left
+// unchanged.
 
 graded("8.3 encodeWord: applies the merges until none is left", () => {
   const merges: [string, string][] = [["l", "o"], ["lo", "w"], ["e", "r"]];
@@ -188,7 +423,167 @@ graded("8.3 encodeWord: starts from code points, so an emoji is one symbol", () 
   expectEqual(encodeWord("", merges), [], { what: 'encodeWord("", merges)', hint: "an empty word has no symbols" });
 });
 
+type EncodeHow = "right" | "leftmost" | "sequential" | "firstOnly" | "lastMergeFirst" | "utf16";
+
+/** Reference 8.3 (a linear search for each pair's rank), and its common wrong versions. */
+function refEncode(word: string, merges: [string, string][], how: EncodeHow = "right"): string[] {
+  let s = how === "utf16" ? word.split("") : Array.from(word);
+  const rank = (a: string, b: string) => merges.findIndex((m) => m[0] === a && m[1] === b);
+  if (how === "sequential") {
+    for (const [a, b] of merges) s = mergeSymbols(s, a, b);
+    return s;
+  }
+  for (let guard = 0; guard < 1000; guard++) {
+    let best = -1, bestAt = -1;
+    for (let i = 0; i + 1 < s.length; i++) {
+      const r = how === "lastMergeFirst"
+        ? merges.findLastIndex((m) => m[0] === s[i] && m[1] === s[i + 1])
+        : rank(s[i], s[i + 1]);
+      if (r < 0) continue;
+      const better = how === "leftmost" ? best < 0 : how === "lastMergeFirst" ? r > best : best < 0 || r < best;
+      if (better) [best, bestAt] = [r, i];
+    }
+    if (best < 0) return s;
+    const [a, b] = merges[best];
+    s = how === "firstOnly" || how === "leftmost"
+      ? [...s.slice(0, bestAt), a + b, ...s.slice(bestAt + 2)]
+      : mergeSymbols(s, a, b);
+  }
+  return s;
+}
+
+function encodeMistakes(word: string, merges: [string, string][]): { value: unknown; hint: string }[] {
+  return [
+    {
+      value: refEncode(word, merges, "leftmost"),
+      hint: "the leftmost pair in the word was merged: merge the pair EARLIEST in merges",
+    },
+    {
+      value: refEncode(word, merges, "sequential"),
+      hint:
+        "each merge was applied once, in list order: after every merge look again for the earliest pair present (a merge can create a pair of an earlier merge)",
+    },
+    {
+      value: refEncode(word, merges, "firstOnly"),
+      hint: "only the first occurrence of the chosen pair was merged: merge every occurrence, left to right",
+    },
+    {
+      value: refEncode(word, merges, "lastMergeFirst"),
+      hint: "the LAST merge in the list won: merges[0] has the highest priority",
+    },
+    {
+      value: refEncode(word, merges, "utf16"),
+      hint: "the word was split into UTF-16 halves: start from Array.from(word) (code points)",
+    },
+  ];
+}
+
+/** A random merge list grown like a learned one (later merges join earlier results), with some repeats. */
+function randomMerges(rng: Rng, chars: string[], n: number, shuffle = 0.3): [string, string][] {
+  const pool = [...chars];
+  const merges: [string, string][] = [];
+  for (let r = 0; r < n; r++) {
+    if (merges.length && rng.next() < 0.1) {
+      merges.push([...merges[rng.int(merges.length)]] as [string, string]);
+      continue;
+    }
+    const a = pool[rng.int(pool.length)], b = pool[rng.int(pool.length)];
+    merges.push([a, b]);
+    // Short symbols only (at most 3 characters), so merges build on one another and overlap.
+    if (Array.from(a + b).length <= 3 && !pool.includes(a + b)) pool.push(a + b);
+  }
+  // Shuffle (a little, or fully), so a merge sometimes comes before the merges that make its parts.
+  for (let i = merges.length - 1; i > 0; i--) {
+    if (rng.next() < shuffle) {
+      const j = rng.int(i + 1);
+      [merges[i], merges[j]] = [merges[j], merges[i]];
+    }
+  }
+  return merges;
+}
+
+graded("8.3 encodeWord: random words and merge lists match a from-scratch encoder", () => {
+  const rng = new Rng(83);
+  const chars = ["a", "b", " ", "c", "🙂", "é"];
+  for (let trial = 0; trial < 60; trial++) {
+    // Odd trials keep to two or three letters, so pairs repeat and merges interact.
+    const alphabet = chars.slice(0, trial % 2 ? 2 + (trial % 3 === 0 ? 1 : 0) : 2 + Math.min(4, Math.floor(trial / 6)));
+    const word = Array.from({ length: rng.int(2 + Math.floor(trial / 3)) }, () => alphabet[rng.int(alphabet.length)])
+      .join("");
+    const merges = randomMerges(rng, alphabet, rng.int(2 + Math.floor(trial / 2)), trial % 2 ? 1 : 0.3);
+    const copy = merges.map((m) => [...m]);
+    const got = encodeWord(word, merges);
+    expectEqual(got, refEncode(word, merges), {
+      what: `trial ${trial}: encodeWord(${JSON.stringify(word)}, merges)`,
+      input: merges,
+      hint: "repeat: find the neighbouring pair with the smallest index in merges, merge all its occurrences left " +
+        "to right; stop when no neighbouring pair is in merges",
+      mistakes: encodeMistakes(word, merges),
+    });
+    expectEqual(merges, copy, {
+      what: `trial ${trial}: merges after encodeWord`,
+      hint: "leave the merge list unchanged (no sort, reverse or splice on it)",
+    });
+    if (Array.isArray(got)) got.push("<changed by the caller>");
+    expectEqual(encodeWord(word, merges), refEncode(word, merges), {
+      what: `trial ${trial}: encodeWord(${
+        JSON.stringify(word)
+      }, merges) again, after the caller changed the first result`,
+      input: merges,
+      hint: "return a new array on every call: a cached array the caller changes (or a cache that ignores the " +
+        "merge list) gives wrong answers later",
+    });
+  }
+});
+
+graded("8.3 encodeWord: a merge can make a pair of an earlier merge; keys never collide", () => {
+  // "abc": only (a, b) = merges[1] is present -> "ab c"; now (ab, c) = merges[0] is present -> "abc".
+  const m1: [string, string][] = [["ab", "c"], ["a", "b"]];
+  expectEqual(encodeWord("abc", m1), ["abc"], {
+    what: 'encodeWord("abc", [["ab","c"], ["a","b"]])',
+    hint: "after each merge look again for the earliest pair present: merges[0] applies once (a, b) is merged",
+    mistakes: encodeMistakes("abc", m1),
+  });
+  // "  l" (two spaces, then l): (" ", "l") = merges[1] -> [" ", " l"]; (" ", " l") is not a merge, but the
+  // key " " + " " + " l" equals "  " + " " + "l", the key of merges[0] = ("  ", "l").
+  const m2: [string, string][] = [["  ", "l"], [" ", "l"], ["x", " "]];
+  expectEqual(encodeWord("  l", m2), [" ", " l"], {
+    what: 'encodeWord("  l", [["  ","l"], [" ","l"], ["x"," "]])',
+    hint: "match a pair as two whole symbols: a string key like `${a} ${b}` (or a + b) collides when symbols " +
+      "contain spaces or are prefixes of each other; use a Map of Maps, or compare both parts",
+    mistakes: encodeMistakes("  l", m2),
+  });
+  // "abcd": (b, c) = merges[1] -> a bc d; (a, bc) is not a merge, though a + bc = ab + c = merges[0].
+  const m3: [string, string][] = [["ab", "c"], ["b", "c"], ["c", "d"], ["a", "b"]];
+  expectEqual(encodeWord("abcd", m3), ["a", "bc", "d"], {
+    what: 'encodeWord("abcd", [["ab","c"], ["b","c"], ["c","d"], ["a","b"]])',
+    hint: "(a, bc) is not in merges even though a + bc = ab + c: compare both symbols of a pair",
+    mistakes: encodeMistakes("abcd", m3),
+  });
+  // "abab": (a, b) = merges[1] at both places -> ab ab. Merging only the first occurrence gives ab a b, where
+  // (ab, a) = merges[0] would then win.
+  const m5: [string, string][] = [["ab", "a"], ["a", "b"]];
+  expectEqual(encodeWord("abab", m5), ["ab", "ab"], {
+    what: 'encodeWord("abab", [["ab","a"], ["a","b"]])',
+    hint: "merge EVERY occurrence of the chosen pair before choosing again",
+    mistakes: encodeMistakes("abab", m5),
+  });
+  // A repeated merge keeps its first (highest) priority: (b, c) at index 0 beats (a, b) at 1.
+  const m4: [string, string][] = [["b", "c"], ["a", "b"], ["b", "c"]];
+  expectEqual(encodeWord("abc", m4), ["a", "bc"], {
+    what: 'encodeWord("abc", [["b","c"], ["a","b"], ["b","c"]])',
+    hint: "a merge listed twice keeps the priority of its first place",
+    mistakes: encodeMistakes("abc", m4),
+  });
+});
+
 // ---------------------------------------------------------- 8.4 fitPowerLaw
+
+// Spec 8.4: natural logs v = ln x, u = ln y; ordinary least squares of u on v (centred sums); alpha = -slope
+// (negative when y rises), scale = exp(intercept); any n >= 2 and any spread of x over orders of magnitude;
+// RangeErrors: different lengths (naming the lengths), fewer than 2 points (empty included), an x or y that is
+// not a positive finite number (0, negative, NaN, +-Infinity; naming the argument with its index and the
+// value), all x equal; x and y left unchanged.
 
 graded("8.4 fitPowerLaw: recovers an exact power law", () => {
   const x = [1e3, 1e4, 1e5, 1e6];
@@ -243,5 +638,119 @@ graded("8.4 fitPowerLaw: clear errors on data a log-log fit cannot take", () => 
   expectThrows(() => fitPowerLaw([2, 2, 2], [1, 2, 3]), RangeError, {
     what: "fitPowerLaw([2, 2, 2], [1, 2, 3])",
     hint: "when all x are equal, sum((v - mean v)^2) is 0: throw instead of returning NaN",
+  });
+});
+
+/** Reference 8.4 and its common wrong versions (from the formulas, with plain loops). */
+function refFit(
+  x: number[],
+  y: number[],
+  how: "right" | "slope" | "log10Scale" | "swapped" | "endpoints" | "linear" | "meanSlopes" = "right",
+): [number, number] {
+  const n = x.length;
+  const lin = how === "linear";
+  const v = x.map((t) => (lin ? t : Math.log(t))), u = y.map((t) => (lin ? t : Math.log(t)));
+  if (how === "endpoints") {
+    const slope = (u[n - 1] - u[0]) / (v[n - 1] - v[0]);
+    return [-slope, Math.exp(u[0] - slope * v[0])];
+  }
+  let mv = 0, mu = 0;
+  for (let i = 0; i < n; i++) [mv, mu] = [mv + v[i] / n, mu + u[i] / n];
+  let svv = 0, svu = 0, suu = 0;
+  for (let i = 0; i < n; i++) {
+    svv += (v[i] - mv) ** 2;
+    svu += (v[i] - mv) * (u[i] - mu);
+    suu += (u[i] - mu) ** 2;
+  }
+  let slope = svu / svv;
+  if (how === "swapped") slope = suu / svu;
+  if (how === "meanSlopes") {
+    slope = 0;
+    for (let i = 1; i < n; i++) slope += (u[i] - u[i - 1]) / (v[i] - v[i - 1]) / (n - 1);
+  }
+  const intercept = mu - slope * mv;
+  if (how === "slope") return [slope, Math.exp(intercept)];
+  if (how === "log10Scale") {
+    const i10 = (mu - slope * mv) / Math.LN10;
+    return [-slope, Math.exp(i10)];
+  }
+  return [-slope, lin ? intercept : Math.exp(intercept)];
+}
+
+function fitMistakes(x: number[], y: number[]): { value: unknown; hint: string }[] {
+  return [
+    { value: refFit(x, y, "slope"), hint: "alpha has the wrong sign: alpha = -slope" },
+    { value: refFit(x, y, "log10Scale"), hint: "scale mixes log bases: with natural logs, scale = exp(intercept)" },
+    { value: refFit(x, y, "swapped"), hint: "ln x was regressed on ln y: fit ln y = intercept + slope * ln x" },
+    {
+      value: refFit(x, y, "endpoints"),
+      hint: "the line went through the two end points: use the least-squares slope over all points",
+    },
+    { value: refFit(x, y, "linear"), hint: "the line was fitted to x and y themselves: take their natural logs first" },
+    {
+      value: refFit(x, y, "meanSlopes"),
+      hint: "the slopes between neighbours were averaged: use the least-squares formula",
+    },
+  ];
+}
+
+graded("8.4 fitPowerLaw: random noisy power laws match a from-scratch least-squares fit", () => {
+  const rng = new Rng(84);
+  for (let trial = 0; trial < 30; trial++) {
+    const n = 2 + rng.int(2 + Math.floor(trial / 3));
+    const alpha = Math.round((rng.next() * 1.5 - 0.5) * 100) / 100, scale = Math.round(1 + rng.next() * 99);
+    const x = Array.from({ length: n }, () => Number((10 ** (rng.next() * 9 - 1)).toPrecision(3)));
+    if (x.every((t) => t === x[0])) x[0] *= 2;
+    const y = x.map((t) => Number((scale * t ** -alpha * Math.exp(0.2 * rng.normal())).toPrecision(4)));
+    const [xc, yc] = [[...x], [...y]];
+    const got = fitPowerLaw(x, y);
+    expectClose([got?.alpha, got?.scale], refFit(x, y), {
+      what: `trial ${trial}: [alpha, scale] of fitPowerLaw(x, y)`,
+      input: { x, y },
+      atol: 1e-9,
+      rtol: 1e-7,
+      hint: "slope = sum((v - mean v)(u - mean u)) / sum((v - mean v)^2) with v = ln x, u = ln y; " +
+        "alpha = -slope, scale = exp(mean u - slope * mean v)",
+      mistakes: fitMistakes(x, y),
+    });
+    expectEqual([x, y], [xc, yc], {
+      what: `trial ${trial}: x and y after fitPowerLaw`,
+      hint: "leave the caller's arrays unchanged (sort a copy if you need one)",
+    });
+  }
+});
+
+graded("8.4 fitPowerLaw: NaN, Infinity, zero and negative values, empty and unequal inputs are RangeErrors", () => {
+  for (const bad of [0, -3, NaN, Infinity, -Infinity]) {
+    for (const name of ["x", "y"]) {
+      for (const at of [0, 2]) {
+        const x = [1, 10, 100, 1000], y = [5, 4, 3, 2];
+        (name === "x" ? x : y)[at] = bad;
+        expectThrows(() => fitPowerLaw(x, y), RangeError, {
+          what: `fitPowerLaw([${x}], [${y}])`,
+          includes: `${name}[${at}]`,
+          hint: "check every value with Number.isFinite(v) && v > 0 (NaN > 0 is false, but Infinity > 0 is true) " +
+            "and name the bad one with its index",
+        });
+        expectThrows(() => fitPowerLaw(x, y), RangeError, {
+          what: `fitPowerLaw([${x}], [${y}]): the message shows the value`,
+          includes: String(bad),
+          hint: "put the bad value in the message, e.g. `y[2] must be positive: y[2]=0`",
+        });
+      }
+    }
+  }
+  expectThrows(() => fitPowerLaw([], []), RangeError, {
+    what: "fitPowerLaw([], [])",
+    hint: "fewer than 2 points (none at all included) is a RangeError",
+  });
+  expectThrows(() => fitPowerLaw([1, 2], [1, 2, 3]), RangeError, {
+    what: "fitPowerLaw([1, 2], [1, 2, 3])",
+    hint: "name the lengths: `x and y must have the same length: x.length=2, y.length=3`",
+  });
+  expectThrows(() => fitPowerLaw([7, 7], [1, 2]), RangeError, {
+    what: "fitPowerLaw([7, 7], [1, 2])",
+    includes: "x",
+    hint: "two equal x define no line: throw a RangeError naming x",
   });
 });

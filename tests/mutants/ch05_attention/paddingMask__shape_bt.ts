@@ -75,6 +75,9 @@ export function causalMask(size: number): tf.Tensor2D {
  * @returns (B, 1, T) with 1 where t < lengths[b].
  */
 export function paddingMask(lengths: number[], size: number): tf.Tensor3D {
+  if (!Number.isInteger(size) || size < 1) {
+    throw new RangeError(`size must be a positive integer: size=${size}`);
+  }
   const data: number[] = [];
   lengths.forEach((n, b) => {
     if (!Number.isInteger(n) || n < 1 || n > size) {
@@ -93,7 +96,7 @@ export function paddingMask(lengths: number[], size: number): tf.Tensor3D {
  */
 export function splitHeads(x: tf.Tensor3D, nHead: number): tf.Tensor4D {
   const [B, T, C] = x.shape;
-  if (C % nHead !== 0) {
+  if (!Number.isInteger(nHead) || nHead < 1 || C % nHead !== 0) {
     throw new RangeError(`nEmbd must be divisible by nHead: nEmbd=${C}, nHead=${nHead}`);
   }
   return tf.tidy(() => tf.transpose(tf.reshape(x, [B, T, nHead, C / nHead]), [0, 2, 1, 3]));
@@ -141,6 +144,10 @@ export function multiHeadAttention(
  * @returns (T, d).
  */
 export function sinusoidalPositions(length: number, dim: number): tf.Tensor2D {
+  if (!Number.isInteger(length) || length < 1) {
+    throw new RangeError(`length must be a positive integer: length=${length}`);
+  }
+  if (!Number.isInteger(dim) || dim < 1) throw new RangeError(`dim must be a positive integer: dim=${dim}`);
   const rows: number[][] = [];
   for (let pos = 0; pos < length; pos++) {
     const row: number[] = [];
@@ -151,5 +158,5 @@ export function sinusoidalPositions(length: number, dim: number): tf.Tensor2D {
     }
     rows.push(row);
   }
-  return tf.tensor2d(rows, [length, dim]);
+  return tf.tensor2d(rows, [length, dim], "float32");
 }

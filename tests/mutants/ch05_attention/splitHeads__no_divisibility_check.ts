@@ -75,6 +75,9 @@ export function causalMask(size: number): tf.Tensor2D {
  * @returns (B, 1, T) with 1 where t < lengths[b].
  */
 export function paddingMask(lengths: number[], size: number): tf.Tensor3D {
+  if (!Number.isInteger(size) || size < 1) {
+    throw new RangeError(`size must be a positive integer: size=${size}`);
+  }
   const data: number[] = [];
   lengths.forEach((n, b) => {
     if (!Number.isInteger(n) || n < 1 || n > size) {
@@ -138,6 +141,10 @@ export function multiHeadAttention(
  * @returns (T, d).
  */
 export function sinusoidalPositions(length: number, dim: number): tf.Tensor2D {
+  if (!Number.isInteger(length) || length < 1) {
+    throw new RangeError(`length must be a positive integer: length=${length}`);
+  }
+  if (!Number.isInteger(dim) || dim < 1) throw new RangeError(`dim must be a positive integer: dim=${dim}`);
   const rows: number[][] = [];
   for (let pos = 0; pos < length; pos++) {
     const row: number[] = [];
@@ -148,5 +155,5 @@ export function sinusoidalPositions(length: number, dim: number): tf.Tensor2D {
     }
     rows.push(row);
   }
-  return tf.tensor2d(rows, [length, dim]);
+  return tf.tensor2d(rows, [length, dim], "float32");
 }

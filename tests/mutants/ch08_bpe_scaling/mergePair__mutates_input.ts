@@ -61,16 +61,18 @@ export function mergePair(
  * @returns the word's symbols after applying the merges.
  */
 export function encodeWord(word: string, merges: [string, string][]): string[] {
-  const rank = new Map<string, number>();
+  // A Map of Maps, so two pairs never share a key (symbols may contain spaces).
+  const rank = new Map<string, Map<string, number>>();
   merges.forEach(([a, b], r) => {
-    const key = `${a} ${b}`;
-    if (!rank.has(key)) rank.set(key, r);
+    if (!rank.has(a)) rank.set(a, new Map());
+    const inner = rank.get(a)!;
+    if (!inner.has(b)) inner.set(b, r);
   });
   let symbols = Array.from(word);
   while (symbols.length > 1) {
     let best = -1;
     for (let i = 0; i < symbols.length - 1; i++) {
-      const r = rank.get(`${symbols[i]} ${symbols[i + 1]}`);
+      const r = rank.get(symbols[i])?.get(symbols[i + 1]);
       if (r !== undefined && (best === -1 || r < best)) best = r;
     }
     if (best === -1) break;
