@@ -377,7 +377,7 @@ function refTopK(probs: number[], k: number): number[] {
 /** Random probabilities with many ties and some zeros: small integer weights, normalised. */
 function tiedProbs(rng: Rng, n: number): number[] {
   const w: number[] = Array.from({ length: n }, () => pick<number>(rng, [0, 1, 1, 2, 3, 5]));
-  if (w.every((x) => x === 0)) w[rng.int(n)] = 1;
+  if (!w.some((x) => x > 0)) w[rng.int(n)] = 1;
   const total = w.reduce((a, b) => a + b, 0);
   return w.map((x) => x / total);
 }
@@ -955,7 +955,7 @@ function hashedModel(seed: number, vocab: number): NextTokenProbs {
     for (const t of context) h = (h * 31 + t + 1) % 1_000_003;
     const r = new Rng(h);
     const w: number[] = Array.from({ length: vocab }, () => pick<number>(r, [0, 1, 1, 2, 3, 4]));
-    if (w.every((x) => x === 0)) w[r.int(vocab)] = 1;
+    if (!w.some((x) => x > 0)) w[r.int(vocab)] = 1;
     const total = w.reduce((a, b) => a + b, 0);
     return w.map((x) => x / total);
   };
