@@ -1,5 +1,4 @@
 // mutant of 6.1 layerNorm: leaves out eps, so a constant row divides 0 by 0
-// deno-lint-ignore-file no-unused-vars
 /**
  * Chapter 6 exercises: the transformer language model (reference solution).
  * @module
