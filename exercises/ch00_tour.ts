@@ -13,10 +13,20 @@ import { notImplemented, tf } from "../lib/mod.ts";
  *
  * softmax(x)_i = exp(x_i) / sum_j exp(x_j). Subtract the largest value
  * first: it does not change the answer, but stops exp() overflowing for
- * large inputs like [1000, 1001].
+ * large inputs like [1000, 1001] (and the sum becoming 0, then 0/0, for
+ * inputs like [-1000, -1001]). Any shift other than the largest value (the
+ * smallest, the first, the mean) still overflows for some inputs.
  *
- * @param logits any finite numbers.
+ * Rules:
+ * - The result is a new array, as long as `logits`, each entry in [0, 1],
+ *   summing to 1; a single logit gives [1]. `logits` itself is left unchanged.
+ * - Logits of any size work, e.g. [-1000, 0, 1000] gives [0, 0, 1].
+ * - Throws a RangeError naming `logits` when it is empty, or when an entry is
+ *   not a finite number (NaN, Infinity or -Infinity), naming the value.
+ *
+ * @param logits finite numbers, at least one.
  * @returns probabilities that sum to 1.
+ * @throws {RangeError} when `logits` is empty or holds NaN or +-Infinity.
  */
 export function softmax(logits: number[]): number[] {
   return notImplemented("softmax");
@@ -25,6 +35,16 @@ export function softmax(logits: number[]): number[] {
 /**
  * Exercise 0.2: softmax of every row of a matrix, with TensorFlow.js ops
  * (`max`, `sub`, `exp`, `sum`, `div`). Wrap the work in `tf.tidy`.
+ *
+ * Rules:
+ * - Row r of the result is softmax(row r of x), shifted by that row's OWN
+ *   largest value (one shift for the whole matrix fails when rows have very
+ *   different sizes, e.g. [1000, 1001] beside [-1000, -999]).
+ * - Any shape (rows, cols) with cols >= 1 works; a matrix with no rows gives
+ *   a (0, cols) result. The result is float32 with the shape of x.
+ * - Only the returned tensor is left behind (no intermediate tensors), and x
+ *   is neither changed nor disposed; the result is a new tensor.
+ * - The entries of x are finite numbers (this is not checked).
  *
  * @param x a matrix of shape (rows, cols).
  * @returns a matrix of the same shape whose rows each sum to 1.

@@ -48,21 +48,42 @@ export function graded(
       `graded test name must start with an exercise number like "1.2 ": name=${JSON.stringify(name)}`,
     );
   }
-  Deno.test({
-    name,
-    timeout: options.timeout ?? GRADED_TIMEOUT_MS,
-    async fn() {
-      tf.env().set("PROD", true);
-      // Deep enough that a stack through tfjs internals still reaches the student's line.
-      Error.stackTraceLimit = Math.max(Error.stackTraceLimit, 60);
-      if (tf.getBackend() !== "cpu") await tf.setBackend("cpu");
-      try {
-        await fn();
-      } catch (err) {
-        throw explainFailure(err);
-      }
-    },
+  const body = async () => {
+    tf.env().set("PROD", true);
+    // Deep enough that a stack through tfjs internals still reaches the student's line.
+    Error.stackTraceLimit = Math.max(Error.stackTraceLimit, 60);
+    if (tf.getBackend() !== "cpu") await tf.setBackend("cpu");
+    try {
+      await fn();
+    } catch (err) {
+      throw explainFailure(err);
+    }
+  };
+  // Deno reports a test at the line that called Deno.test (here) unless the function carries its
+  // own location: point it at the graded(...) call in the test file, where the student should look.
+  const where = callerLocation(new Error().stack ?? "");
+  if (where) (body as unknown as Record<symbol, string>)[TEST_LOCATION] = where;
+  Deno.test({ name, timeout: options.timeout ?? GRADED_TIMEOUT_MS, fn: body });
+}
+
+/** The property of a test function that tells `deno test` which location to report for it. */
+export const TEST_LOCATION: symbol = Symbol.for("Deno.test.location");
+
+/**
+ * The `file:line:column` of the graded test's registration in a stack trace:
+ * the first frame in a `*_test.ts` file, else the first frame outside this
+ * module (and outside a generated `*_shim.ts` re-export of it).
+ * @param stack an `Error().stack` taken inside {@link graded}.
+ * @returns e.g. `file:///…/exercises/ch00_tour_test.ts:12:1`, or undefined.
+ */
+export function callerLocation(stack: string): string | undefined {
+  const frames = stack.split("\n").slice(1).flatMap((line) => {
+    const m = /\(?((?:file|https?):\/\/\S*?:\d+:\d+)\)?\s*$/.exec(line.trim());
+    return m ? [m[1]] : [];
   });
+  const self = import.meta.url;
+  return frames.find((f) => /_test\.[cm]?[jt]sx?:\d+:\d+$/.test(f)) ??
+    frames.find((f) => !f.startsWith(`${self}:`) && !/_shim\.ts:\d+:\d+$/.test(f));
 }
 
 /**
@@ -148,12 +169,34 @@ export interface CheckContext {
   what: string;
   /** The input, shown in the message (stringified compactly). */
   input?: unknown;
-  /** A hint for the most common mistake behind this failure. */
+  /** A hint for the most common mistake behind this failure. With `mistakes`, a neutral hint. */
   hint?: string;
 }
 
+/** A known wrong variant of an answer, for {@link MistakeOptions}. */
+export interface Mistake {
+  /** What the wrong variant returns on this check's input (computed in the test file, never by the solution). */
+  value: unknown;
+  /** What the student did, e.g. "the scores were not divided by sqrt(d_k)". */
+  hint: string;
+}
+
+/** The `mistakes` option of {@link expectClose} and {@link expectEqual}. */
+export interface MistakeOptions {
+  /**
+   * Known wrong variants of the answer. When the check fails, the actual value is compared (with the check's own
+   * tolerance and shape rules) with each variant's `value`; the first that matches gives the hint the student sees
+   * ("this looks like: <hint>"; any other variant that matches too is added as "or: <hint>", since this input
+   * cannot tell them apart). When none matches, the check's neutral `hint` is shown.
+   */
+  mistakes?: Mistake[];
+}
+
+/** The label in front of a diagnosed mistake's hint. */
+export const MISTAKE_PREFIX = "this looks like: ";
+
 /** Tolerances of {@link expectClose}. */
-export interface CloseOptions extends CheckContext {
+export interface CloseOptions extends CheckContext, MistakeOptions {
   /** Absolute tolerance (default 1e-5). */
   atol?: number;
   /** Relative tolerance (default 1e-4). */
@@ -235,7 +278,9 @@ function flatten(value: unknown): { values: unknown[]; shape: number[] } {
  *
  * @param got what the student's code returned.
  * @param expected the reference value.
- * @param options what is checked, the input, a hint and tolerances.
+ * @param options what is checked, the input, a hint, tolerances and known
+ * mistakes (wrong variants whose output, when the student's matches it, names
+ * the mistake instead of the neutral hint).
  *
  * @example
  * ```ts
@@ -249,52 +294,97 @@ export function expectClose(
   options: CloseOptions,
 ): void {
   const atol = options.atol ?? 1e-5, rtol = options.rtol ?? 1e-4;
+  checkMistakes(options.mistakes);
+  const lines = closeProblem(got, expected, atol, rtol);
+  if (lines === null) return;
+  const matching = (options.mistakes ?? []).filter((m) => closeProblem(got, m.value, atol, rtol) === null);
+  fail(withMistakes(options, matching), lines);
+}
+
+/**
+ * The check's context with the matching mistakes' hints in place of its neutral hint: the first as
+ * "this looks like: …", any other that gives the same output on this input as "or: …".
+ */
+function withMistakes(ctx: CheckContext, matching: Mistake[]): CheckContext {
+  if (matching.length === 0) return ctx;
+  const hints = [...new Set(matching.map((m) => m.hint))];
+  return {
+    ...ctx,
+    hint: [`${MISTAKE_PREFIX}${hints[0]}`, ...hints.slice(1).map((h) => `  or:       ${h}`)].join("\n"),
+  };
+}
+
+/** Throws a TypeError for a malformed `mistakes` option (a test-writing error, caught on the solution run). */
+function checkMistakes(mistakes: unknown): void {
+  if (mistakes === undefined) return;
+  if (!Array.isArray(mistakes)) throw new TypeError(`mistakes must be an array: mistakes=${formatValue(mistakes)}`);
+  mistakes.forEach((m, i) => {
+    if (m === null || typeof m !== "object" || !("value" in m)) {
+      throw new TypeError(`mistakes[${i}] must be { value, hint }: mistakes[${i}]=${formatValue(m)}`);
+    }
+    const hint = (m as { hint?: unknown }).hint;
+    if (typeof hint !== "string" || hint.trim() === "") {
+      throw new TypeError(`mistakes[${i}].hint must be a non-empty string: hint=${formatValue(hint)}`);
+    }
+  });
+}
+
+/**
+ * Why `got` is not close to `expected` (the lines of the failure message), or
+ * null when it is.
+ */
+function closeProblem(got: unknown, expected: unknown, atol: number, rtol: number): string[] | null {
   const problem = typeProblem(got);
-  if (problem) fail(options, [`expected: ${formatValue(expected)}`, `got:      ${problem}`]);
+  if (problem) return [`expected: ${formatValue(expected)}`, `got:      ${problem}`];
   const g = flatten(got), e = flatten(expected);
   const bad = g.values.findIndex((v) => typeof v !== "number");
   if (bad >= 0) {
     const v = g.values[bad];
-    fail(options, [
+    return [
       `expected: ${formatValue(expected)}`,
       `got:      ${formatValue(got)}`,
       `wrong type: got ${describeType(v)} ${formatValue(v)} at flat index ${bad} where a number was expected`,
-    ]);
+    ];
   }
   if (g.shape.join() !== e.shape.join()) {
-    fail(options, [
+    return [
       `wrong shape: expected shape [${e.shape}], got shape [${g.shape}]`,
       `expected: ${formatValue(expected)}`,
       `got:      ${formatValue(got)}`,
-    ]);
+    ];
   }
   for (let i = 0; i < e.values.length; i++) {
     const gv = g.values[i] as number, ev = e.values[i] as number;
     if (Number.isNaN(gv) && Number.isNaN(ev)) continue;
     if (Number.isNaN(gv)) {
-      fail(options, [
+      return [
         `expected: ${formatValue(expected)}`,
         `got:      ${formatValue(got)}`,
-        `got NaN at flat index ${i}: look for 0/0, log of a negative number or of 0 times 0, or Infinity - Infinity`,
-      ]);
+        `got NaN at flat index ${i}: ${NAN_CAUSES}`,
+      ];
     }
     if (!Number.isFinite(gv) && Number.isFinite(ev)) {
-      fail(options, [
+      return [
         `expected: ${formatValue(expected)}`,
         `got:      ${formatValue(got)}`,
         `got ${gv} at flat index ${i}: a number overflowed (exp of a large value?) or you divided by zero`,
-      ]);
+      ];
     }
     const same = gv === ev || Math.abs(gv - ev) <= atol + rtol * Math.abs(ev);
     if (!same) {
-      fail(options, [
+      return [
         `expected: ${formatValue(expected)}`,
         `got:      ${formatValue(got)}`,
         `first difference at flat index ${i}: expected ${formatValue(ev)}, got ${formatValue(gv)}`,
-      ]);
+      ];
     }
   }
+  return null;
 }
+
+/** The operations that produce NaN, named in the failure message of {@link expectClose}. */
+export const NAN_CAUSES = "look for 0/0, Infinity - Infinity, 0 * Infinity, " +
+  "or the log or square root of a negative number (exp overflowing to Infinity first often leads there)";
 
 /** A short description of a value's type: "a string", "a Promise", "a Tensor". */
 function describeType(value: unknown): string {
@@ -334,16 +424,28 @@ function typeProblem(got: unknown): string {
  * Checks deep equality (arrays, maps, plain objects, primitives).
  * @param got what the student's code returned.
  * @param expected the reference value.
- * @param options what is checked, the input and a hint.
+ * @param options what is checked, the input, a hint and known mistakes.
+ *
+ * @example
+ * ```ts
+ * import { expectEqual } from "./grading.ts";
+ * expectEqual(["a", "b"], ["a", "b"], {
+ *   what: "tokenize(\"a b\")",
+ *   hint: "split on spaces",
+ *   mistakes: [{ value: ["a b"], hint: "the text was not split" }],
+ * });
+ * ```
  */
 export function expectEqual(
   got: unknown,
   expected: unknown,
-  options: CheckContext,
+  options: CheckContext & MistakeOptions,
 ): void {
+  checkMistakes(options.mistakes);
   if (!deepEqual(got, expected)) {
     const te = describeType(expected), tg = describeType(got);
-    fail(options, [
+    const matching = (options.mistakes ?? []).filter((m) => deepEqual(got, m.value));
+    fail(withMistakes(options, matching), [
       `expected: ${formatValue(expected)}`,
       `got:      ${formatValue(got)}`,
       ...(te !== tg ? [`wrong type: expected ${te}, got ${tg}${typeProblem(got) ? `: ${typeProblem(got)}` : ""}`] : []),

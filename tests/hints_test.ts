@@ -6,7 +6,8 @@
  *
  * The graded test files are read, not run: this finds every `expectClose`,
  * `expectEqual`, `expectShape` and `expectThrows` call in `exercises/*_test.ts`
- * and fails, naming `file:line`, for each whose options object has no `hint`.
+ * and fails, naming `file:line`, for each whose options object has no `hint`
+ * (or, with `mistakes`, a hint that is not neutral or an empty mistakes list).
  *
  * Run: `deno test -A tests/hints_test.ts` (add `--import-map tests/offline_import_map.json` without JSR).
  * @module
@@ -56,7 +57,19 @@ function hintProblem(src: string, masked: string, options: [number, number] | un
     return `its options are not an object literal (${text}): write { what, input, hint } inline`;
   }
   const open = options[0] + masked.slice(options[0]).indexOf("{");
-  for (const [a, b] of splitItems(masked, open).items) {
+  const props = splitItems(masked, open).items;
+  // With `mistakes`, the check names a matching mistake itself ("this looks like: …"), so its own
+  // hint is shown only when no listed mistake explains the output: it must be neutral.
+  const mistakes = props.map(([a, b]) => src.slice(a, b).trim()).find((p) => /^mistakes\s*(:|$)/.test(p));
+  if (mistakes !== undefined) {
+    if (/^mistakes\s*:\s*\[\s*\]$/.test(mistakes)) return "its mistakes list is empty";
+    const hint = props.map(([a, b]) => src.slice(a, b).trim()).find((p) => /^hint\s*:/.test(p));
+    if (hint && /^hint\s*:\s*["'`]\s*this looks like/i.test(hint)) {
+      return `its hint starts with "this looks like" (the label of a diagnosed mistake: with mistakes, the ` +
+        "hint must be neutral)";
+    }
+  }
+  for (const [a, b] of props) {
     const prop = masked.slice(a, b).trim();
     const key = /^(?:hint|["']\s*["'])\s*(:|$)/.exec(prop);
     if (!key) continue;
@@ -88,6 +101,9 @@ Deno.test("findChecks reads check calls and their hints without running the file
     "expectEqual(o(), 1);", // 12
     'const hint = "use the max"; expectClose(p(), 1, { what: "p", hint });', // 13
     "function expectClose(a: number, b: number, c: object) {}", // 14
+    'expectClose(q(), 1, { what: "q", hint: "this looks like: no shift", mistakes: [{ value: 2, hint: "x" }] });', // 15
+    'expectClose(r(), 1, { what: "r", hint: "compare with the formula", mistakes: [] });', // 16
+    'expectClose(s(), 1, { what: "s", hint: "compare with the formula", mistakes: known(s) });', // 17
   ].join("\n");
   assertEquals(findChecks(src).map((c) => [c.line, c.fn, c.problem.replace(/ \(.*/, "")]), [
     [3, "expectClose", ""],
@@ -98,6 +114,9 @@ Deno.test("findChecks reads check calls and their hints without running the file
     [11, "expectClose", "its hint is empty"],
     [12, "expectEqual", "no options object"],
     [13, "expectClose", ""],
+    [15, "expectClose", 'its hint starts with "this looks like"'],
+    [16, "expectClose", "its mistakes list is empty"],
+    [17, "expectClose", ""],
   ]);
 });
 

@@ -66,12 +66,31 @@ const tail = (text: string) => text.trimEnd().split("\n").slice(-40).join("\n");
 export function judgeStubRun(text: string, expected: number): { ok: boolean; summary: string } {
   const counts = denoTestCounts(text);
   const notAttempted = [...text.matchAll(/^error: not attempted\b/gm)].length;
+  const misplaced = misplacedFailures(text);
   const ok = counts !== undefined && expected > 0 && counts.passed === 0 && counts.failed === expected &&
-    notAttempted === expected;
+    notAttempted === expected && misplaced.length === 0;
   const summary = counts
-    ? `${counts.passed} passed, ${counts.failed} failed, ${notAttempted} "not attempted" (expected 0 passed, ${expected} failed, ${expected} "not attempted")`
+    ? `${counts.passed} passed, ${counts.failed} failed, ${notAttempted} "not attempted" (expected 0 passed, ${expected} failed, ${expected} "not attempted")${
+      misplaced.length
+        ? `; ${misplaced.length} failures point outside the test files, e.g. ${
+          misplaced[0]
+        } (expected ./exercises/chNN_*_test.ts:line)`
+        : ""
+    }`
     : "no test summary in the output (did it fail to load?)";
   return { ok, summary };
+}
+
+/**
+ * The failure locations (`name => ./file:line:col`) that do not point at a
+ * graded test file: Deno reports a test where it was registered, and a
+ * student should land on the graded(...) call, not inside lib/grading.ts.
+ * @param text the output of `deno test exercises/`.
+ * @returns the misplaced locations, e.g. `./lib/grading.ts:51:8`.
+ */
+export function misplacedFailures(text: string): string[] {
+  return [...text.matchAll(/ => (\S+:\d+:\d+)$/gm)].map((m) => m[1])
+    .filter((where) => !/^\.\/exercises\/[^/]+_test\.ts:\d+:\d+$/.test(where));
 }
 
 /**

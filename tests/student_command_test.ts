@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "@std/assert";
-import { declaredGradedTests, judgeSolutionRun, judgeStubRun } from "./student_command.ts";
+import { declaredGradedTests, judgeSolutionRun, judgeStubRun, misplacedFailures } from "./student_command.ts";
 
 const notAttempted = (n: number) =>
   Array.from({ length: n }, (_, i) => `t${i} => ./exercises/x_test.ts:1:1\nerror: not attempted: f is not implemented`)
@@ -24,6 +24,16 @@ Deno.test("judgeStubRun: a test that passes on the stub, a wrong answer, a missi
   assert(none.summary.includes("no test summary"));
   // Nothing declared at all is not a pass.
   assert(!judgeStubRun("ok | 0 passed | 0 failed (0ms)", 0).ok);
+});
+
+Deno.test("judgeStubRun: a failure reported at lib/grading.ts instead of the test file's line fails", () => {
+  const text = `${notAttempted(2)}\n\nt2 => ./lib/grading.ts:51:8\nerror: not attempted: g is not implemented\n\n` +
+    "FAILED | 0 passed | 3 failed (1s)";
+  const j = judgeStubRun(text, 3);
+  assert(!j.ok);
+  assert(j.summary.includes("./lib/grading.ts:51:8"), j.summary);
+  assertEquals(misplacedFailures(text), ["./lib/grading.ts:51:8"]);
+  assertEquals(misplacedFailures(notAttempted(2)), []);
 });
 
 Deno.test("judgeSolutionRun: all declared tests pass, nothing else does", () => {
