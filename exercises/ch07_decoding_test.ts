@@ -81,9 +81,12 @@ graded("7.1 greedyChoice: empty logits are an error", () => {
 // input array is not changed.
 
 /** Greedy from scratch: a plain loop with a strict comparison. */
-function refArgmax(z: number[]): number {
+function refArgmax(z: number[], variant: "" | "ties-last" | "finite-only" = ""): number {
   let best = 0;
-  for (let i = 1; i < z.length; i++) if (z[i] > z[best]) best = i;
+  for (let i = 1; i < z.length; i++) {
+    if (variant === "finite-only" && !Number.isFinite(z[i])) continue;
+    if (variant === "ties-last" ? z[i] >= z[best] : z[i] > z[best]) best = i;
+  }
   return best;
 }
 
@@ -128,6 +131,11 @@ graded("7.1 greedyChoice: random logits with ties, against a plain loop (input u
     expectEqual(got, refArgmax(copy), {
       what: `greedyChoice(${JSON.stringify(copy.map((x) => +x.toPrecision(4)).map(String))})`,
       hint: "the index of the largest logit, the LOWEST index among equal ones",
+      mistakes: [
+        { value: refArgmax(copy, "ties-last"), hint: "ties went to the LAST index: compare with > (strictly), not >=" },
+        { value: refArgmax(copy, "finite-only"), hint: "+Infinity was skipped: it is the largest logit of all" },
+        { value: -1, hint: "the best index started at -1 and was never set: start from index 0" },
+      ],
     });
     expectEqual(logits, copy, {
       what: "the logits array after greedyChoice(logits)",
@@ -243,6 +251,14 @@ graded("7.2 softmaxWithTemperature: random logits and temperatures against a fro
       hint: "p_i = exp(z_i / t - m) / sum_j exp(z_j / t - m) with m the largest z / t: divide the logits (not the " +
         "probabilities) by t, and shift by the largest scaled logit",
       atol: 1e-9,
+      mistakes: [
+        { value: refSoftmax(copy, 1 / t), hint: "the logits were multiplied by t instead of divided by it" },
+        { value: refSoftmax(copy), hint: "the temperature was ignored: divide every logit by t before the softmax" },
+        {
+          value: refSoftmax(copy).map((q) => q / t),
+          hint: "the probabilities were divided by t after the softmax: divide the logits before it",
+        },
+      ],
     });
     expectEqual(logits, copy, {
       what: `the logits array after softmaxWithTemperature(logits, ${t})`,
@@ -367,10 +383,14 @@ function refRank(probs: number[]): number[] {
 }
 
 /** Top-k from scratch. */
-function refTopK(probs: number[], k: number): number[] {
-  const keep = new Set(refRank(probs).slice(0, k));
+function refTopK(probs: number[], k: number, variant: "" | "no-renorm" | "ties-high" | "keep-ties" = ""): number[] {
+  let order = refRank(probs);
+  if (variant === "ties-high") order = order.map((_, j) => j).sort((a, b) => probs[b] - probs[a] || b - a);
+  let keep = new Set(order.slice(0, k));
+  if (variant === "keep-ties" && k < probs.length) keep = new Set(order.filter((i) => probs[i] >= probs[order[k - 1]]));
   let total = 0;
   for (const i of keep) total += probs[i];
+  if (variant === "no-renorm") total = 1;
   return probs.map((p, i) => (keep.has(i) ? p / total : 0));
 }
 
@@ -395,6 +415,14 @@ graded("7.3 topKFilter: random distributions with ties, against a from-scratch t
       hint: "keep exactly k tokens: the k largest, and among equal probabilities the LOWER indices first; zero " +
         "the others and divide the kept ones by their total",
       atol: 1e-12,
+      mistakes: [
+        { value: refTopK(copy, k, "no-renorm"), hint: "the kept probabilities were not divided by their total" },
+        { value: refTopK(copy, k, "ties-high"), hint: "tied probabilities kept the HIGHER index: lower ones win" },
+        {
+          value: refTopK(copy, k, "keep-ties"),
+          hint: "every token tied with the k-th was kept: keep exactly k, lower indices first",
+        },
+      ],
     });
     expectEqual(probs, copy, {
       what: `the probs array after topKFilter(probs, ${k})`,
@@ -483,14 +511,22 @@ graded("7.4 topPFilter: p must be in (0, 1]", () => {
 // returned and probs is unchanged.
 
 /** Top-p from scratch. */
-function refTopP(probs: number[], p: number): number[] {
+function refTopP(
+  probs: number[],
+  p: number,
+  variant: "" | "drop-crossing" | "ties-high" | "no-renorm" | "ascending" = "",
+): number[] {
+  let order = refRank(probs);
+  if (variant === "ties-high") order = order.map((_, j) => j).sort((a, b) => probs[b] - probs[a] || b - a);
+  if (variant === "ascending") order = [...order].reverse();
   const keep = new Set<number>();
   let total = 0;
-  for (const i of refRank(probs)) {
-    if (total >= p) break;
+  for (const i of order) {
+    if (total >= p || (variant === "drop-crossing" && total + probs[i] >= p && keep.size > 0)) break;
     keep.add(i);
     total += probs[i];
   }
+  if (variant === "no-renorm") total = 1;
   return probs.map((q, i) => (keep.has(i) ? q / total : 0));
 }
 
@@ -537,6 +573,15 @@ graded("7.4 topPFilter: random distributions and p, against a from-scratch nucle
       hint: "sort the token ids by probability (largest first, lower index on ties), keep them until the running " +
         "total reaches p (the crossing token too), zero the rest and divide by the kept total",
       atol: 1e-12,
+      mistakes: [
+        {
+          value: refTopP(copy, p, "drop-crossing"),
+          hint: "the token whose probability makes the total reach p was dropped: keep it",
+        },
+        { value: refTopP(copy, p, "ties-high"), hint: "tied probabilities kept the HIGHER index: lower ones win" },
+        { value: refTopP(copy, p, "no-renorm"), hint: "the kept probabilities were not divided by their total" },
+        { value: refTopP(copy, p, "ascending"), hint: "the tokens were taken from LEAST to most probable" },
+      ],
     });
     expectEqual(probs, copy, {
       what: "the probs array after topPFilter(probs, p)",
@@ -675,11 +720,12 @@ graded("7.5 sampleIndex: inverse CDF with one rng.next() per draw", () => {
 // RangeError naming `probs`; probs is unchanged.
 
 /** Inverse-CDF sampling from scratch, given u. */
-function refInverseCdf(probs: number[], u: number): number {
+function refInverseCdf(probs: number[], u: number, variant: "" | "le" | "reverse" = ""): number {
   let total = 0;
-  for (let i = 0; i < probs.length; i++) {
+  for (let j = 0; j < probs.length; j++) {
+    const i = variant === "reverse" ? probs.length - 1 - j : j;
     total += probs[i];
-    if (u < total) return i;
+    if (variant === "le" ? u <= total : u < total) return i;
   }
   let last = probs.length - 1;
   while (probs[last] <= 0) last--;
@@ -721,6 +767,16 @@ graded("7.5 sampleIndex: random distributions and draws, against a from-scratch 
         us.map((u) => u.toFixed(4)).join(", ")
       }`,
       hint: "one u = rng.next() per draw; add probs[i] to a running total and return the first i with u < total",
+      mistakes: [
+        {
+          value: us.map((u) => refInverseCdf(copy, u, "reverse")),
+          hint: "the running total was taken from the LAST token backwards: walk from token 0 up",
+        },
+        {
+          value: us.map((u) => refInverseCdf(copy, u, "le")),
+          hint: "u <= total was used: compare strictly (u < total), so a token of probability 0 is never drawn",
+        },
+      ],
     });
     expectEqual(scripted.calls, 10, {
       what: "how many times rng.next() was called for 10 draws",
@@ -912,6 +968,7 @@ function refBeam(
   model: NextTokenProbs,
   prompt: number[],
   o: { beamWidth: number; maxNewTokens: number; endToken?: number; lengthPenalty?: number },
+  variant: "" | "width-kept" | "rank-by-logprob" | "length-with-prompt" | "no-prompt" = "",
 ): RefHyp[] {
   const alpha = o.lengthPenalty === undefined ? 1 : o.lengthPenalty;
   const results: RefHyp[] = [];
@@ -922,7 +979,7 @@ function refBeam(
     steps++;
     const cands: { tokens: number[]; logProb: number; order: number }[] = [];
     for (const h of live) {
-      const probs = model(prompt.concat(h.tokens));
+      const probs = model(variant === "no-prompt" ? [...h.tokens] : prompt.concat(h.tokens));
       for (let w = 0; w < probs.length; w++) {
         if (probs[w] > 0) {
           cands.push({ tokens: h.tokens.concat([w]), logProb: h.logProb + Math.log(probs[w]), order: cands.length });
@@ -935,12 +992,17 @@ function refBeam(
     for (const c of best) {
       if (o.endToken !== undefined && c.tokens[c.tokens.length - 1] === o.endToken) {
         results.push({ tokens: c.tokens, logProb: c.logProb, score: 0, finished: true });
-        width--;
+        if (variant !== "width-kept") width--;
       } else live.push({ tokens: c.tokens, logProb: c.logProb });
     }
   }
   for (const h of live) results.push({ tokens: h.tokens, logProb: h.logProb, score: 0, finished: false });
-  const withScore = results.map((r, i) => ({ ...r, score: r.logProb / Math.pow(r.tokens.length, alpha), i }));
+  const len = (r: RefHyp) => r.tokens.length + (variant === "length-with-prompt" ? prompt.length : 0);
+  const withScore = results.map((r, i) => ({
+    ...r,
+    score: variant === "rank-by-logprob" ? r.logProb : r.logProb / Math.pow(len(r), alpha),
+    i,
+  }));
   withScore.sort((a, b) => (a.score !== b.score ? (a.score > b.score ? -1 : 1) : a.i - b.i));
   return withScore.map(({ tokens, logProb, score, finished }) => ({ tokens, logProb, score, finished }));
 }
@@ -988,13 +1050,24 @@ graded("7.6 beamSearch: random models, widths, lengths and end tokens, against a
       `(trial ${trial})`;
     const shape = (hs: unknown) =>
       Array.isArray(hs) ? hs.map((h) => `[${h?.tokens}]${h?.finished ? " finished" : ""}`).join("; ") : hs;
+    const variants: [Parameters<typeof refBeam>[3], string][] = [
+      ["width-kept", "a finished hypothesis did not reduce the width: each one that ends takes a slot away"],
+      ["rank-by-logprob", "the results were ranked by logProb: rank them by score = logProb / length ** lengthPenalty"],
+      ["length-with-prompt", "the length in the score counted the prompt: count the generated tokens only"],
+      ["no-prompt", "the model was asked about the generated tokens only: the context is [...prompt, ...tokens]"],
+    ];
     expectEqual(shape(got), shape(want), {
+      mistakes: variants.map(([v, hint]) => ({ value: shape(refBeam(model, promptCopy, options, v)), hint })),
       what: `${what}: the hypotheses (tokens, finished), best score first; expected in full: ${showHyps(want)}`,
       hint: "extend every live hypothesis by every token with p > 0, sort all candidates by logProb (ties keep " +
         "generation order), take the best `width`, move those ending in endToken to the results (width - 1 each), " +
         "keep the rest live; at the end rank all results by logProb / length ** lengthPenalty",
     });
     expectClose(got.map((h) => [h.logProb, h.score]), want.map((h) => [h.logProb, h.score]), {
+      mistakes: variants.slice(1, 3).map(([v, hint]) => ({
+        value: refBeam(model, promptCopy, options, v).map((h) => [h.logProb, h.score]),
+        hint,
+      })),
       what: `${what}: [logProb, score] of each hypothesis`,
       hint: "logProb is the sum of Math.log(p) of the generated tokens; score = logProb / tokens.length ** " +
         "lengthPenalty, counting generated tokens only (default lengthPenalty 1, and 0 means no normalisation)",
@@ -1020,9 +1093,21 @@ graded("7.6 beamSearch: end token 0 and tied scores", () => {
   const model: NextTokenProbs = (context) => (context.length <= 1 ? [0.5, 0.5] : [1, 0]);
   const results = beamSearch(model, [1], { beamWidth: 2, maxNewTokens: 3, endToken: 0 });
   // Step 1: [0] (finished, 0 is the end token) and [1]; step 2: [1, 0] finished with probability 0.5.
-  expectEqual(showHyps(results), showHyps(refBeam(model, [1], { beamWidth: 2, maxNewTokens: 3, endToken: 0 })), {
+  const o = { beamWidth: 2, maxNewTokens: 3, endToken: 0 };
+  expectEqual(showHyps(results), showHyps(refBeam(model, [1], o)), {
     what: "beamSearch(model, [1], { beamWidth: 2, maxNewTokens: 3, endToken: 0 })",
-    hint: "endToken 0 is a real token id: compare with endToken !== undefined, not `if (endToken)` (0 is falsy)",
+    hint: "a hypothesis whose last token is endToken (here the id 0) is finished; score = logProb / length",
+    mistakes: [
+      {
+        value: showHyps(refBeam(model, [1], { beamWidth: 2, maxNewTokens: 3 })),
+        hint: "endToken 0 was ignored: compare with endToken !== undefined, not `if (endToken)` (0 is falsy)",
+      },
+      {
+        value: showHyps(refBeam(model, [1], o, "length-with-prompt")),
+        hint: "the length in the score counted the prompt: count the generated tokens only",
+      },
+      { value: showHyps(refBeam(model, [1], o, "no-prompt")), hint: "the model was not given the prompt" },
+    ],
   });
   const tied = beamSearch(() => [0.25, 0.25, 0.25, 0.25], [], { beamWidth: 3, maxNewTokens: 1 });
   expectEqual(tied.map((h) => h.tokens), [[0], [1], [2]], {
@@ -1064,9 +1149,21 @@ graded("7.6 beamSearch: invalid options are errors", () => {
 // ----------------------------------------------------------- 7.7 KV cache
 
 /** Causal single-head attention of row t from scratch (plain arrays). */
-function refCausalRow(q: number[][], k: number[][], v: number[][], t: number): number[] {
+function refCausalRow(
+  q: number[][],
+  k: number[][],
+  v: number[][],
+  t: number,
+  variant: "" | "no-scale" | "by-d" | "by-length" | "no-self" = "",
+): number[] {
   const d = q[0].length;
-  const scores = k.slice(0, t + 1).map((kj) => kj.reduce((s, x, i) => s + x * q[t][i], 0) / Math.sqrt(d));
+  const div = { "": Math.sqrt(d), "no-scale": 1, "by-d": d, "by-length": Math.sqrt(t + 1), "no-self": Math.sqrt(d) }[
+    variant
+  ];
+  if (variant === "no-self" && t === 0) return v[0].map(() => 0);
+  const scores = k.slice(0, variant === "no-self" ? t : t + 1).map((kj) =>
+    kj.reduce((s, x, i) => s + x * q[t][i], 0) / div
+  );
   const w = refSoftmax(scores);
   return v[0].map((_, c) => w.reduce((s, wj, j) => s + wj * v[j][c], 0));
 }
@@ -1187,6 +1284,21 @@ graded("7.7 attendWithCache: random head sizes, lengths and scales, against caus
           "key and the new one; a stable softmax over the keys (tf.softmax, axis -1); output = weights V",
         atol: 1e-4,
         rtol: 1e-3,
+        mistakes: [
+          { value: [refCausalRow(q, k, v, t, "no-scale")], hint: "the scores were not divided by sqrt(headSize)" },
+          {
+            value: [refCausalRow(q, k, v, t, "by-d")],
+            hint: "the scores were divided by headSize, not its square root",
+          },
+          {
+            value: [refCausalRow(q, k, v, t, "by-length")],
+            hint: "the scores were divided by sqrt(number of keys): the scale is sqrt(headSize)",
+          },
+          {
+            value: [refCausalRow(q, k, v, t, "no-self")],
+            hint: "the new token did not attend to itself: append k and v to the cache BEFORE attending",
+          },
+        ],
       });
       owned.push(res.output);
       cache = res.cache;
