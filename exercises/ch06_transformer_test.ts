@@ -29,6 +29,37 @@ function refLayerNormRow(row: number[], gamma: number[], beta: number[], eps = 1
 
 const refGelu = (x: number) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
 
+/** erf by Abramowitz & Stegun 7.1.26 (error below 1.5e-7), for the exact-GELU mistake. */
+function erf(x: number): number {
+  const t = 1 / (1 + 0.3275911 * Math.abs(x));
+  const y = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t *
+      Math.exp(-x * x);
+  return x >= 0 ? y : -y;
+}
+
+/** Wrong GELUs students write, for diagnosing failures. */
+const WRONG_GELUS: [(x: number) => number, string][] = [
+  [(x) => 0.5 * x * (1 + erf(x / Math.SQRT2)), "the exact erf GELU: use the tanh approximation the doc gives"],
+  [(x) => x / (1 + Math.exp(-1.702 * x)), "the sigmoid approximation x * sigmoid(1.702 x): use the tanh formula"],
+  [(x) => Math.max(0, x), "ReLU: GELU is the smooth 0.5 x (1 + tanh(...))"],
+  [(x) => x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3))), "the factor 0.5 is missing"],
+];
+
+/** Layer norm of nested rows with statistics over the WHOLE tensor (a mistake). */
+function globalLayerNorm(x: unknown, gamma: number[], beta: number[]): unknown {
+  const all = (x as unknown[]).flat(4) as number[];
+  const mean = all.reduce((a, b) => a + b, 0) / all.length;
+  const variance = all.reduce((a, b) => a + (b - mean) ** 2, 0) / all.length;
+  return mapRows(x, (r) => r.map((v, i) => ((v - mean) / Math.sqrt(variance + 1e-5)) * gamma[i] + beta[i]));
+}
+
+/** Unbiased-variance layer norm of one row (a mistake). */
+function unbiasedLayerNormRow(row: number[], gamma: number[], beta: number[]): number[] {
+  const mean = row.reduce((a, b) => a + b, 0) / row.length;
+  const variance = row.reduce((a, b) => a + (b - mean) ** 2, 0) / (row.length - 1);
+  return row.map((x, i) => ((x - mean) / Math.sqrt(variance + 1e-5)) * gamma[i] + beta[i]);
+}
+
 /** A random pick from a list. */
 const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[rng.int(xs.length)];
 
@@ -155,6 +186,24 @@ graded("6.1 layerNorm: random ranks, shapes, offsets and scales, against a from-
         "everything in float32 when a row sits far from 0), y = (x - mean) / sqrt(var + eps) * gamma + beta",
       atol: 2e-3,
       rtol: 1e-3,
+      mistakes: [
+        {
+          value: mapRows(x, (r) => unbiasedLayerNormRow(r, gamma, beta)),
+          hint: "the variance was divided by C - 1: layer norm divides by C",
+        },
+        {
+          value: globalLayerNorm(x, gamma, beta),
+          hint: "the mean and variance were taken over the whole tensor: take them per row, over the last axis",
+        },
+        {
+          value: mapRows(x, (r) => refLayerNormRow(r, gamma.map(() => 1), beta.map(() => 0))),
+          hint: "gamma and beta were not applied: multiply by gamma, then add beta",
+        },
+        {
+          value: mapRows(x, (r) => refLayerNormRow(r, gamma, gamma.map((g, i) => beta[i] * g))),
+          hint: "beta was added before multiplying by gamma: y = xhat * gamma + beta",
+        },
+      ],
     });
   }
 });
@@ -226,9 +275,10 @@ graded("6.2 gelu: random values of every size and far from 0, against the formul
     expectClose(gelu(tf.tensor(x as number[])), mapRows(x, (r) => r.map(refGelu)), {
       what: `gelu of a [${shape}] tensor (trial ${trial})`,
       input: x,
-      hint: "the tanh approximation exactly: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), not the erf form, " +
-        "not x * sigmoid(1.702 x), not with rounded constants",
+      hint: "the tanh approximation exactly: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), with its " +
+        "constants unrounded",
       rtol: 1e-5,
+      mistakes: WRONG_GELUS.map(([f, hint]) => ({ value: mapRows(x, (r) => r.map(f)), hint })),
     });
   }
   const far = [-1000, -100, -30, -12, 12, 30, 100, 1000];
@@ -280,10 +330,10 @@ graded("6.3 feedForward: gelu(x W1 + b1) W2 + b2 on every row", () => {
 // result left.
 
 /** The feed-forward network from scratch. */
-function refFeedForward(x: M, w1: M, b1: number[], w2: M, b2: number[]): M {
+function refFeedForward(x: M, w1: M, b1: number[], w2: M, b2: number[], act = refGelu, residual = false): M {
   return x.map((row) => {
-    const h = b1.map((b, j) => refGelu(row.reduce((s, xc, c) => s + xc * w1[c][j], b)));
-    return b2.map((b, k) => h.reduce((s, hj, j) => s + hj * w2[j][k], b));
+    const h = b1.map((b, j) => act(row.reduce((s, xc, c) => s + xc * w1[c][j], b)));
+    return b2.map((b, k) => h.reduce((s, hj, j) => s + hj * w2[j][k], b) + (residual ? row[k] : 0));
   });
 }
 
@@ -305,6 +355,14 @@ graded("6.3 feedForward: random sizes (H not always 4C), against a from-scratch 
       hint: "gelu(x W1 + b1) W2 + b2 with your 6.2 GELU between the layers only; the sizes come from the " +
         "weights (H need not be 4C)",
       atol: 1e-4,
+      mistakes: [
+        ...WRONG_GELUS.map(([f, hint]) => ({ value: refFeedForward(x, w1, b1, w2, b2, f), hint })),
+        { value: refFeedForward(x, w1, b1, w2, b2, (v) => v), hint: "there is no GELU between the two layers" },
+        {
+          value: refFeedForward(x, w1, b1, w2, b2, refGelu, true),
+          hint: "x was added to the output: the residual belongs to the block (6.4), not to the MLP",
+        },
+      ],
     });
   }
 });
@@ -416,6 +474,12 @@ graded("6.4 preLnBlock: random (T, C) streams with sub-layers that mix, against 
     const { sub, ref } = mixingSublayers(rng, c);
     const h = madd(x, ref.attention(ref.ln1(x)));
     const want = madd(h, ref.mlp(ref.ln2(h)));
+    const wiring = (a: (v: M) => M, n2: (v: M) => M, mlpIn: (hh: M) => M, res2: (hh: M) => M) => {
+      const hh = madd(x, ref.attention(a(x)));
+      return madd(res2(hh), ref.mlp(n2(mlpIn(hh))));
+    };
+    const id = (v: M) => v;
+    const post = ref.ln2(madd(ref.ln1(madd(x, ref.attention(x))), ref.mlp(ref.ln1(madd(x, ref.attention(x))))));
     const got = tf.tidy(() => preLnBlock(tf.tensor2d(x, [t, c]), sub));
     expectClose(got, want, {
       what: `preLnBlock of a (${t}, ${c}) stream with ln1 = h A + 0.5, attention = running sum of tanh(h), ` +
@@ -424,6 +488,15 @@ graded("6.4 preLnBlock: random (T, C) streams with sub-layers that mix, against 
       hint: "h = x + attention(ln1(x)); out = h + mlp(ln2(h)): ln1 before attention, ln2 before the MLP, the MLP " +
         "reads the stream AFTER the attention was added, and both outputs are added to the stream",
       atol: 1e-4,
+      mistakes: [
+        { value: post, hint: "the post-LN order (6.5): in pre-LN each sub-layer reads ln(stream) and is added to it" },
+        { value: wiring(ref.ln1, ref.ln2, () => x, id), hint: "the MLP read the block input x instead of h" },
+        { value: wiring(ref.ln1, ref.ln2, id, () => x), hint: "the MLP output was added to x instead of h" },
+        { value: wiring(id, ref.ln2, id, id), hint: "ln1 was left out before the attention" },
+        { value: wiring(ref.ln1, id, id, id), hint: "ln2 was left out before the MLP" },
+        { value: wiring(ref.ln2, ref.ln1, id, id), hint: "ln1 and ln2 were swapped" },
+        { value: wiring(ref.ln1, ref.ln1, id, id), hint: "ln1 was used before both sub-layers" },
+      ],
     });
     got.dispose();
   }
@@ -444,6 +517,7 @@ graded("6.5 postLnBlock: random (T, C) streams with sub-layers that mix, against
     const { sub, ref } = mixingSublayers(rng, c);
     const h = ref.ln1(madd(x, ref.attention(x)));
     const want = ref.ln2(madd(h, ref.mlp(h)));
+    const hPre = madd(x, ref.attention(ref.ln1(x)));
     const got = tf.tidy(() => postLnBlock(tf.tensor2d(x, [t, c]), sub));
     expectClose(got, want, {
       what: `postLnBlock of a (${t}, ${c}) stream with ln1 = h A + 0.5, attention = running sum of tanh(h), ` +
@@ -452,6 +526,17 @@ graded("6.5 postLnBlock: random (T, C) streams with sub-layers that mix, against
       hint: "h = ln1(x + attention(x)); out = ln2(h + mlp(h)): each sub-layer reads the stream itself, and the " +
         "norm comes after the residual addition",
       atol: 1e-4,
+      mistakes: [
+        {
+          value: madd(hPre, ref.mlp(ref.ln2(hPre))),
+          hint: "the pre-LN order (6.4): in post-LN the norm comes AFTER the addition",
+        },
+        { value: madd(h, ref.mlp(h)), hint: "the second layer norm (ln2) was left out" },
+        { value: ref.ln2(madd(h, ref.mlp(x))), hint: "the MLP read the block input x instead of h" },
+        { value: ref.ln2(madd(x, ref.mlp(h))), hint: "the MLP output was added to x instead of h" },
+        { value: ref.ln1(madd(h, ref.mlp(h))), hint: "ln1 was used after both additions" },
+        { value: ref.ln2(madd(ref.ln1(x), ref.attention(ref.ln1(x)))), hint: "x was normalised before the attention" },
+      ],
     });
     got.dispose();
   }
@@ -498,12 +583,16 @@ graded("6.6 countParameters: nanoGPT's baby config and GPT-2 small", () => {
 // naming it.
 
 /** The parameter count from scratch, tensor by tensor. */
-function refCount(v: number, t: number, l: number, d: number): number {
+function refCount(v: number, t: number, l: number, d: number, variant = ""): number {
   const shapes: number[][] = [[v, d], [t, d]];
+  if (variant === "untied") shapes.push([d, v]);
+  if (variant === "no-position") shapes.pop();
   for (let i = 0; i < l; i++) {
-    shapes.push([d, 3 * d], [3 * d], [d, d], [d], [d, 4 * d], [4 * d], [4 * d, d], [d], [d], [d], [d], [d]);
+    shapes.push([d, 3 * d], [d, d], [d, 4 * d], [4 * d, d], [d], [d]);
+    if (variant !== "no-bias") shapes.push([3 * d], [d], [4 * d], [d]);
+    if (variant !== "one-norm") shapes.push([d], [d]);
   }
-  shapes.push([d], [d]);
+  if (variant !== "no-final") shapes.push([d], [d]);
   return shapes.reduce((s, sh) => s + sh.reduce((a, b) => a * b, 1), 0);
 }
 
@@ -520,6 +609,16 @@ graded("6.6 countParameters: random configurations, against a tensor-by-tensor c
       what: `countParameters(${JSON.stringify(config)})`,
       hint: "token (V, d) and position (blockSize, d) tables; per block W_QKV (d, 3d) + 3d, W_O (d, d) + d, " +
         "W1 (d, 4d) + 4d, W2 (4d, d) + d and two layer norms (2d each); a final layer norm (2d); the tied head adds 0",
+      mistakes: ([
+        ["untied", "the LM head was counted: it is tied to the token embedding and adds nothing"],
+        ["no-position", "the position table (blockSize, d) was left out"],
+        ["no-bias", "the biases were left out"],
+        ["one-norm", "one layer norm per block was counted: each block has two"],
+        ["no-final", "the final layer norm was left out"],
+      ] as const).map(([v, hint]) => ({
+        value: refCount(config.vocabSize, config.blockSize, config.nLayer, config.nEmbd, v),
+        hint,
+      })),
     });
   }
 });
