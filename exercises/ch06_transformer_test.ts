@@ -281,6 +281,22 @@ graded("6.2 gelu: random values of every size and far from 0, against the formul
       mistakes: WRONG_GELUS.map(([f, hint]) => ({ value: mapRows(x, (r) => r.map(f)), hint })),
     });
   }
+  // A fine grid with a tight tolerance: rounded constants (0.0447, 0.7979) are off by up to 8e-6 near x = -1.9,
+  // while float32 rounding of the exact formula stays below 1e-7.
+  const grid = Array.from({ length: 97 }, (_, i) => -6 + i * 0.125);
+  const withConstants = (a: number, c: number) => grid.map((x) => 0.5 * x * (1 + Math.tanh(c * (x + a * x ** 3))));
+  expectClose(gelu(tf.tensor1d(grid)), grid.map(refGelu), {
+    what: "gelu on the grid -6, -5.875, ..., 6 (tolerance 5e-7 + 1e-5 relative)",
+    hint: "use the constants exactly: Math.sqrt(2 / Math.PI) and 0.044715",
+    atol: 5e-7,
+    rtol: 1e-5,
+    mistakes: [
+      { value: withConstants(0.0447, Math.sqrt(2 / Math.PI)), hint: "0.044715 was rounded to 0.0447" },
+      { value: withConstants(0.044715, 0.7979), hint: "sqrt(2 / pi) was rounded: use Math.sqrt(2 / Math.PI)" },
+      { value: withConstants(0.044715, 0.8), hint: "sqrt(2 / pi) was rounded: use Math.sqrt(2 / Math.PI)" },
+      ...WRONG_GELUS.map(([f, hint]) => ({ value: grid.map(f), hint })),
+    ],
+  });
   const far = [-1000, -100, -30, -12, 12, 30, 100, 1000];
   expectClose(gelu(tf.tensor1d(far)), far.map(refGelu), {
     what: `gelu(${JSON.stringify(far)})`,
