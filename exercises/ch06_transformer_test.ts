@@ -106,6 +106,12 @@ function expectNoLeak(
 
 // ---------------------------------------------------------------- 6.1 layer norm
 
+// Spec 6.1: y = (x - mean) / sqrt(var + eps) * gamma + beta over the LAST axis
+// of any rank, var divides by C; default eps 1e-5, a given eps (0 included)
+// replaces it; eps negative, NaN or infinite is a RangeError naming `eps`; a
+// constant row gives beta; rows of very different offsets and scales are
+// each normalised accurately; inputs not disposed, only the result left.
+
 graded("6.1 layerNorm: each row normalised over its features", () => {
   const x: M = [[1, 2, 3, 4], [2, -2, 0, 4]];
   const ones = [1, 1, 1, 1], zeros = [0, 0, 0, 0];
@@ -154,12 +160,6 @@ graded("6.1 layerNorm: works on (B, T, C) and keeps the shape", () => {
     hint: "reduce over axis -1 (the last one), whatever the rank",
   });
 });
-
-// Spec 6.1: y = (x - mean) / sqrt(var + eps) * gamma + beta over the LAST axis
-// of any rank, var divides by C; default eps 1e-5, a given eps (0 included)
-// replaces it; eps negative, NaN or infinite is a RangeError naming `eps`; a
-// constant row gives beta; rows of very different offsets and scales are
-// each normalised accurately; inputs not disposed, only the result left.
 
 graded("6.1 layerNorm: random ranks, shapes, offsets and scales, against a from-scratch layer norm", () => {
   const rng = new Rng(61);
@@ -241,6 +241,11 @@ graded("6.1 layerNorm: leaves only its result and disposes no input", () => {
 
 // ---------------------------------------------------------------- 6.2 GELU
 
+// Spec 6.2: gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+// elementwise on any shape, with the constants unrounded; exact for large
+// |x| (gelu(100) = 100, gelu(-100) = 0, no NaN); input not disposed, only
+// the result left.
+
 graded("6.2 gelu: the tanh approximation at several points", () => {
   const xs = [-3, -1, -0.5, 0, 0.5, 1, 2, 3];
   expectClose(gelu(tf.tensor1d(xs)), xs.map(refGelu), {
@@ -262,10 +267,6 @@ graded("6.2 gelu: keeps the shape of a matrix", () => {
       "or a reordering of the values when handling the matrix",
   });
 });
-
-// Spec 6.2: gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
-// elementwise on any shape; exact for large |x| (gelu(100) = 100,
-// gelu(-100) = 0, no NaN); input not disposed, only the result left.
 
 graded("6.2 gelu: random values of every size and far from 0, against the formula", () => {
   const rng = new Rng(62);
@@ -313,6 +314,10 @@ graded("6.2 gelu: leaves only its result and disposes no input", () => {
 
 // ---------------------------------------------------------------- 6.3 feed-forward
 
+// Spec 6.3: ffn(x) = gelu(x W1 + b1) W2 + b2 row by row, any N >= 1, C and
+// H (not always 4C); no non-linearity after W2; inputs not disposed, only the
+// result left.
+
 graded("6.3 feedForward: gelu(x W1 + b1) W2 + b2 on every row", () => {
   const x: M = [[1, -1], [0.5, 2], [0, 0]];
   const w1: M = [[1, 0, -1, 0.5], [0, 1, 1, -0.5]];
@@ -340,10 +345,6 @@ graded("6.3 feedForward: gelu(x W1 + b1) W2 + b2 on every row", () => {
     hint: "both biases count; GELU (your 6.2) goes between the two layers only, not after the second",
   });
 });
-
-// Spec 6.3: ffn(x) = gelu(x W1 + b1) W2 + b2 row by row, any N >= 1, C and
-// H (not always 4C); no non-linearity after W2; inputs not disposed, only the
-// result left.
 
 /** The feed-forward network from scratch. */
 function refFeedForward(x: M, w1: M, b1: number[], w2: M, b2: number[], act = refGelu, residual = false): M {
@@ -398,6 +399,11 @@ graded("6.3 feedForward: leaves only its result and disposes no input", () => {
 
 // ---------------------------------------------------------------- 6.4 / 6.5 blocks
 
+// Spec 6.4: h = x + attention(ln1(x)); out = h + mlp(ln2(h)) for any (T, C);
+// each sub-layer's output is added to the stream, the stream itself is not
+// normalised; x not disposed, only the result left.
+// Spec 6.5: h = ln1(x + attention(x)); out = ln2(h + mlp(h)); the same guards.
+
 // Simple stand-ins make every wiring mistake visible:
 // ln1(h) = 2h, attention(h) = h^2, ln2(h) = h - 1, mlp(h) = 3h (elementwise).
 const SUB: Sublayers = {
@@ -446,11 +452,6 @@ graded("6.5 postLnBlock: leaves no tensors behind", () => {
     hint: "wrap the computation in tf.tidy(() => ...)",
   });
 });
-
-// Spec 6.4: h = x + attention(ln1(x)); out = h + mlp(ln2(h)) for any (T, C);
-// each sub-layer's output is added to the stream, the stream itself is not
-// normalised; x not disposed, only the result left.
-// Spec 6.5: h = ln1(x + attention(x)); out = ln2(h + mlp(h)); the same guards.
 
 /** Plain-array matrix helpers for the mixing stand-ins. */
 const mm = (a: M, b: M): M => a.map((r) => b[0].map((_, j) => r.reduce((s, v, k) => s + v * b[k][j], 0)));
@@ -567,6 +568,10 @@ graded("6.5 postLnBlock: disposes no input", () => {
 
 // ---------------------------------------------------------------- 6.6 parameter count
 
+// Spec 6.6: V d + blockSize d + L (3d^2 + 3d + d^2 + d + 4d^2 + 4d + 4d^2 + d
+// + 4d) + 2d, the head tied; every size an integer >= 1, else a RangeError
+// naming it.
+
 graded("6.6 countParameters: a tiny model counted by hand", () => {
   // V = 10, T = 4, L = 1, d = 2:
   // embeddings 10*2 + 4*2 = 28; attention 2*6 + 6 + 2*2 + 2 = 24;
@@ -593,10 +598,6 @@ graded("6.6 countParameters: nanoGPT's baby config and GPT-2 small", () => {
       "norms); the position table has blockSize rows, and the tied head adds nothing",
   });
 });
-
-// Spec 6.6: V d + blockSize d + L (3d^2 + 3d + d^2 + d + 4d^2 + 4d + 4d^2 + d
-// + 4d) + 2d, the head tied; every size an integer >= 1, else a RangeError
-// naming it.
 
 /** The parameter count from scratch, tensor by tensor. */
 function refCount(v: number, t: number, l: number, d: number, variant = ""): number {
@@ -655,6 +656,13 @@ graded("6.6 countParameters: sizes must be integers >= 1", () => {
 
 // ---------------------------------------------------------------- 6.7 batches
 
+// Spec 6.7: x[b] = tokens[s .. s+T), y[b] = tokens[s+1 .. s+T+1) for s =
+// starts[b], int32 (B, T), exact for any id; starts[b] not an integer
+// (NaN, Infinity, fractions), negative, or > tokens.length - T - 1 is a
+// RangeError naming `starts[b]` and its value; blockSize not an integer >= 1
+// is a RangeError naming `blockSize`; empty starts give (0, T); tokens and
+// starts unchanged; only the two results left.
+
 graded("6.7 makeBatch: targets are the inputs moved by one", () => {
   const tokens = Array.from({ length: 20 }, (_, i) => 10 + i); // 10, 11, ..., 29
   const { x, y } = makeBatch(tokens, { starts: [0, 5, 15], blockSize: 4 });
@@ -691,13 +699,6 @@ graded("6.7 makeBatch: a start without room for blockSize + 1 tokens is a RangeE
       "bad entry",
   });
 });
-
-// Spec 6.7: x[b] = tokens[s .. s+T), y[b] = tokens[s+1 .. s+T+1) for s =
-// starts[b], int32 (B, T), exact for any id; starts[b] not an integer
-// (NaN, Infinity, fractions), negative, or > tokens.length - T - 1 is a
-// RangeError naming `starts[b]` and its value; blockSize not an integer >= 1
-// is a RangeError naming `blockSize`; empty starts give (0, T); tokens and
-// starts unchanged; only the two results left.
 
 graded("6.7 makeBatch: random texts, block sizes and starts (the last valid start included), from scratch", () => {
   const rng = new Rng(67);

@@ -33,6 +33,11 @@ function refSoftmax(z: number[], t = 1): number[] {
 
 // ---------------------------------------------------------------- 7.1 greedy
 
+// Spec 7.1 (from the stub's doc): the index of the largest logit; ties (all
+// -Infinity included) go to the lowest index; +Infinity beats every finite
+// logit; empty logits or a NaN logit are a RangeError naming `logits`; the
+// input array is not changed.
+
 graded("7.1 greedyChoice: finds the largest of all-negative logits", () => {
   const logits = [-3.2, -0.5, -7, -1];
   expectEqual(greedyChoice(logits), 1, {
@@ -74,11 +79,6 @@ graded("7.1 greedyChoice: empty logits are an error", () => {
     hint: "throw new RangeError(`logits must not be empty: logits.length=0`) when there is nothing to choose",
   });
 });
-
-// Spec 7.1 (from the stub's doc): the index of the largest logit; ties (all
-// -Infinity included) go to the lowest index; +Infinity beats every finite
-// logit; empty logits or a NaN logit are a RangeError naming `logits`; the
-// input array is not changed.
 
 /** Greedy from scratch: a plain loop with a strict comparison. */
 function refArgmax(z: number[], variant: "" | "ties-last" | "finite-only" = ""): number {
@@ -146,6 +146,12 @@ graded("7.1 greedyChoice: random logits with ties, against a plain loop (input u
 
 // ----------------------------------------------------------- 7.2 temperature
 
+// Spec 7.2: p = softmax(z / t) computed stably (each call's own max scaled
+// logit subtracted); t = 0 is a one-hot at the arg-max (lowest index on ties);
+// t < 0 or NaN is a RangeError naming `temperature`; -Infinity logits get
+// probability exactly 0; empty logits, NaN or +Infinity logits, all -Infinity
+// are a RangeError naming `logits`; a new array is returned, logits unchanged.
+
 graded("7.2 softmaxWithTemperature: divides the logits, then takes the softmax", () => {
   const logits = [1, 2, 3];
   for (const t of [0.5, 2]) {
@@ -212,12 +218,6 @@ graded("7.2 softmaxWithTemperature: a negative temperature is an error", () => {
     });
   }
 });
-
-// Spec 7.2: p = softmax(z / t) computed stably (each call's own max scaled
-// logit subtracted); t = 0 is a one-hot at the arg-max (lowest index on ties);
-// t < 0 or NaN is a RangeError naming `temperature`; -Infinity logits get
-// probability exactly 0; empty logits, NaN or +Infinity logits, all -Infinity
-// are a RangeError naming `logits`; a new array is returned, logits unchanged.
 
 graded("7.2 softmaxWithTemperature: large spreads and all-negative logits stay finite", () => {
   const cases: [number[], number][] = [
@@ -313,6 +313,11 @@ graded("7.2 softmaxWithTemperature: returns a new array", () => {
 
 // ----------------------------------------------------------------- 7.3 top-k
 
+// Spec 7.3: keep exactly min(k, n) tokens, the most probable, the lower index
+// winning ties; zero the rest and divide by the kept total; k not an integer
+// >= 1 (0, negative, fractional, NaN, Infinity) is a RangeError naming `k`;
+// empty probs give []; a new array is returned and probs is unchanged.
+
 graded("7.3 topKFilter: keeps the k largest and renormalises", () => {
   const probs = [0.1, 0.4, 0.3, 0.2];
   expectClose(topKFilter(probs, 2), [0, 0.4 / 0.7, 0.3 / 0.7, 0], {
@@ -365,11 +370,6 @@ graded("7.3 topKFilter: k must be an integer >= 1", () => {
     });
   }
 });
-
-// Spec 7.3: keep exactly min(k, n) tokens, the most probable, the lower index
-// winning ties; zero the rest and divide by the kept total; k not an integer
-// >= 1 (0, negative, fractional, NaN, Infinity) is a RangeError naming `k`;
-// empty probs give []; a new array is returned and probs is unchanged.
 
 /** Token ids by probability, largest first, lower id first on ties (from scratch: insertion sort). */
 function refRank(probs: number[]): number[] {
@@ -452,6 +452,13 @@ graded("7.3 topKFilter: returns a new array, even when nothing is filtered; empt
 
 // ----------------------------------------------------------------- 7.4 top-p
 
+// Spec 7.4: rank tokens by probability (largest first, lower index first on
+// ties) and keep the shortest prefix whose running total is >= p, the
+// crossing token included; p = 1 keeps every token even when the total
+// rounds below 1; p outside (0, 1] or NaN is a RangeError naming `p`;
+// renormalise by the kept total; empty probs give []; a new array is
+// returned and probs is unchanged.
+
 graded("7.4 topPFilter: keeps the token that crosses p", () => {
   const probs = [0.1, 0.5, 0.15, 0.25];
   // Sorted: 0.5 (< 0.6), then 0.5 + 0.25 = 0.75 >= 0.6: keep tokens 1 and 3.
@@ -502,13 +509,6 @@ graded("7.4 topPFilter: p must be in (0, 1]", () => {
     });
   }
 });
-
-// Spec 7.4: rank tokens by probability (largest first, lower index first on
-// ties) and keep the shortest prefix whose running total is >= p, the
-// crossing token included; p = 1 keeps every token even when the total
-// rounds below 1; p outside (0, 1] or NaN is a RangeError naming `p`;
-// renormalise by the kept total; empty probs give []; a new array is
-// returned and probs is unchanged.
 
 /** Top-p from scratch. */
 function refTopP(
@@ -609,6 +609,12 @@ graded("7.4 topPFilter: returns a new array; empty probs give []", () => {
 });
 
 // -------------------------------------------------------------- 7.5 sampling
+
+// Spec 7.5: one u = rng.next() per draw (exactly one call); return the first
+// index whose running total is > u (strictly), so a zero-probability token is
+// never returned; if rounding leaves the total <= u, the last token with
+// probability > 0; probs with no positive entry (empty included) are a
+// RangeError naming `probs`; probs is unchanged.
 
 /** An Rng whose next() returns scripted values, to test inverse-CDF sampling exactly. */
 class ScriptedRng extends Rng {
@@ -713,12 +719,6 @@ graded("7.5 sampleIndex: inverse CDF with one rng.next() per draw", () => {
   });
 });
 
-// Spec 7.5: one u = rng.next() per draw (exactly one call); return the first
-// index whose running total is > u (strictly), so a zero-probability token is
-// never returned; if rounding leaves the total <= u, the last token with
-// probability > 0; probs with no positive entry (empty included) are a
-// RangeError naming `probs`; probs is unchanged.
-
 /** Inverse-CDF sampling from scratch, given u. */
 function refInverseCdf(probs: number[], u: number, variant: "" | "le" | "reverse" = ""): number {
   let total = 0;
@@ -800,6 +800,17 @@ graded("7.5 sampleIndex: probs without a positive probability are an error", () 
 });
 
 // ------------------------------------------------------------ 7.6 beam search
+
+// Spec 7.6: start from one empty hypothesis (logProb 0), width = beamWidth;
+// each step extends every live hypothesis by every token of probability > 0
+// (probabilities of [...prompt, ...tokens]), logProb = parent + Math.log(p);
+// sort candidates by logProb (stable: parent order, then token id) and take
+// the best `width`; one ending in endToken (any id, 0 included) is finished
+// and reduces width; stop at width 0 or after maxNewTokens steps; live ones
+// join the results unfinished; score = logProb / length ** lengthPenalty
+// (default 1, 0 honoured); results sorted by score, stable; beamWidth and
+// maxNewTokens not integers >= 1, or a non-finite lengthPenalty, are a
+// RangeError naming the option; the prompt is unchanged.
 
 // A hand-made Markov model over {0: A, 1: B, 2: END, 3: START}; the prompt is [START].
 // From START: A 0.5, B 0.4, END 0.1. After A: A 0.3, B 0.3, END 0.4. After B: END 0.9.
@@ -944,17 +955,6 @@ graded("7.6 beamSearch: 800 tokens do not underflow (log-probabilities)", () => 
       "multiplied and underflowed to 0; keep a running sum of log-probabilities",
   });
 });
-
-// Spec 7.6: start from one empty hypothesis (logProb 0), width = beamWidth;
-// each step extends every live hypothesis by every token of probability > 0
-// (probabilities of [...prompt, ...tokens]), logProb = parent + Math.log(p);
-// sort candidates by logProb (stable: parent order, then token id) and take
-// the best `width`; one ending in endToken (any id, 0 included) is finished
-// and reduces width; stop at width 0 or after maxNewTokens steps; live ones
-// join the results unfinished; score = logProb / length ** lengthPenalty
-// (default 1, 0 honoured); results sorted by score, stable; beamWidth and
-// maxNewTokens not integers >= 1, or a non-finite lengthPenalty, are a
-// RangeError naming the option; the prompt is unchanged.
 
 interface RefHyp {
   tokens: number[];
@@ -1148,6 +1148,13 @@ graded("7.6 beamSearch: invalid options are errors", () => {
 
 // ----------------------------------------------------------- 7.7 KV cache
 
+// Spec 7.7: append k and v as the last rows of the cache (nulls on the first
+// call), scores = q K^T / sqrt(headSize) over all t + 1 keys (no mask),
+// softmax over the keys, output = weights V (1, headSize); the output and the
+// new cache are new tensors (the caller may dispose q, k, v and the old cache
+// after the call), the old cache and inputs are not disposed, and exactly 3
+// tensors (output, keys, values) are left behind.
+
 /** Causal single-head attention of row t from scratch (plain arrays). */
 function refCausalRow(
   q: number[][],
@@ -1255,13 +1262,6 @@ graded("7.7 attendWithCache: leaves no tensors behind and disposes nothing it do
   });
   second.output.dispose();
 });
-
-// Spec 7.7: append k and v as the last rows of the cache (nulls on the first
-// call), scores = q K^T / sqrt(headSize) over all t + 1 keys (no mask),
-// softmax over the keys, output = weights V (1, headSize); the output and the
-// new cache are new tensors (the caller may dispose q, k, v and the old cache
-// after the call), the old cache and inputs are not disposed, and exactly 3
-// tensors (output, keys, values) are left behind.
 
 /** Random (rows, cols) matrix with entries normal(0, scale), rounded for readable messages. */
 const randMatrix = (rng: Rng, rows: number, cols: number, scale: number) =>
