@@ -417,7 +417,7 @@ graded("7.3 topKFilter: random distributions with ties, against a from-scratch t
       what: `topKFilter([${copy.map((p) => +p.toFixed(4)).join(", ")}], ${k})`,
       hint: "keep exactly k tokens: the k largest, and among equal probabilities the LOWER indices first; zero " +
         "the others and divide the kept ones by their total",
-      atol: 1e-12,
+      atol: 1e-7, // a float32 (tf.topk) implementation passes too
       mistakes: [
         { value: refTopK(copy, k, "no-renorm"), hint: "the kept probabilities were not divided by their total" },
         { value: refTopK(copy, k, "ties-high"), hint: "tied probabilities kept the HIGHER index: lower ones win" },
@@ -565,17 +565,17 @@ graded("7.4 topPFilter: random distributions and p, against a from-scratch nucle
   for (let trial = 0; trial < 200; trial++) {
     const n = 1 + Math.floor(trial / 12);
     const probs = tiedProbs(rng, n);
-    // a p at least 1e-9 away from every running total, so rounding cannot decide the answer
+    // a p at least 1e-6 away from every running total, so rounding cannot decide the answer
     const totals = refRank(probs).map((_, j, order) => order.slice(0, j + 1).reduce((s, i) => s + probs[i], 0));
     let p = 0.05 + 0.95 * rng.next();
-    while (totals.some((c) => Math.abs(c - p) < 1e-9)) p = 0.05 + 0.95 * rng.next();
+    while (totals.some((c) => Math.abs(c - p) < 1e-6)) p = 0.05 + 0.95 * rng.next();
     const copy = [...probs];
     const got = topPFilter(probs, p);
     expectClose(got, refTopP(copy, p), {
       what: `topPFilter([${copy.map((q) => +q.toFixed(4)).join(", ")}], ${+p.toFixed(6)})`,
       hint: "sort the token ids by probability (largest first, lower index on ties), keep them until the running " +
         "total reaches p (the crossing token too), zero the rest and divide by the kept total",
-      atol: 1e-12,
+      atol: 1e-7, // a float32 (tf.topk) implementation passes too
       mistakes: [
         {
           value: refTopP(copy, p, "drop-crossing"),
