@@ -78,7 +78,12 @@ export interface SizeConfig {
  *   y    = (x - mean) / sqrt(var + eps) * gamma + beta
  *
  * eps (default 1e-5) keeps a constant row (var = 0) from dividing by zero:
- * such a row must come out as beta, never NaN.
+ * such a row must come out as beta, never NaN. A given `options.eps`
+ * replaces the default, even when it is 0; an eps that is negative, NaN or
+ * infinite is an error: throw a RangeError naming `eps`. Rows of very
+ * different sizes (e.g. around 10000 beside around 0.01) must each be
+ * normalised accurately. Do not dispose x, gamma or beta, and leave no
+ * tensor behind but the result.
  *
  * @param x (..., C), e.g. (T, C) or (B, T, C).
  * @param params gamma and beta, each (C).
@@ -96,7 +101,9 @@ export function layerNorm(x: tf.Tensor, params: LayerNormParams, options: { eps?
  *   gelu(x) = 0.5 x (1 + tanh( sqrt(2 / pi) (x + 0.044715 x^3) ))
  *
  * It is close to x for large positive x, close to 0 for large negative x,
- * and slightly negative just below 0 (gelu(-1) is about -0.159).
+ * and slightly negative just below 0 (gelu(-1) is about -0.159). It must
+ * stay exact far from 0 too: gelu(100) = 100 and gelu(-100) = 0, never NaN.
+ * Do not dispose x, and leave no tensor behind but the result.
  *
  * @param x any shape.
  * @returns the same shape.
@@ -112,7 +119,9 @@ export function gelu(x: tf.Tensor): tf.Tensor {
  *
  * Every position (row of x) goes through the same two layers independently:
  * widen to H (usually 4C), apply your GELU from 6.2, narrow back to C.
- * There is no non-linearity after the second layer.
+ * There is no non-linearity after the second layer. H is whatever w1's
+ * width is (not always 4C), and N may be 1. Do not dispose x or the
+ * weights, and leave no tensor behind but the result.
  *
  * @param x (N, C), one row per position.
  * @param params w1 (C, H), b1 (H), w2 (H, C), b2 (C).
@@ -132,7 +141,9 @@ export function feedForward(x: tf.Tensor2D, params: FeedForwardParams): tf.Tenso
  *   out = h + mlp(ln2(h))
  *
  * The stream itself is never normalised here, which keeps gradients
- * flowing straight through the additions in deep models.
+ * flowing straight through the additions in deep models. Do not dispose x,
+ * and leave no tensor behind but the result (the sub-layers' outputs are
+ * intermediates: tf.tidy).
  *
  * @param x the residual stream, any shape (e.g. (T, C)).
  * @param sublayers ln1, attention, ln2, mlp.
@@ -151,6 +162,8 @@ export function preLnBlock(x: tf.Tensor, sublayers: Sublayers): tf.Tensor {
  *
  *   h   = ln1(x + attention(x))
  *   out = ln2(h + mlp(h))
+ *
+ * Do not dispose x, and leave no tensor behind but the result.
  *
  * @param x the residual stream.
  * @param sublayers ln1, attention, ln2, mlp.
@@ -173,6 +186,8 @@ export function postLnBlock(x: tf.Tensor, sublayers: Sublayers): tf.Tensor {
  *
  * Check: the result is a bit more than 12 L d^2 plus the embeddings. GPT-2
  * small (V = 50257, blockSize 1024, 12 layers, d = 768) has 124,439,808.
+ * Every size must be an integer >= 1: otherwise (0, 2.5, NaN, Infinity)
+ * throw a RangeError naming the size and its value, e.g. `nEmbd=2.5`.
  *
  * @param config vocabSize, blockSize, nLayer, nEmbd.
  * @returns the number of trainable parameters.
@@ -194,8 +209,13 @@ export function countParameters(config: SizeConfig): number {
  *
  * @param tokens the token ids of a text.
  * @param options `starts` (one window start per row) and `blockSize`.
- * A start that is not an integer, is negative, or leaves fewer than
- * blockSize + 1 tokens is a RangeError naming it, e.g. `starts[2]=98`.
+ * A start that is not an integer (NaN, Infinity and 1.5 included), is
+ * negative, or leaves fewer than blockSize + 1 tokens is a RangeError naming
+ * it and its value, e.g. `starts[2]=98`; the last valid start is
+ * tokens.length - blockSize - 1. A blockSize that is not an integer >= 1 is
+ * a RangeError naming `blockSize`. Empty starts give tensors of shape
+ * (0, blockSize). Token ids must come out exactly (ids above 2^24 too, so
+ * never pass them through float32), and `tokens` and `starts` stay unchanged.
  * @returns `x` and `y`, int32 tensors of shape (starts.length, blockSize).
  */
 export function makeBatch(

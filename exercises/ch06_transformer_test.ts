@@ -6,7 +6,7 @@
  * by hand, in comments), never by calling a reference solution.
  * @module
  */
-import { expectClose, expectEqual, expectShape, expectThrows, graded, tf } from "../lib/mod.ts";
+import { expectClose, expectEqual, expectShape, expectThrows, graded, Rng, tf } from "../lib/mod.ts";
 import {
   countParameters,
   feedForward,
@@ -29,7 +29,88 @@ function refLayerNormRow(row: number[], gamma: number[], beta: number[], eps = 1
 
 const refGelu = (x: number) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
 
+/** erf by Abramowitz & Stegun 7.1.26 (error below 1.5e-7), for the exact-GELU mistake. */
+function erf(x: number): number {
+  const t = 1 / (1 + 0.3275911 * Math.abs(x));
+  const y = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t *
+      Math.exp(-x * x);
+  return x >= 0 ? y : -y;
+}
+
+/** Wrong GELUs students write, for diagnosing failures. */
+const WRONG_GELUS: [(x: number) => number, string][] = [
+  [(x) => 0.5 * x * (1 + erf(x / Math.SQRT2)), "the exact erf GELU: use the tanh approximation the doc gives"],
+  [(x) => x / (1 + Math.exp(-1.702 * x)), "the sigmoid approximation x * sigmoid(1.702 x): use the tanh formula"],
+  [(x) => Math.max(0, x), "ReLU: GELU is the smooth 0.5 x (1 + tanh(...))"],
+  [(x) => x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3))), "the factor 0.5 is missing"],
+];
+
+/** Layer norm of nested rows with statistics over the WHOLE tensor (a mistake). */
+function globalLayerNorm(x: unknown, gamma: number[], beta: number[]): unknown {
+  const all = (x as unknown[]).flat(4) as number[];
+  const mean = all.reduce((a, b) => a + b, 0) / all.length;
+  const variance = all.reduce((a, b) => a + (b - mean) ** 2, 0) / all.length;
+  return mapRows(x, (r) => r.map((v, i) => ((v - mean) / Math.sqrt(variance + 1e-5)) * gamma[i] + beta[i]));
+}
+
+/** Unbiased-variance layer norm of one row (a mistake). */
+function unbiasedLayerNormRow(row: number[], gamma: number[], beta: number[]): number[] {
+  const mean = row.reduce((a, b) => a + b, 0) / row.length;
+  const variance = row.reduce((a, b) => a + (b - mean) ** 2, 0) / (row.length - 1);
+  return row.map((x, i) => ((x - mean) / Math.sqrt(variance + 1e-5)) * gamma[i] + beta[i]);
+}
+
+/** A random pick from a list. */
+const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[rng.int(xs.length)];
+
+/** A random (rows, cols) matrix with entries normal(0, scale), rounded to 3 decimals for readable messages. */
+const randMatrix = (rng: Rng, rows: number, cols: number, scale = 1): M =>
+  Array.from({ length: rows }, () => Array.from({ length: cols }, () => +rng.normal(0, scale).toFixed(3)));
+
+/** Nested arrays of a shape, filled by `f`. */
+function build(shape: number[], f: () => number): unknown {
+  return shape.length === 0 ? f() : Array.from({ length: shape[0] }, () => build(shape.slice(1), f));
+}
+
+/** Applies `f` to every innermost row of nested arrays. */
+function mapRows(x: unknown, f: (row: number[]) => number[]): unknown {
+  const a = x as unknown[];
+  return typeof a[0] === "number" ? f(a as number[]) : a.map((r) => mapRows(r, f));
+}
+
+/**
+ * Calls `fn`, then checks that exactly `keep` new tensors are alive (its
+ * results) and that the given inputs were not disposed; disposes the results.
+ */
+function expectNoLeak(
+  what: string,
+  fn: () => tf.Tensor | tf.Tensor[],
+  inputs: tf.Tensor[],
+  keep = 1,
+): void {
+  const before = tf.memory().numTensors;
+  const out = fn();
+  const created = tf.memory().numTensors - before;
+  const outs = Array.isArray(out) ? out : [out];
+  const disposedInputs = inputs.map((t, i) => (t.isDisposed ? i : -1)).filter((i) => i >= 0);
+  tf.dispose(outs);
+  expectEqual(disposedInputs, [], {
+    what: `${what}: positions of the inputs that were disposed by the call`,
+    hint: "never dispose the tensors you were given: the caller owns them and may use them again",
+  });
+  expectEqual(created, keep, {
+    what: `${what}: tensors left alive after the call (only the ${keep === 1 ? "result" : `${keep} results`})`,
+    hint: "wrap the work in tf.tidy(() => ...) and return the result from it, so every intermediate is freed",
+  });
+}
+
 // ---------------------------------------------------------------- 6.1 layer norm
+
+// Spec 6.1: y = (x - mean) / sqrt(var + eps) * gamma + beta over the LAST axis
+// of any rank, var divides by C; default eps 1e-5, a given eps (0 included)
+// replaces it; eps negative, NaN or infinite is a RangeError naming `eps`; a
+// constant row gives beta; rows of very different offsets and scales are
+// each normalised accurately; inputs not disposed, only the result left.
 
 graded("6.1 layerNorm: each row normalised over its features", () => {
   const x: M = [[1, 2, 3, 4], [2, -2, 0, 4]];
@@ -80,7 +161,90 @@ graded("6.1 layerNorm: works on (B, T, C) and keeps the shape", () => {
   });
 });
 
+graded("6.1 layerNorm: random ranks, shapes, offsets and scales, against a from-scratch layer norm", () => {
+  const rng = new Rng(61);
+  for (let trial = 0; trial < 40; trial++) {
+    const rank = 1 + (trial % 4);
+    const c = 1 + rng.int(2 + Math.floor(trial / 5));
+    const shape = [...Array.from({ length: rank - 1 }, () => 1 + rng.int(3)), c];
+    // each row its own offset and spread: a shared (global) or wrong-axis statistic cannot pass
+    const x = mapRows(build(shape, () => 0), (r) => {
+      const scale = pick(rng, [0.05, 1, 10]), offset = scale * pick(rng, [0, 20, -300, 1000]);
+      return r.map(() => Math.fround(offset + rng.normal(0, scale)));
+    });
+    const gamma = Array.from({ length: c }, () => +rng.normal(1, 0.5).toFixed(2));
+    const beta = Array.from({ length: c }, () => +rng.normal(0, 1).toFixed(2));
+    const got = layerNorm(tf.tensor(x as number[]), { gamma: tf.tensor1d(gamma), beta: tf.tensor1d(beta) });
+    expectShape(got, shape, {
+      what: `layerNorm of a [${shape}] tensor`,
+      hint: "keep the input's shape whatever its rank: reduce over axis -1 with keepDims",
+    });
+    expectClose(got, mapRows(x, (r) => refLayerNormRow(r, gamma, beta)), {
+      what: `layerNorm of a [${shape}] tensor (trial ${trial}), gamma [${gamma}], beta [${beta}]`,
+      input: x,
+      hint: "per row (last axis): mean, then var = mean of (x - mean)^2 (not mean(x^2) - mean^2, which loses " +
+        "everything in float32 when a row sits far from 0), y = (x - mean) / sqrt(var + eps) * gamma + beta",
+      atol: 2e-3,
+      rtol: 1e-3,
+      mistakes: [
+        {
+          value: mapRows(x, (r) => unbiasedLayerNormRow(r, gamma, beta)),
+          hint: "the variance was divided by C - 1: layer norm divides by C",
+        },
+        {
+          value: globalLayerNorm(x, gamma, beta),
+          hint: "the mean and variance were taken over the whole tensor: take them per row, over the last axis",
+        },
+        {
+          value: mapRows(x, (r) => refLayerNormRow(r, gamma.map(() => 1), beta.map(() => 0))),
+          hint: "gamma and beta were not applied: multiply by gamma, then add beta",
+        },
+        {
+          value: mapRows(x, (r) => refLayerNormRow(r, gamma, gamma.map((g, i) => beta[i] * g))),
+          hint: "beta was added before multiplying by gamma: y = xhat * gamma + beta",
+        },
+      ],
+    });
+  }
+});
+
+graded("6.1 layerNorm: the default eps is 1e-5 and a given eps replaces it, 0 included", () => {
+  const x = [[0.001, -0.001, 0.002, -0.002]]; // var = 2.5e-6, smaller than the default eps
+  const ones = [1, 1, 1, 1], zeros = [0, 0, 0, 0];
+  const p = () => ({ gamma: tf.tensor1d(ones), beta: tf.tensor1d(zeros) });
+  expectClose(layerNorm(tf.tensor2d(x), p()), [refLayerNormRow(x[0], ones, zeros, 1e-5)], {
+    what: "layerNorm([[0.001, -0.001, 0.002, -0.002]]) with the default eps",
+    hint: "the default eps is 1e-5 (not 1e-6, 1e-8 or 1e-12): here the variance 2.5e-6 is smaller than eps, so " +
+      "its value matters",
+    atol: 1e-4,
+  });
+  expectClose(layerNorm(tf.tensor2d(x), p(), { eps: 0 }), [refLayerNormRow(x[0], ones, zeros, 0)], {
+    what: "layerNorm([[0.001, -0.001, 0.002, -0.002]], ..., { eps: 0 })",
+    hint: "eps: 0 is a valid choice: take the default only when eps is undefined (options.eps ?? 1e-5, not " +
+      "options.eps || 1e-5, which turns 0 into 1e-5)",
+    atol: 1e-3,
+  });
+  for (const eps of [-1e-5, NaN, Infinity]) {
+    expectThrows(() => layerNorm(tf.tensor2d(x), p(), { eps }), RangeError, {
+      what: `layerNorm(x, params, { eps: ${eps} })`,
+      includes: "eps",
+      hint: "eps must be a finite number >= 0: check !(eps >= 0 && eps < Infinity) and throw a RangeError naming eps",
+    });
+  }
+});
+
+graded("6.1 layerNorm: leaves only its result and disposes no input", () => {
+  const x = tf.tensor2d([[1, 2, 3], [4, -5, 6]]), gamma = tf.tensor1d([1, 2, 3]), beta = tf.tensor1d([0, 1, 0]);
+  expectNoLeak("layerNorm of a (2, 3) tensor", () => layerNorm(x, { gamma, beta }), [x, gamma, beta]);
+  tf.dispose([x, gamma, beta]);
+});
+
 // ---------------------------------------------------------------- 6.2 GELU
+
+// Spec 6.2: gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+// elementwise on any shape, with the constants unrounded; exact for large
+// |x| (gelu(100) = 100, gelu(-100) = 0, no NaN); input not disposed, only
+// the result left.
 
 graded("6.2 gelu: the tanh approximation at several points", () => {
   const xs = [-3, -1, -0.5, 0, 0.5, 1, 2, 3];
@@ -104,7 +268,55 @@ graded("6.2 gelu: keeps the shape of a matrix", () => {
   });
 });
 
+graded("6.2 gelu: random values of every size and far from 0, against the formula", () => {
+  const rng = new Rng(62);
+  for (let trial = 0; trial < 12; trial++) {
+    const shape = Array.from({ length: 1 + (trial % 3) }, () => 1 + rng.int(4));
+    const x = build(shape, () => +rng.normal(0, pick(rng, [0.5, 2, 5])).toFixed(3));
+    expectClose(gelu(tf.tensor(x as number[])), mapRows(x, (r) => r.map(refGelu)), {
+      what: `gelu of a [${shape}] tensor (trial ${trial})`,
+      input: x,
+      hint: "the tanh approximation exactly: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), with its " +
+        "constants unrounded",
+      rtol: 1e-5,
+      mistakes: WRONG_GELUS.map(([f, hint]) => ({ value: mapRows(x, (r) => r.map(f)), hint })),
+    });
+  }
+  // A fine grid with a tight tolerance: rounded constants (0.0447, 0.7979) are off by up to 8e-6 near x = -1.9,
+  // while float32 rounding of the exact formula stays below 1e-7.
+  const grid = Array.from({ length: 97 }, (_, i) => -6 + i * 0.125);
+  const withConstants = (a: number, c: number) => grid.map((x) => 0.5 * x * (1 + Math.tanh(c * (x + a * x ** 3))));
+  expectClose(gelu(tf.tensor1d(grid)), grid.map(refGelu), {
+    what: "gelu on the grid -6, -5.875, ..., 6 (tolerance 5e-7 + 1e-5 relative)",
+    hint: "use the constants exactly: Math.sqrt(2 / Math.PI) and 0.044715",
+    atol: 5e-7,
+    rtol: 1e-5,
+    mistakes: [
+      { value: withConstants(0.0447, Math.sqrt(2 / Math.PI)), hint: "0.044715 was rounded to 0.0447" },
+      { value: withConstants(0.044715, 0.7979), hint: "sqrt(2 / pi) was rounded: use Math.sqrt(2 / Math.PI)" },
+      { value: withConstants(0.044715, 0.8), hint: "sqrt(2 / pi) was rounded: use Math.sqrt(2 / Math.PI)" },
+      ...WRONG_GELUS.map(([f, hint]) => ({ value: grid.map(f), hint })),
+    ],
+  });
+  const far = [-1000, -100, -30, -12, 12, 30, 100, 1000];
+  expectClose(gelu(tf.tensor1d(far)), far.map(refGelu), {
+    what: `gelu(${JSON.stringify(far)})`,
+    hint: "far from 0, tanh is +-1, so gelu(x) is x or 0: use tf.tanh (a tanh written with exp() overflows to " +
+      "Infinity / Infinity = NaN)",
+  });
+});
+
+graded("6.2 gelu: leaves only its result and disposes no input", () => {
+  const x = tf.tensor2d([[-1, 0.5], [2, -3]]);
+  expectNoLeak("gelu of a (2, 2) tensor", () => gelu(x), [x]);
+  x.dispose();
+});
+
 // ---------------------------------------------------------------- 6.3 feed-forward
+
+// Spec 6.3: ffn(x) = gelu(x W1 + b1) W2 + b2 row by row, any N >= 1, C and
+// H (not always 4C); no non-linearity after W2; inputs not disposed, only the
+// result left.
 
 graded("6.3 feedForward: gelu(x W1 + b1) W2 + b2 on every row", () => {
   const x: M = [[1, -1], [0.5, 2], [0, 0]];
@@ -134,7 +346,63 @@ graded("6.3 feedForward: gelu(x W1 + b1) W2 + b2 on every row", () => {
   });
 });
 
+/** The feed-forward network from scratch. */
+function refFeedForward(x: M, w1: M, b1: number[], w2: M, b2: number[], act = refGelu, residual = false): M {
+  return x.map((row) => {
+    const h = b1.map((b, j) => act(row.reduce((s, xc, c) => s + xc * w1[c][j], b)));
+    return b2.map((b, k) => h.reduce((s, hj, j) => s + hj * w2[j][k], b) + (residual ? row[k] : 0));
+  });
+}
+
+graded("6.3 feedForward: random sizes (H not always 4C), against a from-scratch network", () => {
+  const rng = new Rng(63);
+  for (let trial = 0; trial < 16; trial++) {
+    const n = 1 + rng.int(4), c = 1 + rng.int(5), h = 1 + rng.int(9);
+    const x = randMatrix(rng, n, c, 1.5), w1 = randMatrix(rng, c, h), w2 = randMatrix(rng, h, c);
+    const b1 = randMatrix(rng, 1, h)[0], b2 = randMatrix(rng, 1, c)[0];
+    const got = feedForward(tf.tensor2d(x, [n, c]), {
+      w1: tf.tensor2d(w1, [c, h]),
+      b1: tf.tensor1d(b1),
+      w2: tf.tensor2d(w2, [h, c]),
+      b2: tf.tensor1d(b2),
+    });
+    expectClose(got, refFeedForward(x, w1, b1, w2, b2), {
+      what: `feedForward of ${n} positions, C = ${c}, H = ${h} (trial ${trial})`,
+      input: { x, w1, b1, w2, b2 },
+      hint: "gelu(x W1 + b1) W2 + b2 with your 6.2 GELU between the layers only; the sizes come from the " +
+        "weights (H need not be 4C)",
+      atol: 1e-4,
+      mistakes: [
+        ...WRONG_GELUS.map(([f, hint]) => ({ value: refFeedForward(x, w1, b1, w2, b2, f), hint })),
+        { value: refFeedForward(x, w1, b1, w2, b2, (v) => v), hint: "there is no GELU between the two layers" },
+        {
+          value: refFeedForward(x, w1, b1, w2, b2, refGelu, true),
+          hint: "x was added to the output: the residual belongs to the block (6.4), not to the MLP",
+        },
+      ],
+    });
+  }
+});
+
+graded("6.3 feedForward: leaves only its result and disposes no input", () => {
+  const x = tf.tensor2d([[1, -1]]);
+  const params = {
+    w1: tf.tensor2d([[1, 0, 2], [0, 1, -1]]),
+    b1: tf.tensor1d([0, 0.5, 0]),
+    w2: tf.tensor2d([[1, 0], [0, 1], [1, 1]]),
+    b2: tf.tensor1d([0.1, 0.2]),
+  };
+  const inputs = [x, params.w1, params.b1, params.w2, params.b2];
+  expectNoLeak("feedForward of one position", () => feedForward(x, params), inputs);
+  tf.dispose(inputs);
+});
+
 // ---------------------------------------------------------------- 6.4 / 6.5 blocks
+
+// Spec 6.4: h = x + attention(ln1(x)); out = h + mlp(ln2(h)) for any (T, C);
+// each sub-layer's output is added to the stream, the stream itself is not
+// normalised; x not disposed, only the result left.
+// Spec 6.5: h = ln1(x + attention(x)); out = ln2(h + mlp(h)); the same guards.
 
 // Simple stand-ins make every wiring mistake visible:
 // ln1(h) = 2h, attention(h) = h^2, ln2(h) = h - 1, mlp(h) = 3h (elementwise).
@@ -185,7 +453,124 @@ graded("6.5 postLnBlock: leaves no tensors behind", () => {
   });
 });
 
+/** Plain-array matrix helpers for the mixing stand-ins. */
+const mm = (a: M, b: M): M => a.map((r) => b[0].map((_, j) => r.reduce((s, v, k) => s + v * b[k][j], 0)));
+const madd = (a: M, b: M): M => a.map((r, i) => r.map((v, j) => v + b[i][j]));
+
+/**
+ * Random stand-in sub-layers that mix features and positions, as tensor
+ * functions and as plain-array twins: ln1(h) = h A + 0.5, attention(h) = the
+ * running sum of tanh(h) over positions, ln2(h) = h B - 1, mlp(h) = sin(h) * 2.
+ */
+function mixingSublayers(rng: Rng, c: number): { sub: Sublayers; ref: Record<keyof Sublayers, (h: M) => M> } {
+  const a = randMatrix(rng, c, c, 0.7), b = randMatrix(rng, c, c, 0.7);
+  const ref = {
+    ln1: (h: M) => mm(h, a).map((r) => r.map((v) => v + 0.5)),
+    attention: (h: M) => {
+      const out: M = [];
+      h.forEach((r, t) => out.push(r.map((v, j) => Math.tanh(v) + (t > 0 ? out[t - 1][j] : 0))));
+      return out;
+    },
+    ln2: (h: M) => mm(h, b).map((r) => r.map((v) => v - 1)),
+    mlp: (h: M) => h.map((r) => r.map((v) => Math.sin(v) * 2)),
+  };
+  const sub: Sublayers = {
+    ln1: (h) => tf.add(tf.matMul(h as tf.Tensor2D, tf.tensor2d(a, [c, c])), 0.5),
+    attention: (h) => tf.cumsum(tf.tanh(h), 0),
+    ln2: (h) => tf.sub(tf.matMul(h as tf.Tensor2D, tf.tensor2d(b, [c, c])), 1),
+    mlp: (h) => tf.mul(tf.sin(h), 2),
+  };
+  return { sub, ref };
+}
+
+graded("6.4 preLnBlock: random (T, C) streams with sub-layers that mix, against the wiring from scratch", () => {
+  const rng = new Rng(64);
+  for (let trial = 0; trial < 10; trial++) {
+    const t = 1 + rng.int(4), c = 1 + rng.int(4);
+    const x = randMatrix(rng, t, c);
+    const { sub, ref } = mixingSublayers(rng, c);
+    const h = madd(x, ref.attention(ref.ln1(x)));
+    const want = madd(h, ref.mlp(ref.ln2(h)));
+    const wiring = (a: (v: M) => M, n2: (v: M) => M, mlpIn: (hh: M) => M, res2: (hh: M) => M) => {
+      const hh = madd(x, ref.attention(a(x)));
+      return madd(res2(hh), ref.mlp(n2(mlpIn(hh))));
+    };
+    const id = (v: M) => v;
+    const post = ref.ln2(madd(ref.ln1(madd(x, ref.attention(x))), ref.mlp(ref.ln1(madd(x, ref.attention(x))))));
+    const got = tf.tidy(() => preLnBlock(tf.tensor2d(x, [t, c]), sub));
+    expectClose(got, want, {
+      what: `preLnBlock of a (${t}, ${c}) stream with ln1 = h A + 0.5, attention = running sum of tanh(h), ` +
+        `ln2 = h B - 1, mlp = 2 sin(h) (trial ${trial})`,
+      input: x,
+      hint: "h = x + attention(ln1(x)); out = h + mlp(ln2(h)): ln1 before attention, ln2 before the MLP, the MLP " +
+        "reads the stream AFTER the attention was added, and both outputs are added to the stream",
+      atol: 1e-4,
+      mistakes: [
+        { value: post, hint: "the post-LN order (6.5): in pre-LN each sub-layer reads ln(stream) and is added to it" },
+        { value: wiring(ref.ln1, ref.ln2, () => x, id), hint: "the MLP read the block input x instead of h" },
+        { value: wiring(ref.ln1, ref.ln2, id, () => x), hint: "the MLP output was added to x instead of h" },
+        { value: wiring(id, ref.ln2, id, id), hint: "ln1 was left out before the attention" },
+        { value: wiring(ref.ln1, id, id, id), hint: "ln2 was left out before the MLP" },
+        { value: wiring(ref.ln2, ref.ln1, id, id), hint: "ln1 and ln2 were swapped" },
+        { value: wiring(ref.ln1, ref.ln1, id, id), hint: "ln1 was used before both sub-layers" },
+      ],
+    });
+    got.dispose();
+  }
+});
+
+graded("6.4 preLnBlock: leaves only its result and disposes no input", () => {
+  const x = tf.tensor2d([[1, -2], [0.5, 3]]);
+  const { sub } = mixingSublayers(new Rng(640), 2);
+  expectNoLeak("preLnBlock of a (2, 2) stream", () => preLnBlock(x, sub), [x]);
+  x.dispose();
+});
+
+graded("6.5 postLnBlock: random (T, C) streams with sub-layers that mix, against the wiring from scratch", () => {
+  const rng = new Rng(65);
+  for (let trial = 0; trial < 10; trial++) {
+    const t = 1 + rng.int(4), c = 1 + rng.int(4);
+    const x = randMatrix(rng, t, c);
+    const { sub, ref } = mixingSublayers(rng, c);
+    const h = ref.ln1(madd(x, ref.attention(x)));
+    const want = ref.ln2(madd(h, ref.mlp(h)));
+    const hPre = madd(x, ref.attention(ref.ln1(x)));
+    const got = tf.tidy(() => postLnBlock(tf.tensor2d(x, [t, c]), sub));
+    expectClose(got, want, {
+      what: `postLnBlock of a (${t}, ${c}) stream with ln1 = h A + 0.5, attention = running sum of tanh(h), ` +
+        `ln2 = h B - 1, mlp = 2 sin(h) (trial ${trial})`,
+      input: x,
+      hint: "h = ln1(x + attention(x)); out = ln2(h + mlp(h)): each sub-layer reads the stream itself, and the " +
+        "norm comes after the residual addition",
+      atol: 1e-4,
+      mistakes: [
+        {
+          value: madd(hPre, ref.mlp(ref.ln2(hPre))),
+          hint: "the pre-LN order (6.4): in post-LN the norm comes AFTER the addition",
+        },
+        { value: madd(h, ref.mlp(h)), hint: "the second layer norm (ln2) was left out" },
+        { value: ref.ln2(madd(h, ref.mlp(x))), hint: "the MLP read the block input x instead of h" },
+        { value: ref.ln2(madd(x, ref.mlp(h))), hint: "the MLP output was added to x instead of h" },
+        { value: ref.ln1(madd(h, ref.mlp(h))), hint: "ln1 was used after both additions" },
+        { value: ref.ln2(madd(ref.ln1(x), ref.attention(ref.ln1(x)))), hint: "x was normalised before the attention" },
+      ],
+    });
+    got.dispose();
+  }
+});
+
+graded("6.5 postLnBlock: disposes no input", () => {
+  const x = tf.tensor2d([[1, -2], [0.5, 3]]);
+  const { sub } = mixingSublayers(new Rng(650), 2);
+  expectNoLeak("postLnBlock of a (2, 2) stream", () => postLnBlock(x, sub), [x]);
+  x.dispose();
+});
+
 // ---------------------------------------------------------------- 6.6 parameter count
+
+// Spec 6.6: V d + blockSize d + L (3d^2 + 3d + d^2 + d + 4d^2 + 4d + 4d^2 + d
+// + 4d) + 2d, the head tied; every size an integer >= 1, else a RangeError
+// naming it.
 
 graded("6.6 countParameters: a tiny model counted by hand", () => {
   // V = 10, T = 4, L = 1, d = 2:
@@ -214,7 +599,69 @@ graded("6.6 countParameters: nanoGPT's baby config and GPT-2 small", () => {
   });
 });
 
+/** The parameter count from scratch, tensor by tensor. */
+function refCount(v: number, t: number, l: number, d: number, variant = ""): number {
+  const shapes: number[][] = [[v, d], [t, d]];
+  if (variant === "untied") shapes.push([d, v]);
+  if (variant === "no-position") shapes.pop();
+  for (let i = 0; i < l; i++) {
+    shapes.push([d, 3 * d], [d, d], [d, 4 * d], [4 * d, d], [d], [d]);
+    if (variant !== "no-bias") shapes.push([3 * d], [d], [4 * d], [d]);
+    if (variant !== "one-norm") shapes.push([d], [d]);
+  }
+  if (variant !== "no-final") shapes.push([d], [d]);
+  return shapes.reduce((s, sh) => s + sh.reduce((a, b) => a * b, 1), 0);
+}
+
+graded("6.6 countParameters: random configurations, against a tensor-by-tensor count", () => {
+  const rng = new Rng(66);
+  for (let trial = 0; trial < 60; trial++) {
+    const config = {
+      vocabSize: 1 + rng.int(trial < 20 ? 20 : 60000),
+      blockSize: 1 + rng.int(trial < 20 ? 10 : 4096),
+      nLayer: 1 + rng.int(trial < 20 ? 3 : 48),
+      nEmbd: 1 + rng.int(trial < 20 ? 6 : 2048),
+    };
+    expectEqual(countParameters(config), refCount(config.vocabSize, config.blockSize, config.nLayer, config.nEmbd), {
+      what: `countParameters(${JSON.stringify(config)})`,
+      hint: "token (V, d) and position (blockSize, d) tables; per block W_QKV (d, 3d) + 3d, W_O (d, d) + d, " +
+        "W1 (d, 4d) + 4d, W2 (4d, d) + d and two layer norms (2d each); a final layer norm (2d); the tied head adds 0",
+      mistakes: ([
+        ["untied", "the LM head was counted: it is tied to the token embedding and adds nothing"],
+        ["no-position", "the position table (blockSize, d) was left out"],
+        ["no-bias", "the biases were left out"],
+        ["one-norm", "one layer norm per block was counted: each block has two"],
+        ["no-final", "the final layer norm was left out"],
+      ] as const).map(([v, hint]) => ({
+        value: refCount(config.vocabSize, config.blockSize, config.nLayer, config.nEmbd, v),
+        hint,
+      })),
+    });
+  }
+});
+
+graded("6.6 countParameters: sizes must be integers >= 1", () => {
+  const base = { vocabSize: 10, blockSize: 4, nLayer: 1, nEmbd: 2 };
+  for (const name of ["vocabSize", "blockSize", "nLayer", "nEmbd"] as const) {
+    for (const bad of [0, -3, 2.5, NaN, Infinity]) {
+      expectThrows(() => countParameters({ ...base, [name]: bad }), RangeError, {
+        what: `countParameters with ${name} = ${bad}`,
+        includes: name,
+        hint: "check each size with Number.isInteger(n) && n >= 1 (which rejects NaN, Infinity and fractions) and " +
+          "throw a RangeError naming the size and its value",
+      });
+    }
+  }
+});
+
 // ---------------------------------------------------------------- 6.7 batches
+
+// Spec 6.7: x[b] = tokens[s .. s+T), y[b] = tokens[s+1 .. s+T+1) for s =
+// starts[b], int32 (B, T), exact for any id; starts[b] not an integer
+// (NaN, Infinity, fractions), negative, or > tokens.length - T - 1 is a
+// RangeError naming `starts[b]` and its value; blockSize not an integer >= 1
+// is a RangeError naming `blockSize`; empty starts give (0, T); tokens and
+// starts unchanged; only the two results left.
 
 graded("6.7 makeBatch: targets are the inputs moved by one", () => {
   const tokens = Array.from({ length: 20 }, (_, i) => 10 + i); // 10, 11, ..., 29
@@ -250,5 +697,78 @@ graded("6.7 makeBatch: a start without room for blockSize + 1 tokens is a RangeE
     includes: "starts[0]",
     hint: "a negative start is out of range too: check the lower bound as well as the upper one, and name the " +
       "bad entry",
+  });
+});
+
+graded("6.7 makeBatch: random texts, block sizes and starts (the last valid start included), from scratch", () => {
+  const rng = new Rng(67);
+  for (let trial = 0; trial < 30; trial++) {
+    const blockSize = 1 + rng.int(2 + Math.floor(trial / 4));
+    const n = blockSize + 1 + rng.int(20);
+    const ids = Array.from({ length: n }, () => rng.int(2 ** 31 - 1)); // ids above 2^24 are not exact in float32
+    const tokens = trial % 3 === 0 ? Int32Array.from(ids) : trial % 3 === 1 ? [...ids] : Uint32Array.from(ids);
+    const last = n - blockSize - 1;
+    const starts = [last, ...Array.from({ length: rng.int(4) }, () => rng.int(last + 1))];
+    const startsCopy = [...starts];
+    const { x, y } = makeBatch(tokens, { starts, blockSize });
+    const wantX = starts.map((s) => ids.slice(s, s + blockSize)),
+      wantY = starts.map((s) => ids.slice(s + 1, s + blockSize + 1));
+    const what =
+      `makeBatch(${tokens.constructor.name} of ${n} ids, { starts: [${startsCopy}], blockSize: ${blockSize} })`;
+    expectEqual([x?.dtype, y?.dtype], ["int32", "int32"], {
+      what: `${what}: dtypes of x and y`,
+      hint: 'token ids are integers: build the tensors with dtype "int32"',
+    });
+    expectEqual(x.arraySync(), wantX, {
+      what: `${what}: x`,
+      hint: "row b is tokens[starts[b] .. starts[b] + blockSize), copied exactly (ids above 2^24 lose digits in " +
+        "float32, so create the int32 tensor directly); tokens may be any ArrayLike (number[], Int32Array, ...)",
+    });
+    expectEqual(y.arraySync(), wantY, {
+      what: `${what}: y`,
+      hint: "y is the window moved one to the right: tokens[starts[b] + 1 .. starts[b] + blockSize + 1)",
+    });
+    expectEqual([[...tokens].join(), starts.join()], [ids.join(), startsCopy.join()], {
+      what: "tokens and starts after makeBatch",
+      hint: "do not change (sort, shift, fill) the arrays you were given",
+    });
+    tf.dispose([x, y]);
+  }
+});
+
+graded("6.7 makeBatch: bad starts and block sizes are RangeErrors naming them", () => {
+  const tokens = Array.from({ length: 20 }, (_, i) => i);
+  for (const bad of [16, 1.5, NaN, Infinity, -Infinity]) {
+    expectThrows(() => makeBatch(tokens, { starts: [0, 15, bad], blockSize: 4 }), RangeError, {
+      what: `makeBatch of 20 tokens with starts [0, 15, ${bad}], blockSize 4 (15 is the last valid start)`,
+      includes: "starts[2]",
+      hint: "a start must be an integer (Number.isInteger rejects NaN, Infinity and fractions) with " +
+        "0 <= s and s + blockSize + 1 <= tokens.length; name the bad entry and its value, e.g. starts[2]=16",
+    });
+  }
+  for (const bad of [0, -1, 2.5, NaN, Infinity]) {
+    expectThrows(() => makeBatch(tokens, { starts: [0], blockSize: bad }), RangeError, {
+      what: `makeBatch of 20 tokens with starts [0], blockSize ${bad}`,
+      includes: "blockSize",
+      hint: "blockSize must be an integer >= 1: throw a RangeError naming blockSize and its value",
+    });
+  }
+});
+
+graded("6.7 makeBatch: empty starts give (0, blockSize); only the two results are left", () => {
+  const tokens = [5, 6, 7, 8, 9];
+  const { x, y } = makeBatch(tokens, { starts: [], blockSize: 3 });
+  expectEqual([x?.shape, y?.shape], [[0, 3], [0, 3]], {
+    what: "shapes of x and y from makeBatch(tokens, { starts: [], blockSize: 3 })",
+    hint: "no starts is a batch of zero rows: pass the shape [starts.length, blockSize] to tf.tensor2d",
+  });
+  tf.dispose([x, y]);
+  const before = tf.memory().numTensors;
+  const out = makeBatch(tokens, { starts: [0, 1], blockSize: 3 });
+  const created = tf.memory().numTensors - before;
+  tf.dispose([out.x, out.y]);
+  expectEqual(created, 2, {
+    what: "tensors left alive by makeBatch (only x and y)",
+    hint: "build x and y once from plain arrays, or wrap tensor work in tf.tidy",
   });
 });

@@ -24,8 +24,11 @@ import { notImplemented, Rng, tf } from "../lib/mod.ts";
  * largest logit (the softmax keeps the order, so you need no softmax).
  *
  * Rules: on ties return the LOWEST index; logits may all be negative, and
- * some may be -Infinity (a token that may not be chosen). Empty logits are an
- * error: throw a RangeError that names `logits`.
+ * some may be -Infinity (a token that may not be chosen); if ALL are
+ * -Infinity they tie, so the answer is 0. +Infinity beats every finite
+ * logit. Empty logits, or a NaN logit, are an error: throw a RangeError that
+ * names `logits` (for NaN, the position, e.g. `logits[2]=NaN`). Do not
+ * change the array you are given.
  *
  * @param logits one score per token, e.g. [-2.1, 0.3, 0.3, -Infinity].
  * @returns the index of the largest logit (1 in the example).
@@ -46,8 +49,12 @@ export function greedyChoice(logits: number[]): number {
  * Rules: t = 0 means greedy, return a one-hot distribution at the arg-max
  * (lowest index on ties) instead of dividing by zero; t < 0 (or NaN) is an
  * error: throw a RangeError whose message names `temperature` and its value.
+ * A logit of -Infinity is a masked token: its probability is exactly 0.
+ * Empty logits, a NaN or +Infinity logit, or logits that are all -Infinity
+ * are an error: throw a RangeError that names `logits`. Return a new array
+ * and leave `logits` unchanged.
  *
- * @param logits one finite score per token.
+ * @param logits one score per token: finite, or -Infinity for a masked token.
  * @param temperature a number >= 0.
  * @returns probabilities summing to 1.
  */
@@ -66,8 +73,10 @@ export function softmaxWithTemperature(
  *
  * Rules: keep EXACTLY k tokens even when probabilities tie at the boundary
  * (the lower indices win the tie); k at or above the number of tokens keeps
- * everything; k that is not an integer >= 1 is an error: throw a RangeError
- * naming `k`.
+ * everything; k that is not an integer >= 1 (0, 2.5, NaN, Infinity) is an
+ * error: throw a RangeError naming `k`. Empty probs give an empty array.
+ * Always return a NEW array (never `probs` itself, even when nothing is
+ * filtered) and leave `probs` unchanged.
  *
  * @param probs probabilities summing to 1, e.g. [0.1, 0.4, 0.3, 0.2].
  * @param k how many tokens to keep, e.g. 2.
@@ -87,8 +96,12 @@ export function topKFilter(probs: number[], k: number): number[] {
  * Example: probs [0.1, 0.5, 0.15, 0.25] and p = 0.6: 0.5 alone is below 0.6,
  * 0.5 + 0.25 = 0.75 reaches it, so keep tokens 1 and 3: [0, 2/3, 0, 1/3].
  *
- * Rules: ties in probability keep the lower index first; p = 1 keeps every
- * token; p outside (0, 1] is an error: throw a RangeError naming `p`.
+ * Rules: ties in probability keep the lower index first (so of two tied
+ * tokens at the cut, only the lower index may be kept); p = 1 keeps every
+ * token, even when rounding leaves the running total a hair below 1; p
+ * outside (0, 1] (NaN included) is an error: throw a RangeError naming `p`.
+ * Empty probs give an empty array. Always return a NEW array and leave
+ * `probs` unchanged.
  *
  * @param probs probabilities summing to 1.
  * @param p the probability mass to keep, in (0, 1].
@@ -107,8 +120,12 @@ export function topPFilter(probs: number[], p: number): number[] {
  * probability probs[i]. Use only the `rng` you are given (never
  * Math.random): the same seed must give the same draws.
  *
- * Rule: if floating-point rounding leaves the total a hair below u, return
- * the last token with non-zero probability.
+ * Rules: call rng.next() exactly once per draw; a token of probability 0 is
+ * never returned (u = 0 with probs [0, 1] gives 1); if floating-point
+ * rounding leaves the total a hair below u, return the last token with
+ * non-zero probability. Probs with no token above 0 (empty included) are an
+ * error: throw a RangeError naming `probs` (before drawing). Leave `probs`
+ * unchanged.
  *
  * @param probs probabilities summing to 1.
  * @param rng the seeded generator (`new Rng(seed)`).
@@ -167,7 +184,14 @@ export interface Hypothesis {
  * 4. Length normalisation: longer hypotheses collect more negative log terms,
  *    so compare results by score = logProb / tokens.length ** lengthPenalty
  *    (tokens.length counts the generated tokens, end token included, not the
- *    prompt). Return all results sorted by score, best first.
+ *    prompt). Return all results sorted by score, best first; results with
+ *    equal scores keep the order in which they joined the results.
+ *
+ * Rules: endToken may be any token id, 0 included. beamWidth and
+ * maxNewTokens that are not integers >= 1 (0, 1.5, NaN, Infinity), or a
+ * lengthPenalty that is not finite, are an error: throw a RangeError naming
+ * the option. Do not change `prompt`, and give every hypothesis its own
+ * tokens array.
  *
  * @param nextProbs the model: next-token probabilities for a context.
  * @param prompt the tokens to continue (may be empty).
@@ -205,7 +229,10 @@ export interface KVCache {
  *
  * Return the output and the new cache ({ keys, values } with t + 1 rows). Do
  * not dispose the old cache or the inputs (the caller owns them), and wrap
- * the work in tf.tidy so nothing else is left behind.
+ * the work in tf.tidy so nothing else is left behind. The caller may dispose
+ * q, k, v and the old cache right after the call, so the output and the new
+ * cache must be NEW tensors, never one of those (on the first call, store
+ * k.clone() and v.clone(), not k and v themselves).
  *
  * @param step the new token's query `q`, key `k` and value `v`, each of
  * shape (1, headSize).

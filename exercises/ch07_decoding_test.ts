@@ -33,6 +33,11 @@ function refSoftmax(z: number[], t = 1): number[] {
 
 // ---------------------------------------------------------------- 7.1 greedy
 
+// Spec 7.1 (from the stub's doc): the index of the largest logit; ties (all
+// -Infinity included) go to the lowest index; +Infinity beats every finite
+// logit; empty logits or a NaN logit are a RangeError naming `logits`; the
+// input array is not changed.
+
 graded("7.1 greedyChoice: finds the largest of all-negative logits", () => {
   const logits = [-3.2, -0.5, -7, -1];
   expectEqual(greedyChoice(logits), 1, {
@@ -75,7 +80,77 @@ graded("7.1 greedyChoice: empty logits are an error", () => {
   });
 });
 
+/** Greedy from scratch: a plain loop with a strict comparison. */
+function refArgmax(z: number[], variant: "" | "ties-last" | "finite-only" = ""): number {
+  let best = 0;
+  for (let i = 1; i < z.length; i++) {
+    if (variant === "finite-only" && !Number.isFinite(z[i])) continue;
+    if (variant === "ties-last" ? z[i] >= z[best] : z[i] > z[best]) best = i;
+  }
+  return best;
+}
+
+/** A random pick from a list. */
+const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[rng.int(xs.length)];
+
+graded("7.1 greedyChoice: all -Infinity ties at index 0; +Infinity wins", () => {
+  const cases: [number[], number][] = [
+    [[-Infinity, -Infinity, -Infinity], 0],
+    [[1, Infinity, 3, Infinity], 1],
+    [[-Infinity, Infinity], 1],
+    [[-Infinity, -1e308, -Infinity], 1],
+  ];
+  for (const [logits, want] of cases) {
+    expectEqual(greedyChoice(logits), want, {
+      what: `greedyChoice(${JSON.stringify(logits.map(String))})`,
+      hint: "start from index 0 and replace it only when a later logit is strictly greater: all -Infinity logits " +
+        "tie (answer 0, never -1), and +Infinity is larger than every finite logit",
+    });
+  }
+});
+
+graded("7.1 greedyChoice: a NaN logit is an error", () => {
+  for (const logits of [[1, NaN, 2], [NaN], [0, 0, NaN]]) {
+    expectThrows(() => greedyChoice(logits), RangeError, {
+      what: `greedyChoice([${logits.join(", ")}])`,
+      includes: "logits",
+      hint: "every comparison with NaN is false, so it would be silently skipped: check Number.isNaN(logits[i]) and " +
+        "throw a RangeError naming logits[i]",
+    });
+  }
+});
+
+graded("7.1 greedyChoice: random logits with ties, against a plain loop (input unchanged)", () => {
+  const rng = new Rng(71);
+  const pool = [-Infinity, -3, -1, -0.5, 0, 0.5, 2, Infinity];
+  for (let trial = 0; trial < 200; trial++) {
+    const n = 1 + Math.floor(trial / 10); // small inputs first: the first failure is a small one
+    const logits = Array.from({ length: n }, () => rng.next() < 0.6 ? pick(rng, pool) : rng.normal(0, 100));
+    const copy = [...logits];
+    const got = greedyChoice(logits);
+    expectEqual(got, refArgmax(copy), {
+      what: `greedyChoice(${JSON.stringify(copy.map((x) => +x.toPrecision(4)).map(String))})`,
+      hint: "the index of the largest logit, the LOWEST index among equal ones",
+      mistakes: [
+        { value: refArgmax(copy, "ties-last"), hint: "ties went to the LAST index: compare with > (strictly), not >=" },
+        { value: refArgmax(copy, "finite-only"), hint: "+Infinity was skipped: it is the largest logit of all" },
+        { value: -1, hint: "the best index started at -1 and was never set: start from index 0" },
+      ],
+    });
+    expectEqual(logits, copy, {
+      what: "the logits array after greedyChoice(logits)",
+      hint: "do not sort or change the caller's array: logits.sort() sorts in place",
+    });
+  }
+});
+
 // ----------------------------------------------------------- 7.2 temperature
+
+// Spec 7.2: p = softmax(z / t) computed stably (each call's own max scaled
+// logit subtracted); t = 0 is a one-hot at the arg-max (lowest index on ties);
+// t < 0 or NaN is a RangeError naming `temperature`; -Infinity logits get
+// probability exactly 0; empty logits, NaN or +Infinity logits, all -Infinity
+// are a RangeError naming `logits`; a new array is returned, logits unchanged.
 
 graded("7.2 softmaxWithTemperature: divides the logits, then takes the softmax", () => {
   const logits = [1, 2, 3];
@@ -144,7 +219,107 @@ graded("7.2 softmaxWithTemperature: a negative temperature is an error", () => {
   }
 });
 
+graded("7.2 softmaxWithTemperature: large spreads and all-negative logits stay finite", () => {
+  const cases: [number[], number][] = [
+    [[-1000, -1001, -1003], 1], // a shift by 0 underflows every exp to 0: 0 / 0
+    [[1000, 1001, 998], 1], // no shift overflows: Infinity / Infinity
+    [[-800, 0, 700], 1], // a shift by the minimum overflows exp(1500)
+    [[3, -2, 1.5, 0.2], 0.002], // scaled logits 1500, -1000, 750, 100
+    [[-5, -5.5, -9], 0.004], // scaled logits all far below 0
+  ];
+  for (const [logits, t] of cases) {
+    expectClose(softmaxWithTemperature(logits, t), refSoftmax(logits, t), {
+      what: `softmaxWithTemperature([${logits.join(", ")}], ${t})`,
+      hint: "subtract the LARGEST scaled logit (max of z / t) before exp(): then the top term is exp(0) = 1 and " +
+        "nothing overflows or underflows to 0 / 0, whatever the sign or size of the logits",
+      atol: 1e-6, // loose enough for a float32 (tf) softmax
+    });
+  }
+});
+
+graded("7.2 softmaxWithTemperature: random logits and temperatures against a from-scratch softmax", () => {
+  const rng = new Rng(72);
+  for (let trial = 0; trial < 150; trial++) {
+    const n = 1 + Math.floor(trial / 10);
+    // scaled logits z / t of size up to about 2000 and spreads of hundreds: exp() overflows or underflows
+    // without the shift by the largest, yet a float32 (tf) softmax stays within the tolerance
+    const t = pick(rng, [0.01, 0.3, 1, 2.5, 7]);
+    const scale = pick(rng, [1, 10, 400]), offset = pick(rng, [0, -800, 800]);
+    const logits = Array.from({ length: n }, () => +(t * rng.normal(offset, scale)).toFixed(4));
+    const copy = [...logits];
+    const got = softmaxWithTemperature(logits, t);
+    expectClose(got, refSoftmax(copy, t), {
+      what: `softmaxWithTemperature([${copy.join(", ")}], ${t})`,
+      hint: "p_i = exp(z_i / t - m) / sum_j exp(z_j / t - m) with m the largest z / t: divide the logits (not the " +
+        "probabilities) by t, and shift by the largest scaled logit",
+      atol: 1e-6,
+      rtol: 1e-3, // loose enough for a float32 (tf) softmax
+      mistakes: [
+        { value: refSoftmax(copy, 1 / t), hint: "the logits were multiplied by t instead of divided by it" },
+        { value: refSoftmax(copy), hint: "the temperature was ignored: divide every logit by t before the softmax" },
+        {
+          value: refSoftmax(copy).map((q) => q / t),
+          hint: "the probabilities were divided by t after the softmax: divide the logits before it",
+        },
+      ],
+    });
+    expectEqual(logits, copy, {
+      what: `the logits array after softmaxWithTemperature(logits, ${t})`,
+      hint: "do not divide the caller's logits in place: map them to a new array",
+    });
+  }
+});
+
+graded("7.2 softmaxWithTemperature: -Infinity logits are masked tokens with probability 0", () => {
+  const logits = [-Infinity, 0.5, 2, -Infinity, -1];
+  const kept = refSoftmax([0.5, 2, -1], 0.7);
+  expectClose(softmaxWithTemperature(logits, 0.7), [0, kept[0], kept[1], 0, kept[2]], {
+    what: "softmaxWithTemperature([-Infinity, 0.5, 2, -Infinity, -1], 0.7)",
+    hint: "exp(-Infinity) = 0: a masked token gets 0 and the others share the mass; take the max over the finite " +
+      "logits (Math.max handles -Infinity)",
+  });
+  expectClose(softmaxWithTemperature(logits, 0), [0, 0, 1, 0, 0], {
+    what: "softmaxWithTemperature([-Infinity, 0.5, 2, -Infinity, -1], 0)",
+    hint: "t = 0 is a one-hot at the arg-max",
+  });
+});
+
+graded("7.2 softmaxWithTemperature: bad temperatures and logits are errors", () => {
+  expectThrows(() => softmaxWithTemperature([1, 2], NaN), RangeError, {
+    what: "softmaxWithTemperature([1, 2], NaN)",
+    includes: "temperature",
+    hint: "NaN < 0 is false: test !(temperature >= 0) so NaN is rejected too",
+  });
+  const bad: number[][] = [[], [1, NaN], [0, Infinity], [-Infinity, -Infinity]];
+  for (const logits of bad) {
+    for (const t of [1, 0]) {
+      expectThrows(() => softmaxWithTemperature(logits, t), RangeError, {
+        what: `softmaxWithTemperature([${logits.join(", ")}], ${t})`,
+        includes: "logits",
+        hint: "empty logits, a NaN or +Infinity logit, or only -Infinity logits have no distribution: throw a " +
+          "RangeError naming logits (check before the t = 0 shortcut too)",
+      });
+    }
+  }
+});
+
+graded("7.2 softmaxWithTemperature: returns a new array", () => {
+  const logits = [0.5, 0.25];
+  for (const t of [1, 0]) {
+    const got = softmaxWithTemperature(logits, t);
+    expectEqual(got !== logits && logits[0] === 0.5 && logits[1] === 0.25, true, {
+      what: `whether softmaxWithTemperature(logits, ${t}) left logits = [0.5, 0.25] alone and returned a new array`,
+      hint: "build the result in a new array (logits.map(...)); never write into or return the caller's array",
+    });
+  }
+});
+
 // ----------------------------------------------------------------- 7.3 top-k
+
+// Spec 7.3: keep exactly min(k, n) tokens, the most probable, the lower index
+// winning ties; zero the rest and divide by the kept total; k not an integer
+// >= 1 (0, negative, fractional, NaN, Infinity) is a RangeError naming `k`;
+// empty probs give []; a new array is returned and probs is unchanged.
 
 graded("7.3 topKFilter: keeps the k largest and renormalises", () => {
   const probs = [0.1, 0.4, 0.3, 0.2];
@@ -189,16 +364,103 @@ graded("7.3 topKFilter: does not change its input", () => {
 });
 
 graded("7.3 topKFilter: k must be an integer >= 1", () => {
-  for (const k of [0, -2, 1.5]) {
+  for (const k of [0, -2, 1.5, NaN, Infinity, -Infinity]) {
     expectThrows(() => topKFilter([0.5, 0.5], k), RangeError, {
       what: `topKFilter([0.5, 0.5], ${k})`,
       includes: "k",
-      hint: "throw new RangeError(`k must be an integer >= 1: k=${k}`)",
+      hint:
+        "throw new RangeError(`k must be an integer >= 1: k=${k}`); Number.isInteger(k) rejects NaN, Infinity and fractions",
     });
   }
 });
 
+/** Token ids by probability, largest first, lower id first on ties (from scratch: insertion sort). */
+function refRank(probs: number[]): number[] {
+  const order: number[] = [];
+  for (let i = 0; i < probs.length; i++) {
+    let j = order.length;
+    while (j > 0 && probs[order[j - 1]] < probs[i]) j--;
+    order.splice(j, 0, i);
+  }
+  return order;
+}
+
+/** Top-k from scratch. */
+function refTopK(probs: number[], k: number, variant: "" | "no-renorm" | "ties-high" | "keep-ties" = ""): number[] {
+  let order = refRank(probs);
+  if (variant === "ties-high") order = order.map((_, j) => j).sort((a, b) => probs[b] - probs[a] || b - a);
+  let keep = new Set(order.slice(0, k));
+  if (variant === "keep-ties" && k < probs.length) keep = new Set(order.filter((i) => probs[i] >= probs[order[k - 1]]));
+  let total = 0;
+  for (const i of keep) total += probs[i];
+  if (variant === "no-renorm") total = 1;
+  return probs.map((p, i) => (keep.has(i) ? p / total : 0));
+}
+
+/** Random probabilities with many ties and some zeros: small integer weights, normalised. */
+function tiedProbs(rng: Rng, n: number): number[] {
+  const w: number[] = Array.from({ length: n }, () => pick<number>(rng, [0, 1, 1, 2, 3, 5]));
+  if (!w.some((x) => x > 0)) w[rng.int(n)] = 1;
+  const total = w.reduce((a, b) => a + b, 0);
+  return w.map((x) => x / total);
+}
+
+graded("7.3 topKFilter: random distributions with ties, against a from-scratch top-k", () => {
+  const rng = new Rng(73);
+  for (let trial = 0; trial < 200; trial++) {
+    const n = 1 + Math.floor(trial / 12);
+    const probs = tiedProbs(rng, n);
+    const k = 1 + rng.int(n + 1);
+    const copy = [...probs];
+    const got = topKFilter(probs, k);
+    expectClose(got, refTopK(copy, k), {
+      what: `topKFilter([${copy.map((p) => +p.toFixed(4)).join(", ")}], ${k})`,
+      hint: "keep exactly k tokens: the k largest, and among equal probabilities the LOWER indices first; zero " +
+        "the others and divide the kept ones by their total",
+      atol: 1e-7, // a float32 (tf.topk) implementation passes too
+      mistakes: [
+        { value: refTopK(copy, k, "no-renorm"), hint: "the kept probabilities were not divided by their total" },
+        { value: refTopK(copy, k, "ties-high"), hint: "tied probabilities kept the HIGHER index: lower ones win" },
+        {
+          value: refTopK(copy, k, "keep-ties"),
+          hint: "every token tied with the k-th was kept: keep exactly k, lower indices first",
+        },
+      ],
+    });
+    expectEqual(probs, copy, {
+      what: `the probs array after topKFilter(probs, ${k})`,
+      hint: "sort a copy of the token ids, never the caller's array",
+    });
+  }
+});
+
+graded("7.3 topKFilter: returns a new array, even when nothing is filtered; empty probs give []", () => {
+  const probs = [0.25, 0.75];
+  const got = topKFilter(probs, 5);
+  expectEqual(got !== probs, true, {
+    what: "whether topKFilter(probs, 5) returned a new array (k >= the number of tokens)",
+    hint: "do not return probs itself when nothing is filtered: the caller may change the result, and that " +
+      "would change its own probs too; return a copy",
+  });
+  got[0] = 99;
+  expectEqual(probs, [0.25, 0.75], {
+    what: "probs after changing the array topKFilter(probs, 5) returned",
+    hint: "return a new array, not probs itself",
+  });
+  expectEqual(topKFilter([], 3), [], {
+    what: "topKFilter([], 3)",
+    hint: "no tokens: nothing to keep, the result is an empty array (not NaN, not an error)",
+  });
+});
+
 // ----------------------------------------------------------------- 7.4 top-p
+
+// Spec 7.4: rank tokens by probability (largest first, lower index first on
+// ties) and keep the shortest prefix whose running total is >= p, the
+// crossing token included; p = 1 keeps every token even when the total
+// rounds below 1; p outside (0, 1] or NaN is a RangeError naming `p`;
+// renormalise by the kept total; empty probs give []; a new array is
+// returned and probs is unchanged.
 
 graded("7.4 topPFilter: keeps the token that crosses p", () => {
   const probs = [0.1, 0.5, 0.15, 0.25];
@@ -242,7 +504,7 @@ graded("7.4 topPFilter: does not change its input", () => {
 });
 
 graded("7.4 topPFilter: p must be in (0, 1]", () => {
-  for (const p of [0, -0.5, 1.5, NaN]) {
+  for (const p of [0, -0.5, 1.5, NaN, Infinity, -Infinity, 1 + 1e-9]) {
     expectThrows(() => topPFilter([0.5, 0.5], p), RangeError, {
       what: `topPFilter([0.5, 0.5], ${p})`,
       includes: "p",
@@ -251,7 +513,111 @@ graded("7.4 topPFilter: p must be in (0, 1]", () => {
   }
 });
 
+/** Top-p from scratch. */
+function refTopP(
+  probs: number[],
+  p: number,
+  variant: "" | "drop-crossing" | "ties-high" | "no-renorm" | "ascending" = "",
+): number[] {
+  let order = refRank(probs);
+  if (variant === "ties-high") order = order.map((_, j) => j).sort((a, b) => probs[b] - probs[a] || b - a);
+  if (variant === "ascending") order = [...order].reverse();
+  const keep = new Set<number>();
+  let total = 0;
+  for (const i of order) {
+    if (total >= p || (variant === "drop-crossing" && total + probs[i] >= p && keep.size > 0)) break;
+    keep.add(i);
+    total += probs[i];
+  }
+  if (variant === "no-renorm") total = 1;
+  return probs.map((q, i) => (keep.has(i) ? q / total : 0));
+}
+
+graded("7.4 topPFilter: tied tokens at the cut keep the lower index only", () => {
+  const cases: [number[], number, number[]][] = [
+    // sorted 0.4 (2), 0.3 (0), 0.3 (1): 0.4 + 0.3 >= 0.65, so token 0 is kept and token 1 is not
+    [[0.3, 0.3, 0.4], 0.65, [0.3 / 0.7, 0, 0.4 / 0.7]],
+    // four equal tokens: 0.25 + 0.25 = 0.5 reaches p = 0.5 exactly; tokens 0 and 1 are kept
+    [[0.25, 0.25, 0.25, 0.25], 0.5, [0.5, 0.5, 0, 0]],
+    [[0.25, 0.25, 0.25, 0.25], 0.3, [0.5, 0.5, 0, 0]],
+    [[0.125, 0.375, 0.125, 0.375], 0.5, [0, 0.5, 0, 0.5]],
+  ];
+  for (const [probs, p, want] of cases) {
+    expectClose(topPFilter(probs, p), want, {
+      what: `topPFilter([${probs.join(", ")}], ${p})`,
+      hint: "walk the tokens from most to least probable (equal ones by LOWER index first) and stop at the first " +
+        "whose running total reaches p: tied tokens after it are dropped, not kept with it",
+    });
+  }
+});
+
+graded("7.4 topPFilter: p = 1 keeps every token even when the total rounds below 1", () => {
+  const tenths = [...new Array(10).fill(0.1), 0]; // the running total ends at 0.9999999999999999
+  expectClose(topPFilter(tenths, 1), refTopP(tenths, 1), {
+    what: "topPFilter([0.1 x 10, 0], 1)",
+    hint: "the running total never reaches 1 here: stop when the tokens run out (not at an index past the end), " +
+      "keep them all and renormalise",
+  });
+});
+
+graded("7.4 topPFilter: random distributions and p, against a from-scratch nucleus", () => {
+  const rng = new Rng(74);
+  for (let trial = 0; trial < 200; trial++) {
+    const n = 1 + Math.floor(trial / 12);
+    const probs = tiedProbs(rng, n);
+    // a p at least 1e-6 away from every running total, so rounding cannot decide the answer
+    const totals = refRank(probs).map((_, j, order) => order.slice(0, j + 1).reduce((s, i) => s + probs[i], 0));
+    let p = 0.05 + 0.95 * rng.next();
+    while (totals.some((c) => Math.abs(c - p) < 1e-6)) p = 0.05 + 0.95 * rng.next();
+    const copy = [...probs];
+    const got = topPFilter(probs, p);
+    expectClose(got, refTopP(copy, p), {
+      what: `topPFilter([${copy.map((q) => +q.toFixed(4)).join(", ")}], ${+p.toFixed(6)})`,
+      hint: "sort the token ids by probability (largest first, lower index on ties), keep them until the running " +
+        "total reaches p (the crossing token too), zero the rest and divide by the kept total",
+      atol: 1e-7, // a float32 (tf.topk) implementation passes too
+      mistakes: [
+        {
+          value: refTopP(copy, p, "drop-crossing"),
+          hint: "the token whose probability makes the total reach p was dropped: keep it",
+        },
+        { value: refTopP(copy, p, "ties-high"), hint: "tied probabilities kept the HIGHER index: lower ones win" },
+        { value: refTopP(copy, p, "no-renorm"), hint: "the kept probabilities were not divided by their total" },
+        { value: refTopP(copy, p, "ascending"), hint: "the tokens were taken from LEAST to most probable" },
+      ],
+    });
+    expectEqual(probs, copy, {
+      what: "the probs array after topPFilter(probs, p)",
+      hint: "sort a copy of the token ids, never the caller's array",
+    });
+  }
+});
+
+graded("7.4 topPFilter: returns a new array; empty probs give []", () => {
+  const probs = [0.5, 0.5];
+  const got = topPFilter(probs, 1);
+  expectEqual(got !== probs, true, {
+    what: "whether topPFilter(probs, 1) returned a new array",
+    hint: "do not return probs itself when every token is kept: return a copy",
+  });
+  got[0] = 99;
+  expectEqual(probs, [0.5, 0.5], {
+    what: "probs after changing the array topPFilter(probs, 1) returned",
+    hint: "return a new array, not probs itself",
+  });
+  expectEqual(topPFilter([], 0.9), [], {
+    what: "topPFilter([], 0.9)",
+    hint: "no tokens: the result is an empty array (not NaN, not an error)",
+  });
+});
+
 // -------------------------------------------------------------- 7.5 sampling
+
+// Spec 7.5: one u = rng.next() per draw (exactly one call); return the first
+// index whose running total is > u (strictly), so a zero-probability token is
+// never returned; if rounding leaves the total <= u, the last token with
+// probability > 0; probs with no positive entry (empty included) are a
+// RangeError naming `probs`; probs is unchanged.
 
 /** An Rng whose next() returns scripted values, to test inverse-CDF sampling exactly. */
 class ScriptedRng extends Rng {
@@ -356,7 +722,98 @@ graded("7.5 sampleIndex: inverse CDF with one rng.next() per draw", () => {
   });
 });
 
+/** Inverse-CDF sampling from scratch, given u. */
+function refInverseCdf(probs: number[], u: number, variant: "" | "le" | "reverse" = ""): number {
+  let total = 0;
+  for (let j = 0; j < probs.length; j++) {
+    const i = variant === "reverse" ? probs.length - 1 - j : j;
+    total += probs[i];
+    if (variant === "le" ? u <= total : u < total) return i;
+  }
+  let last = probs.length - 1;
+  while (probs[last] <= 0) last--;
+  return last;
+}
+
+graded("7.5 sampleIndex: exact boundaries (u equal to a running total) and zero-probability tokens", () => {
+  const cases: [number[], number, number][] = [
+    [[0.25, 0.25, 0.5], 0, 0],
+    [[0.25, 0.25, 0.5], 0.25, 1], // total after token 0 is 0.25, not > 0.25
+    [[0.25, 0.25, 0.5], 0.5, 2],
+    [[0.25, 0.25, 0.5], 0.2499999, 0],
+    [[0, 0.5, 0.5], 0, 1], // token 0 has probability 0: never drawn
+    [[0, 0, 1], 0, 2],
+    [[0.5, 0, 0.5], 0.5, 2], // token 1 has probability 0
+    [[0.5, 0, 0, 0.5, 0], 0.75, 3],
+  ];
+  for (const [probs, u, want] of cases) {
+    const rng = new ScriptedRng([u]);
+    expectEqual(sampleIndex(probs, rng), want, {
+      what: `sampleIndex([${probs.join(", ")}], rng) when rng.next() returns ${u}`,
+      hint: "return the first i whose running total is strictly greater than u (u < total, not u <= total): a " +
+        "token of probability 0 adds nothing and must never be drawn",
+    });
+  }
+});
+
+graded("7.5 sampleIndex: random distributions and draws, against a from-scratch inverse CDF", () => {
+  const rng = new Rng(75);
+  for (let trial = 0; trial < 120; trial++) {
+    const n = 1 + Math.floor(trial / 8);
+    const probs = tiedProbs(rng, n);
+    const us = Array.from({ length: 10 }, () => rng.next());
+    const copy = [...probs];
+    const scripted = new ScriptedRng(us);
+    const got = us.map(() => sampleIndex(probs, scripted));
+    expectEqual(got, us.map((u) => refInverseCdf(copy, u)), {
+      what: `10 draws of sampleIndex([${copy.map((p) => +p.toFixed(4)).join(", ")}], rng) when rng.next() returns ${
+        us.map((u) => u.toFixed(4)).join(", ")
+      }`,
+      hint: "one u = rng.next() per draw; add probs[i] to a running total and return the first i with u < total",
+      mistakes: [
+        {
+          value: us.map((u) => refInverseCdf(copy, u, "reverse")),
+          hint: "the running total was taken from the LAST token backwards: walk from token 0 up",
+        },
+        {
+          value: us.map((u) => refInverseCdf(copy, u, "le")),
+          hint: "u <= total was used: compare strictly (u < total), so a token of probability 0 is never drawn",
+        },
+      ],
+    });
+    expectEqual(scripted.calls, 10, {
+      what: "how many times rng.next() was called for 10 draws",
+      hint: "call rng.next() exactly once per draw: one uniform number decides the token",
+    });
+    expectEqual(probs, copy, {
+      what: "the probs array after sampleIndex(probs, rng)",
+      hint: "do not turn probs into running totals in place or sort it: keep the total in a local variable",
+    });
+  }
+});
+
+graded("7.5 sampleIndex: probs without a positive probability are an error", () => {
+  for (const probs of [[], [0, 0, 0]]) {
+    expectThrows(() => sampleIndex(probs, new Rng(1)), RangeError, {
+      what: `sampleIndex([${probs.join(", ")}], rng)`,
+      includes: "probs",
+      hint: "there is no token to draw: throw a RangeError naming probs (not -1, undefined or the last index)",
+    });
+  }
+});
+
 // ------------------------------------------------------------ 7.6 beam search
+
+// Spec 7.6: start from one empty hypothesis (logProb 0), width = beamWidth;
+// each step extends every live hypothesis by every token of probability > 0
+// (probabilities of [...prompt, ...tokens]), logProb = parent + Math.log(p);
+// sort candidates by logProb (stable: parent order, then token id) and take
+// the best `width`; one ending in endToken (any id, 0 included) is finished
+// and reduces width; stop at width 0 or after maxNewTokens steps; live ones
+// join the results unfinished; score = logProb / length ** lengthPenalty
+// (default 1, 0 honoured); results sorted by score, stable; beamWidth and
+// maxNewTokens not integers >= 1, or a non-finite lengthPenalty, are a
+// RangeError naming the option; the prompt is unchanged.
 
 // A hand-made Markov model over {0: A, 1: B, 2: END, 3: START}; the prompt is [START].
 // From START: A 0.5, B 0.4, END 0.1. After A: A 0.3, B 0.3, END 0.4. After B: END 0.9.
@@ -502,12 +959,221 @@ graded("7.6 beamSearch: 800 tokens do not underflow (log-probabilities)", () => 
   });
 });
 
+interface RefHyp {
+  tokens: number[];
+  logProb: number;
+  score: number;
+  finished: boolean;
+}
+
+/** Beam search from scratch (the algorithm as the doc states it). */
+function refBeam(
+  model: NextTokenProbs,
+  prompt: number[],
+  o: { beamWidth: number; maxNewTokens: number; endToken?: number; lengthPenalty?: number },
+  variant: "" | "width-kept" | "rank-by-logprob" | "length-with-prompt" | "no-prompt" = "",
+): RefHyp[] {
+  const alpha = o.lengthPenalty === undefined ? 1 : o.lengthPenalty;
+  const results: RefHyp[] = [];
+  let live: { tokens: number[]; logProb: number }[] = [{ tokens: [], logProb: 0 }];
+  let width = o.beamWidth;
+  let steps = 0;
+  while (steps < o.maxNewTokens && width > 0) {
+    steps++;
+    const cands: { tokens: number[]; logProb: number; order: number }[] = [];
+    for (const h of live) {
+      const probs = model(variant === "no-prompt" ? [...h.tokens] : prompt.concat(h.tokens));
+      for (let w = 0; w < probs.length; w++) {
+        if (probs[w] > 0) {
+          cands.push({ tokens: h.tokens.concat([w]), logProb: h.logProb + Math.log(probs[w]), order: cands.length });
+        }
+      }
+    }
+    cands.sort((a, b) => (a.logProb !== b.logProb ? (a.logProb > b.logProb ? -1 : 1) : a.order - b.order));
+    const best = cands.slice(0, width);
+    live = [];
+    for (const c of best) {
+      if (o.endToken !== undefined && c.tokens[c.tokens.length - 1] === o.endToken) {
+        results.push({ tokens: c.tokens, logProb: c.logProb, score: 0, finished: true });
+        if (variant !== "width-kept") width--;
+      } else live.push({ tokens: c.tokens, logProb: c.logProb });
+    }
+  }
+  for (const h of live) results.push({ tokens: h.tokens, logProb: h.logProb, score: 0, finished: false });
+  const len = (r: RefHyp) => r.tokens.length + (variant === "length-with-prompt" ? prompt.length : 0);
+  const withScore = results.map((r, i) => ({
+    ...r,
+    score: variant === "rank-by-logprob" ? r.logProb : r.logProb / Math.pow(len(r), alpha),
+    i,
+  }));
+  withScore.sort((a, b) => (a.score !== b.score ? (a.score > b.score ? -1 : 1) : a.i - b.i));
+  return withScore.map(({ tokens, logProb, score, finished }) => ({ tokens, logProb, score, finished }));
+}
+
+/**
+ * A random model over `vocab` tokens that depends on the WHOLE context (a hash
+ * of it seeds the weights): small integer weights, so ties and zeros are common.
+ */
+function hashedModel(seed: number, vocab: number): NextTokenProbs {
+  return (context) => {
+    let h = seed * 7919 + context.length;
+    for (const t of context) h = (h * 31 + t + 1) % 1_000_003;
+    const r = new Rng(h);
+    const w: number[] = Array.from({ length: vocab }, () => pick<number>(r, [0, 1, 1, 2, 3, 4]));
+    if (!w.some((x) => x > 0)) w[r.int(vocab)] = 1;
+    const total = w.reduce((a, b) => a + b, 0);
+    return w.map((x) => x / total);
+  };
+}
+
+/** A readable one-line rendering of hypotheses. */
+const showHyps = (hs: { tokens: number[]; logProb: number; score: number; finished: boolean }[]) =>
+  hs.map((h) =>
+    `[${h.tokens.join(" ")}] logProb ${+h.logProb.toFixed(4)} score ${+h.score.toFixed(4)}${
+      h.finished ? " finished" : ""
+    }`
+  ).join("; ");
+
+graded("7.6 beamSearch: random models, widths, lengths and end tokens, against a from-scratch search", () => {
+  const rng = new Rng(76);
+  for (let trial = 0; trial < 80; trial++) {
+    const vocab = 2 + Math.floor(trial / 20) + rng.int(2);
+    const model = hashedModel(trial, vocab);
+    const prompt = Array.from({ length: rng.int(3) }, () => rng.int(vocab));
+    const options = {
+      beamWidth: 1 + rng.int(4),
+      maxNewTokens: 1 + rng.int(2 + Math.floor(trial / 16)),
+      endToken: rng.next() < 0.75 ? rng.int(vocab) : undefined,
+      lengthPenalty: pick(rng, [undefined, 0, 0.5, 1, 2]),
+    };
+    const promptCopy = [...prompt];
+    const got = beamSearch(model, prompt, { ...options });
+    const want = refBeam(model, promptCopy, options);
+    const what = `beamSearch(model, [${promptCopy}], ${JSON.stringify(options)}) with a ${vocab}-token model ` +
+      `(trial ${trial})`;
+    const shape = (hs: unknown) =>
+      Array.isArray(hs) ? hs.map((h) => `[${h?.tokens}]${h?.finished ? " finished" : ""}`).join("; ") : hs;
+    const variants: [Parameters<typeof refBeam>[3], string][] = [
+      ["width-kept", "a finished hypothesis did not reduce the width: each one that ends takes a slot away"],
+      ["rank-by-logprob", "the results were ranked by logProb: rank them by score = logProb / length ** lengthPenalty"],
+      ["length-with-prompt", "the length in the score counted the prompt: count the generated tokens only"],
+      ["no-prompt", "the model was asked about the generated tokens only: the context is [...prompt, ...tokens]"],
+    ];
+    expectEqual(shape(got), shape(want), {
+      mistakes: variants.map(([v, hint]) => ({ value: shape(refBeam(model, promptCopy, options, v)), hint })),
+      what: `${what}: the hypotheses (tokens, finished), best score first; expected in full: ${showHyps(want)}`,
+      hint: "extend every live hypothesis by every token with p > 0, sort all candidates by logProb (ties keep " +
+        "generation order), take the best `width`, move those ending in endToken to the results (width - 1 each), " +
+        "keep the rest live; at the end rank all results by logProb / length ** lengthPenalty",
+    });
+    expectClose(got.map((h) => [h.logProb, h.score]), want.map((h) => [h.logProb, h.score]), {
+      mistakes: variants.slice(1, 3).map(([v, hint]) => ({
+        value: refBeam(model, promptCopy, options, v).map((h) => [h.logProb, h.score]),
+        hint,
+      })),
+      what: `${what}: [logProb, score] of each hypothesis`,
+      hint: "logProb is the sum of Math.log(p) of the generated tokens; score = logProb / tokens.length ** " +
+        "lengthPenalty, counting generated tokens only (default lengthPenalty 1, and 0 means no normalisation)",
+      rtol: 1e-9,
+      atol: 1e-12,
+    });
+    expectEqual(prompt, promptCopy, {
+      what: "the prompt array after beamSearch",
+      hint: "build each context as a new array ([...prompt, ...tokens]); never push onto the caller's prompt",
+    });
+    const distinct = new Set(got.map((h) => h.tokens)).size === got.length &&
+      got.every((h) => h.tokens !== prompt);
+    expectEqual(distinct, true, {
+      what: "whether every returned hypothesis has its own tokens array",
+      hint: "copy the parent's tokens for each candidate ([...parent.tokens, w]); pushing onto a shared array " +
+        "changes every hypothesis that shares it",
+    });
+  }
+});
+
+graded("7.6 beamSearch: end token 0 and tied scores", () => {
+  // The model: after the prompt, tokens 0 and 1 each 0.5; after anything else, 0 (the end) for sure.
+  const model: NextTokenProbs = (context) => (context.length <= 1 ? [0.5, 0.5] : [1, 0]);
+  const results = beamSearch(model, [1], { beamWidth: 2, maxNewTokens: 3, endToken: 0 });
+  // Step 1: [0] (finished, 0 is the end token) and [1]; step 2: [1, 0] finished with probability 0.5.
+  const o = { beamWidth: 2, maxNewTokens: 3, endToken: 0 };
+  expectEqual(showHyps(results), showHyps(refBeam(model, [1], o)), {
+    what: "beamSearch(model, [1], { beamWidth: 2, maxNewTokens: 3, endToken: 0 })",
+    hint: "a hypothesis whose last token is endToken (here the id 0) is finished; score = logProb / length",
+    mistakes: [
+      {
+        value: showHyps(refBeam(model, [1], { beamWidth: 2, maxNewTokens: 3 })),
+        hint: "endToken 0 was ignored: compare with endToken !== undefined, not `if (endToken)` (0 is falsy)",
+      },
+      {
+        value: showHyps(refBeam(model, [1], o, "length-with-prompt")),
+        hint: "the length in the score counted the prompt: count the generated tokens only",
+      },
+      { value: showHyps(refBeam(model, [1], o, "no-prompt")), hint: "the model was not given the prompt" },
+    ],
+  });
+  const tied = beamSearch(() => [0.25, 0.25, 0.25, 0.25], [], { beamWidth: 3, maxNewTokens: 1 });
+  expectEqual(tied.map((h) => h.tokens), [[0], [1], [2]], {
+    what: "beamSearch(uniform over 4 tokens, [], { beamWidth: 3, maxNewTokens: 1 }): tokens, best first",
+    hint: "all four candidates tie: keep the generation order (lower token id first) when selecting and when " +
+      "ranking the results; use a stable sort with a comparator that returns 0 for ties",
+  });
+});
+
+graded("7.6 beamSearch: invalid options are errors", () => {
+  let calls = 0;
+  const model: NextTokenProbs = () => {
+    if (++calls > 10_000) throw new Error("beamSearch kept going: the options were not validated");
+    return [0.5, 0.5];
+  };
+  const bad: [string, Record<string, number>][] = [
+    ["beamWidth", { beamWidth: 0 }],
+    ["beamWidth", { beamWidth: 1.5 }],
+    ["beamWidth", { beamWidth: NaN }],
+    ["beamWidth", { beamWidth: Infinity }],
+    ["maxNewTokens", { maxNewTokens: 0 }],
+    ["maxNewTokens", { maxNewTokens: 2.5 }],
+    ["maxNewTokens", { maxNewTokens: NaN }],
+    ["maxNewTokens", { maxNewTokens: Infinity }],
+    ["lengthPenalty", { lengthPenalty: NaN }],
+    ["lengthPenalty", { lengthPenalty: Infinity }],
+  ];
+  for (const [name, change] of bad) {
+    const options = { beamWidth: 2, maxNewTokens: 3, ...change };
+    expectThrows(() => beamSearch(model, [], options), RangeError, {
+      what: `beamSearch(model, [], ${JSON.stringify(options).replace(/null/g, String(Object.values(change)[0]))})`,
+      includes: name,
+      hint: "check the options first: beamWidth and maxNewTokens must be integers >= 1 (Number.isInteger rejects " +
+        "NaN, Infinity and fractions) and lengthPenalty finite; throw a RangeError naming the option",
+    });
+  }
+});
+
 // ----------------------------------------------------------- 7.7 KV cache
 
+// Spec 7.7: append k and v as the last rows of the cache (nulls on the first
+// call), scores = q K^T / sqrt(headSize) over all t + 1 keys (no mask),
+// softmax over the keys, output = weights V (1, headSize); the output and the
+// new cache are new tensors (the caller may dispose q, k, v and the old cache
+// after the call), the old cache and inputs are not disposed, and exactly 3
+// tensors (output, keys, values) are left behind.
+
 /** Causal single-head attention of row t from scratch (plain arrays). */
-function refCausalRow(q: number[][], k: number[][], v: number[][], t: number): number[] {
+function refCausalRow(
+  q: number[][],
+  k: number[][],
+  v: number[][],
+  t: number,
+  variant: "" | "no-scale" | "by-d" | "by-length" | "no-self" = "",
+): number[] {
   const d = q[0].length;
-  const scores = k.slice(0, t + 1).map((kj) => kj.reduce((s, x, i) => s + x * q[t][i], 0) / Math.sqrt(d));
+  const div = { "": Math.sqrt(d), "no-scale": 1, "by-d": d, "by-length": Math.sqrt(t + 1), "no-self": Math.sqrt(d) }[
+    variant
+  ];
+  if (variant === "no-self" && t === 0) return v[0].map(() => 0);
+  const scores = k.slice(0, variant === "no-self" ? t : t + 1).map((kj) =>
+    kj.reduce((s, x, i) => s + x * q[t][i], 0) / div
+  );
   const w = refSoftmax(scores);
   return v[0].map((_, c) => w.reduce((s, wj, j) => s + wj * v[j][c], 0));
 }
@@ -598,4 +1264,98 @@ graded("7.7 attendWithCache: leaves no tensors behind and disposes nothing it do
     hint: "do not dispose the inputs or the old cache: the caller owns them",
   });
   second.output.dispose();
+});
+
+/** Random (rows, cols) matrix with entries normal(0, scale), rounded for readable messages. */
+const randMatrix = (rng: Rng, rows: number, cols: number, scale: number) =>
+  Array.from({ length: rows }, () => Array.from({ length: cols }, () => +rng.normal(0, scale).toFixed(2)));
+
+graded("7.7 attendWithCache: random head sizes, lengths and scales, against causal attention from scratch", () => {
+  const rng = new Rng(77);
+  for (let trial = 0; trial < 24; trial++) {
+    const d = 1 + rng.int(2 + Math.floor(trial / 3)), n = 1 + rng.int(2 + Math.floor(trial / 4));
+    const scale = pick(rng, [0.5, 2, 12]); // 12: scores in the hundreds, where a softmax without its shift overflows
+    const [q, k, v] = [randMatrix(rng, n, d, scale), randMatrix(rng, n, d, scale), randMatrix(rng, n, d, 1)];
+    let cache: KVCache = { keys: null, values: null };
+    const owned: tf.Tensor[] = [];
+    for (let t = 0; t < n; t++) {
+      const res = attendWithCache({ q: row(q, t), k: row(k, t), v: row(v, t) }, cache);
+      expectClose(res.output, [refCausalRow(q, k, v, t)], {
+        what: `output at step ${t} with headSize ${d} (trial ${trial})`,
+        input: { q: q[t], keys: k.slice(0, t + 1), values: v.slice(0, t + 1) },
+        hint: "scores = q K^T / sqrt(headSize) with headSize = q.shape[1] (not a fixed number), over every cached " +
+          "key and the new one; a stable softmax over the keys (tf.softmax, axis -1); output = weights V",
+        atol: 1e-4,
+        rtol: 1e-3,
+        mistakes: [
+          { value: [refCausalRow(q, k, v, t, "no-scale")], hint: "the scores were not divided by sqrt(headSize)" },
+          {
+            value: [refCausalRow(q, k, v, t, "by-d")],
+            hint: "the scores were divided by headSize, not its square root",
+          },
+          {
+            value: [refCausalRow(q, k, v, t, "by-length")],
+            hint: "the scores were divided by sqrt(number of keys): the scale is sqrt(headSize)",
+          },
+          {
+            value: [refCausalRow(q, k, v, t, "no-self")],
+            hint: "the new token did not attend to itself: append k and v to the cache BEFORE attending",
+          },
+        ],
+      });
+      owned.push(res.output);
+      cache = res.cache;
+    }
+    expectClose(cache.keys, k, {
+      what: `cache.keys after ${n} steps with headSize ${d}`,
+      hint: "each step appends its k as the last row (tf.concat along axis 0)",
+    });
+    expectClose(cache.values, v, {
+      what: `cache.values after ${n} steps with headSize ${d}`,
+      hint: "each step appends its v as the last row of the values cache",
+    });
+    tf.dispose([...owned, cache.keys!, cache.values!]);
+  }
+});
+
+graded("7.7 attendWithCache: the output and new cache survive the caller disposing q, k, v and the old cache", () => {
+  let cache: KVCache = { keys: null, values: null };
+  for (let t = 0; t < 3; t++) {
+    const step = { q: row(Q, t), k: row(K, t), v: row(V, t) };
+    const old = cache;
+    const res = attendWithCache(step, old);
+    tf.dispose([step.q, step.k, step.v]);
+    if (old.keys) tf.dispose([old.keys, old.values!]);
+    const usable = [res.output, res.cache.keys, res.cache.values].map((x) => x instanceof tf.Tensor && !x.isDisposed);
+    expectEqual(usable, [true, true, true], {
+      what: `whether output, cache.keys and cache.values of step ${t} are still usable after the caller disposed ` +
+        "q, k, v and the old cache",
+      hint: "return NEW tensors: on the first call store k.clone() and v.clone() (not k and v themselves), and " +
+        "never return one of the inputs as the output",
+    });
+    expectClose(res.cache.keys, K.slice(0, t + 1), {
+      what: `cache.keys of step ${t} after the caller disposed the step's tensors and the old cache`,
+      hint: "the new cache must not share storage with the inputs: concat (or clone on the first call) makes a copy",
+    });
+    expectClose(res.output, [refCausalRow(Q, K, V, t)], {
+      what: `output of step ${t} after the caller disposed the step's tensors and the old cache`,
+      hint: "return a new tensor computed inside tf.tidy, not one of the inputs",
+    });
+    res.output.dispose();
+    cache = res.cache;
+  }
+  tf.dispose([cache.keys!, cache.values!]);
+});
+
+graded("7.7 attendWithCache: the first call leaves exactly its three results", () => {
+  const step = { q: row(Q, 0), k: row(K, 0), v: row(V, 0) };
+  const before = tf.memory().numTensors;
+  const res = attendWithCache(step, { keys: null, values: null });
+  const created = tf.memory().numTensors - before;
+  tf.dispose([step.q, step.k, step.v, res.output, res.cache.keys!, res.cache.values!]);
+  expectEqual(created, 3, {
+    what: "tensors created by the first attendWithCache call (output, keys, values)",
+    hint: "wrap the work in tf.tidy and return the output and the new keys and values from it; on the first call " +
+      "clone k and v so the cache owns its own tensors",
+  });
 });

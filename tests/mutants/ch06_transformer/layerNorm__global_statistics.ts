@@ -41,9 +41,11 @@ export interface SizeConfig {
  * @param params gamma and beta.
  * @param options eps.
  * @returns the same shape.
+ * @throws {RangeError} when `eps` is negative, NaN or infinite.
  */
 export function layerNorm(x: tf.Tensor, params: LayerNormParams, options: { eps?: number } = {}): tf.Tensor {
   const eps = options.eps ?? 1e-5;
+  if (!(eps >= 0 && eps < Infinity)) throw new RangeError(`eps must be a finite number >= 0: eps=${eps}`);
   return tf.tidy(() => {
     const mean = tf.mean(x);
     const xc = tf.sub(x, mean);
@@ -108,8 +110,13 @@ export function postLnBlock(x: tf.Tensor, sublayers: Sublayers): tf.Tensor {
  * Exercise 6.6: the exact parameter count of a GPT-2-style model.
  * @param config vocabSize, blockSize, nLayer, nEmbd.
  * @returns the number of parameters.
+ * @throws {RangeError} when a size is not an integer >= 1.
  */
 export function countParameters(config: SizeConfig): number {
+  for (const name of ["vocabSize", "blockSize", "nLayer", "nEmbd"] as const) {
+    const n = config[name];
+    if (!Number.isInteger(n) || n < 1) throw new RangeError(`${name} must be an integer >= 1: ${name}=${n}`);
+  }
   const { vocabSize: V, blockSize: T, nLayer: L, nEmbd: d } = config;
   const embeddings = V * d + T * d;
   const attention = d * 3 * d + 3 * d + d * d + d;
@@ -123,12 +130,14 @@ export function countParameters(config: SizeConfig): number {
  * @param tokens the token ids of a text.
  * @param options starts and blockSize.
  * @returns x and y, int32 (B, T).
+ * @throws {RangeError} when `blockSize` is not an integer >= 1 or a start leaves no room for blockSize + 1 tokens.
  */
 export function makeBatch(
   tokens: ArrayLike<number>,
   options: { starts: number[]; blockSize: number },
 ): { x: tf.Tensor2D; y: tf.Tensor2D } {
   const { starts, blockSize: T } = options;
+  if (!Number.isInteger(T) || T < 1) throw new RangeError(`blockSize must be an integer >= 1: blockSize=${T}`);
   const xs: number[][] = [], ys: number[][] = [];
   starts.forEach((s, b) => {
     if (!Number.isInteger(s) || s < 0 || s + T + 1 > tokens.length) {

@@ -8,13 +8,15 @@ import { Rng, tf } from "../../../lib/mod.ts";
 /**
  * Exercise 7.1: greedy decoding's choice, the index of the largest logit.
  * @param logits one score per token (may contain -Infinity).
- * @returns the arg-max index; on ties, the lowest index.
- * @throws {RangeError} when `logits` is empty.
+ * @returns the arg-max index; on ties (all -Infinity included), the lowest index.
+ * @throws {RangeError} when `logits` is empty or holds a NaN.
  */
 export function greedyChoice(logits: number[]): number {
   if (logits.length === 0) {
     throw new RangeError(`logits must not be empty: logits.length=0`);
   }
+  const nan = logits.findIndex((z) => Number.isNaN(z));
+  if (nan >= 0) throw new RangeError(`logits must not contain NaN: logits[${nan}]=NaN`);
   let best = 0;
   for (let i = 1; i < logits.length; i++) {
     if (logits[i] > logits[best]) best = i;
@@ -28,7 +30,8 @@ export function greedyChoice(logits: number[]): number {
  * @param logits one finite score per token.
  * @param temperature a number >= 0.
  * @returns probabilities summing to 1.
- * @throws {RangeError} when `temperature` is negative or NaN.
+ * @throws {RangeError} when `temperature` is negative or NaN, or `logits` is empty, holds NaN or
+ * +Infinity, or is all -Infinity.
  */
 export function softmaxWithTemperature(
   logits: number[],
@@ -38,6 +41,11 @@ export function softmaxWithTemperature(
     throw new RangeError(
       `temperature must be >= 0: temperature=${temperature}`,
     );
+  }
+  const bad = logits.findIndex((z) => !(z < Infinity));
+  if (bad >= 0) throw new RangeError(`logits must be finite or -Infinity: logits[${bad}]=${logits[bad]}`);
+  if (!logits.some((z) => z > -Infinity)) {
+    throw new RangeError(`logits needs at least one finite logit: logits=[${logits.join(", ")}]`);
   }
   if (temperature === 0) {
     const best = greedyChoice(logits);
@@ -102,8 +110,12 @@ export function topPFilter(probs: number[], p: number): number[] {
  * @param probs probabilities summing to 1.
  * @param rng the seeded generator.
  * @returns index i with probability probs[i].
+ * @throws {RangeError} when no token of `probs` has probability > 0 (empty included).
  */
 export function sampleIndex(probs: number[], rng: Rng): number {
+  if (!probs.some((p) => p > 0)) {
+    throw new RangeError(`probs needs a token with probability > 0: probs=[${probs.join(", ")}]`);
+  }
   return rng.int(probs.length);
 }
 
@@ -139,7 +151,8 @@ export interface Hypothesis {
  * @param nextProbs the model.
  * @param prompt the context to continue.
  * @param options beam width, length limit, end token, length penalty.
- * @returns every hypothesis, best score first.
+ * @returns every hypothesis, best score first (ties: in the order they joined the results).
+ * @throws {RangeError} when `beamWidth` or `maxNewTokens` is not an integer >= 1, or `lengthPenalty` is not finite.
  */
 export function beamSearch(
   nextProbs: NextTokenProbs,
@@ -148,6 +161,13 @@ export function beamSearch(
 ): Hypothesis[] {
   const { beamWidth, maxNewTokens, endToken } = options;
   const alpha = options.lengthPenalty ?? 1;
+  if (!Number.isInteger(beamWidth) || beamWidth < 1) {
+    throw new RangeError(`beamWidth must be an integer >= 1: beamWidth=${beamWidth}`);
+  }
+  if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1) {
+    throw new RangeError(`maxNewTokens must be an integer >= 1: maxNewTokens=${maxNewTokens}`);
+  }
+  if (!Number.isFinite(alpha)) throw new RangeError(`lengthPenalty must be finite: lengthPenalty=${alpha}`);
   const done: Hypothesis[] = [];
   const finish = (tokens: number[], logProb: number, finished: boolean) =>
     done.push({
