@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { FIT_FIGURE_JS, wrapTitle } from "./plot_fit.ts";
 import { createRequire } from "node:module";
 import { display, jupyter } from "./display.ts";
 
@@ -54,38 +55,13 @@ export interface ChartOptions {
   logX?: boolean;
   /** Logarithmic y axis. */
   logY?: boolean;
-  /** Width in pixels (default: the cell's width). */
+  /** The largest width in pixels (default: the cell's width); the figure shrinks below it in a narrower cell or on a phone. */
   width?: number;
   /** Height in pixels (default 420). */
   height?: number;
 }
 
-/**
- * Breaks a title into lines that fit the figure's width (chapter 0; every
- * chart does it): plotly centres a title and never wraps it, so a long one
- * would be cut off at both ends.
- * @param title the title.
- * @param width the figure's width in pixels (default: a typical cell, 760).
- * @returns the lines, to be joined with `<br>`.
- *
- * @example
- * ```ts
- * import { assertEquals } from "@std/assert";
- * import { wrapTitle } from "./plot.ts";
- * assertEquals(wrapTitle("loss", 400), ["loss"]);
- * assertEquals(wrapTitle("Sinusoidal position encodings: row = position, column = dimension", 420).length, 2);
- * ```
- */
-export function wrapTitle(title: string, width = 760): string[] {
-  const maxChars = Math.max(20, Math.floor(width / 9.5)); // plotly's 17px title font: about 9.5 px a character
-  const lines: string[] = [];
-  for (const word of title.split(/\s+/).filter(Boolean)) {
-    const last = lines.at(-1);
-    if (last !== undefined && last.length + 1 + word.length <= maxChars) lines[lines.length - 1] = `${last} ${word}`;
-    else lines.push(word);
-  }
-  return lines;
-}
+export { wrapTitle };
 
 function layoutFor(options: ChartOptions): Record<string, unknown> {
   const axis = (title: string | undefined, log: boolean | undefined) => ({
@@ -461,8 +437,9 @@ export function figureHtml(fig: Figure): string {
   );
   return `<div id="${id}" class="lmbook-plot" style="width:100%;min-height:${height}px"></div>` +
     `<script type="text/javascript">(function () {\n${loaderJs()}\n` +
+    `\n${FIT_FIGURE_JS}\n` +
     `var el = document.getElementById(${JSON.stringify(id)}); var fig = ${json};` +
-    `lmbookPlotly().then(function (P) { return P.newPlot(el, fig.data, fig.layout, fig.config); },` +
+    `lmbookPlotly().then(function (P) { return P.newPlot(el, fig.data, lmbookFit(el, Object.assign({}, fig.layout)), fig.config); },` +
     ` function (e) { var p = document.createElement("div"); p.innerHTML = ${failure};` +
     ` p.firstChild.appendChild(document.createTextNode(String(e && e.message ? e.message : e)));` +
     ` el.style.minHeight = ""; el.replaceChildren(p); });` +

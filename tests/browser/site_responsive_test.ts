@@ -18,7 +18,7 @@
  */
 import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { heatmap, lineChart } from "../../lib/plot.ts";
+import { figureHtml, heatmap, lineChart } from "../../lib/plot.ts";
 import { notebookFiles, ROOT } from "../notebooks.ts";
 import { serveSite } from "../serve.ts";
 import { SITE_DIR, writeSite } from "../site.ts";
@@ -179,7 +179,16 @@ Deno.test({
     const dir = await Deno.makeTempDir({ prefix: "lmbook_phone_site_" });
     try {
       await writeSite(syntheticSite(), { outDir: dir, api: false });
-      await checkSite(dir, ["00_phone.html"], t, "synthetic");
+      // A notebook's own plot output (lib/plot.ts figureHtml, as Jupyter shows it) fits its cell the same way.
+      const long = "Attention weights of every query over every key, layer 2, head 3, after 200 training steps";
+      const z = [[1, 0, 0], [0.5, 0.5, 0], [0.2, 0.3, 0.5]];
+      await Deno.writeTextFile(
+        join(dir, "notebook_output.html"),
+        `<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1">` +
+          `<title>notebook output</title><script>window.LMBOOK_PLOTLY_URL = "plotly.js";</script></head>` +
+          `<body style="margin:8px">${figureHtml(heatmap(z, { title: long, width: 560, height: 400 }))}</body></html>`,
+      );
+      await checkSite(dir, ["00_phone.html", "notebook_output.html"], t, "synthetic");
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
