@@ -23,7 +23,10 @@ export const GRADED_TIMEOUT_MS = 10_000;
 
 /** A wrong answer found by one of the `expect*` helpers. */
 export class WrongAnswerError extends Error {
-  /** @param message what was checked, the input, expected, got and a hint. */
+  /**
+   * Creates the error a graded test reports as "wrong answer".
+   * @param message what was checked, the input, expected, got and a hint.
+   */
   constructor(message: string) {
     super(message);
     this.name = "WrongAnswerError";
@@ -399,7 +402,7 @@ function closeProblem(got: unknown, expected: unknown, atol: number, rtol: numbe
 }
 
 /** The operations that produce NaN, named in the failure message of {@link expectClose}. */
-export const NAN_CAUSES = "look for 0/0, Infinity - Infinity, 0 * Infinity, " +
+export const NAN_CAUSES: string = "look for 0/0, Infinity - Infinity, 0 * Infinity, " +
   "or the log or square root of a negative number (exp overflowing to Infinity first often leads there)";
 
 /** A short description of a value's type: "a string", "a Promise", "a Tensor". */
