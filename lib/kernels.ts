@@ -43,7 +43,10 @@ import {
   fusedGelu,
   fusedLayerNorm,
   fusedLayerNormGrad,
+  fusedRmsNorm,
+  fusedRmsNormGrad,
   fusedSoftmaxGrad,
+  fusedSwiglu,
   fusedTranspose2d,
   wasmSimdReady,
 } from "./wasm_simd.ts";
@@ -762,9 +765,9 @@ export function tiedHead(x: tf.Tensor2D, wte: tf.Tensor2D): tf.Tensor2D {
  * * gamma`. Unlike layer norm it neither subtracts the mean nor adds a shift,
  * one reduction per row instead of two.
  *
- * Written with composed tfjs ops on every backend (no fused WebAssembly
- * kernel): the forward pass is four passes over (N, C), the backward pass
- * about six.
+ * On wasm it runs as one fused WebAssembly SIMD pass per row forward and
+ * two backward (`wasm_simd.ts`, generated from the layer norm's code);
+ * elsewhere as composed tfjs ops with the same closed-form gradient.
  *
  * @param x (N, C).
  * @param gamma (C) scale.
@@ -784,6 +787,20 @@ export function rmsNormFused(x: tf.Tensor2D, gamma: tf.Tensor1D, options: { eps?
   const eps = options.eps ?? 1e-5;
   if (gamma.size !== x.shape[1]) {
     throw new RangeError(`rmsNorm: gamma must have C=${x.shape[1]} entries: gamma.shape=[${gamma.shape}]`);
+  }
+  if (wasmSimdReady([x.shape[1]])) {
+    const fused = customOp(([xs, gs], save) => {
+      const [y, xhat, rstd] = fusedRmsNorm(xs as tf.Tensor2D, { gamma: gs as tf.Tensor1D, eps });
+      save([xhat, rstd, gs]);
+      return {
+        value: y,
+        gradFunc: (dy, saved) => {
+          const [xhat2, rstd2, g2] = saved;
+          return fusedRmsNormGrad(dy as tf.Tensor2D, { xhat: xhat2, rstd: rstd2, gamma: g2 });
+        },
+      };
+    });
+    return fused(x, gamma) as tf.Tensor2D;
   }
   const op = customOp(([xs, gs], save) => {
     const rstd = tf.rsqrt(tf.add(tf.mean(tf.square(xs), -1, true), eps)); // (N, 1)
@@ -825,6 +842,15 @@ export function rmsNormFused(x: tf.Tensor2D, gamma: tf.Tensor1D, options: { eps?
 export function swigluGate<T extends tf.Tensor>(a: T, b: T): T {
   if (a.shape.join() !== b.shape.join()) {
     throw new RangeError(`swigluGate: a and b must have the same shape: a.shape=[${a.shape}], b.shape=[${b.shape}]`);
+  }
+  if (wasmSimdReady([a.size])) {
+    // One fused pass gives the gate and both derivatives; backward is two multiplies.
+    const fused = customOp(([as, bs], save) => {
+      const [y, da, db] = fusedSwiglu(as, bs);
+      save([da, db]);
+      return { value: y, gradFunc: (dy, saved) => [tf.mul(dy, saved[0]), tf.mul(dy, saved[1])] };
+    });
+    return fused(a, b) as T;
   }
   const op = customOp(([as, bs], save) => {
     const s = tf.sigmoid(as); // (..., H)
@@ -869,6 +895,26 @@ export function swigluGate<T extends tf.Tensor>(a: T, b: T): T {
  * assertAlmostEquals(y.dataSync()[1], 1, 1e-6);
  * ```
  */
+/** The (D, D) matrix R with (x R) = (-x1, x0) per pair (sign 1) or (x1, -x0) (sign -1). */
+function quarterTurn(D: number, sign: 1 | -1): tf.Tensor2D {
+  const data = new Float32Array(D * D);
+  for (let i = 0; i < D; i += 2) {
+    data[(i + 1) * D + i] = -sign; // out[i] = -sign x[i+1]
+    data[i * D + i + 1] = sign; // out[i+1] = sign x[i]
+  }
+  return tf.tensor2d(data, [D, D]);
+}
+
+/** The 0/1 matrix (K*D, K*g*D) that copies each of K blocks of D columns g times. */
+function expandHeads(K: number, D: number, g: number): tf.Tensor2D {
+  const data = new Float32Array(K * D * K * g * D);
+  const W = K * g * D;
+  for (let k = 0; k < K; k++) {
+    for (let r = 0; r < g; r++) for (let d = 0; d < D; d++) data[(k * D + d) * W + (k * g + r) * D + d] = 1;
+  }
+  return tf.tensor2d(data, [K * D, W]);
+}
+
 export function ropeRotate(x: tf.Tensor4D, tables: { cos: tf.Tensor2D; sin: tf.Tensor2D }): tf.Tensor4D {
   const [T, B, H, D] = x.shape;
   const { cos, sin } = tables;
@@ -878,13 +924,12 @@ export function ropeRotate(x: tf.Tensor4D, tables: { cos: tf.Tensor2D; sin: tf.T
     );
   }
   const c4 = tf.reshape(cos, [T, 1, 1, D]), s4 = tf.reshape(sin, [T, 1, 1, D]); // (T, 1, 1, D)
-  // (x0, x1) -> (-x1, x0) within each pair: the 90-degree rotation.
+  // (x0, x1) -> (-x1, x0) within each pair, the 90-degree rotation, as a
+  // product with a fixed (D, D) matrix: one fast 2-D product on every backend
+  // (strided slices and concatenations are slow on wasm).
   const quarter = (t: tf.Tensor, sign: 1 | -1): tf.Tensor => {
-    const p = tf.reshape(t, [T * B * H, D / 2, 2]); // (T*B*H, D/2, 2)
-    const even = tf.slice(p, [0, 0, 0], [-1, -1, 1]); // (T*B*H, D/2, 1)
-    const odd = tf.slice(p, [0, 0, 1], [-1, -1, 1]); // (T*B*H, D/2, 1)
-    const out = sign === 1 ? tf.concat([tf.neg(odd), even], 2) : tf.concat([odd, tf.neg(even)], 2); // (T*B*H, D/2, 2)
-    return tf.reshape(out, [T, B, H, D]); // (T, B, H, D)
+    const r = quarterTurn(D, sign); // (D, D)
+    return tf.reshape(matMul2d(tf.reshape(t, [T * B * H, D]) as tf.Tensor2D, r), [T, B, H, D]); // (T, B, H, D)
   };
   const op = customOp(([xs], _save) => ({
     value: tf.add(tf.mul(xs, c4), tf.mul(quarter(xs, 1), s4)), // (T, B, H, D)
@@ -919,6 +964,23 @@ export function repeatKVHeads(x: tf.Tensor4D, groups: number): tf.Tensor4D {
   }
   if (groups === 1) return x;
   const [T, B, K, D] = x.shape;
+  if (onWasm()) {
+    // tile is slow on wasm; a product with a 0/1 expansion matrix is one
+    // XNNPACK kernel (its gradient, the group sums, is the transposed product).
+    const fast = customOp(([xs]) => ({
+      value: tf.reshape(
+        matMul2d(tf.reshape(xs, [T * B, K * D]) as tf.Tensor2D, expandHeads(K, D, groups)),
+        [T, B, K * groups, D],
+      ), // (T, B, H, D)
+      gradFunc: (dy) => [
+        tf.reshape(
+          matMul2d(tf.reshape(dy, [T * B, K * groups * D]) as tf.Tensor2D, transpose2d(expandHeads(K, D, groups))),
+          [T, B, K, D],
+        ), // (T, B, K, D)
+      ],
+    }));
+    return fast(x) as tf.Tensor4D;
+  }
   const op = customOp(([xs]) => ({
     value: tf.reshape(tf.tile(tf.reshape(xs, [T * B * K, 1, D]), [1, groups, 1]), [T, B, K * groups, D]), // (T, B, H, D)
     gradFunc: (dy) => [tf.reshape(tf.sum(tf.reshape(dy, [T * B * K, groups, D]), 1), [T, B, K, D])], // (T, B, K, D)

@@ -142,7 +142,23 @@ for (const backend of backends) {
         (x, g) => tf.mul(tf.div(x, tf.sqrt(tf.add(tf.mean(tf.square(x), -1, true), 1e-5))), g),
       );
       const a = randn([5, 7], rng), b = randn([5, 7], rng);
+      // 35 values take the tfjs-op path on wasm, 32 the fused SIMD one.
       await checkGrad("swigluGate", [a, b], (a, b) => swigluGate(a, b), (a, b) => tf.mul(tf.mul(a, tf.sigmoid(a)), b));
+      const a8 = randn([4, 8], rng, 3), b8 = randn([4, 8], rng);
+      await checkGrad(
+        "swigluGate (fused)",
+        [a8, b8],
+        (a, b) => swigluGate(a, b),
+        (a, b) => tf.mul(tf.mul(a, tf.sigmoid(a)), b),
+      );
+      const x5 = randn([3, 5], rng), g5 = randn([5], rng);
+      await checkGrad(
+        "rmsNorm (C=5, tfjs ops on wasm)",
+        [x5, g5],
+        (x, g) => rmsNormFused(x as tf.Tensor2D, g as tf.Tensor1D),
+        (x, g) => tf.mul(tf.div(x, tf.sqrt(tf.add(tf.mean(tf.square(x), -1, true), 1e-5))), g),
+      );
+      tf.dispose([a8, b8, x5, g5]);
       // Rotary: the reference builds each pair's 2x2 rotation explicitly.
       const [T, B, H, D] = [3, 2, 2, 4];
       const xr = randn([T, B, H, D], rng);

@@ -61,8 +61,10 @@
  * ({@link repeatKVHeads}) just before it, so training and the tfjs cache pay
  * full-size attention arithmetic and save only in the projections and the
  * cache; the WebAssembly decoder in `decode.ts` reads the shared heads
- * directly. RMSNorm, the SwiGLU gate and the rotation are composed tfjs ops
- * with hand-written gradients on every backend (no fused WebAssembly kernel).
+ * directly. RMSNorm and the SwiGLU gate run as fused WebAssembly SIMD kernels
+ * on wasm (`wasm_simd.ts`) and as composed tfjs ops with hand-written
+ * gradients elsewhere; the rotation is two products with fixed matrices and
+ * two multiplies on every backend.
  *
  * The model implements both the trainer's {@link TrainableModel} (chapter 3's
  * `Trainer` trains it with AdamW, warm-up and cosine decay, clipping) and
@@ -165,6 +167,11 @@ export interface TransformerConfig {
   mlp?: "dense" | "swiglu";
   /** Key/value heads (default nHead); must divide nHead; 1 = multi-query attention. */
   nKVHead?: number;
+  /**
+   * The feed-forward's hidden width, overriding the one from mlpRatio (see
+   * {@link mlpHiddenSize}); e.g. to compare two blocks at equal parameters.
+   */
+  mlpHidden?: number;
   /** The MLP's non-linearity: `"gelu"` (default, tanh approximation) or `"relu"`. */
   activation?: "gelu" | "relu";
   /** The MLP's hidden width as a multiple of nEmbd (default 4). */
@@ -177,8 +184,8 @@ export interface TransformerConfig {
   causal?: boolean;
 }
 
-/** A config with every option filled in. */
-export type FullTransformerConfig = Required<TransformerConfig>;
+/** A config with every option filled in (`mlpHidden` only when set). */
+export type FullTransformerConfig = Required<Omit<TransformerConfig, "mlpHidden">> & { mlpHidden?: number };
 
 /** Named sizes (without `vocabSize`), smallest first. */
 export const TRANSFORMER_PRESETS = Object.freeze(
@@ -244,11 +251,12 @@ export function modernPreset(preset: TransformerPreset): Partial<TransformerConf
 }
 
 /**
- * The hidden width of a config's feed-forward: mlpRatio * nEmbd for the dense
- * MLP; for SwiGLU two thirds of that (its three matrices then hold about the
- * dense MLP's parameters), rounded to the nearest multiple of 8 (at least 8).
+ * The hidden width of a config's feed-forward: `mlpHidden` when set, else
+ * mlpRatio * nEmbd for the dense MLP; for SwiGLU two thirds of that (its
+ * three matrices then hold about the dense MLP's parameters), rounded to the
+ * nearest multiple of 8 (at least 8).
  *
- * @param config `nEmbd`, and optionally `mlp` and `mlpRatio` (default 4).
+ * @param config `nEmbd`, and optionally `mlp`, `mlpRatio` (default 4) and `mlpHidden`.
  * @returns the number of hidden units.
  *
  * @example
@@ -259,7 +267,10 @@ export function modernPreset(preset: TransformerPreset): Partial<TransformerConf
  * assertEquals(mlpHiddenSize({ nEmbd: 128, mlp: "swiglu" }), 344); // 8/3 * 128 = 341.3
  * ```
  */
-export function mlpHiddenSize(config: { nEmbd: number; mlp?: "dense" | "swiglu"; mlpRatio?: number }): number {
+export function mlpHiddenSize(
+  config: { nEmbd: number; mlp?: "dense" | "swiglu"; mlpRatio?: number; mlpHidden?: number },
+): number {
+  if (config.mlpHidden !== undefined) return config.mlpHidden;
   const r = config.mlpRatio ?? 4;
   if (config.mlp !== "swiglu") return r * config.nEmbd;
   return Math.max(8, 8 * Math.round((2 / 3) * r * config.nEmbd / 8));
@@ -311,6 +322,7 @@ export function transformerConfig(
     ...overrides,
   } as FullTransformerConfig;
   if (c.nKVHead === undefined) c.nKVHead = c.nHead;
+  if (c.mlpHidden === undefined) delete c.mlpHidden;
   checkConfig(c);
   return c;
 }
@@ -346,6 +358,9 @@ function checkConfig(c: FullTransformerConfig): void {
       `nKVHead must be a positive integer dividing nHead: nHead=${c.nHead}, nKVHead=${c.nKVHead}` +
         (Number.isInteger(c.nKVHead) && c.nKVHead > 0 ? ` (nHead % nKVHead = ${c.nHead % c.nKVHead})` : ""),
     );
+  }
+  if (c.mlpHidden !== undefined && (!Number.isInteger(c.mlpHidden) || c.mlpHidden < 1)) {
+    throw new RangeError(`mlpHidden must be a positive integer: mlpHidden=${c.mlpHidden}`);
   }
   const headSize = c.nEmbd / c.nHead;
   if (c.positions === "rope" && headSize % 2 !== 0) {
@@ -449,6 +464,35 @@ export function countParameters(config: TransformerConfig): ParameterCount {
     total: tokenEmbedding + positionEmbedding + nonEmbedding,
     estimate: 12 * c.nLayer * d * d,
   };
+}
+
+/**
+ * The feed-forward width (a multiple of 8) that brings a config's parameter
+ * count closest to a target, e.g. another block's, so that two blocks are
+ * compared at equal parameters (chapter 6, "the modern block").
+ *
+ * @param config the config whose `mlpHidden` to choose.
+ * @param target the total parameter count to match.
+ * @returns the hidden width, to pass as `mlpHidden`.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { countParameters, matchingMlpHidden, modernPreset, transformerConfig } from "./transformer.ts";
+ * const gpt2 = countParameters(transformerConfig("baby", { vocabSize: 65 })).total;
+ * const modern = transformerConfig(modernPreset("baby"), { vocabSize: 65 });
+ * const h = matchingMlpHidden(modern, gpt2);
+ * const total = countParameters({ ...modern, mlpHidden: h }).total;
+ * assert(Math.abs(total / gpt2 - 1) < 0.01);
+ * ```
+ */
+export function matchingMlpHidden(config: TransformerConfig, target: number): number {
+  const at = (h: number) => countParameters({ ...config, mlpHidden: h }).total;
+  const perUnit = at(2) - at(1); // parameters per hidden unit (all layers)
+  const h = Math.max(8, 8 * Math.round((target - (at(1) - perUnit)) / perUnit / 8)); // at(h) is linear in h
+  return [h - 8, h, h + 8].filter((x) => x >= 8).reduce((a, b) =>
+    Math.abs(at(a) - target) <= Math.abs(at(b) - target) ? a : b
+  );
 }
 
 // ---------------------------------------------------------------------------
