@@ -30,7 +30,9 @@
  *   tiny, and tfjs's cost of about 20 microseconds per op would dominate.
  *
  * Positions are absolute (learned or sinusoidal), so a full cache cannot
- * slide by one token: every cached key would change. The documented rule:
+ * slide by one token: every cached key would change. (With rotary positions
+ * the cached keys are rotated by their absolute positions too, so the same
+ * rule applies; grouped-query attention only shrinks the cache.) The documented rule:
  * when the context reaches `blockSize`, the cache is rebuilt from the last
  * `floor(blockSize / 2)` tokens, and generation continues one token at a
  * time. Without a cache each step reads the last `blockSize` tokens. Inside
