@@ -196,10 +196,10 @@ class Params {
   constructor(readonly rng: Rng) {}
   matrix(name: string, rows: number, cols: number): tf.Variable {
     const t = normalMatrix([rows, cols], this.rng, 0.02);
-    return (this.vars[name] = tf.variable(t, true, `${name}_${familyVarId++}`));
+    return (this.vars[name] = tf.variable(t, true, `families.${name}_${familyVarId++}`));
   }
   fill(name: string, n: number, value: number): tf.Variable {
-    return (this.vars[name] = tf.variable(tf.fill([n], value), true, `${name}_${familyVarId++}`));
+    return (this.vars[name] = tf.variable(tf.fill([n], value), true, `families.${name}_${familyVarId++}`));
   }
 }
 let familyVarId = 0;

@@ -124,3 +124,15 @@ Deno.test("attentionCost: N^2, M^2 and N M", () => {
   assertEquals(attentionCost(3, 2), { encoderSelf: 9, decoderSelf: 4, cross: 6 });
   assertThrows(() => attentionCost(0, 2), RangeError, "n=0");
 });
+
+Deno.test("the families' variables never clash with a TransformerLM's names", async () => {
+  const { TransformerLM, transformerConfig } = await import("./transformer.ts");
+  const lmModel = new TransformerLM(transformerConfig("tiny", { vocabSize: 12 }));
+  const enc = new TransformerEncoder(small);
+  const s2s = new EncoderDecoder({ ...small, bosId: 1 });
+  const names = [lmModel, enc, s2s].flatMap((m) => Object.values(m.variables()).map((v) => v.name));
+  assertEquals(new Set(names).size, names.length);
+  // Their own namespace: a TransformerLM's counter also starts at wte_0.
+  assert([enc, s2s].every((m) => Object.values(m.variables()).every((v) => v.name.startsWith("families."))));
+  [lmModel, enc, s2s].forEach((m) => m.dispose());
+});
