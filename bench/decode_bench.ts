@@ -12,6 +12,14 @@
  *
  *     deno run -A bench/decode_bench.ts [--torch] [--new-tokens 256] [--repeats 3] [--backend wasm]
  *
+ * `--gqa` instead compares multi-head, grouped-query and multi-query
+ * attention (chapter 6's modern block, chapter 7's KV cache): the same model
+ * with nKVHead = nHead, nHead / 2 and 1 (everything else equal), decoded
+ * with FastDecoder, the three interleaved token by token so they share the
+ * machine's load; it prints tokens/s and the KV-cache bytes of each:
+ *
+ *     deno run -A bench/decode_bench.ts --gqa [--config small] [--new-tokens 256] [--repeats 3]
+ *
  * Or the Deno benchmarks (64 new tokens per iteration, each mode):
  *
  *     deno bench -A bench/decode_bench.ts
@@ -97,7 +105,56 @@ async function torchPeer(newTokens: number, repeats: number): Promise<TorchResul
   }
 }
 
-if (import.meta.main) {
+/** Decoding speed of MHA, GQA and MQA, interleaved; prints a table. */
+async function benchGqa(): Promise<void> {
+  const preset = flag("config", "small") as "baby" | "small";
+  const repeats = Number(flag("repeats", "3"));
+  const base = transformerConfig(preset, { vocabSize: 65 });
+  const newTokens = Math.min(Number(flag("new-tokens", "256")), base.blockSize);
+  const variants = [
+    ["MHA", base.nHead],
+    ["GQA", base.nHead / 2],
+    ["MQA", 1],
+  ] as const;
+  const runs = await Promise.all(variants.map(async ([name, nKVHead]) => {
+    const m = new TransformerLM({ ...base, nKVHead }, { seed: 0 });
+    const dec = await FastDecoder.fromModel(m);
+    m.dispose();
+    return { name, nKVHead, dec, ms: [] as number[] };
+  }));
+  const load0 = Deno.loadavg();
+  for (let r = 0; r < repeats + 1; r++) {
+    for (const run of runs) run.dec.reset();
+    const t = runs.map(() => 0);
+    for (let i = 0; i < newTokens; i++) {
+      runs.forEach((run, j) => {
+        const t0 = performance.now();
+        run.dec.step((i * 7) % 65);
+        t[j] += performance.now() - t0;
+      });
+    }
+    if (r > 0) runs.forEach((run, j) => run.ms.push(t[j])); // the first round warms up
+  }
+  console.log(
+    `${preset} config (${base.nLayer} layers, ${base.nHead} heads, ${base.nEmbd} dims), ${newTokens} tokens from an ` +
+      `empty cache, FastDecoder (SIMD ${runs[0].dec.kernels.simd}), best of ${repeats}, interleaved; load ${
+        load0.map((x) => x.toFixed(2)).join(" ")
+      }`,
+  );
+  const mha = newTokens * 1000 / Math.min(...runs[0].ms);
+  for (const run of runs) {
+    const tps = newTokens * 1000 / Math.min(...run.ms);
+    console.log(
+      `${run.name} (nKVHead ${String(run.nKVHead).padStart(2)}): ${tps.toFixed(0).padStart(6)} tok/s  ` +
+        `(${(tps / mha).toFixed(2)}x MHA)  KV cache ${(run.dec.cacheBytes / 1024).toFixed(0)} KiB`,
+    );
+  }
+}
+
+if (import.meta.main && Deno.args.includes("--gqa")) {
+  await benchGqa();
+  model.dispose();
+} else if (import.meta.main) {
   const newTokens = Number(flag("new-tokens", "256"));
   const repeats = Number(flag("repeats", "3"));
   console.log(formatBackendReport(report));

@@ -18,6 +18,15 @@
  * threads. A step is a full training step: forward, backward, gradient
  * clipping and the AdamW update, on real Moby Dick batches.
  *
+ * `--modern` instead compares the modern block (RMSNorm, SwiGLU, RoPE,
+ * grouped-query attention with nKVHead = nHead / 2, no biases; chapter 6) with
+ * the GPT-2 block at the same parameter count (the SwiGLU width chosen by
+ * `matchingMlpHidden`) on one backend (default wasm), alternating one step of
+ * each so that both see the same machine load, and writes
+ * `build/bench/modern_block_bench.json`:
+ *
+ *   deno run -A bench/transformer_bench.ts --modern [--backends wasm] [--steps 30] [--config baby]
+ *
  * `deno bench bench/transformer_bench.ts` instead times one training step of
  * the baby config on wasm (and cpu) with Deno's bench runner.
  *
@@ -91,9 +100,14 @@ function naiveLoss(model: lm.TransformerLM, batch: lm.Batch): lm.tf.Scalar {
 }
 
 /** A model, a trainer and a stream of real batches: `step()` runs one full training step. */
-function makeStepper(preset: lm.TransformerPreset, batchSize: number, naive = false) {
+function makeStepper(
+  preset: lm.TransformerPreset,
+  batchSize: number,
+  naive = false,
+  overrides: Partial<lm.TransformerConfig> = {},
+) {
   const { vocab, train } = lm.mobyDickChars();
-  const config = lm.transformerConfig(preset, { vocabSize: vocab.size });
+  const config = lm.transformerConfig(preset, { ...overrides, vocabSize: vocab.size });
   const model = new lm.TransformerLM(config, { seed: 1 });
   const trained: lm.TrainableModel = naive
     ? { variables: () => model.variables(), loss: (batch) => naiveLoss(model, batch) }
@@ -200,7 +214,90 @@ function arg(name: string, fallback: string): string {
   return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
 }
 
-if (import.meta.main) {
+/**
+ * The modern block against the GPT-2 block at equal parameters, steps
+ * interleaved on one backend; prints the table and writes the JSON.
+ */
+async function benchModern(preset: lm.TransformerPreset, batchSize: number, steps: number, backend: string) {
+  const { vocab } = lm.mobyDickChars();
+  const gpt2 = lm.transformerConfig(preset, { vocabSize: vocab.size });
+  const modern0 = lm.transformerConfig(lm.modernPreset(preset), { vocabSize: vocab.size });
+  const target = lm.countParameters(gpt2).total;
+  const modern = { ...lm.modernPreset(preset), mlpHidden: lm.matchingMlpHidden(modern0, target) };
+  await lm.initBackend(backend);
+  const configs = { "GPT-2 block": {}, "modern block": modern } as Record<string, Partial<lm.TransformerConfig>>;
+  const steppers = Object.entries(configs).map(([name, over]) => ({
+    name,
+    params: lm.countParameters(lm.transformerConfig(preset, { ...over, vocabSize: vocab.size })).total,
+    stepper: makeStepper(preset, batchSize, false, over),
+    times: [] as number[],
+    loss: NaN,
+  }));
+  const load0 = Deno.loadavg();
+  const warmup = 3;
+  for (let i = 0; i < warmup + steps; i++) {
+    for (const s of steppers) {
+      const t0 = performance.now();
+      s.loss = await s.stepper.step();
+      if (i >= warmup) s.times.push(performance.now() - t0);
+    }
+  }
+  const load1 = Deno.loadavg();
+  const rows = steppers.map((s) => {
+    s.stepper.dispose();
+    const sorted = [...s.times].sort((a, b) => a - b);
+    const med = sorted[Math.floor(sorted.length / 2)], best = sorted[0];
+    return {
+      block: s.name,
+      parameters: s.params,
+      "ms/step (median)": +med.toFixed(1),
+      "ms/step (best)": +best.toFixed(1),
+      "tokens/s (median)": Math.round(s.stepper.tokensPerStep * 1000 / med),
+      "tokens/s (best)": Math.round(s.stepper.tokensPerStep * 1000 / best),
+    };
+  });
+  const ratio = {
+    median: +(rows[1]["tokens/s (median)"] / rows[0]["tokens/s (median)"]).toFixed(3),
+    best: +(rows[1]["tokens/s (best)"] / rows[0]["tokens/s (best)"]).toFixed(3),
+  };
+  console.log(`${preset} config, batch ${batchSize}, ${steps} interleaved steps each on ${backend}`);
+  console.log(`modern block: ${JSON.stringify(modern)}`);
+  console.log(lm.formatTable(rows));
+  console.log(`modern / GPT-2 tokens/s: ${ratio.median} (medians), ${ratio.best} (best steps)`);
+  console.log(
+    `load average: start ${load0.map((x) => x.toFixed(2)).join(" ")}, end ${load1.map((x) => x.toFixed(2)).join(" ")}`,
+  );
+  await Deno.mkdir("build/bench", { recursive: true });
+  await Deno.writeTextFile(
+    "build/bench/modern_block_bench.json",
+    JSON.stringify(
+      {
+        preset,
+        batchSize,
+        steps,
+        backend,
+        modern,
+        rows,
+        ratio,
+        loadAverage: { start: load0, end: load1 },
+        command: `deno run -A bench/transformer_bench.ts ${Deno.args.join(" ")}`.trim(),
+        date: new Date().toISOString(),
+      },
+      null,
+      1,
+    ),
+  );
+  console.log("wrote build/bench/modern_block_bench.json");
+}
+
+if (import.meta.main && Deno.args.includes("--modern")) {
+  await benchModern(
+    arg("config", "baby") as lm.TransformerPreset,
+    Number(arg("batch", "12")),
+    Number(arg("steps", "30")),
+    arg("backends", "wasm"),
+  );
+} else if (import.meta.main) {
   const preset = arg("config", "baby") as lm.TransformerPreset;
   const batchSize = Number(arg("batch", "12"));
   const steps = Number(arg("steps", "20"));

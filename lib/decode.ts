@@ -30,7 +30,9 @@
  *   tiny, and tfjs's cost of about 20 microseconds per op would dominate.
  *
  * Positions are absolute (learned or sinusoidal), so a full cache cannot
- * slide by one token: every cached key would change. The documented rule:
+ * slide by one token: every cached key would change. (With rotary positions
+ * the cached keys are rotated by their absolute positions too, so the same
+ * rule applies; grouped-query attention only shrinks the cache.) The documented rule:
  * when the context reaches `blockSize`, the cache is rebuilt from the last
  * `floor(blockSize / 2)` tokens, and generation continues one token at a
  * time. Without a cache each step reads the last `blockSize` tokens. Inside
@@ -53,6 +55,7 @@ import { Rng } from "./random.ts";
 import type { LanguageModel } from "./lm.ts";
 import { checkLogits, logSoftmaxLogits, makeSampler, type SamplerOptions, type Scores } from "./sampling.ts";
 import { type ArenaArray, KernelArena, type Kernels, makeKernels } from "./decode_kernels.ts";
+import { mlpHiddenSize } from "./transformer.ts";
 
 // ---------------------------------------------------------------------------
 // Models
@@ -74,19 +77,25 @@ export interface DecodableConfig {
   bias: boolean;
   /** Pre-LN (GPT-2) or post-LN (the original transformer). */
   norm: "pre" | "post";
-  /** Learned or sinusoidal positions. */
-  positions: "learned" | "sinusoidal";
+  /** Learned, sinusoidal or rotary positions. */
+  positions: "learned" | "sinusoidal" | "rope";
   /** The MLP's non-linearity. */
   activation: "gelu" | "relu";
   /** The MLP's hidden width as a multiple of nEmbd. */
   mlpRatio: number;
+  /** LayerNorm (default) or RMSNorm. */
+  normalization?: "layer" | "rms";
+  /** The dense MLP (default) or SwiGLU. */
+  mlp?: "dense" | "swiglu";
+  /** Key/value heads (default nHead): grouped-query attention. */
+  nKVHead?: number;
 }
 
 /** Keys and values of earlier positions, one entry per layer (the transformer's `past`). */
 export interface PastEntry {
-  /** Keys (B, nHead, Tpast, headSize). */
+  /** Keys (B, nKVHead, Tpast, headSize). */
   k: tf.Tensor4D;
-  /** Values (B, nHead, Tpast, headSize). */
+  /** Values (B, nKVHead, Tpast, headSize). */
   v: tf.Tensor4D;
 }
 
@@ -152,11 +161,15 @@ function checkPrompt(prompt: ArrayLike<number>, vocabSize: number | undefined): 
 
 /**
  * The memory a KV cache takes for one sequence: keys and values (2) for every
- * layer, position and channel: 2 * nLayer * blockSize * nEmbd numbers.
+ * layer, position and channel: 2 * nLayer * blockSize * nEmbd numbers. With
+ * grouped-query attention only nKVHead of the nHead heads are cached:
+ * 2 * nLayer * blockSize * nKVHead * headSize numbers, nHead / nKVHead times
+ * fewer (chapter 6, "the modern block"; chapter 7).
  *
  * Chapter 7.
  *
- * @param config `nLayer`, `nEmbd` and `blockSize` (the positions cached).
+ * @param config `nLayer`, `nEmbd` and `blockSize` (the positions cached);
+ * `nHead` and `nKVHead` for grouped-query attention (default: nKVHead = nHead).
  * @param options `batchSize` sequences (default 1) and `bytesPerValue`
  * (default 4, float32; 2 for float16).
  * @returns the size in bytes.
@@ -171,9 +184,13 @@ function checkPrompt(prompt: ArrayLike<number>, vocabSize: number | undefined): 
  * ```
  */
 export function kvCacheBytes(
-  config: { nLayer: number; nEmbd: number; blockSize: number },
+  config: { nLayer: number; nEmbd: number; blockSize: number; nHead?: number; nKVHead?: number },
   options: { batchSize?: number; bytesPerValue?: number } = {},
 ): number {
+  const nHead = config.nHead ?? 1, nKVHead = config.nKVHead ?? nHead;
+  if (!Number.isInteger(nHead) || nHead < 1 || !Number.isInteger(nKVHead) || nKVHead < 1 || nHead % nKVHead !== 0) {
+    throw new RangeError(`nKVHead must be a positive integer dividing nHead: nHead=${nHead}, nKVHead=${nKVHead}`);
+  }
   const batchSize = options.batchSize ?? 1, bytes = options.bytesPerValue ?? 4;
   for (
     const [k, v] of Object.entries({
@@ -186,7 +203,7 @@ export function kvCacheBytes(
   ) {
     if (!(v > 0) || !Number.isFinite(v)) throw new RangeError(`${k} must be positive: ${k}=${v}`);
   }
-  return 2 * config.nLayer * config.blockSize * config.nEmbd * batchSize * bytes;
+  return 2 * config.nLayer * config.blockSize * (config.nEmbd / nHead * nKVHead) * batchSize * bytes;
 }
 
 // ---------------------------------------------------------------------------
@@ -204,10 +221,12 @@ interface FastLayer {
   ln2b: ArenaArray | null;
   fcW: ArenaArray;
   fcB: ArenaArray | null;
+  upW: ArenaArray | null; // SwiGLU's W3
+  upB: ArenaArray | null;
   fc2W: ArenaArray;
   fc2B: ArenaArray | null;
-  keys: ArenaArray; // (nHead, blockSize, headSize)
-  values: ArenaArray; // (nHead, blockSize, headSize)
+  keys: ArenaArray; // (nKVHead, blockSize, headSize)
+  values: ArenaArray; // (nKVHead, blockSize, headSize)
 }
 
 const sub = (a: ArenaArray, offset: number, length: number): ArenaArray => ({
@@ -216,6 +235,11 @@ const sub = (a: ArenaArray, offset: number, length: number): ArenaArray => ({
 });
 
 const GELU_K = 2 * Math.sqrt(2 / Math.PI);
+
+/** The width of the cached keys (or values) per position: nKVHead * headSize. */
+function kvWidth(c: DecodableConfig): number {
+  return (c.nKVHead ?? c.nHead) * (c.nEmbd / c.nHead);
+}
 
 /** The names a weight may have in chapter 6's model (first match wins). */
 const WEIGHT_ALIASES: Record<string, string[]> = {
@@ -253,12 +277,13 @@ function weightNamed(weights: Map<string, Float32Array>, name: string): Float32A
     if (parts.length === 3 && parts.every((p) => p)) {
       const [q, k, v] = parts as Float32Array[];
       if (rest.endsWith(".b")) return Float32Array.from([...q, ...k, ...v]);
-      const C = Math.round(Math.sqrt(q.length));
-      const out = new Float32Array(3 * C * C);
+      // W^Q is (C, C); W^K and W^V are (C, KV), KV < C with grouped-query attention.
+      const C = Math.round(Math.sqrt(q.length)), KV = k.length / C, W = C + 2 * KV;
+      const out = new Float32Array(C * W);
       for (let i = 0; i < C; i++) {
-        out.set(q.subarray(i * C, (i + 1) * C), i * 3 * C);
-        out.set(k.subarray(i * C, (i + 1) * C), i * 3 * C + C);
-        out.set(v.subarray(i * C, (i + 1) * C), i * 3 * C + 2 * C);
+        out.set(q.subarray(i * C, (i + 1) * C), i * W);
+        out.set(k.subarray(i * KV, (i + 1) * KV), i * W + C);
+        out.set(v.subarray(i * KV, (i + 1) * KV), i * W + C + KV);
       }
       return out;
     }
@@ -314,25 +339,43 @@ export class FastDecoder {
   #att: ArenaArray;
   #tmp: ArenaArray;
   #u: ArenaArray;
+  #u2: ArenaArray;
+  #ropeCos: Float32Array | null = null;
+  #ropeSin: Float32Array | null = null;
   #scores: ArenaArray;
   #logits: ArenaArray;
   #length = 0;
 
   private constructor(config: DecodableConfig, weights: Map<string, Float32Array>, options: { simd: boolean }) {
     this.config = config;
-    const { vocabSize: V, blockSize: L, nLayer, nEmbd: C, mlpRatio } = config;
-    const H = mlpRatio * C;
+    const { vocabSize: V, blockSize: L, nLayer, nEmbd: C } = config;
+    const H = mlpHiddenSize(config), KV = kvWidth(config), swiglu = config.mlp === "swiglu";
     let floats = 0;
     for (const w of weights.values()) floats += w.length + 4;
-    floats += 2 * nLayer * L * C + L * (8 * C + H) + C + L + V + 64 + L * C;
+    floats += 2 * nLayer * L * KV + L * (8 * C + 2 * H) + C + L + V + 64 + L * C;
     this.#arena = new KernelArena(floats, { wasm: options.simd });
     this.kernels = makeKernels(this.#arena);
     const a = this.#arena;
     const get = (name: string): ArenaArray => a.from(weightNamed(weights, name));
     const opt = (name: string) => (config.bias ? get(name) : null);
+    // RMSNorm has no shift.
+    const optNorm = (name: string) => (config.normalization === "rms" ? null : opt(name));
     this.#wte = get("wte");
     if (config.positions === "learned") this.#pos = get("wpe");
-    else {
+    else if (config.positions === "rope") {
+      // No position vectors: cos and sin of each pair's angle, (L, hs / 2).
+      this.#pos = a.alloc(L * C); // zeros, added harmlessly
+      const hs = C / config.nHead, half = hs / 2;
+      this.#ropeCos = new Float32Array(L * half);
+      this.#ropeSin = new Float32Array(L * half);
+      for (let p = 0; p < L; p++) {
+        for (let i = 0; i < half; i++) {
+          const angle = p * Math.pow(10000, -(2 * i) / hs);
+          this.#ropeCos[p * half + i] = Math.cos(angle);
+          this.#ropeSin[p * half + i] = Math.sin(angle);
+        }
+      }
+    } else {
       const table = new Float32Array(L * C);
       for (let p = 0; p < L; p++) {
         for (let j = 0; j < C; j++) {
@@ -347,31 +390,34 @@ export class FastDecoder {
       const p = `h${l}.`;
       this.#layers.push({
         ln1g: get(p + "ln1.g"),
-        ln1b: opt(p + "ln1.b"),
+        ln1b: optNorm(p + "ln1.b"),
         attnW: get(p + "qkv.w"),
         attnB: opt(p + "qkv.b"),
         projW: get(p + "proj.w"),
         projB: opt(p + "proj.b"),
         ln2g: get(p + "ln2.g"),
-        ln2b: opt(p + "ln2.b"),
+        ln2b: optNorm(p + "ln2.b"),
         fcW: get(p + "fc.w"),
         fcB: opt(p + "fc.b"),
+        upW: swiglu ? get(p + "mlp.w3") : null,
+        upB: swiglu ? opt(p + "mlp.b3") : null,
         fc2W: get(p + "fc2.w"),
         fc2B: opt(p + "fc2.b"),
-        keys: a.alloc(L * C),
-        values: a.alloc(L * C),
+        keys: a.alloc(L * KV),
+        values: a.alloc(L * KV),
       });
     }
     this.#lnFg = config.norm === "pre" ? get("lnF.g") : null;
-    this.#lnFb = config.norm === "pre" ? opt("lnF.b") : null;
+    this.#lnFb = config.norm === "pre" ? optNorm("lnF.b") : null;
     // Activations for up to blockSize tokens at once (a prompt), one row per token.
     this.#x = a.alloc(L * C);
     this.#h = a.alloc(L * C);
-    this.#qkv = a.alloc(L * 3 * C);
+    this.#qkv = a.alloc(L * (C + 2 * KV));
     this.#q = a.alloc(C);
     this.#att = a.alloc(L * C);
     this.#tmp = a.alloc(L * C);
     this.#u = a.alloc(L * H);
+    this.#u2 = a.alloc(swiglu ? L * H : 1);
     this.#scores = a.alloc(L);
     this.#logits = a.alloc(V);
   }
@@ -391,19 +437,20 @@ export class FastDecoder {
     for (const [name, v] of Object.entries(vars)) {
       weights.set(name, new Float32Array(await v.data() as Float32Array));
     }
-    const C = c.nEmbd, H = c.mlpRatio * C;
+    const C = c.nEmbd, H = mlpHiddenSize(c), KV = kvWidth(c);
     const expect: [string, number][] = [["wte", c.vocabSize * C]];
     if (c.positions === "learned") expect.push(["wpe", c.blockSize * C]);
     for (let l = 0; l < c.nLayer; l++) {
+      if (c.mlp === "swiglu") expect.push([`h${l}.mlp.w3`, C * H]);
       expect.push(
-        [`h${l}.qkv.w`, 3 * C * C],
+        [`h${l}.qkv.w`, (C + 2 * KV) * C],
         [`h${l}.proj.w`, C * C],
         [`h${l}.fc.w`, C * H],
         [`h${l}.fc2.w`, H * C],
         [`h${l}.ln1.g`, C],
         [`h${l}.ln2.g`, C],
       );
-      if (c.bias) expect.push([`h${l}.qkv.b`, 3 * C], [`h${l}.fc.b`, H]);
+      if (c.bias) expect.push([`h${l}.qkv.b`, C + 2 * KV], [`h${l}.fc.b`, H]);
     }
     for (const [name, size] of expect) {
       const w = weightNamed(weights, name);
@@ -419,7 +466,7 @@ export class FastDecoder {
     return this.#length;
   }
 
-  /** Bytes held by the KV cache when full (see {@link kvCacheBytes}). */
+  /** Bytes held by the KV cache when full (see {@link kvCacheBytes}; only nKVHead heads are kept). */
   get cacheBytes(): number {
     return kvCacheBytes(this.config);
   }
@@ -431,6 +478,13 @@ export class FastDecoder {
 
   #layerNorm(x: Float32Array, g: ArenaArray, b: ArenaArray | null, out: Float32Array): void {
     const n = x.length;
+    if (this.config.normalization === "rms") {
+      let ms = 0;
+      for (let i = 0; i < n; i++) ms += x[i] * x[i];
+      const r = 1 / Math.sqrt(ms / n + 1e-5), gd = g.data;
+      for (let i = 0; i < n; i++) out[i] = x[i] * r * gd[i];
+      return;
+    }
     let mean = 0;
     for (let i = 0; i < n; i++) mean += x[i];
     mean /= n;
@@ -466,7 +520,7 @@ export class FastDecoder {
    * @throws {RangeError} on a bad id, no tokens, or more tokens than the cache has room for.
    */
   feed(tokens: ArrayLike<number>): Float32Array {
-    const { vocabSize: V, blockSize: L, nEmbd: C, nHead, mlpRatio, norm, activation } = this.config;
+    const { vocabSize: V, blockSize: L, nEmbd: C, nHead, norm, activation } = this.config;
     const M = tokens.length, t0 = this.#length;
     if (M < 1) throw new RangeError("tokens must not be empty: tokens.length=0");
     for (let i = 0; i < M; i++) {
@@ -480,9 +534,19 @@ export class FastDecoder {
         `the KV cache is full: length=${t0} + ${M} new > blockSize=${L}; call reset() and feed the context again`,
       );
     }
-    const k = this.kernels, H = mlpRatio * C, hs = C / nHead, scale = 1 / Math.sqrt(hs);
+    const k = this.kernels, H = mlpHiddenSize(this.config), hs = C / nHead, scale = 1 / Math.sqrt(hs);
+    const KV = kvWidth(this.config), W = C + 2 * KV, group = C / KV; // query heads per kv head
     const x = this.#x.data, h = this.#h.data, qkv = this.#qkv.data, q = this.#q.data;
-    const tmp = this.#tmp.data, u = this.#u.data, scores = this.#scores.data;
+    const tmp = this.#tmp.data, u = this.#u.data, u2 = this.#u2.data, scores = this.#scores.data;
+    const cosT = this.#ropeCos, sinT = this.#ropeSin, half = hs / 2;
+    /** Rotates the pairs (2i, 2i+1) of one head's vector at `o` by position t's angles. */
+    const rotate = (v: Float32Array, o: number, t: number) => {
+      for (let i = 0; i < half; i++) {
+        const c = cosT![t * half + i], s = sinT![t * half + i], a = v[o + 2 * i], b = v[o + 2 * i + 1];
+        v[o + 2 * i] = a * c - b * s;
+        v[o + 2 * i + 1] = a * s + b * c;
+      }
+    };
     const wte = this.#wte.data, pos = this.#pos.data;
     const rowsC = (a: ArenaArray) => sub(a, 0, M * C);
     const ln = (src: Float32Array, g: ArenaArray, b: ArenaArray | null, dst: Float32Array) => {
@@ -499,25 +563,32 @@ export class FastDecoder {
       // Attention box: q, k, v for the new tokens; keys and values join the cache.
       if (norm === "pre") ln(x, p.ln1g, p.ln1b, h);
       else h.set(x.subarray(0, M * C));
-      k.matmat(p.attnW, rowsC(this.#h), p.attnB, sub(this.#qkv, 0, M * 3 * C), [M, C, 3 * C]); // (M, 3C)
+      k.matmat(p.attnW, rowsC(this.#h), p.attnB, sub(this.#qkv, 0, M * W), [M, C, W]); // (M, C + 2 KV)
+      if (cosT) {
+        // Rotary positions: rotate each new query and key at its own position.
+        for (let m = 0; m < M; m++) {
+          for (let o = 0; o < C + KV; o += hs) rotate(qkv, m * W + o, t0 + m);
+        }
+      }
       for (let m = 0; m < M; m++) {
-        const row = m * 3 * C, t = t0 + m;
-        for (let head = 0; head < nHead; head++) {
+        const row = m * W, t = t0 + m;
+        for (let head = 0; head < KV / hs; head++) {
           const o = head * hs, cacheRow = head * L * hs + t * hs;
           for (let i = 0; i < hs; i++) {
             p.keys.data[cacheRow + i] = qkv[row + C + o + i];
-            p.values.data[cacheRow + i] = qkv[row + 2 * C + o + i];
+            p.values.data[cacheRow + i] = qkv[row + C + KV + o + i];
           }
         }
       }
-      // Each new token attends to the cache up to its own position (causal).
+      // Each new token attends to the cache up to its own position (causal);
+      // query head `head` reads kv head floor(head / group).
       for (let m = 0; m < M; m++) {
-        const row = m * 3 * C, t = t0 + m;
+        const row = m * W, t = t0 + m;
         for (let head = 0; head < nHead; head++) {
-          const o = head * hs;
+          const o = head * hs, kvHead = Math.floor(head / group);
           for (let i = 0; i < hs; i++) q[o + i] = qkv[row + o + i] * scale;
-          const keys = sub(p.keys, head * L * hs, (t + 1) * hs); // (t+1, hs)
-          const values = sub(p.values, head * L * hs, (t + 1) * hs); // (t+1, hs)
+          const keys = sub(p.keys, kvHead * L * hs, (t + 1) * hs); // (t+1, hs)
+          const values = sub(p.values, kvHead * L * hs, (t + 1) * hs); // (t+1, hs)
           k.dotRows(keys, sub(this.#q, o, hs), null, this.#scores, [hs, t + 1]); // (t+1)
           let max = -Infinity;
           for (let j = 0; j <= t; j++) if (scores[j] > max) max = scores[j];
@@ -539,8 +610,15 @@ export class FastDecoder {
         h.set(x.subarray(0, M * C));
       }
       // MLP box.
-      k.matmat(p.fcW, rowsC(this.#h), p.fcB, sub(this.#u, 0, M * H), [M, C, H]); // (M, 4C)
-      if (activation === "relu") {
+      k.matmat(p.fcW, rowsC(this.#h), p.fcB, sub(this.#u, 0, M * H), [M, C, H]); // (M, H)
+      if (p.upW) {
+        // SwiGLU: silu(x W1) * (x W3).
+        k.matmat(p.upW, rowsC(this.#h), p.upB, sub(this.#u2, 0, M * H), [M, C, H]); // (M, H)
+        for (let i = 0; i < M * H; i++) {
+          const v = u[i];
+          u[i] = v / (1 + Math.exp(-v)) * u2[i];
+        }
+      } else if (activation === "relu") {
         for (let i = 0; i < M * H; i++) if (u[i] < 0) u[i] = 0;
       } else {
         for (let i = 0; i < M * H; i++) {

@@ -28,6 +28,12 @@ function tinyModel(overrides: Record<string, unknown> = {}, seed = 3): Transform
   tf.tidy(() => {
     v.wte.assign(tf.mul(v.wte, 3));
     if (v.wpe) v.wpe.assign(tf.mul(v.wpe, 10));
+    // Rotary positions have no table to scale up: sharpen the attention so they matter.
+    if (overrides.positions === "rope") {
+      for (const [name, w] of Object.entries(v)) {
+        if (/attn\.w[qkvo]$/.test(name)) w.assign(tf.mul(w, 20));
+      }
+    }
   });
   return model;
 }
@@ -38,9 +44,17 @@ const VARIANTS = [
   { positions: "sinusoidal" },
   { activation: "relu", bias: false },
   { nHead: 4, mlpRatio: 2 },
+  // The modern block's options, alone and together (chapter 6).
+  { normalization: "rms" },
+  { mlp: "swiglu" },
+  { positions: "rope" },
+  { nHead: 4, nKVHead: 2 },
+  { nHead: 4, nKVHead: 1, positions: "rope" },
+  { normalization: "rms", mlp: "swiglu", positions: "rope", bias: false, nHead: 4, nKVHead: 2 },
+  { normalization: "rms", mlp: "swiglu", positions: "rope", bias: true, nKVHead: 1 },
 ] as Record<string, unknown>[];
 
-Deno.test("FastDecoder gives the transformer's logits at every position (5 variants, SIMD and JS kernels)", async () => {
+Deno.test("FastDecoder gives the transformer's logits at every position (12 variants, SIMD and JS kernels)", async () => {
   for (const over of VARIANTS) {
     const model = tinyModel(over);
     const ids = [3, 5, 7, 1, 9, 2, 2, 11];
@@ -71,7 +85,10 @@ Deno.test("greedy decoding gives identical tokens with and without the KV cache 
     }
     assertEquals(runs.tfjs, runs.none, `tfjs cache vs recomputation, ${JSON.stringify(over)}`);
     assertEquals(runs.fast, runs.none, `fast cache vs recomputation, ${JSON.stringify(over)}`);
-    assert(new Set(runs.none).size >= 4, `the test model should not loop on one token: ${runs.none}`);
+    assert(
+      new Set(runs.none).size >= 4,
+      `the test model should not loop on one token: ${runs.none}, ${JSON.stringify(over)}`,
+    );
     model.dispose();
   }
 });
@@ -328,6 +345,29 @@ Deno.test("distinctNgrams and kvCacheBytes", () => {
   assertEquals(kvCacheBytes({ nLayer: 2, nEmbd: 8, blockSize: 16 }), 2 * 2 * 16 * 8 * 4);
   assertEquals(kvCacheBytes({ nLayer: 96, nEmbd: 12288, blockSize: 2048 }, { bytesPerValue: 2 }), 9_663_676_416);
   assertThrows(() => kvCacheBytes({ nLayer: 0, nEmbd: 8, blockSize: 16 }), RangeError, "nLayer=0");
+  // Grouped-query attention caches nKVHead of the nHead heads: 2 * nLayer * blockSize * nKVHead * headSize.
+  assertEquals(kvCacheBytes({ nLayer: 2, nEmbd: 8, blockSize: 16, nHead: 4, nKVHead: 1 }), 2 * 2 * 16 * 2 * 4);
+  assertEquals(kvCacheBytes({ nLayer: 2, nEmbd: 8, blockSize: 16, nHead: 4, nKVHead: 2 }), 2 * 2 * 16 * 4 * 4);
+  assertThrows(
+    () => kvCacheBytes({ nLayer: 2, nEmbd: 12, blockSize: 16, nHead: 6, nKVHead: 4 }),
+    RangeError,
+    "nHead=6, nKVHead=4",
+  );
+});
+
+Deno.test("FastDecoder and the tfjs cache keep only the nKVHead heads", async () => {
+  const model = tinyModel({ nHead: 4, nKVHead: 1, positions: "rope" });
+  const dec = await FastDecoder.fromModel(model);
+  assertEquals(dec.cacheBytes, 2 * 2 * 32 * 8 * 4); // nLayer 2, blockSize 32, one head of 8
+  tf.tidy(() => model.forward(tf.tensor2d([[1, 2, 3]], [1, 3], "int32"), undefined, { past: [] }).logits);
+  const before = tf.memory().numTensors; // after the first call, which caches constants (masks, rotary tables)
+  const kShape = tf.tidy(() => {
+    const { present } = model.forward(tf.tensor2d([[1, 2, 3]], [1, 3], "int32"), undefined, { past: [] });
+    return present![0].k.shape;
+  });
+  assertEquals(kShape, [1, 1, 3, 8]); // (B, nKVHead, T, headSize)
+  assertEquals(tf.memory().numTensors, before);
+  model.dispose();
 });
 
 Deno.test("scoreContinuation sums the model's log-probabilities, in every cache mode", async () => {

@@ -15,6 +15,10 @@ import {
   layerNormFused,
   linear,
   nextTokenLogProbs,
+  repeatKVHeads,
+  rmsNormFused,
+  ropeRotate,
+  swigluGate,
   tiedHead,
 } from "./kernels.ts";
 
@@ -128,6 +132,66 @@ for (const backend of backends) {
         tf.dispose([q, k, v, q2, bias, a, b, c]);
       });
     }
+
+    await t.step("the modern block: RMSNorm, SwiGLU gate, rotary positions, repeated kv heads", async () => {
+      const x = randn([6, 8], rng), g = randn([8], rng);
+      await checkGrad(
+        "rmsNorm",
+        [x, g],
+        (x, g) => rmsNormFused(x as tf.Tensor2D, g as tf.Tensor1D),
+        (x, g) => tf.mul(tf.div(x, tf.sqrt(tf.add(tf.mean(tf.square(x), -1, true), 1e-5))), g),
+      );
+      const a = randn([5, 7], rng), b = randn([5, 7], rng);
+      // 35 values take the tfjs-op path on wasm, 32 the fused SIMD one.
+      await checkGrad("swigluGate", [a, b], (a, b) => swigluGate(a, b), (a, b) => tf.mul(tf.mul(a, tf.sigmoid(a)), b));
+      const a8 = randn([4, 8], rng, 3), b8 = randn([4, 8], rng);
+      await checkGrad(
+        "swigluGate (fused)",
+        [a8, b8],
+        (a, b) => swigluGate(a, b),
+        (a, b) => tf.mul(tf.mul(a, tf.sigmoid(a)), b),
+      );
+      const x5 = randn([3, 5], rng), g5 = randn([5], rng);
+      await checkGrad(
+        "rmsNorm (C=5, tfjs ops on wasm)",
+        [x5, g5],
+        (x, g) => rmsNormFused(x as tf.Tensor2D, g as tf.Tensor1D),
+        (x, g) => tf.mul(tf.div(x, tf.sqrt(tf.add(tf.mean(tf.square(x), -1, true), 1e-5))), g),
+      );
+      tf.dispose([a8, b8, x5, g5]);
+      // Rotary: the reference builds each pair's 2x2 rotation explicitly.
+      const [T, B, H, D] = [3, 2, 2, 4];
+      const xr = randn([T, B, H, D], rng);
+      const ang = Array.from(
+        { length: T },
+        (_, t) => Array.from({ length: D }, (_, j) => t * 10000 ** (-(j - (j % 2)) / D)),
+      );
+      const cos = tf.tensor2d(ang.map((r) => r.map(Math.cos))), sin = tf.tensor2d(ang.map((r) => r.map(Math.sin)));
+      const rot = tf.tensor3d(
+        ang.map((r) => {
+          const m = Array.from({ length: D }, () => new Array(D).fill(0)); // y = x @ m
+          for (let i = 0; i < D; i += 2) {
+            const c = Math.cos(r[i]), s = Math.sin(r[i]);
+            m[i][i] = c, m[i + 1][i] = -s, m[i][i + 1] = s, m[i + 1][i + 1] = c;
+          }
+          return m;
+        }),
+      ); // (T, D, D)
+      await checkGrad(
+        "ropeRotate",
+        [xr],
+        (x) => ropeRotate(x as tf.Tensor4D, { cos, sin }),
+        (x) => tf.reshape(tf.matMul(tf.reshape(x, [T, B * H, D]), rot), [T, B, H, D]),
+      );
+      const kv = randn([3, 2, 2, 4], rng);
+      await checkGrad(
+        "repeatKVHeads",
+        [kv],
+        (x) => repeatKVHeads(x as tf.Tensor4D, 3),
+        (x) => tf.concat(tf.unstack(x, 2).flatMap((h) => [h, h, h].map((t) => tf.expandDims(t, 2))), 2),
+      );
+      tf.dispose([x, g, a, b, xr, cos, sin, rot, kv]);
+    });
 
     await t.step("tied LM head", async () => {
       const x = randn([6, 4], rng), wte = randn([9, 4], rng);

@@ -37,6 +37,8 @@ export * from "./kernels.ts";
 export * from "./wasm_simd.ts";
 export * from "./transformer.ts";
 export * from "./chars.ts";
+// Chapter 6: the encoder (masked LM) and encoder-decoder families.
+export * from "./families.ts";
 
 // Chapter 7: decoding and sampling.
 export * from "./sampling.ts";

@@ -22,6 +22,50 @@
  * layer norm. `positions: "sinusoidal"` replaces the learned position table
  * by fixed sinusoids.
  *
+ * ## The modern block (chapter 6)
+ *
+ * Four options turn the GPT-2 block into the one most current open models
+ * use (Llama, Mistral, Qwen); the preset {@link MODERN_BLOCK} sets all four:
+ *
+ * - `normalization: "rms"`: RMSNorm (Zhang & Sennrich, 2019),
+ *   x / sqrt(mean(x^2) + 1e-5) * g, with a gain and never a shift, in place of
+ *   every layer norm (the final one included). (`norm` already names where
+ *   the norms go, pre or post, so the kind has its own field.)
+ * - `mlp: "swiglu"`: the SiLU-gated feed-forward (Shazeer, 2020),
+ *   W2 (silu(x W1) * (x W3)), with hidden width {@link mlpHiddenSize}: two
+ *   thirds of mlpRatio * nEmbd (8/3 nEmbd by default) rounded to the nearest
+ *   multiple of 8, so that its three matrices hold about as many parameters
+ *   as the plain MLP's two. (Llama rounds up to a multiple of 256.)
+ * - `positions: "rope"`: rotary positions (Su et al., RoFormer, 2021) on the
+ *   queries and keys of every head, no position vector added to the
+ *   embedding. Channels (2i, 2i+1) of a head of size d form a pair rotated by
+ *   the angle pos * theta_i with theta_i = 10000^(-2i/d), as in the RoFormer
+ *   paper. Some libraries (GPT-NeoX, and Llama in Hugging Face transformers)
+ *   pair channel i with channel i + d/2 instead ("split halves",
+ *   `rotate_half`). The two are the same model up to a permutation of each
+ *   head's q and k channels: to load split-halves weights here, reorder the
+ *   output columns of W^Q and W^K within each head so that new channel 2i is
+ *   old channel i and new channel 2i+1 is old channel i + d/2 (in PyTorch's
+ *   (out, in) layout, a permutation of the weight's rows; the inverse of the
+ *   `permute` in Hugging Face's Llama conversion script). Scores q.k are
+ *   unchanged by a common permutation of q and k, so nothing else moves.
+ * - `nKVHead`: grouped-query attention (Ainslie et al., 2023): only nKVHead
+ *   key/value heads, each shared by nHead / nKVHead query heads (kv head j
+ *   serves query heads j*g .. (j+1)*g - 1, g = nHead / nKVHead); 1 is
+ *   multi-query attention (Shazeer, 2019), nHead (the default) plain
+ *   multi-head attention. W^K and W^V shrink to (C, nKVHead * headSize) and
+ *   the KV cache holds only the nKVHead heads.
+ *
+ * The fast attention kernel (`kernels.ts`) works on equal numbers of heads:
+ * with GQA the keys and values are repeated to nHead heads
+ * ({@link repeatKVHeads}) just before it, so training and the tfjs cache pay
+ * full-size attention arithmetic and save only in the projections and the
+ * cache; the WebAssembly decoder in `decode.ts` reads the shared heads
+ * directly. RMSNorm and the SwiGLU gate run as fused WebAssembly SIMD kernels
+ * on wasm (`wasm_simd.ts`) and as composed tfjs ops with hand-written
+ * gradients elsewhere; the rotation is two products with fixed matrices and
+ * two multiplies on every backend.
+ *
  * The model implements both the trainer's {@link TrainableModel} (chapter 3's
  * `Trainer` trains it with AdamW, warm-up and cosine decay, clipping) and
  * chapter 2's {@link LanguageModel}, so its perplexity goes in the same table
@@ -56,7 +100,8 @@
  * ```
  *
  * `past` is an array with one {@link KVCacheEntry} `{ k, v }` per layer, each
- * (B, nHead, Tpast, headSize); an empty array means "no past, but return the
+ * (B, nKVHead, Tpast, headSize) (nKVHead = nHead without grouped-query
+ * attention); an empty array means "no past, but return the
  * cache". The new queries see every cached key (the causal mask is offset by
  * Tpast) and positions continue at Tpast. The caller owns (and disposes)
  * the returned cache tensors. Tpast + T may not exceed `blockSize` with
@@ -78,6 +123,10 @@ import {
   layerNormFused,
   linear,
   nextTokenLogProbs,
+  repeatKVHeads,
+  rmsNormFused,
+  ropeRotate,
+  swigluGate,
   tiedHead,
 } from "./kernels.ts";
 import { makeSampler, type SamplerOptions } from "./sampling.ts";
@@ -104,8 +153,25 @@ export interface TransformerConfig {
   bias?: boolean;
   /** `"pre"` (default: GPT-2 and later) or `"post"` layer norm (the original transformer). */
   norm?: "pre" | "post";
-  /** `"learned"` (default, GPT-2) or `"sinusoidal"` positions (Vaswani et al., 2017). */
-  positions?: "learned" | "sinusoidal";
+  /**
+   * `"learned"` (default, GPT-2), `"sinusoidal"` (Vaswani et al., 2017) or
+   * `"rope"` (rotary, on queries and keys; see the module docs).
+   */
+  positions?: "learned" | "sinusoidal" | "rope";
+  /** `"layer"` (default, LayerNorm) or `"rms"` (RMSNorm, no shift). */
+  normalization?: "layer" | "rms";
+  /**
+   * `"dense"` (default): C -> mlpRatio C -> `activation` -> C; `"swiglu"`:
+   * W2 (silu(x W1) * (x W3)) with hidden width {@link mlpHiddenSize}.
+   */
+  mlp?: "dense" | "swiglu";
+  /** Key/value heads (default nHead); must divide nHead; 1 = multi-query attention. */
+  nKVHead?: number;
+  /**
+   * The feed-forward's hidden width, overriding the one from mlpRatio (see
+   * {@link mlpHiddenSize}); e.g. to compare two blocks at equal parameters.
+   */
+  mlpHidden?: number;
   /** The MLP's non-linearity: `"gelu"` (default, tanh approximation) or `"relu"`. */
   activation?: "gelu" | "relu";
   /** The MLP's hidden width as a multiple of nEmbd (default 4). */
@@ -118,8 +184,8 @@ export interface TransformerConfig {
   causal?: boolean;
 }
 
-/** A config with every option filled in. */
-export type FullTransformerConfig = Required<TransformerConfig>;
+/** A config with every option filled in (`mlpHidden` only when set). */
+export type FullTransformerConfig = Required<Omit<TransformerConfig, "mlpHidden">> & { mlpHidden?: number };
 
 /** Named sizes (without `vocabSize`), smallest first. */
 export const TRANSFORMER_PRESETS = Object.freeze(
@@ -134,6 +200,81 @@ export const TRANSFORMER_PRESETS = Object.freeze(
     gpt2: { nLayer: 12, nHead: 12, nEmbd: 768, blockSize: 1024 },
   } as const,
 );
+
+/**
+ * The modern block's options (chapter 6): RMSNorm, a SwiGLU feed-forward,
+ * rotary positions, no biases, and grouped-query attention with 2 query heads
+ * per key/value head (for a preset with an odd nHead, set `nKVHead` yourself).
+ * Combine with a size preset:
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { MODERN_BLOCK, TRANSFORMER_PRESETS, transformerConfig } from "./transformer.ts";
+ * const c = transformerConfig({ ...TRANSFORMER_PRESETS.baby, ...MODERN_BLOCK }, { vocabSize: 65 });
+ * assertEquals([c.normalization, c.mlp, c.positions, c.nKVHead], ["rms", "swiglu", "rope", 2]);
+ * ```
+ */
+export const MODERN_BLOCK = Object.freeze(
+  {
+    normalization: "rms",
+    mlp: "swiglu",
+    positions: "rope",
+    bias: false,
+    nKVHead: 2,
+  } as const,
+);
+
+/**
+ * A size preset with the modern block's options (see {@link MODERN_BLOCK}),
+ * `nKVHead` = nHead / 2.
+ *
+ * @param preset a size preset name.
+ * @returns a partial config for {@link transformerConfig}.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { modernPreset, transformerConfig } from "./transformer.ts";
+ * const c = transformerConfig(modernPreset("baby"), { vocabSize: 65 });
+ * assertEquals([c.nHead, c.nKVHead, c.positions], [4, 2, "rope"]);
+ * ```
+ */
+export function modernPreset(preset: TransformerPreset): Partial<TransformerConfig> {
+  if (!(preset in TRANSFORMER_PRESETS)) {
+    throw new RangeError(
+      `unknown preset: preset=${JSON.stringify(preset)}; presets are ${Object.keys(TRANSFORMER_PRESETS).join(", ")}`,
+    );
+  }
+  const size = TRANSFORMER_PRESETS[preset];
+  return { ...size, ...MODERN_BLOCK, nKVHead: size.nHead % 2 === 0 ? size.nHead / 2 : size.nHead };
+}
+
+/**
+ * The hidden width of a config's feed-forward: `mlpHidden` when set, else
+ * mlpRatio * nEmbd for the dense MLP; for SwiGLU two thirds of that (its
+ * three matrices then hold about the dense MLP's parameters), rounded to the
+ * nearest multiple of 8 (at least 8).
+ *
+ * @param config `nEmbd`, and optionally `mlp`, `mlpRatio` (default 4) and `mlpHidden`.
+ * @returns the number of hidden units.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { mlpHiddenSize } from "./transformer.ts";
+ * assertEquals(mlpHiddenSize({ nEmbd: 128 }), 512);
+ * assertEquals(mlpHiddenSize({ nEmbd: 128, mlp: "swiglu" }), 344); // 8/3 * 128 = 341.3
+ * ```
+ */
+export function mlpHiddenSize(
+  config: { nEmbd: number; mlp?: "dense" | "swiglu"; mlpRatio?: number; mlpHidden?: number },
+): number {
+  if (config.mlpHidden !== undefined) return config.mlpHidden;
+  const r = config.mlpRatio ?? 4;
+  if (config.mlp !== "swiglu") return r * config.nEmbd;
+  return Math.max(8, 8 * Math.round((2 / 3) * r * config.nEmbd / 8));
+}
 
 /** The name of a preset. */
 export type TransformerPreset = keyof typeof TRANSFORMER_PRESETS;
@@ -175,9 +316,13 @@ export function transformerConfig(
     activation: "gelu",
     mlpRatio: 4,
     causal: true,
+    normalization: "layer",
+    mlp: "dense",
     ...base,
     ...overrides,
   } as FullTransformerConfig;
+  if (c.nKVHead === undefined) c.nKVHead = c.nHead;
+  if (c.mlpHidden === undefined) delete c.mlpHidden;
   checkConfig(c);
   return c;
 }
@@ -197,9 +342,30 @@ function checkConfig(c: FullTransformerConfig): void {
   if (c.norm !== "pre" && c.norm !== "post") {
     throw new RangeError(`norm must be "pre" or "post": norm=${JSON.stringify(c.norm)}`);
   }
-  if (c.positions !== "learned" && c.positions !== "sinusoidal") {
+  if (c.positions !== "learned" && c.positions !== "sinusoidal" && c.positions !== "rope") {
     throw new RangeError(
-      `positions must be "learned" or "sinusoidal": positions=${JSON.stringify(c.positions)}`,
+      `positions must be "learned", "sinusoidal" or "rope": positions=${JSON.stringify(c.positions)}`,
+    );
+  }
+  if (c.normalization !== "layer" && c.normalization !== "rms") {
+    throw new RangeError(`normalization must be "layer" or "rms": normalization=${JSON.stringify(c.normalization)}`);
+  }
+  if (c.mlp !== "dense" && c.mlp !== "swiglu") {
+    throw new RangeError(`mlp must be "dense" or "swiglu": mlp=${JSON.stringify(c.mlp)}`);
+  }
+  if (!Number.isInteger(c.nKVHead) || c.nKVHead < 1 || c.nHead % c.nKVHead !== 0) {
+    throw new RangeError(
+      `nKVHead must be a positive integer dividing nHead: nHead=${c.nHead}, nKVHead=${c.nKVHead}` +
+        (Number.isInteger(c.nKVHead) && c.nKVHead > 0 ? ` (nHead % nKVHead = ${c.nHead % c.nKVHead})` : ""),
+    );
+  }
+  if (c.mlpHidden !== undefined && (!Number.isInteger(c.mlpHidden) || c.mlpHidden < 1)) {
+    throw new RangeError(`mlpHidden must be a positive integer: mlpHidden=${c.mlpHidden}`);
+  }
+  const headSize = c.nEmbd / c.nHead;
+  if (c.positions === "rope" && headSize % 2 !== 0) {
+    throw new RangeError(
+      `rotary positions need an even head size: headSize = nEmbd / nHead = ${c.nEmbd} / ${c.nHead} = ${headSize}`,
     );
   }
   if (typeof c.causal !== "boolean") {
@@ -224,11 +390,11 @@ export interface ParameterCount {
   positionEmbedding: number;
   /** One block: attention, MLP and two layer norms. */
   perBlock: number;
-  /** Of which the attention (W_qkv, W_O and their biases). */
+  /** Of which the attention (W^Q, W^K, W^V, W^O and their biases). */
   attention: number;
   /** Of which the MLP. */
   mlp: number;
-  /** Of which the two layer norms. */
+  /** Of which the two layer norms (RMSNorm: gains only). */
   layerNorms: number;
   /** The final layer norm (0 for post-LN). */
   finalNorm: number;
@@ -247,6 +413,9 @@ export interface ParameterCount {
  *
  * Per block with d = nEmbd and biases: attention 4d^2 + 4d (W_qkv is d x 3d,
  * W_O is d x d), MLP 2 * mlpRatio * d^2 + (mlpRatio + 1) d, two layer norms 4d.
+ * With grouped-query attention W^K and W^V are d x (nKVHead * headSize); a
+ * SwiGLU feed-forward has three matrices of d x h ({@link mlpHiddenSize});
+ * RMSNorm has a gain but no shift; rotary positions have no parameters.
  *
  * @param config the transformer's shape (only the size fields are used).
  * @returns the count by part.
@@ -262,13 +431,24 @@ export interface ParameterCount {
  * ```
  */
 export function countParameters(config: TransformerConfig): ParameterCount {
-  const c = { bias: true, mlpRatio: 4, positions: "learned", norm: "pre", ...config };
-  const d = c.nEmbd, b = c.bias ? 1 : 0, r = c.mlpRatio;
-  const attention = 4 * d * d + b * 4 * d;
-  const mlp = 2 * r * d * d + b * (r * d + d);
-  const layerNorms = 2 * (d + b * d);
+  const c = {
+    bias: true,
+    mlpRatio: 4,
+    positions: "learned",
+    norm: "pre",
+    normalization: "layer" as const,
+    mlp: "dense" as const,
+    ...config,
+  };
+  const d = c.nEmbd, b = c.bias ? 1 : 0;
+  const kv = (c.nKVHead ?? c.nHead) * (d / c.nHead); // width of W^K and W^V
+  const attention = 2 * d * d + 2 * d * kv + b * (2 * d + 2 * kv);
+  const h = mlpHiddenSize(c);
+  const mlp = c.mlp === "swiglu" ? 3 * d * h + b * (2 * h + d) : 2 * d * h + b * (h + d);
+  const oneNorm = c.normalization === "rms" ? d : d + b * d;
+  const layerNorms = 2 * oneNorm;
   const perBlock = attention + mlp + layerNorms;
-  const finalNorm = c.norm === "pre" ? d + b * d : 0;
+  const finalNorm = c.norm === "pre" ? oneNorm : 0;
   const tokenEmbedding = c.vocabSize * d;
   const positionEmbedding = c.positions === "learned" ? c.blockSize * d : 0;
   const nonEmbedding = c.nLayer * perBlock + finalNorm;
@@ -284,6 +464,35 @@ export function countParameters(config: TransformerConfig): ParameterCount {
     total: tokenEmbedding + positionEmbedding + nonEmbedding,
     estimate: 12 * c.nLayer * d * d,
   };
+}
+
+/**
+ * The feed-forward width (a multiple of 8) that brings a config's parameter
+ * count closest to a target, e.g. another block's, so that two blocks are
+ * compared at equal parameters (chapter 6, "the modern block").
+ *
+ * @param config the config whose `mlpHidden` to choose.
+ * @param target the total parameter count to match.
+ * @returns the hidden width, to pass as `mlpHidden`.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { countParameters, matchingMlpHidden, modernPreset, transformerConfig } from "./transformer.ts";
+ * const gpt2 = countParameters(transformerConfig("baby", { vocabSize: 65 })).total;
+ * const modern = transformerConfig(modernPreset("baby"), { vocabSize: 65 });
+ * const h = matchingMlpHidden(modern, gpt2);
+ * const total = countParameters({ ...modern, mlpHidden: h }).total;
+ * assert(Math.abs(total / gpt2 - 1) < 0.01);
+ * ```
+ */
+export function matchingMlpHidden(config: TransformerConfig, target: number): number {
+  const at = (h: number) => countParameters({ ...config, mlpHidden: h }).total;
+  const perUnit = at(2) - at(1); // parameters per hidden unit (all layers)
+  const h = Math.max(8, 8 * Math.round((target - (at(1) - perUnit)) / perUnit / 8)); // at(h) is linear in h
+  return [h - 8, h, h + 8].filter((x) => x >= 8).reduce((a, b) =>
+    Math.abs(at(a) - target) <= Math.abs(at(b) - target) ? a : b
+  );
 }
 
 // ---------------------------------------------------------------------------
@@ -347,17 +556,19 @@ interface BlockParams {
   ln1b?: tf.Variable;
   wq: tf.Variable; // (C, C): W^Q, all heads side by side
   bq?: tf.Variable;
-  wk: tf.Variable; // (C, C): W^K
+  wk: tf.Variable; // (C, nKVHead * headSize): W^K
   bk?: tf.Variable;
-  wv: tf.Variable; // (C, C): W^V
+  wv: tf.Variable; // (C, nKVHead * headSize): W^V
   bv?: tf.Variable;
   projW: tf.Variable; // (C, C): W^O
   projB?: tf.Variable;
   ln2g: tf.Variable;
   ln2b?: tf.Variable;
-  fcW: tf.Variable; // (C, 4C)
+  fcW: tf.Variable; // (C, h): the dense MLP's first layer, or SwiGLU's gate W1
   fcB?: tf.Variable;
-  fc2W: tf.Variable; // (4C, C)
+  upW?: tf.Variable; // (C, h): SwiGLU's linear branch W3
+  upB?: tf.Variable;
+  fc2W: tf.Variable; // (h, C)
   fc2B?: tf.Variable;
 }
 
@@ -421,7 +632,8 @@ export class TransformerLM implements TrainableModel, LanguageModel {
       );
     }
     const rng = options.rng ?? new Rng(options.seed ?? 0);
-    const C = c.nEmbd, H = c.mlpRatio * C;
+    const C = c.nEmbd, H = mlpHiddenSize(c), KV = c.nKVHead * (C / c.nHead);
+    const rms = c.normalization === "rms", swiglu = c.mlp === "swiglu";
     const std = 0.02, projStd = 0.02 / Math.sqrt(2 * c.nLayer);
     const add = (name: string, t: tf.Tensor): tf.Variable => {
       const v = tf.variable(t, true, `${name}_${variableId++}`);
@@ -437,26 +649,28 @@ export class TransformerLM implements TrainableModel, LanguageModel {
       const p = `h${l}.`;
       this.#blocks.push({
         ln1g: add(p + "ln1.g", ones(C)),
-        ln1b: c.bias ? add(p + "ln1.b", zeros(C)) : undefined,
+        ln1b: c.bias && !rms ? add(p + "ln1.b", zeros(C)) : undefined,
         wq: add(p + "attn.wq", normalMatrix([C, C], rng, std)),
         bq: c.bias ? add(p + "attn.bq", zeros(C)) : undefined,
-        wk: add(p + "attn.wk", normalMatrix([C, C], rng, std)),
-        bk: c.bias ? add(p + "attn.bk", zeros(C)) : undefined,
-        wv: add(p + "attn.wv", normalMatrix([C, C], rng, std)),
-        bv: c.bias ? add(p + "attn.bv", zeros(C)) : undefined,
+        wk: add(p + "attn.wk", normalMatrix([C, KV], rng, std)),
+        bk: c.bias ? add(p + "attn.bk", zeros(KV)) : undefined,
+        wv: add(p + "attn.wv", normalMatrix([C, KV], rng, std)),
+        bv: c.bias ? add(p + "attn.bv", zeros(KV)) : undefined,
         projW: add(p + "attn.wo", normalMatrix([C, C], rng, projStd)),
         projB: c.bias ? add(p + "attn.bo", zeros(C)) : undefined,
         ln2g: add(p + "ln2.g", ones(C)),
-        ln2b: c.bias ? add(p + "ln2.b", zeros(C)) : undefined,
+        ln2b: c.bias && !rms ? add(p + "ln2.b", zeros(C)) : undefined,
         fcW: add(p + "mlp.w1", normalMatrix([C, H], rng, std)),
         fcB: c.bias ? add(p + "mlp.b1", zeros(H)) : undefined,
+        upW: swiglu ? add(p + "mlp.w3", normalMatrix([C, H], rng, std)) : undefined,
+        upB: swiglu && c.bias ? add(p + "mlp.b3", zeros(H)) : undefined,
         fc2W: add(p + "mlp.w2", normalMatrix([H, C], rng, projStd)),
         fc2B: c.bias ? add(p + "mlp.b2", zeros(C)) : undefined,
       });
     }
     if (c.norm === "pre") {
       this.#lnFg = add("lnF.g", ones(C));
-      this.#lnFb = c.bias ? add("lnF.b", zeros(C)) : undefined;
+      this.#lnFb = c.bias && !rms ? add("lnF.b", zeros(C)) : undefined;
     }
   }
 
@@ -505,6 +719,26 @@ export class TransformerLM implements TrainableModel, LanguageModel {
       for (let i = 0; i < T; i++) for (let j = offset + i + 1; j < Tk; j++) data[i * Tk + j] = -1e9;
       return tf.tensor2d(data, [T, Tk]);
     }) as tf.Tensor2D;
+  }
+
+  /**
+   * Rotary tables for positions offset .. offset+T-1: cos and sin (T,
+   * headSize), each pair's angle pos * 10000^(-2i/headSize) repeated for
+   * both channels of the pair (2i, 2i+1).
+   */
+  #ropeTables(T: number, offset: number): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
+    const D = this.config.nEmbd / this.config.nHead;
+    const make = (f: (a: number) => number) => () => {
+      const data = new Float32Array(T * D);
+      for (let t = 0; t < T; t++) {
+        for (let j = 0; j < D; j++) data[t * D + j] = f((t + offset) * Math.pow(10000, -(j - (j % 2)) / D));
+      }
+      return tf.tensor2d(data, [T, D]);
+    };
+    return {
+      cos: this.#constant(`ropecos:${T}:${offset}`, make(Math.cos)) as tf.Tensor2D,
+      sin: this.#constant(`ropesin:${T}:${offset}`, make(Math.sin)) as tf.Tensor2D,
+    };
   }
 
   /** Position vectors for positions offset .. offset+T-1: (T, C). */
@@ -573,14 +807,17 @@ export class TransformerLM implements TrainableModel, LanguageModel {
         `targets must have the same shape as idx: targets.shape=[${targets.shape}], idx.shape=[${idx.shape}]`,
       );
     }
-    const C = c.nEmbd, nH = c.nHead, hs = C / nH, N = T * B;
+    const C = c.nEmbd, nH = c.nHead, nKV = c.nKVHead, hs = C / nH, N = T * B;
     const training = options.training ?? false;
     const rate = training ? c.dropout : 0;
     const seeds = new Rng(options.seed ?? 0);
     const drop = <R extends tf.Tensor>(x: R): R => rate > 0 ? tf.dropout(x, rate, undefined, seeds.tfSeed()) as R : x;
     const zeros = this.#constant(`zeros:${C}`, () => tf.zeros([C])) as tf.Tensor1D;
     const ln = (x: tf.Tensor2D, g: tf.Variable, b?: tf.Variable) =>
-      layerNormFused(x, g as tf.Tensor1D, { beta: (b ?? zeros) as tf.Tensor1D }); // (N, C)
+      c.normalization === "rms"
+        ? rmsNormFused(x, g as tf.Tensor1D) // (N, C)
+        : layerNormFused(x, g as tf.Tensor1D, { beta: (b ?? zeros) as tf.Tensor1D }); // (N, C)
+    const rope = c.positions === "rope" ? this.#ropeTables(T, offset) : undefined; // (T, hs) each
     const dense = (x: tf.Tensor2D, w: tf.Variable, b?: tf.Variable, activation?: "relu") =>
       linear(x, w as tf.Tensor2D, { bias: b as tf.Tensor1D | undefined, activation }); // (N, out)
     const bias = c.causal ? this.#causalBias(T, offset) : undefined; // (T, Tpast + T)
@@ -591,20 +828,29 @@ export class TransformerLM implements TrainableModel, LanguageModel {
 
     // Attention box: project to q, k, v; attend within each head; project back.
     const attn = (h: tf.Tensor2D, p: BlockParams, layer: number): tf.Tensor2D => {
-      const q = tf.reshape(dense(h, p.wq, p.bq), [T, B, nH, hs]) as tf.Tensor4D; // (T, B, nH, hs)
-      let k = tf.reshape(dense(h, p.wk, p.bk), [T, B, nH, hs]) as tf.Tensor4D; // (T, B, nH, hs)
-      let v = tf.reshape(dense(h, p.wv, p.bv), [T, B, nH, hs]) as tf.Tensor4D; // (T, B, nH, hs)
-      if (past) {
-        // The cache is (B, nH, T, hs); the kernel is time-major.
-        const toCache = (t: tf.Tensor4D) => tf.transpose(t, [1, 2, 0, 3]) as tf.Tensor4D; // (B, nH, T, hs)
-        const fromCache = (t: tf.Tensor4D) => tf.transpose(t, [2, 0, 1, 3]) as tf.Tensor4D; // (T, B, nH, hs)
-        const entry = past[layer];
-        const kAll = entry ? tf.concat([entry.k, toCache(k)], 2) as tf.Tensor4D : toCache(k); // (B, nH, Tk, hs)
-        const vAll = entry ? tf.concat([entry.v, toCache(v)], 2) as tf.Tensor4D : toCache(v); // (B, nH, Tk, hs)
-        present.push({ k: kAll, v: vAll });
-        k = fromCache(kAll); // (Tk, B, nH, hs)
-        v = fromCache(vAll); // (Tk, B, nH, hs)
+      let q = tf.reshape(dense(h, p.wq, p.bq), [T, B, nH, hs]) as tf.Tensor4D; // (T, B, nH, hs)
+      let k = tf.reshape(dense(h, p.wk, p.bk), [T, B, nKV, hs]) as tf.Tensor4D; // (T, B, nKV, hs)
+      let v = tf.reshape(dense(h, p.wv, p.bv), [T, B, nKV, hs]) as tf.Tensor4D; // (T, B, nKV, hs)
+      if (rope) {
+        // Rotary positions: rotate queries and keys by their absolute
+        // positions (offset .. offset+T-1); cached keys are already rotated.
+        q = ropeRotate(q, rope); // (T, B, nH, hs)
+        k = ropeRotate(k, rope); // (T, B, nKV, hs)
       }
+      if (past) {
+        // The cache is (B, nKV, T, hs); the kernel is time-major.
+        const toCache = (t: tf.Tensor4D) => tf.transpose(t, [1, 2, 0, 3]) as tf.Tensor4D; // (B, nKV, T, hs)
+        const fromCache = (t: tf.Tensor4D) => tf.transpose(t, [2, 0, 1, 3]) as tf.Tensor4D; // (T, B, nKV, hs)
+        const entry = past[layer];
+        const kAll = entry ? tf.concat([entry.k, toCache(k)], 2) as tf.Tensor4D : toCache(k); // (B, nKV, Tk, hs)
+        const vAll = entry ? tf.concat([entry.v, toCache(v)], 2) as tf.Tensor4D : toCache(v); // (B, nKV, Tk, hs)
+        present.push({ k: kAll, v: vAll });
+        k = fromCache(kAll); // (Tk, B, nKV, hs)
+        v = fromCache(vAll); // (Tk, B, nKV, hs)
+      }
+      // Grouped-query attention: each kv head serves nH / nKV query heads.
+      k = repeatKVHeads(k, nH / nKV); // (Tk, B, nH, hs)
+      v = repeatKVHeads(v, nH / nKV); // (Tk, B, nH, hs)
       if (options.returnAttention) {
         attention.push(tf.tidy(() => {
           const qh = tf.transpose(q, [1, 2, 0, 3]); // (B, nH, T, hs)
@@ -621,8 +867,13 @@ export class TransformerLM implements TrainableModel, LanguageModel {
       return drop(dense(tf.reshape(y, [N, C]) as tf.Tensor2D, p.projW, p.projB)); // (N, C)
     };
 
-    // MLP box: C -> 4C -> non-linearity -> C.
+    // MLP box: C -> 4C -> non-linearity -> C, or SwiGLU: W2 (silu(x W1) * (x W3)).
     const mlp = (h: tf.Tensor2D, p: BlockParams): tf.Tensor2D => {
+      if (p.upW) {
+        const gate = dense(h, p.fcW, p.fcB); // (N, h)
+        const up = dense(h, p.upW, p.upB); // (N, h)
+        return drop(dense(swigluGate(gate, up), p.fc2W, p.fc2B)); // (N, C)
+      }
       const relu = c.activation === "relu";
       let u = dense(h, p.fcW, p.fcB, relu ? "relu" : undefined); // (N, 4C)
       if (!relu) u = gelu(u); // (N, 4C)
@@ -632,8 +883,12 @@ export class TransformerLM implements TrainableModel, LanguageModel {
     // Embedding boxes (time-major rows).
     const idxTB = tf.transpose(idx); // (T, B)
     const tok = embeddingLookup(this.#wte as tf.Tensor2D, idxTB); // (T, B, C)
-    const pos = this.#positions(T, offset); // (T, C)
-    let x = tf.reshape(tf.add(tok, tf.reshape(pos, [T, 1, C])), [N, C]) as tf.Tensor2D; // (N, C)
+    let x: tf.Tensor2D;
+    if (rope) x = tf.reshape(tok, [N, C]) as tf.Tensor2D; // (N, C): rotary positions act inside attention
+    else {
+      const pos = this.#positions(T, offset); // (T, C)
+      x = tf.reshape(tf.add(tok, tf.reshape(pos, [T, 1, C])), [N, C]) as tf.Tensor2D; // (N, C)
+    }
     x = drop(x); // (N, C)
     if (options.returnHidden) hidden.push(toBTC(x));
 
@@ -701,7 +956,9 @@ export class TransformerLM implements TrainableModel, LanguageModel {
     const [B, T, C] = h.shape;
     return tf.tidy(() => {
       let x = tf.reshape(h, [B * T, C]) as tf.Tensor2D; // (N, C)
-      if (this.#lnFg) {
+      if (this.#lnFg && this.config.normalization === "rms") {
+        x = rmsNormFused(x, this.#lnFg as tf.Tensor1D); // (N, C)
+      } else if (this.#lnFg) {
         x = layerNormFused(x, this.#lnFg as tf.Tensor1D, {
           beta: (this.#lnFb ?? tf.zeros([C])) as tf.Tensor1D,
         }); // (N, C)

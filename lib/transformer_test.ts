@@ -13,7 +13,15 @@ import { initBackend, probeWebGpu } from "./backend.ts";
 import { Rng } from "./random.ts";
 import { evaluate } from "./lm.ts";
 import { sequenceDataset, Trainer } from "./train.ts";
-import { countParameters, TRANSFORMER_PRESETS, transformerConfig, TransformerLM } from "./transformer.ts";
+import {
+  countParameters,
+  mlpHiddenSize,
+  MODERN_BLOCK,
+  modernPreset,
+  TRANSFORMER_PRESETS,
+  transformerConfig,
+  TransformerLM,
+} from "./transformer.ts";
 
 await initBackend("cpu");
 
@@ -40,6 +48,9 @@ Deno.test("config: presets, defaults and clear errors", () => {
     activation: "gelu",
     mlpRatio: 4,
     causal: true,
+    normalization: "layer",
+    mlp: "dense",
+    nKVHead: 4,
   });
   assertThrows(
     () => transformerConfig("baby", { vocabSize: 65, nHead: 3 }),
@@ -342,5 +353,325 @@ Deno.test("webgpu: synchronous reads fail with a clear message, async ones work"
   const leaky = new TransformerLM(tiny({ causal: false }), { seed: 16 });
   assert((await leaky.logProbs(Int32Array.from([4, 5, 6]))).every((x) => Number.isFinite(x)));
   leaky.dispose();
+  await initBackend("cpu");
+});
+
+// ---------------------------------------------------------------------------
+// The modern block (chapter 6): RMSNorm, SwiGLU, RoPE, grouped-query attention
+// ---------------------------------------------------------------------------
+
+/**
+ * A from-scratch forward pass in plain JavaScript (float64), one sequence,
+ * written from the papers' formulas and independent of the library's kernels.
+ */
+function referenceLogits(model: TransformerLM, seq: number[]): number[][] {
+  const c = model.config;
+  const w: Record<string, number[]> = {};
+  for (const [name, v] of Object.entries(model.variables())) w[name] = Array.from(v.dataSync());
+  const C = c.nEmbd, nH = c.nHead, nKV = c.nKVHead, hs = C / nH;
+  const KV = nKV * hs, H = mlpHiddenSize(c);
+  const matvec = (x: number[], W: number[], nOut: number, b?: number[]) =>
+    Array.from({ length: nOut }, (_, j) => x.reduce((s, xi, i) => s + xi * W[i * nOut + j], b ? b[j] : 0));
+  const norm = (x: number[], g: number[], b?: number[]) => {
+    if (c.normalization === "rms") {
+      const r = 1 / Math.sqrt(x.reduce((s, v) => s + v * v, 0) / C + 1e-5);
+      return x.map((v, i) => v * r * g[i]);
+    }
+    const mean = x.reduce((s, v) => s + v, 0) / C;
+    const vr = x.reduce((s, v) => s + (v - mean) ** 2, 0) / C;
+    return x.map((v, i) => (v - mean) / Math.sqrt(vr + 1e-5) * g[i] + (b ? b[i] : 0));
+  };
+  const rope = (v: number[], t: number) => {
+    const out = v.slice();
+    for (let o = 0; o < v.length; o += hs) {
+      for (let i = 0; i < hs / 2; i++) {
+        const a = t / Math.pow(10000, (2 * i) / hs);
+        const x0 = v[o + 2 * i], x1 = v[o + 2 * i + 1];
+        out[o + 2 * i] = x0 * Math.cos(a) - x1 * Math.sin(a);
+        out[o + 2 * i + 1] = x0 * Math.sin(a) + x1 * Math.cos(a);
+      }
+    }
+    return out;
+  };
+  const geluTanh = (u: number) => 0.5 * u * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (u + 0.044715 * u ** 3)));
+  let xs = seq.map((tok, t) =>
+    Array.from({ length: C }, (_, i) => {
+      const e = w.wte[tok * C + i];
+      if (c.positions === "learned") return e + w.wpe[t * C + i];
+      if (c.positions === "sinusoidal") {
+        const a = t / Math.pow(10000, (i - (i % 2)) / C);
+        return e + (i % 2 === 0 ? Math.sin(a) : Math.cos(a));
+      }
+      return e;
+    })
+  );
+  for (let l = 0; l < c.nLayer; l++) {
+    const p = (n: string) => w[`h${l}.${n}`];
+    const attn = (hsIn: number[][]) => {
+      const q = hsIn.map((h, t) => {
+        const v = matvec(h, p("attn.wq"), C, p("attn.bq"));
+        return c.positions === "rope" ? rope(v, t) : v;
+      });
+      const k = hsIn.map((h, t) => {
+        const v = matvec(h, p("attn.wk"), KV, p("attn.bk"));
+        return c.positions === "rope" ? rope(v, t) : v;
+      });
+      const v = hsIn.map((h) => matvec(h, p("attn.wv"), KV, p("attn.bv")));
+      const y = hsIn.map((_, t) => {
+        const out = new Array(C).fill(0);
+        for (let head = 0; head < nH; head++) {
+          const g = Math.floor(head / (nH / nKV)); // the kv head this query head shares
+          const sc = [];
+          for (let j = 0; j <= t; j++) {
+            let dot = 0;
+            for (let i = 0; i < hs; i++) dot += q[t][head * hs + i] * k[j][g * hs + i];
+            sc.push(dot / Math.sqrt(hs));
+          }
+          const m = Math.max(...sc), e = sc.map((s) => Math.exp(s - m)), z = e.reduce((a, b) => a + b, 0);
+          for (let j = 0; j <= t; j++) for (let i = 0; i < hs; i++) out[head * hs + i] += e[j] / z * v[j][g * hs + i];
+        }
+        return matvec(out, p("attn.wo"), C, p("attn.bo"));
+      });
+      return y;
+    };
+    const mlp = (h: number[]) => {
+      if (c.mlp === "swiglu") {
+        const a = matvec(h, p("mlp.w1"), H, p("mlp.b1")), b = matvec(h, p("mlp.w3"), H, p("mlp.b3"));
+        return matvec(a.map((ai, i) => ai / (1 + Math.exp(-ai)) * b[i]), p("mlp.w2"), C, p("mlp.b2"));
+      }
+      const u = matvec(h, p("mlp.w1"), H, p("mlp.b1")).map((v) =>
+        c.activation === "relu" ? Math.max(0, v) : geluTanh(v)
+      );
+      return matvec(u, p("mlp.w2"), C, p("mlp.b2"));
+    };
+    if (c.norm === "pre") {
+      const a = attn(xs.map((x) => norm(x, p("ln1.g"), p("ln1.b"))));
+      xs = xs.map((x, t) => x.map((v, i) => v + a[t][i]));
+      xs = xs.map((x) => {
+        const m = mlp(norm(x, p("ln2.g"), p("ln2.b")));
+        return x.map((v, i) => v + m[i]);
+      });
+    } else {
+      const a = attn(xs);
+      xs = xs.map((x, t) => norm(x.map((v, i) => v + a[t][i]), p("ln1.g"), p("ln1.b")));
+      xs = xs.map((x) => {
+        const m = mlp(x);
+        return norm(x.map((v, i) => v + m[i]), p("ln2.g"), p("ln2.b"));
+      });
+    }
+  }
+  if (c.norm === "pre") xs = xs.map((x) => norm(x, w["lnF.g"], w["lnF.b"]));
+  return xs.map((x) =>
+    Array.from({ length: c.vocabSize }, (_, tok) => x.reduce((s, xi, i) => s + xi * w.wte[tok * C + i], 0))
+  );
+}
+
+/** Replaces every weight by N(0, 0.3^2) draws (biases and gains too), so that every parameter matters. */
+function randomiseWeights(model: TransformerLM, seed: number): void {
+  const rng = new Rng(seed);
+  for (const v of Object.values(model.variables())) {
+    const data = Float32Array.from({ length: v.size }, () => rng.normal(v.name.includes(".g_") ? 1 : 0, 0.3));
+    tf.tidy(() => v.assign(tf.tensor(data, v.shape)));
+  }
+}
+
+const MODERN_VARIANTS: Record<string, unknown>[] = [
+  { normalization: "rms" },
+  { mlp: "swiglu" },
+  { positions: "rope" },
+  { nHead: 4, nKVHead: 2 },
+  { nHead: 4, nKVHead: 1 },
+  { nHead: 4, nKVHead: 2, positions: "rope", normalization: "rms", mlp: "swiglu", bias: false },
+  { nHead: 4, nKVHead: 1, positions: "rope", normalization: "rms", mlp: "swiglu", bias: true, norm: "post" },
+  { nKVHead: 1, positions: "sinusoidal", mlp: "swiglu", activation: "relu" },
+];
+
+Deno.test("modern block: config defaults, the preset and clear errors", () => {
+  const c = transformerConfig(modernPreset("baby"), { vocabSize: 65 });
+  assertEquals(
+    [c.normalization, c.mlp, c.positions, c.bias, c.nHead, c.nKVHead],
+    ["rms", "swiglu", "rope", false, 4, 2],
+  );
+  assertEquals(transformerConfig({ ...TRANSFORMER_PRESETS.tiny, ...MODERN_BLOCK }, { vocabSize: 5 }).nKVHead, 2);
+  assertEquals(tiny().nKVHead, 2, "nKVHead defaults to nHead");
+  assertThrows(() => tiny({ nHead: 4, nKVHead: 3 }), RangeError, "nHead=4, nKVHead=3");
+  assertThrows(() => tiny({ nKVHead: 0 }), RangeError, "nKVHead=0");
+  // nEmbd 12 with 4 heads: head size 3 cannot be cut into pairs.
+  assertThrows(
+    () => tiny({ nEmbd: 12, nHead: 4, positions: "rope" }),
+    RangeError,
+    "headSize = nEmbd / nHead = 12 / 4 = 3",
+  );
+  assertThrows(() => tiny({ normalization: "batch" }), RangeError, 'normalization="batch"');
+  assertThrows(() => tiny({ mlp: "geglu" }), RangeError, 'mlp="geglu"');
+  assertThrows(() => tiny({ positions: "alibi" }), RangeError, 'positions="alibi"');
+  // SwiGLU's hidden width: 2/3 of 4C, to the nearest multiple of 8, so its parameters match the dense MLP's.
+  assertEquals(mlpHiddenSize({ nEmbd: 768, mlp: "swiglu" }), 2048);
+  assertEquals(mlpHiddenSize({ nEmbd: 32, mlp: "swiglu" }), 88);
+  const dense = countParameters(transformerConfig("baby", { vocabSize: 65, bias: false }));
+  const swi = countParameters(transformerConfig("baby", { vocabSize: 65, bias: false, mlp: "swiglu" }));
+  assert(Math.abs(swi.mlp / dense.mlp - 1) < 0.01, `SwiGLU ${swi.mlp} vs dense ${dense.mlp} parameters`);
+});
+
+Deno.test("modern block: parameter counts match the variables for every option", () => {
+  for (const over of MODERN_VARIANTS) {
+    const model = new TransformerLM(tiny(over));
+    const actual = Object.values(model.variables()).reduce((n, v) => n + v.size, 0);
+    assertEquals(model.parameterCount().total, actual, JSON.stringify(over));
+    model.dispose();
+  }
+  // GQA shrinks W^K and W^V: with nKVHead 1 of 4 heads, attention is 2C^2 + 2 C (C/4) (no biases).
+  const mqa = countParameters(tiny({ nHead: 4, nKVHead: 1, bias: false }));
+  assertEquals(mqa.attention, 2 * 16 * 16 + 2 * 16 * 4);
+  // RMSNorm: a gain and no shift, even with bias: true.
+  assertEquals(countParameters(tiny({ normalization: "rms" })).layerNorms, 2 * 16);
+});
+
+Deno.test("modern block: every option matches a from-scratch reference forward pass", () => {
+  for (const over of MODERN_VARIANTS) {
+    const model = new TransformerLM(tiny(over), { seed: 21 });
+    randomiseWeights(model, 22);
+    const seq = [3, 1, 4, 1, 5, 9, 2, 6];
+    const got = tf.tidy(() => model.forward(ids([seq])).logits.arraySync()[0]);
+    const want = referenceLogits(model, seq);
+    let worst = 0;
+    for (let t = 0; t < seq.length; t++) {
+      for (let j = 0; j < 11; j++) {
+        worst = Math.max(worst, Math.abs(got[t][j] - want[t][j]) / (1 + Math.abs(want[t][j])));
+      }
+    }
+    assert(worst < 1e-4, `${JSON.stringify(over)}: largest relative difference ${worst}`);
+    model.dispose();
+  }
+});
+
+Deno.test("modern block: cached decoding equals the full pass; GQA caches only nKVHead heads; RoPE continues at the cached position", () => {
+  for (const over of MODERN_VARIANTS) {
+    const model = new TransformerLM(tiny(over), { seed: 23 });
+    randomiseWeights(model, 24);
+    const seq = [[3, 1, 4, 1, 5, 9, 2], [2, 6, 5, 3, 5, 8, 9]];
+    const run = () =>
+      tf.tidy(() => {
+        const full = model.forward(ids(seq)).logits;
+        let past = model.forward(ids(seq.map((r) => r.slice(0, 3))), undefined, { past: [] }).present!;
+        const c = model.config;
+        assertEquals(past[0].k.shape, [2, c.nKVHead, 3, c.nEmbd / c.nHead], JSON.stringify(over));
+        // One token at a time, then two at once.
+        for (const [from, to] of [[3, 4], [4, 5], [5, 7]]) {
+          const step = model.forward(ids(seq.map((r) => r.slice(from, to))), undefined, { past });
+          const want = tf.slice(full, [0, from, 0], [2, to - from, 11]);
+          const d = maxDiff(step.logits, want) / (1 + tf.max(tf.abs(want)).dataSync()[0]);
+          assert(d < 1e-4, `${JSON.stringify(over)} positions ${from}..${to - 1}: ${d}`);
+          past = step.present!;
+        }
+      });
+    run(); // the first run caches constants (masks, rotary tables) for these shapes
+    const before = tf.memory().numTensors;
+    run();
+    assertEquals(tf.memory().numTensors, before, "cached decoding leaks no tensors");
+    model.dispose();
+  }
+});
+
+Deno.test("modern block: rotary positions read beyond blockSize; learned ones refuse", () => {
+  const model = new TransformerLM(tiny({ positions: "rope" }), { seed: 25 });
+  const long = Array.from({ length: 12 }, (_, i) => (i * 5) % 11); // blockSize is 8
+  const got = tf.tidy(() => model.forward(ids([long])).logits.arraySync()[0]);
+  const want = referenceLogits(model, long);
+  assertAlmostEquals(got[11][3], want[11][3], 1e-4);
+  model.dispose();
+  const learned = new TransformerLM(tiny(), { seed: 25 });
+  assertThrows(() => learned.forward(ids([long])), RangeError, "longer than blockSize");
+  learned.dispose();
+});
+
+Deno.test("modern block: trains (loss falls, tensors flat), scores, generates, saves and loads", async () => {
+  const text = Int32Array.from({ length: 300 }, (_, i) => [1, 4, 2, 8, 5, 7][i % 6]);
+  const config = transformerConfig({ ...TRANSFORMER_PRESETS.tiny, ...MODERN_BLOCK, blockSize: 8 }, { vocabSize: 11 });
+  const model = new TransformerLM(config, { seed: 26 });
+  const trainer = new Trainer(model, sequenceDataset(text, 8), {
+    batchSize: 8,
+    maxSteps: 60,
+    lr: 1e-2,
+    seed: 1,
+    progress: false,
+  });
+  const history = await trainer.run();
+  const last = history.train.at(-1)!.loss;
+  assert(last < 0.5, `the modern block should learn a repeating sequence: loss ${last}`);
+  const afterRun = tf.memory().numTensors;
+  for (let i = 0; i < 3; i++) {
+    const batch = sequenceDataset(text, 8).batch([i, i + 10]);
+    const { loss, gradNorm } = trainer.step(batch);
+    tf.dispose([loss, gradNorm, batch.x, batch.y]);
+  }
+  assertEquals(tf.memory().numTensors, afterRun, "training steps leak no tensors");
+  trainer.dispose();
+  // Scoring: windows equal one-at-a-time.
+  const stream = Int32Array.from([1, 4, 2, 8, 5, 7, 1, 4, 2, 8, 5, 7, 1, 4]);
+  const lp = await model.logProbs(stream, { batchSize: 2 });
+  for (let t = 0; t < stream.length; t++) {
+    assertAlmostEquals(lp[t], model.logProb(stream[t], stream.subarray(0, t)), 1e-4, `t=${t}`);
+  }
+  assertEquals(Array.from(model.generate([1, 4, 2], { maxNewTokens: 6, greedy: true })), [8, 5, 7, 1, 4, 2]);
+  // Save and load: same config, same logits.
+  const path = await Deno.makeTempFile({ suffix: ".lmbw" });
+  await model.save(path);
+  const { model: loaded } = await TransformerLM.load(path);
+  assertEquals(loaded.config, model.config);
+  const x = ids([[1, 4, 2, 8]]);
+  assertEquals(maxDiff(model.forward(x).logits, loaded.forward(x).logits), 0);
+  await Deno.remove(path);
+  model.dispose();
+  loaded.dispose();
+});
+
+/** A few training steps of the modern block on the current backend: the losses. */
+async function modernLossesOn(backend: string, steps: number): Promise<number[]> {
+  await initBackend(backend);
+  const model = new TransformerLM(
+    transformerConfig({ nLayer: 2, nHead: 4, nEmbd: 32, blockSize: 16, ...MODERN_BLOCK }, { vocabSize: 23 }),
+    { seed: 27 },
+  );
+  const rng = new Rng(28);
+  const text = Int32Array.from({ length: 600 }, (_, i) => (i * 7 + rng.int(3)) % 23);
+  const data = sequenceDataset(text, 16);
+  const trainer = new Trainer(model, data, { batchSize: 4, maxSteps: steps, lr: 3e-3, seed: 1, progress: false });
+  const losses: number[] = [];
+  for (let s = 0; s < steps; s++) {
+    const batch = data.batch([s * 10, s * 10 + 3, s * 10 + 200, s * 10 + 401]);
+    const { loss, gradNorm } = trainer.step(batch);
+    losses.push((await loss.data())[0]);
+    tf.dispose([loss, gradNorm, batch.x, batch.y]);
+  }
+  // Cached decoding on this backend (async reads, so webgpu works too).
+  const cached = tf.tidy(() => {
+    const full = model.forward(ids([[3, 4, 5, 6]])).logits;
+    const first = model.forward(ids([[3, 4, 5]]), undefined, { past: [] });
+    const step = model.forward(ids([[6]]), undefined, { past: first.present });
+    return tf.max(tf.abs(tf.sub(step.logits, tf.slice(full, [0, 3, 0], [1, 1, 23]))));
+  });
+  const cacheDiff = (await cached.data())[0];
+  cached.dispose();
+  trainer.dispose();
+  model.dispose();
+  return [...losses, cacheDiff];
+}
+
+Deno.test("modern block: the same training steps on wasm and webgpu match cpu within 1e-3", async () => {
+  const steps = 8;
+  const ref = await modernLossesOn("cpu", steps);
+  assert(ref[steps - 1] < ref[0], `the loss should fall on cpu: ${ref}`);
+  const check = (name: string, got: number[]) => {
+    for (let i = 0; i < steps; i++) assertAlmostEquals(got[i], ref[i], BACKEND_TOLERANCE, `${name} step ${i}`);
+    assert(got[steps] < 1e-4, `${name}: cached decoding differs from the full pass by ${got[steps]}`);
+  };
+  check("wasm", await modernLossesOn("wasm", steps));
+  if (!(await probeWebGpu())) {
+    if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") {
+      throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
+    }
+    console.log("no WebGPU adapter: skipped the webgpu half of this test");
+  } else check("webgpu", await modernLossesOn("webgpu", steps));
   await initBackend("cpu");
 });

@@ -14,6 +14,9 @@
  * - `LmbookGelu`: GELU (tanh form) and its derivative, in one pass;
  * - `LmbookLayerNorm` / `LmbookLayerNormGrad`: layer norm forward (output,
  *   normalised input, 1/std) and backward (input, gain and bias gradients);
+ *   `LmbookRmsNorm` / `LmbookRmsNormGrad`: the same for RMSNorm (no mean,
+ *   no shift), generated from the same code;
+ * - `LmbookSwiglu`: SwiGLU's gate silu(a) b and its two derivatives;
  * - `LmbookSoftmaxGrad`: the softmax backward pass p * (dp - sum(dp p));
  * - `LmbookGatherRows`: an embedding lookup (rows of a table);
  * - `LmbookTranspose2D`: a matrix transpose in 4 x 4 blocks (the backward
@@ -303,8 +306,66 @@ const geluFunc: Func = (() => {
   };
 })();
 
+// swiglu(a, b, y, da, db, bytes): with s = sigmoid(a), y = a s b (SwiGLU's
+// gate, chapter 6's modern block) and the two partial derivatives
+// da = s (1 + a (1 - s)) b and db = a s.
+const swigluFunc: Func = (() => {
+  const [a, b, y, da, db, n] = [0, 1, 2, 3, 4, 5];
+  const [p, va, vb, vs, fx, r, vsilu] = [6, 7, 8, 9, 10, 11, 12];
+  const at = (base: number) => [...I.get(base), ...I.get(p), ...I.i32Add];
+  return {
+    name: "swiglu",
+    params: [I32, I32, I32, I32, I32, I32],
+    locals: [I32, V128, V128, V128, V128, V128, V128],
+    body: forPtr(p, I.i32(0), n, 16, [
+      ...at(a),
+      ...I.vLoad,
+      ...I.set(va),
+      ...at(b),
+      ...I.vLoad,
+      ...I.set(vb),
+      // s = 1 / (1 + exp(-a))
+      ...I.vConst(1),
+      ...I.vConst(1),
+      ...I.vConst(0),
+      ...I.get(va),
+      ...I.vSub,
+      ...vExp(fx, r),
+      ...I.vAdd,
+      ...I.vDiv,
+      ...I.set(vs),
+      // db = silu = a s; y = silu b
+      ...at(db),
+      ...I.get(va),
+      ...I.get(vs),
+      ...I.vMul,
+      ...I.tee(vsilu),
+      ...I.vStore,
+      ...at(y),
+      ...I.get(vsilu),
+      ...I.get(vb),
+      ...I.vMul,
+      ...I.vStore,
+      // da = (s + silu (1 - s)) b
+      ...at(da),
+      ...I.get(vs),
+      ...I.get(vsilu),
+      ...I.vConst(1),
+      ...I.get(vs),
+      ...I.vSub,
+      ...I.vMul,
+      ...I.vAdd,
+      ...I.get(vb),
+      ...I.vMul,
+      ...I.vStore,
+    ]),
+  };
+})();
+
 // layerNorm(x, g, b, y, xhat, rstd, rows, cBytes, eps): per row of C floats.
-const layerNormFunc: Func = (() => {
+// With rms (RMSNorm, chapter 6's modern block) the mean is taken as 0 and no
+// shift is added: xhat = x / sqrt(mean(x^2) + eps), y = xhat g (b is unused).
+function layerNormFuncOf(rms: boolean): Func {
   const [x, g, b, y, xh, rs, rows, cb, eps] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
   const [row, p, acc, vm, vr, v, mean, off] = [9, 10, 11, 12, 13, 14, 15, 16];
   const rowPtr = (base: number) => [...I.get(base), ...I.get(off), ...I.i32Add, ...I.get(p), ...I.i32Add];
@@ -321,19 +382,21 @@ const layerNormFunc: Func = (() => {
     ...I.get(cb),
     ...I.i32Mul,
     ...I.set(off),
-    // mean
-    ...I.vConst(0),
-    ...I.set(acc),
-    ...forPtr(p, I.i32(0), cb, 16, [...I.get(acc), ...rowPtr(x), ...I.vLoad, ...I.vAdd, ...I.set(acc)]),
-    ...hsum(acc),
-    ...I.get(cb),
-    ...I.i32(2),
-    ...[0x76], // i32.shr_u: bytes / 4 = C
-    ...I.f32FromI32,
-    ...I.f32Div,
-    ...I.tee(mean),
-    ...I.splat,
-    ...I.set(vm),
+    // mean (0 for RMSNorm)
+    ...(rms ? [...I.vConst(0), ...I.set(vm)] : [
+      ...I.vConst(0),
+      ...I.set(acc),
+      ...forPtr(p, I.i32(0), cb, 16, [...I.get(acc), ...rowPtr(x), ...I.vLoad, ...I.vAdd, ...I.set(acc)]),
+      ...hsum(acc),
+      ...I.get(cb),
+      ...I.i32(2),
+      ...[0x76], // i32.shr_u: bytes / 4 = C
+      ...I.f32FromI32,
+      ...I.f32Div,
+      ...I.tee(mean),
+      ...I.splat,
+      ...I.set(vm),
+    ]),
     // variance
     ...I.vConst(0),
     ...I.set(acc),
@@ -389,11 +452,7 @@ const layerNormFunc: Func = (() => {
       ...I.i32Add,
       ...I.vLoad,
       ...I.vMul,
-      ...I.get(b),
-      ...I.get(p),
-      ...I.i32Add,
-      ...I.vLoad,
-      ...I.vAdd,
+      ...(rms ? [] : [...I.get(b), ...I.get(p), ...I.i32Add, ...I.vLoad, ...I.vAdd]),
       ...I.vStore,
     ]),
     ...I.get(row),
@@ -405,15 +464,18 @@ const layerNormFunc: Func = (() => {
     ...I.end,
   ];
   return {
-    name: "layerNorm",
+    name: rms ? "rmsNorm" : "layerNorm",
     params: [I32, I32, I32, I32, I32, I32, I32, I32, F32],
     locals: [I32, I32, V128, V128, V128, V128, F32, I32],
     body,
   };
-})();
+}
+const layerNormFunc = layerNormFuncOf(false);
+const rmsNormFunc = layerNormFuncOf(true);
 
 // layerNormGrad(dy, xhat, rstd, g, dx, dg, db, rows, cBytes): dg, db accumulate (zeroed here).
-const layerNormGradFunc: Func = (() => {
+// With rms: a = 0 (no mean was subtracted) and db is neither zeroed nor written.
+function layerNormGradFuncOf(rms: boolean): Func {
   const [dy, xh, rs, g, dx, dg, db, rows, cb] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
   const [row, p, off, accA, accB, va, vb, vr, vdyg, vdy, s] = [9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19];
   const rowPtr = (base: number) => [...I.get(base), ...I.get(off), ...I.i32Add, ...I.get(p), ...I.i32Add];
@@ -425,9 +487,7 @@ const layerNormGradFunc: Func = (() => {
       ...colPtr(dg),
       ...I.vConst(0),
       ...I.vStore,
-      ...colPtr(db),
-      ...I.vConst(0),
-      ...I.vStore,
+      ...(rms ? [] : [...colPtr(db), ...I.vConst(0), ...I.vStore]),
     ]),
     ...I.i32(0),
     ...I.set(row),
@@ -464,10 +524,7 @@ const layerNormGradFunc: Func = (() => {
       ...I.vAdd,
       ...I.set(accB),
     ]),
-    ...hsum(accA),
-    ...invC,
-    ...I.f32Div,
-    ...I.splat,
+    ...(rms ? I.vConst(0) : [...hsum(accA), ...invC, ...I.f32Div, ...I.splat]),
     ...I.set(va),
     ...hsum(accB),
     ...invC,
@@ -512,12 +569,7 @@ const layerNormGradFunc: Func = (() => {
       ...I.vMul,
       ...I.vAdd,
       ...I.vStore,
-      ...colPtr(db),
-      ...colPtr(db),
-      ...I.vLoad,
-      ...I.get(vdy),
-      ...I.vAdd,
-      ...I.vStore,
+      ...(rms ? [] : [...colPtr(db), ...colPtr(db), ...I.vLoad, ...I.get(vdy), ...I.vAdd, ...I.vStore]),
     ]),
     ...I.get(row),
     ...I.i32(1),
@@ -528,12 +580,14 @@ const layerNormGradFunc: Func = (() => {
     ...I.end,
   ];
   return {
-    name: "layerNormGrad",
+    name: rms ? "rmsNormGrad" : "layerNormGrad",
     params: [I32, I32, I32, I32, I32, I32, I32, I32, I32],
     locals: [I32, I32, I32, V128, V128, V128, V128, V128, V128, V128, V128],
     body,
   };
-})();
+}
+const layerNormGradFunc = layerNormGradFuncOf(false);
+const rmsNormGradFunc = layerNormGradFuncOf(true);
 
 // softmaxGrad(p, dp, ds, rows, lenBytes, scale): ds = p (dp - sum(dp p)) scale, per row.
 const softmaxGradFunc: Func = (() => {
@@ -1023,6 +1077,29 @@ interface Exports {
     cb: number,
     eps: number,
   ): void;
+  swiglu(a: number, b: number, y: number, da: number, db: number, bytes: number): void;
+  rmsNorm(
+    x: number,
+    g: number,
+    b: number,
+    y: number,
+    xh: number,
+    rs: number,
+    rows: number,
+    cb: number,
+    eps: number,
+  ): void;
+  rmsNormGrad(
+    dy: number,
+    xh: number,
+    rs: number,
+    g: number,
+    dx: number,
+    dg: number,
+    db: number,
+    rows: number,
+    cb: number,
+  ): void;
   layerNormGrad(
     dy: number,
     xh: number,
@@ -1113,6 +1190,9 @@ export const SIMD_MODULE_BYTES: Uint8Array<ArrayBuffer> = assemble([
   crossEntropyFunc,
   crossEntropyGradFunc,
   adamwFunc,
+  rmsNormFunc,
+  rmsNormGradFunc,
+  swigluFunc,
 ]);
 
 interface WasmBackendLike {
@@ -1196,6 +1276,31 @@ function registerKernels(): void {
       C * 4,
     );
     return [dx, dg, db];
+  });
+  reg("LmbookSwiglu", ({ inputs, backend }) => {
+    const bk = backend as unknown as WasmBackendLike;
+    const { a, b } = inputs as Record<string, tf.TensorInfo>;
+    const [y, da, db] = [0, 1, 2].map(() => bk.makeOutput(a.shape, "float32"));
+    const n = a.shape.reduce((x, c) => x * c, 1);
+    k.swiglu(ptr(bk, a), ptr(bk, b), ptr(bk, y), ptr(bk, da), ptr(bk, db), n * 4);
+    return [y, da, db];
+  });
+  reg("LmbookRmsNorm", ({ inputs, backend, attrs }) => {
+    const b = backend as unknown as WasmBackendLike;
+    const { x, gamma } = inputs as Record<string, tf.TensorInfo>;
+    const [rows, C] = x.shape;
+    const y = b.makeOutput([rows, C], "float32"), xh = b.makeOutput([rows, C], "float32");
+    const rs = b.makeOutput([rows, 1], "float32");
+    k.rmsNorm(ptr(b, x), ptr(b, gamma), 0, ptr(b, y), ptr(b, xh), ptr(b, rs), rows, C * 4, attrs!.eps as number);
+    return [y, xh, rs];
+  });
+  reg("LmbookRmsNormGrad", ({ inputs, backend }) => {
+    const b = backend as unknown as WasmBackendLike;
+    const { dy, xhat, rstd, gamma } = inputs as Record<string, tf.TensorInfo>;
+    const [rows, C] = dy.shape;
+    const dx = b.makeOutput([rows, C], "float32"), dg = b.makeOutput([C], "float32");
+    k.rmsNormGrad(ptr(b, dy), ptr(b, xhat), ptr(b, rstd), ptr(b, gamma), ptr(b, dx), ptr(b, dg), 0, rows, C * 4);
+    return [dx, dg];
   });
   reg("LmbookSoftmaxGrad", ({ inputs, backend, attrs }) => {
     const b = backend as unknown as WasmBackendLike;
@@ -1340,6 +1445,53 @@ export function fusedLayerNormGrad(
     rstd: saved.rstd,
     gamma: saved.gamma,
   }) as unknown as [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D];
+}
+
+/**
+ * The SwiGLU gate silu(a) * b and its two partial derivatives in one pass
+ * (wasm only; chapter 6's modern block).
+ * @param a the gate pre-activations, size a multiple of 4.
+ * @param b the linear branch, same shape.
+ * @returns `[y, dy/da, dy/db]`.
+ */
+export function fusedSwiglu(a: tf.Tensor, b: tf.Tensor): [tf.Tensor, tf.Tensor, tf.Tensor] {
+  ensure("fusedSwiglu");
+  return tf.engine().runKernel("LmbookSwiglu", { a, b }) as unknown as [tf.Tensor, tf.Tensor, tf.Tensor];
+}
+
+/**
+ * RMSNorm forward in one pass per row (wasm only; chapter 6's modern block).
+ * @param x (N, C), C a multiple of 4.
+ * @param params gamma (C) and eps.
+ * @returns `[y, xhat, rstd]` with rstd (N, 1) = 1 / sqrt(mean(x^2) + eps).
+ */
+export function fusedRmsNorm(
+  x: tf.Tensor2D,
+  params: { gamma: tf.Tensor1D; eps: number },
+): [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D] {
+  ensure("fusedRmsNorm");
+  return tf.engine().runKernel("LmbookRmsNorm", { x, gamma: params.gamma }, {
+    eps: params.eps,
+  }) as unknown as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
+}
+
+/**
+ * RMSNorm backward in two passes per row (wasm only).
+ * @param dy (N, C) the gradient of the output.
+ * @param saved xhat (N, C), rstd (N, 1) from {@link fusedRmsNorm}, and gamma (C).
+ * @returns `[dx, dgamma]`.
+ */
+export function fusedRmsNormGrad(
+  dy: tf.Tensor2D,
+  saved: { xhat: tf.Tensor; rstd: tf.Tensor; gamma: tf.Tensor },
+): [tf.Tensor2D, tf.Tensor1D] {
+  ensure("fusedRmsNormGrad");
+  return tf.engine().runKernel("LmbookRmsNormGrad", {
+    dy,
+    xhat: saved.xhat,
+    rstd: saved.rstd,
+    gamma: saved.gamma,
+  }) as unknown as [tf.Tensor2D, tf.Tensor1D];
 }
 
 /**

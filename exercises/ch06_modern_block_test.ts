@@ -1,0 +1,511 @@
+/**
+ * Graded tests for chapter 6, part 2 (the modern block and the transformer
+ * families). Run: `deno test exercises/ch06_modern_block_test.ts`.
+ *
+ * Expected values are computed here from scratch with plain JavaScript, on
+ * random inputs from a seeded generator, never by calling a reference
+ * solution.
+ * @module
+ */
+import { expectClose, expectEqual, expectShape, expectThrows, graded, Rng, tf } from "../lib/mod.ts";
+import { applyRope, crossAttention, mlmMask, repeatKV, rmsNorm, swiglu } from "./ch06_modern_block.ts";
+
+type M = number[][];
+
+/** A (rows, cols) matrix of N(0, std^2) draws. */
+function randMatrix(rng: Rng, rows: number, cols: number, std = 1): M {
+  return Array.from({ length: rows }, () => Array.from({ length: cols }, () => rng.normal(0, std)));
+}
+
+const matmul = (a: M, b: M): M => a.map((row) => b[0].map((_, j) => row.reduce((s, v, k) => s + v * b[k][j], 0)));
+
+/** Checks that a call left its input tensors alive and unchanged, and created only its result. */
+function checkHygiene(name: string, inputs: tf.Tensor[], call: () => tf.Tensor, resultCount = 1): void {
+  const copies = inputs.map((t) => Array.from(t.dataSync()));
+  const before = tf.memory().numTensors;
+  const out = call();
+  const created = tf.memory().numTensors - before;
+  const disposed = inputs.some((t) => t.isDisposed);
+  expectEqual(disposed, false, {
+    what: `whether ${name} disposed of one of its inputs`,
+    hint: "never dispose of (or tf.dispose) the tensors you are given: the caller still owns them",
+  });
+  inputs.forEach((t, i) =>
+    expectClose(Array.from(t.dataSync()), copies[i], {
+      what: `input ${i} of ${name} after the call`,
+      hint: "do not write into your inputs: compute new tensors",
+    })
+  );
+  out.dispose();
+  expectEqual(created, resultCount, {
+    what: `tensors still alive after one ${name} call (only the result should be)`,
+    hint: "wrap the computation in tf.tidy(() => ...) and return the result from it",
+  });
+}
+
+// ---------------------------------------------------------------- 6.8 RMSNorm
+
+function refRmsRow(row: number[], gamma: number[], eps = 1e-5): number[] {
+  const ms = row.reduce((s, v) => s + v * v, 0) / row.length;
+  return row.map((v, i) => v / Math.sqrt(ms + eps) * gamma[i]);
+}
+
+graded("6.8 rmsNorm: random rows against a from-scratch reference", () => {
+  const rng = new Rng(81);
+  for (let trial = 0; trial < 5; trial++) {
+    const rows = 1 + rng.int(4), C = 2 + rng.int(7);
+    const x = randMatrix(rng, rows, C, 3), gamma = Array.from({ length: C }, () => rng.normal(1, 0.5));
+    x[0][0] += 5; // a non-zero mean: layer norm would give something else
+    expectClose(rmsNorm(tf.tensor2d(x), tf.tensor1d(gamma)), x.map((r) => refRmsRow(r, gamma)), {
+      what: `rmsNorm of a random (${rows}, ${C}) matrix`,
+      input: { x, gamma },
+      hint: "x / sqrt(mean(x^2) + eps) * gamma over the LAST axis: no mean subtraction (that is layer norm), " +
+        "mean (not sum) of the squares, then the square root",
+    });
+  }
+});
+
+graded("6.8 rmsNorm: any rank, shape kept; eps from the options, inside the square root", () => {
+  const x = [[[1, -2, 3, 0.5], [0, 0, 0, 0]], [[4, 4, 4, 4], [-1, 2, -3, 4]]];
+  const g = [1, 0.5, 2, -1];
+  const got = rmsNorm(tf.tensor3d(x), tf.tensor1d(g));
+  expectShape(got, [2, 2, 4], {
+    what: "rmsNorm of a (2, 2, 4) tensor",
+    hint: "keep the input's shape: reduce with keepDims over axis -1 so the root mean square broadcasts back",
+  });
+  expectClose(got, x.map((m) => m.map((r) => refRmsRow(r, g))), {
+    what: "rmsNorm of a (2, 2, 4) tensor with a zero row",
+    hint: "a row of zeros must give zeros, not NaN: eps goes inside the square root, sqrt(mean(x^2) + eps)",
+  });
+  const withEps = rmsNorm(tf.tensor2d([[1, 2]]), tf.ones([2]), { eps: 0.5 });
+  expectClose(withEps, [refRmsRow([1, 2], [1, 1], 0.5)], {
+    what: "rmsNorm([[1, 2]], gamma = 1, { eps: 0.5 })",
+    hint: "use options.eps when given (default 1e-5), added to the mean square before the square root",
+  });
+});
+
+graded("6.8 rmsNorm: no tensors left behind; inputs untouched", () => {
+  const x = tf.tensor2d([[1, 2, 3], [4, 5, 6]]), g = tf.tensor1d([1, 2, 3]);
+  checkHygiene("rmsNorm", [x, g], () => rmsNorm(x, g));
+  tf.dispose([x, g]);
+});
+
+// ---------------------------------------------------------------- 6.9 SwiGLU
+
+const silu = (a: number) => a / (1 + Math.exp(-a));
+
+function refSwiglu(x: M, w1: M, w3: M, w2: M): M {
+  const a = matmul(x, w1), b = matmul(x, w3);
+  return matmul(a.map((r, i) => r.map((v, j) => silu(v) * b[i][j])), w2);
+}
+
+graded("6.9 swiglu: random weights against a from-scratch reference", () => {
+  const rng = new Rng(91);
+  for (let trial = 0; trial < 4; trial++) {
+    const N = 1 + rng.int(4), C = 2 + rng.int(4), H = 3 + rng.int(5);
+    const x = randMatrix(rng, N, C), w1 = randMatrix(rng, C, H), w3 = randMatrix(rng, C, H), w2 = randMatrix(rng, H, C);
+    const got = swiglu(tf.tensor2d(x), { w1: tf.tensor2d(w1), w3: tf.tensor2d(w3), w2: tf.tensor2d(w2) });
+    expectShape(got, [N, C], {
+      what: `swiglu of (${N}, ${C}) rows with H = ${H}`,
+      hint: "the output is (N, C): W1 and W3 go C -> H, then W2 brings H back to C",
+    });
+    expectClose(got, refSwiglu(x, w1, w3, w2), {
+      what: `swiglu of random (${N}, ${C}) rows, H = ${H}`,
+      input: { x },
+      hint: "silu(a) = a * sigmoid(a) goes on x W1 (the gate) only; multiply elementwise by x W3 (no activation), " +
+        "then project with W2",
+    });
+  }
+});
+
+graded("6.9 swiglu: the gate is W1's branch, not W3's", () => {
+  // W3 = identity-like, W1 = -identity: swapping the branches changes the sign pattern.
+  const x = [[2, -1]], w1 = [[-1, 0], [0, -1]], w3 = [[1, 0], [0, 1]], w2 = [[1, 0], [0, 1]];
+  const got = swiglu(tf.tensor2d(x), { w1: tf.tensor2d(w1), w3: tf.tensor2d(w3), w2: tf.tensor2d(w2) });
+  expectClose(got, refSwiglu(x, w1, w3, w2), {
+    what: "swiglu([[2, -1]]) with W1 = -I, W3 = I, W2 = I",
+    hint: "silu(x W1) * (x W3): the SiLU is applied to the product with W1, never to x W3",
+  });
+});
+
+graded("6.9 swiglu: large pre-activations stay finite (numerically hard case)", () => {
+  const x = [[1, 1]], w1 = [[400, -400], [400, -400]], w3 = [[1, 1], [1, 1]], w2 = [[1, 0], [0, 1]];
+  // a = [800, -800]: silu(800) = 800, silu(-800) = -0; times x W3 = 2.
+  const got = swiglu(tf.tensor2d(x), { w1: tf.tensor2d(w1), w3: tf.tensor2d(w3), w2: tf.tensor2d(w2) });
+  expectClose(got, [[1600, 0]], {
+    what: "swiglu with gate pre-activations [800, -800]",
+    hint: "exp(800) overflows to Infinity and Infinity / Infinity is NaN: write silu as a * tf.sigmoid(a), " +
+      "not a * exp(a) / (1 + exp(a))",
+  });
+});
+
+graded("6.9 swiglu: no tensors left behind; inputs untouched", () => {
+  const rng = new Rng(92);
+  const x = tf.tensor2d(randMatrix(rng, 3, 2)), w1 = tf.tensor2d(randMatrix(rng, 2, 4));
+  const w3 = tf.tensor2d(randMatrix(rng, 2, 4)), w2 = tf.tensor2d(randMatrix(rng, 4, 2));
+  checkHygiene("swiglu", [x, w1, w3, w2], () => swiglu(x, { w1, w3, w2 }));
+  tf.dispose([x, w1, w3, w2]);
+});
+
+// ---------------------------------------------------------------- 6.10 RoPE
+
+function refRope(rows: M, offset = 0, base = 10000): M {
+  return rows.map((row, t) => {
+    const d = row.length, out = row.slice();
+    for (let i = 0; i < d / 2; i++) {
+      const a = (offset + t) * Math.pow(base, (-2 * i) / d);
+      out[2 * i] = row[2 * i] * Math.cos(a) - row[2 * i + 1] * Math.sin(a);
+      out[2 * i + 1] = row[2 * i] * Math.sin(a) + row[2 * i + 1] * Math.cos(a);
+    }
+    return out;
+  });
+}
+
+graded("6.10 applyRope: random rows against a from-scratch reference (pairs 2i, 2i+1)", () => {
+  const rng = new Rng(101);
+  for (const [T, d] of [[5, 8], [3, 4], [7, 6]]) {
+    const x = randMatrix(rng, T, d);
+    expectClose(applyRope(tf.tensor2d(x)), refRope(x), {
+      what: `applyRope of a random (${T}, ${d}) matrix`,
+      input: x,
+      hint: "pairs are CONSECUTIVE channels (2i, 2i+1), not i and i + d/2; row t is at position t; " +
+        "theta_i = 10000^(-2i/d); y[2i] = x[2i] cos - x[2i+1] sin, y[2i+1] = x[2i] sin + x[2i+1] cos",
+    });
+  }
+  const x = randMatrix(rng, 4, 4);
+  expectClose(applyRope(tf.tensor2d(x), { base: 100 }), refRope(x, 0, 100), {
+    what: "applyRope(x, { base: 100 })",
+    hint: "use options.base (default 10000) in theta_i = base^(-2i/d)",
+  });
+});
+
+graded("6.10 applyRope: leading batch and head axes", () => {
+  const rng = new Rng(102);
+  const x = [0, 1].map(() => [0, 1, 2].map(() => randMatrix(rng, 4, 6))); // (2, 3, 4, 6)
+  const got = applyRope(tf.tensor4d(x));
+  expectShape(got, [2, 3, 4, 6], {
+    what: "applyRope of a (B=2, H=3, T=4, d=6) tensor",
+    hint: "keep the input's shape; positions run along the second-to-last axis",
+  });
+  expectClose(got, x.map((b) => b.map((m) => refRope(m))), {
+    what: "applyRope of a (2, 3, 4, 6) tensor",
+    hint: "every (batch, head) slice is rotated the same way: position = row index along axis -2, " +
+      "never the flat row number",
+  });
+});
+
+graded("6.10 applyRope: scores q_m . k_n depend only on m - n (the relative-position property)", () => {
+  const rng = new Rng(103);
+  const d = 8, T = 6;
+  const qv = Array.from({ length: d }, () => rng.normal(0, 1)), kv = Array.from({ length: d }, () => rng.normal(0, 1));
+  // The same query and key vector at every position: any change in score comes from the positions.
+  const q = applyRope(tf.tensor2d(Array.from({ length: T }, () => qv))).arraySync() as M;
+  const k = applyRope(tf.tensor2d(Array.from({ length: T }, () => kv))).arraySync() as M;
+  const score = (m: number, n: number) => q[m].reduce((s, v, i) => s + v * k[n][i], 0);
+  const got: number[] = [], want: number[] = [];
+  for (let m = 1; m < T; m++) {
+    for (let n = 1; n < T; n++) {
+      got.push(score(m, n));
+      want.push(score(m - 1, n - 1)); // same offset m - n
+    }
+  }
+  expectClose(got, want, {
+    what: "scores of rotated queries and keys, q_m . k_n against q_(m-1) . k_(n-1)",
+    atol: 1e-4,
+    hint: "with a true rotation (cos and sin of the SAME angle p theta_i in both lines of each pair) the score " +
+      "depends only on m - n; using a different angle per channel of a pair breaks it",
+  });
+  const plain = qv.reduce((s, v, i) => s + v * kv[i], 0);
+  expectClose(score(3, 3), plain, {
+    what: "q_3 . k_3 (same position) against the unrotated q . k",
+    atol: 1e-4,
+    hint: "a rotation keeps lengths and angles: at equal positions the score equals the plain dot product",
+  });
+});
+
+graded("6.10 applyRope: the offset continues positions after a KV cache", () => {
+  const rng = new Rng(104);
+  const x = randMatrix(rng, 3, 4);
+  expectClose(applyRope(tf.tensor2d(x), { offset: 5 }), refRope(x, 5), {
+    what: "applyRope(x, { offset: 5 }): rows at positions 5, 6, 7",
+    hint: "row t is at position offset + t (not t, not offset + t + 1)",
+  });
+  const full = [...randMatrix(rng, 5, 4), ...x];
+  const whole = (applyRope(tf.tensor2d(full)).arraySync() as M).slice(5);
+  expectClose(applyRope(tf.tensor2d(x), { offset: 5 }), whole, {
+    what: "the last 3 rows of applyRope on 8 rows, against applyRope on those 3 rows with offset 5",
+    hint: "with offset = the number of cached positions, new rows must be rotated exactly as in the full sequence",
+  });
+});
+
+graded("6.10 applyRope: an odd dimension is a RangeError naming d; no tensors left behind", () => {
+  expectThrows(() => applyRope(tf.ones([2, 5])), RangeError, {
+    what: "applyRope of a (2, 5) tensor",
+    includes: "5",
+    hint: "check that the last dimension is even before rotating pairs, and name it in the message (d=5)",
+  });
+  const x = tf.tensor2d([[1, 2, 3, 4], [5, 6, 7, 8]]);
+  checkHygiene("applyRope", [x], () => applyRope(x, { offset: 2 }));
+  x.dispose();
+});
+
+// ---------------------------------------------------------------- 6.11 repeatKV
+
+graded("6.11 repeatKV: each kv head repeated nRep times in a row", () => {
+  const rng = new Rng(111);
+  for (const [B, K, T, D, r] of [[1, 2, 3, 2, 2], [2, 3, 2, 4, 3], [2, 1, 4, 2, 4]]) {
+    const x = Array.from({ length: B }, () => Array.from({ length: K }, () => randMatrix(rng, T, D)));
+    const got = repeatKV(tf.tensor4d(x), r);
+    expectShape(got, [B, K * r, T, D], {
+      what: `repeatKV of (${B}, ${K}, ${T}, ${D}) with nRep = ${r}`,
+      hint: "repeat along axis 1 (the heads): nKVHead * nRep heads, the other axes unchanged",
+    });
+    const want = x.map((b) => b.flatMap((head) => Array.from({ length: r }, () => head)));
+    expectClose(got, want, {
+      what: `repeatKV of a random (${B}, ${K}, ${T}, ${D}) tensor, nRep = ${r}`,
+      hint: "kv head j serves query heads j*nRep .. (j+1)*nRep - 1: [kv0, kv0, kv1, kv1], not [kv0, kv1, kv0, kv1] " +
+        "(tf.tile on the head axis gives the latter; add an axis after the heads and tile that)",
+    });
+  }
+});
+
+graded("6.11 repeatKV: nRep = 1 returns the same values; bad nRep is a RangeError", () => {
+  const x = [[[[1, 2]], [[3, 4]]]];
+  expectClose(repeatKV(tf.tensor4d(x), 1), x, {
+    what: "repeatKV(x, 1)",
+    hint: "with one query head per kv head nothing is repeated",
+  });
+  for (const bad of [0, 1.5, -2]) {
+    expectThrows(() => repeatKV(tf.tensor4d(x), bad), RangeError, {
+      what: `repeatKV(x, ${bad})`,
+      includes: String(bad),
+      hint: "nRep must be a positive integer: throw a RangeError naming it",
+    });
+  }
+  const t = tf.tensor4d(x);
+  checkHygiene("repeatKV", [t], () => repeatKV(t, 3));
+  t.dispose();
+});
+
+// ---------------------------------------------------------------- 6.12 cross-attention
+
+interface RefWeights {
+  wQ: M;
+  wK: M;
+  wV: M;
+  wO: M;
+}
+
+function refCross(x: M[], mem: M[], w: RefWeights, nHead: number, mask?: number[][]): M[] {
+  const C = x[0][0].length, hs = C / nHead;
+  return x.map((xb, b) => {
+    const q = matmul(xb, w.wQ), k = matmul(mem[b], w.wK), v = matmul(mem[b], w.wV);
+    const merged = q.map((qi) => {
+      const out = new Array(C).fill(0);
+      for (let h = 0; h < nHead; h++) {
+        const s = k.map((kj, j) => {
+          if (mask && mask[b][j] === 0) return -Infinity;
+          let dot = 0;
+          for (let c = h * hs; c < (h + 1) * hs; c++) dot += qi[c] * kj[c];
+          return dot / Math.sqrt(hs);
+        });
+        const m = Math.max(...s), e = s.map((z) => Math.exp(z - m)), z = e.reduce((a, c) => a + c, 0);
+        v.forEach((vj, j) => {
+          for (let c = h * hs; c < (h + 1) * hs; c++) out[c] += e[j] / z * vj[c];
+        });
+      }
+      return out;
+    });
+    return matmul(merged, w.wO);
+  });
+}
+
+function randWeights(rng: Rng, C: number, std = 0.5): RefWeights {
+  return {
+    wQ: randMatrix(rng, C, C, std),
+    wK: randMatrix(rng, C, C, std),
+    wV: randMatrix(rng, C, C, std),
+    wO: randMatrix(rng, C, C, std),
+  };
+}
+
+const toTensors = (w: RefWeights) => ({
+  wQ: tf.tensor2d(w.wQ),
+  wK: tf.tensor2d(w.wK),
+  wV: tf.tensor2d(w.wV),
+  wO: tf.tensor2d(w.wO),
+});
+
+graded("6.12 crossAttention: queries from x, keys and values from the memory (random, Tq != Tk)", () => {
+  const rng = new Rng(121);
+  for (const [B, Tq, Tk, C, H] of [[1, 2, 3, 4, 1], [2, 3, 5, 4, 2], [2, 4, 2, 6, 3]]) {
+    const x = Array.from({ length: B }, () => randMatrix(rng, Tq, C));
+    const mem = Array.from({ length: B }, () => randMatrix(rng, Tk, C));
+    const w = randWeights(rng, C);
+    const got = crossAttention(tf.tensor3d(x), tf.tensor3d(mem), toTensors(w), { nHead: H });
+    expectShape(got, [B, Tq, C], {
+      what: `crossAttention with x (${B}, ${Tq}, ${C}) and memory (${B}, ${Tk}, ${C})`,
+      hint: "one output row per QUERY (decoder position): (B, Tq, C), whatever the memory's length",
+    });
+    expectClose(got, refCross(x, mem, w, H), {
+      what: `crossAttention, B=${B}, Tq=${Tq}, Tk=${Tk}, C=${C}, nHead=${H}`,
+      atol: 1e-4,
+      hint: "Q = x W^Q, K = memory W^K, V = memory W^V; split into heads of C/nHead channels; scale by " +
+        "sqrt(headSize); softmax over the memory positions (last axis); NO causal mask; merge heads, then W^O",
+    });
+  }
+});
+
+graded("6.12 crossAttention: the memory mask hides encoder padding", () => {
+  const rng = new Rng(122);
+  const B = 2, Tq = 2, Tk = 4, C = 4, H = 2;
+  const x = Array.from({ length: B }, () => randMatrix(rng, Tq, C));
+  const mem = Array.from({ length: B }, () => randMatrix(rng, Tk, C));
+  const w = randWeights(rng, C);
+  const mask = [[1, 1, 1, 0], [1, 1, 0, 0]];
+  const got = crossAttention(tf.tensor3d(x), tf.tensor3d(mem), toTensors(w), {
+    nHead: H,
+    memoryMask: tf.tensor2d(mask),
+  });
+  expectClose(got, refCross(x, mem, w, H, mask), {
+    what: "crossAttention with memoryMask [[1, 1, 1, 0], [1, 1, 0, 0]]",
+    atol: 1e-4,
+    hint: "masked memory positions get score -Infinity BEFORE the softmax (weight exactly 0); the mask is (B, Tk) " +
+      "and must broadcast over heads and queries as (B, 1, 1, Tk)",
+  });
+});
+
+graded("6.12 crossAttention: large scores stay finite (numerically hard case)", () => {
+  const rng = new Rng(123);
+  const B = 1, Tq = 2, C = 2;
+  const x = [[[30, -20], [10, 40]]], mem = [[[25, 10], [-30, 20], [15, -35]]];
+  const w = { wQ: [[1, 0], [0, 1]], wK: [[1, 0], [0, 1]], wV: randMatrix(rng, C, C), wO: [[1, 0], [0, 1]] };
+  const got = crossAttention(tf.tensor3d(x), tf.tensor3d(mem), toTensors(w), { nHead: 1 });
+  expectClose(got, refCross(x, mem, w, 1), {
+    what: "crossAttention with scores in the hundreds (x and memory entries up to 40)",
+    input: { x, mem },
+    atol: 1e-3,
+    hint: "exp(1000) is Infinity: subtract each row's maximum score before exp (tf.softmax does it for you)",
+  });
+  expectShape(got, [B, Tq, C], { what: "the output's shape", hint: "(B, Tq, C)" });
+});
+
+graded("6.12 crossAttention: no tensors left behind; inputs untouched", () => {
+  const rng = new Rng(124);
+  const x = tf.tensor3d([randMatrix(rng, 2, 4)]), mem = tf.tensor3d([randMatrix(rng, 3, 4)]);
+  const w = toTensors(randWeights(rng, 4)), mask = tf.tensor2d([[1, 1, 0]]);
+  checkHygiene(
+    "crossAttention",
+    [x, mem, w.wQ, w.wK, w.wV, w.wO, mask],
+    () => crossAttention(x, mem, w, { nHead: 2, memoryMask: mask }),
+  );
+  tf.dispose([x, mem, w.wQ, w.wK, w.wV, w.wO, mask]);
+});
+
+// ---------------------------------------------------------------- 6.13 MLM masking
+
+const MASK = 3, V = 50;
+
+function sequence(n: number, seed: number): Int32Array {
+  const rng = new Rng(seed);
+  return Int32Array.from({ length: n }, () => 4 + rng.int(V - 4)); // never the mask id
+}
+
+graded("6.13 mlmMask: exactly round(0.15 n) positions chosen; labels and untouched positions", () => {
+  for (const n of [10, 20, 33, 100, 7]) {
+    const ids = sequence(n, n);
+    const { input, labels } = mlmMask(ids, { vocabSize: V, maskId: MASK, rng: new Rng(n + 1) });
+    const chosen = [...labels.keys()].filter((i) => labels[i] !== -100);
+    expectEqual(chosen.length, Math.round(0.15 * n), {
+      what: `the number of chosen positions (labels != -100) for n = ${n}`,
+      hint: "choose exactly k = Math.round(rate * n) distinct positions (not floor, not a coin flip per position)",
+    });
+    expectEqual(chosen.map((i) => labels[i]), chosen.map((i) => ids[i]), {
+      what: `labels at the chosen positions (n = ${n})`,
+      hint: "a label is the ORIGINAL id at its position (before corruption)",
+    });
+    const others = [...labels.keys()].filter((i) => labels[i] === -100);
+    expectEqual(others.map((i) => input[i]), others.map((i) => ids[i]), {
+      what: `input ids at the positions not chosen (n = ${n})`,
+      hint: "only chosen positions are corrupted; every other position keeps its id; labels are -100 there",
+    });
+  }
+  const { labels } = mlmMask(sequence(40, 1), { vocabSize: V, maskId: MASK, rng: new Rng(2), rate: 0.5 });
+  expectEqual(labels.filter((l) => l !== -100).length, 20, {
+    what: "chosen positions with rate 0.5 and n = 40",
+    hint: "use options.rate when given (default 0.15)",
+  });
+});
+
+graded("6.13 mlmMask: 80% mask token, 10% random token, 10% kept (statistics over many draws)", () => {
+  const rng = new Rng(131);
+  let mask = 0, random = 0, kept = 0;
+  const randomIds = new Array(V).fill(0);
+  for (let s = 0; s < 200; s++) {
+    const ids = sequence(100, 1000 + s);
+    const { input, labels } = mlmMask(ids, { vocabSize: V, maskId: MASK, rng });
+    labels.forEach((l, i) => {
+      if (l === -100) return;
+      if (input[i] === MASK) mask++;
+      else if (input[i] === ids[i]) kept++;
+      else {
+        random++;
+        randomIds[input[i]]++;
+      }
+    });
+  }
+  const total = mask + random + kept; // 3000 chosen positions
+  // Binomial standard deviations: about 0.0073 for 0.8 and 0.0055 for 0.1; allow about 4 of them.
+  expectClose([mask / total, random / total, kept / total], [0.8, 0.1, 0.1], {
+    what: `the fractions of chosen positions masked / random / kept over ${total} chosen positions`,
+    atol: 0.025,
+    rtol: 0,
+    hint: "draw u = rng.next() for each chosen position: u < 0.8 -> maskId, u < 0.9 -> rng.int(vocabSize), else keep",
+  });
+  // Random replacements cover the vocabulary (a random token may equal the original: then it counts as kept).
+  const seen = randomIds.filter((c) => c > 0).length;
+  expectEqual(seen >= 40, true, {
+    what: `how many different ids the ${random} random replacements used (of ${V})`,
+    hint: "the random token is rng.int(vocabSize): uniform over the WHOLE vocabulary, not a fixed or nearby id",
+  });
+});
+
+graded("6.13 mlmMask: every position equally likely to be chosen; seeded and reproducible", () => {
+  const n = 20, counts = new Array(n).fill(0), rng = new Rng(132);
+  const ids = sequence(n, 5);
+  for (let s = 0; s < 1000; s++) {
+    mlmMask(ids, { vocabSize: V, maskId: MASK, rng }).labels.forEach((l, i) => {
+      if (l !== -100) counts[i]++;
+    });
+  }
+  // Each position is chosen with probability 3/20 = 0.15: 150 of 1000, standard deviation about 11.
+  expectClose(counts.map((c) => c / 1000), new Array(n).fill(0.15), {
+    what: "how often each of 20 positions was chosen over 1000 draws",
+    atol: 0.06,
+    rtol: 0,
+    hint: "pick the positions uniformly at random (a partial Fisher-Yates shuffle with rng.int), not the first k " +
+      "or every 7th",
+  });
+  const a = mlmMask(ids, { vocabSize: V, maskId: MASK, rng: new Rng(9) });
+  const b = mlmMask(ids, { vocabSize: V, maskId: MASK, rng: new Rng(9) });
+  expectEqual([Array.from(a.input), Array.from(a.labels)], [Array.from(b.input), Array.from(b.labels)], {
+    what: "two calls with new Rng(9)",
+    hint: "use only options.rng for randomness (never Math.random), so a seed reproduces the corruption",
+  });
+});
+
+graded("6.13 mlmMask: the input ids are not modified; a bad mask id is a RangeError", () => {
+  const ids = sequence(30, 7), copy = Array.from(ids);
+  mlmMask(ids, { vocabSize: V, maskId: MASK, rng: new Rng(1) });
+  expectEqual(Array.from(ids), copy, {
+    what: "the ids after mlmMask",
+    hint: "copy the ids (Int32Array.from(ids)) and corrupt the copy: the caller still needs the originals",
+  });
+  for (const bad of [V, -1, 2.5]) {
+    expectThrows(() => mlmMask(ids, { vocabSize: V, maskId: bad, rng: new Rng(1) }), RangeError, {
+      what: `mlmMask with maskId = ${bad} and vocabSize = ${V}`,
+      includes: String(bad),
+      hint: "check that maskId is an integer in [0, vocabSize) and name both values in the RangeError",
+    });
+  }
+});
