@@ -24,7 +24,7 @@
  *
  * @module
  */
-import * as tf from "@tensorflow/tfjs";
+import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
 import type { Batch, Dataset, LossOptions, TrainableModel } from "./train.ts";
 import { layerNorm, normalMatrix } from "./attention.ts";
