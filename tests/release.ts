@@ -136,14 +136,24 @@ export function usedImports(
   return { imports: Object.fromEntries(Object.entries(used).sort(([a], [b]) => a.localeCompare(b))), unknown };
 }
 
-function studentDenoJson(codeFiles: string[]): string {
+/** The code cells of a notebook, joined (to find the packages they import). */
+function notebookCode(nb: string): string {
+  const json = JSON.parse(Deno.readTextFileSync(join(ROOT, nb)));
+  return (json.cells ?? []).filter((c: { cell_type: string }) => c.cell_type === "code")
+    .map((c: { source: string | string[] }) => Array.isArray(c.source) ? c.source.join("") : c.source).join("\n");
+}
+
+function studentDenoJson(codeFiles: string[], notebooks: string[]): string {
   const cfg = JSON.parse(Deno.readTextFileSync(join(ROOT, "deno.json")));
   const tasks: Record<string, string> = {};
   if (cfg.tasks?.lab && Deno.statSync(join(ROOT, "tools/lab.ts")).isFile) tasks.lab = cfg.tasks.lab;
   tasks.grade = "deno run -A tests/grade.ts";
   tasks.test = "deno test exercises/";
   // Only the packages the released code imports (not the instructor's browser, site or benchmark tools).
-  const specifiers = codeFiles.flatMap((f) => bareImports(Deno.readTextFileSync(join(ROOT, f))));
+  const specifiers = [
+    ...codeFiles.flatMap((f) => bareImports(Deno.readTextFileSync(join(ROOT, f)))),
+    ...notebooks.flatMap((nb) => bareImports(notebookCode(nb))),
+  ];
   const { imports, unknown } = usedImports(cfg.imports ?? {}, specifiers);
   if (unknown.length) throw new Error(`released code imports packages deno.json does not map: ${unknown.join(", ")}`);
   const exclude = ["build/", ".cache/", "node_modules/"];
@@ -272,7 +282,7 @@ export async function buildRelease(options: ReleaseOptions = {}): Promise<Releas
   );
   const extra = ["exercises/points.json", "tests/offline_import_map.json", "tests/std_assert_offline.ts", "deno.lock"];
   for (const rel of [...new Set([...code, ...notebooks, ...extra])].sort()) await copyFile(rel, out, files);
-  await Deno.writeTextFile(join(out, "deno.json"), studentDenoJson(code.filter((f) => f.endsWith(".ts"))));
+  await Deno.writeTextFile(join(out, "deno.json"), studentDenoJson(code.filter((f) => f.endsWith(".ts")), notebooks));
   files.push("deno.json");
   await Deno.writeTextFile(join(out, "README.md"), studentReadme());
   files.push("README.md");
