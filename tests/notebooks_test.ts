@@ -149,14 +149,17 @@ Deno.test("plainMath flags chapter 5's old plain-text formulas and passes their 
 });
 
 /** The exercises a chapter's stub file defines: "Exercise N.M" in the JSDoc before each exported function. */
-function chapterExercises(chapter: string): { file: string; exercises: { id: string; fn: string }[] } | undefined {
-  const file = [...Deno.readDirSync(`${ROOT}/exercises`)].map((e) => e.name)
-    .find((n) => n.startsWith(`ch${chapter}_`) && n.endsWith(".ts") && !n.endsWith("_test.ts"));
-  if (!file) return undefined;
-  const src = Deno.readTextFileSync(`${ROOT}/exercises/${file}`);
-  const exercises = [...src.matchAll(/Exercise (\d+\.\d+):[\s\S]*?export function (\w+)/g)]
-    .map((m) => ({ id: m[1], fn: m[2] }));
-  return { file, exercises };
+function chapterExercises(chapter: string): { file: string; id: string; fn: string }[] {
+  const files = [...Deno.readDirSync(`${ROOT}/exercises`)].map((e) => e.name)
+    .filter((n) => n.startsWith(`ch${chapter}_`) && n.endsWith(".ts") && !n.endsWith("_test.ts")).sort();
+  return files.flatMap((file) =>
+    [
+      ...Deno.readTextFileSync(`${ROOT}/exercises/${file}`).matchAll(
+        /Exercise (\d+\.\d+):[\s\S]*?export function (\w+)/g,
+      ),
+    ]
+      .map((m) => ({ file, id: m[1], fn: m[2] }))
+  );
 }
 
 Deno.test("each chapter opens with its learning objectives and links each exercise where its topic is taught", () => {
@@ -173,10 +176,8 @@ Deno.test("each chapter opens with its learning objectives and links each exerci
     }
     if ((md[objectives].match(/^- /gm) ?? []).length < 3) problems.push(`${f}: fewer than 3 objectives`);
     const chapter = f.match(/notebooks\/(\d\d)_/)![1];
-    const ex = chapterExercises(chapter);
-    if (!ex) continue;
-    for (const { id, fn } of ex.exercises) {
-      const link = `[\`${fn}\`](../exercises/${ex.file})`;
+    for (const { file, id, fn } of chapterExercises(chapter)) {
+      const link = `[\`${fn}\`](../exercises/${file})`;
       if (!md[objectives].includes(`| ${id} | ${link} |`)) {
         problems.push(`${f}: exercise ${id} is not in the objectives`);
       }
