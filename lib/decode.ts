@@ -55,6 +55,7 @@ import { Rng } from "./random.ts";
 import type { LanguageModel } from "./lm.ts";
 import { checkLogits, logSoftmaxLogits, makeSampler, type SamplerOptions, type Scores } from "./sampling.ts";
 import { type ArenaArray, KernelArena, type Kernels, makeKernels } from "./decode_kernels.ts";
+export type { ArenaArray, Kernels };
 import { mlpHiddenSize } from "./transformer.ts";
 
 // ---------------------------------------------------------------------------

@@ -319,6 +319,7 @@ export class TransformerEncoder implements TrainableModel {
   #p: Params;
 
   /**
+   * Creates the encoder with seeded initial weights.
    * @param config the shape and the padding id.
    * @param options a seed for the initial weights (default 0).
    */
@@ -338,7 +339,7 @@ export class TransformerEncoder implements TrainableModel {
     addNorm(this.#p, "lnF", C);
   }
 
-  /** @returns the variables by name (for the trainer and saving). */
+  /** Returns the variables by name (for the trainer and saving). */
   variables(): Record<string, tf.Variable> {
     return this.#p.vars;
   }
@@ -443,6 +444,7 @@ export class EncoderDecoder implements TrainableModel {
   #p: Params;
 
   /**
+   * Creates the encoder-decoder with seeded initial weights.
    * @param config the shape, the padding id and the start id fed first to the decoder.
    * @param options a seed for the initial weights (default 0).
    */
@@ -473,7 +475,7 @@ export class EncoderDecoder implements TrainableModel {
     addNorm(p, "decF", C);
   }
 
-  /** @returns the variables by name. */
+  /** Returns the variables by name (for the trainer and saving). */
   variables(): Record<string, tf.Variable> {
     return this.#p.vars;
   }

@@ -869,6 +869,26 @@ export function swigluGate<T extends tf.Tensor>(a: T, b: T): T {
   return op(a, b) as T;
 }
 
+/** The (D, D) matrix R with (x R) = (-x1, x0) per pair (sign 1) or (x1, -x0) (sign -1). */
+function quarterTurn(D: number, sign: 1 | -1): tf.Tensor2D {
+  const data = new Float32Array(D * D);
+  for (let i = 0; i < D; i += 2) {
+    data[(i + 1) * D + i] = -sign; // out[i] = -sign x[i+1]
+    data[i * D + i + 1] = sign; // out[i+1] = sign x[i]
+  }
+  return tf.tensor2d(data, [D, D]);
+}
+
+/** The 0/1 matrix (K*D, K*g*D) that copies each of K blocks of D columns g times. */
+function expandHeads(K: number, D: number, g: number): tf.Tensor2D {
+  const data = new Float32Array(K * D * K * g * D);
+  const W = K * g * D;
+  for (let k = 0; k < K; k++) {
+    for (let r = 0; r < g; r++) for (let d = 0; d < D; d++) data[(k * D + d) * W + (k * g + r) * D + d] = 1;
+  }
+  return tf.tensor2d(data, [K * D, W]);
+}
+
 /**
  * Rotates consecutive channel pairs (2i, 2i+1) of each head by a per-position
  * angle (rotary positions, RoFormer; chapter 6, "the modern block"), with the
@@ -895,26 +915,6 @@ export function swigluGate<T extends tf.Tensor>(a: T, b: T): T {
  * assertAlmostEquals(y.dataSync()[1], 1, 1e-6);
  * ```
  */
-/** The (D, D) matrix R with (x R) = (-x1, x0) per pair (sign 1) or (x1, -x0) (sign -1). */
-function quarterTurn(D: number, sign: 1 | -1): tf.Tensor2D {
-  const data = new Float32Array(D * D);
-  for (let i = 0; i < D; i += 2) {
-    data[(i + 1) * D + i] = -sign; // out[i] = -sign x[i+1]
-    data[i * D + i + 1] = sign; // out[i+1] = sign x[i]
-  }
-  return tf.tensor2d(data, [D, D]);
-}
-
-/** The 0/1 matrix (K*D, K*g*D) that copies each of K blocks of D columns g times. */
-function expandHeads(K: number, D: number, g: number): tf.Tensor2D {
-  const data = new Float32Array(K * D * K * g * D);
-  const W = K * g * D;
-  for (let k = 0; k < K; k++) {
-    for (let r = 0; r < g; r++) for (let d = 0; d < D; d++) data[(k * D + d) * W + (k * g + r) * D + d] = 1;
-  }
-  return tf.tensor2d(data, [K * D, W]);
-}
-
 export function ropeRotate(x: tf.Tensor4D, tables: { cos: tf.Tensor2D; sin: tf.Tensor2D }): tf.Tensor4D {
   const [T, B, H, D] = x.shape;
   const { cos, sin } = tables;

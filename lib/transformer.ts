@@ -187,19 +187,32 @@ export interface TransformerConfig {
 /** A config with every option filled in (`mlpHidden` only when set). */
 export type FullTransformerConfig = Required<Omit<TransformerConfig, "mlpHidden">> & { mlpHidden?: number };
 
+/** A named size: layers, heads, width and context length. */
+export interface TransformerSize {
+  /** Number of blocks. */
+  readonly nLayer: number;
+  /** Attention heads per block. */
+  readonly nHead: number;
+  /** Embedding width C. */
+  readonly nEmbd: number;
+  /** Context length T. */
+  readonly blockSize: number;
+}
+
 /** Named sizes (without `vocabSize`), smallest first. */
-export const TRANSFORMER_PRESETS = Object.freeze(
-  {
-    /** For tests and quick demos: 2 layers, 2 heads, 32 dims, block 32. */
-    tiny: { nLayer: 2, nHead: 2, nEmbd: 32, blockSize: 32 },
-    /** nanoGPT's CPU "baby" config: 4 layers, 4 heads, 128 dims, block 64. */
-    baby: { nLayer: 4, nHead: 4, nEmbd: 128, blockSize: 64 },
-    /** nanoGPT's Shakespeare-character GPU config: 6 layers, 6 heads, 384 dims, block 256. */
-    small: { nLayer: 6, nHead: 6, nEmbd: 384, blockSize: 256 },
-    /** GPT-2 small (Radford et al., 2019): 12 layers, 12 heads, 768 dims, block 1024. */
-    gpt2: { nLayer: 12, nHead: 12, nEmbd: 768, blockSize: 1024 },
-  } as const,
-);
+export const TRANSFORMER_PRESETS: Readonly<Record<"tiny" | "baby" | "small" | "gpt2", TransformerSize>> = Object
+  .freeze(
+    {
+      /** For tests and quick demos: 2 layers, 2 heads, 32 dims, block 32. */
+      tiny: { nLayer: 2, nHead: 2, nEmbd: 32, blockSize: 32 },
+      /** nanoGPT's CPU "baby" config: 4 layers, 4 heads, 128 dims, block 64. */
+      baby: { nLayer: 4, nHead: 4, nEmbd: 128, blockSize: 64 },
+      /** nanoGPT's Shakespeare-character GPU config: 6 layers, 6 heads, 384 dims, block 256. */
+      small: { nLayer: 6, nHead: 6, nEmbd: 384, blockSize: 256 },
+      /** GPT-2 small (Radford et al., 2019): 12 layers, 12 heads, 768 dims, block 1024. */
+      gpt2: { nLayer: 12, nHead: 12, nEmbd: 768, blockSize: 1024 },
+    } as const,
+  );
 
 /**
  * The modern block's options (chapter 6): RMSNorm, a SwiGLU feed-forward,
@@ -215,7 +228,13 @@ export const TRANSFORMER_PRESETS = Object.freeze(
  * assertEquals([c.normalization, c.mlp, c.positions, c.nKVHead], ["rms", "swiglu", "rope", 2]);
  * ```
  */
-export const MODERN_BLOCK = Object.freeze(
+export const MODERN_BLOCK: Readonly<{
+  normalization: "rms";
+  mlp: "swiglu";
+  positions: "rope";
+  bias: false;
+  nKVHead: 2;
+}> = Object.freeze(
   {
     normalization: "rms",
     mlp: "swiglu",
