@@ -82,7 +82,7 @@ import { EOS_ID, UNK_ID, Vocabulary, type VocabularyJSON } from "./vocab.ts";
 
 /** Figures Bengio et al. (2003) report for their Brown set-up (chapter 2). */
 export const BENGIO_2003_BROWN = Object.freeze({
-  /** Words in their copy of the corpus. */
+  /** Tokens of their corpus stream (words, punctuation and the text and paragraph marks). */
   totalWords: 1_181_041,
   /** Training words (the first ones, in corpus order). */
   trainWords: 800_000,
@@ -90,7 +90,7 @@ export const BENGIO_2003_BROWN = Object.freeze({
   validWords: 200_000,
   /** Test words (the rest). */
   testWords: 181_041,
-  /** Distinct tokens before merging rare words. */
+  /** Distinct tokens before merging rare words (case kept, punctuation and the marks included). */
   types: 47_578,
   /** Vocabulary size after merging words seen <= 3 times. */
   vocabSize: 16_383,
