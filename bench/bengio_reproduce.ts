@@ -20,8 +20,8 @@
  * MLP9), per-model figures to `build/bench/bengio_<model>.json`, and the whole
  * table to `build/bench/bengio_table.json` (notebooks 02, 03 and 06 read it).
  *
- *     deno run -A bench/bengio_reproduce.ts                  # every row: trains MLP1 and MLP9 (about an hour each here)
- *     deno run -A bench/bengio_reproduce.ts --ngram-only     # the n-gram rows alone (about 15 s)
+ *     deno run -A bench/bengio_reproduce.ts                  # every row: trains MLP1, then MLP9, each for up to --minutes
+ *     deno run -A bench/bengio_reproduce.ts --ngram-only     # the n-gram rows alone (21 s here, load average 8 on 2 cores)
  *     deno run -A bench/bengio_reproduce.ts --model MLP9     # train one model; the other's row comes from its saved figures
  *     deno run -A bench/bengio_reproduce.ts --saved          # no training: the neural rows from build/bench/bengio_*.json
  *     deno run -A bench/bengio_reproduce.ts --evaluate-only  # score the saved models again
