@@ -253,8 +253,9 @@ export function crossEntropy(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Scal
  * kernels (`kernels.ts`): {@link linear}, whose backward pass uses only fast
  * 2-D products and folds the bias gradient into the weight product, and
  * {@link crossEntropyFromLogits}, whose gradient is one fused pass on wasm.
- * The loss value is `-mean(log p_target)` from the softmax, floored at 1e-30
- * (69 nats) for each example.
+ * The loss value is `-mean(log p_target)`, exact on every backend (on wasm,
+ * a target probability below 1e-30 is recomputed from the log-sum-exp, so
+ * nothing is capped).
  *
  * @param feats the layer's inputs, (B, K).
  * @param weight (K, V).
@@ -565,9 +566,9 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
 
   /**
    * The mean negative log-likelihood of a batch, in nats (for the trainer).
-   * Computed by the fused {@link linearCrossEntropy} (each example's loss
-   * capped at 69 nats, a probability of 1e-30), in training and evaluation
-   * alike; {@link FixedWindowLM.logProbs}, which {@link evaluate} uses, is exact.
+   * Computed by the fused {@link linearCrossEntropy}, exact on every backend
+   * (no per-example cap), in training and evaluation alike;
+   * {@link FixedWindowLM.logProbs}, which {@link evaluate} uses, is exact too.
    * @param batch `x` (B, blockSize) contexts, `y` (B,) next words.
    * @param _options training or evaluation (the same here: the model has no dropout).
    * @returns a scalar.

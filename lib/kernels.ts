@@ -612,6 +612,43 @@ export function embeddingLookup(table: tf.Tensor2D, ids: tf.Tensor): tf.Tensor {
   return tf.reshape(op(table), [...ids.shape, C]);
 }
 
+/** Below this a float32 softmax probability may have lost digits or underflowed to 0. */
+const TINY_PROB = 1e-30;
+
+/**
+ * ln p[target] from the target column `pt` of a float32 softmax, exact for
+ * every row: the rows whose probability is below 1e-30 (an untrained,
+ * diverged or extreme model) are recomputed as logit - logSumExp(row), the
+ * others are the log of `pt`. Reads `pt` synchronously (N numbers), so it is
+ * for the wasm backend only, where reads are synchronous anyway.
+ * @param logits (N, V).
+ * @param pt (N) the softmax at each row's target.
+ * @param targets (N) int32 ids.
+ * @returns (N) log-probabilities (float32).
+ */
+function logTargetExact(logits: tf.Tensor2D, pt: tf.Tensor1D, targets: tf.Tensor1D): tf.Tensor1D {
+  const p = pt.dataSync();
+  const out = new Float32Array(p.length);
+  const redo: number[] = [];
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] > TINY_PROB) out[i] = Math.log(p[i]);
+    else redo.push(i);
+  }
+  if (redo.length > 0) {
+    const V = logits.shape[1];
+    const exact = tf.tidy(() => {
+      const rows = tf.tensor1d(redo, "int32"); // (R)
+      const sub = tf.gather(logits, rows); // (R, V)
+      const at = tf.add(tf.range(0, redo.length * V, V, "int32"), tf.gather(targets, rows)); // (R)
+      return tf.sub(tf.gather(tf.reshape(sub, [-1]), at), tf.logSumExp(sub, 1)); // (R)
+    });
+    const ev = exact.dataSync();
+    exact.dispose();
+    redo.forEach((i, j) => (out[i] = ev[j]));
+  }
+  return tf.tensor1d(out); // (N)
+}
+
 /**
  * Mean cross-entropy of next-token logits against target ids, with the
  * closed-form gradient (softmax - one-hot) / N (chapter 6).
@@ -644,8 +681,9 @@ export function crossEntropyFromLogits(logits: tf.Tensor2D, targets: tf.Tensor1D
   }
   if (targets.dtype === "int32" && wasmSimdReady([V])) {
     // Forward: XNNPACK's softmax (one kernel) and the target probabilities;
-    // backward: one fused pass (wasm_simd.ts). A target probability that
-    // underflows float32 (below 1e-30, a loss above 69 nats) is clamped there.
+    // backward: one fused pass (wasm_simd.ts). A target probability below
+    // 1e-30 (lost digits or underflow in float32) is recomputed exactly, so
+    // the loss is the same as on the other backends, uncapped.
     const t1 = tf.reshape(targets, [N]) as tf.Tensor1D;
     const flatIdx = tf.add(tf.range(0, N * V, V, "int32"), t1); // (N)
     const fused = customOp(([ls], save) => {
@@ -653,7 +691,7 @@ export function crossEntropyFromLogits(logits: tf.Tensor2D, targets: tf.Tensor1D
       const pt = tf.gather(tf.reshape(p, [N * V]), flatIdx); // (N)
       save([p, t1]);
       return {
-        value: tf.neg(tf.mean(tf.log(tf.maximum(pt, 1e-30)))), // ()
+        value: tf.neg(tf.mean(logTargetExact(ls as tf.Tensor2D, pt as tf.Tensor1D, t1))), // ()
         gradFunc: (dy, saved) => {
           const [p2, t2] = saved;
           const scale = dy.dataSync()[0] / N; // a scalar: a cheap synchronous read on wasm
@@ -713,9 +751,10 @@ export function nextTokenLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf
     const flatIdx = tf.add(tf.range(0, N * V, V, "int32"), t); // (N)
     if (tf.getBackend() === "wasm") {
       // tfjs's logSoftmax is six passes over (N, V); the target column of a
-      // softmax (one XNNPACK kernel) is enough. Clamped at 1e-30 (see above).
-      const pt = tf.gather(tf.reshape(tf.softmax(logits), [N * V]), flatIdx); // (N)
-      return tf.log(tf.maximum(pt, 1e-30)) as tf.Tensor1D; // (N)
+      // softmax (one XNNPACK kernel) is enough, with the rows below 1e-30
+      // recomputed exactly (see logTargetExact).
+      const pt = tf.gather(tf.reshape(tf.softmax(logits), [N * V]), flatIdx) as tf.Tensor1D; // (N)
+      return logTargetExact(logits, pt, t); // (N)
     }
     return tf.gather(tf.reshape(tf.logSoftmax(logits), [N * V]), flatIdx) as tf.Tensor1D; // (N)
   });

@@ -262,6 +262,34 @@ for (const backend of backends) {
       });
     }
 
+    for (const V of [9, 12]) {
+      await t.step(`exact where probabilities underflow float32, no 69-nat cap (V=${V})`, async () => {
+        // Row r puts its target 40·r + 40 nats below the rest: 1e-17 ... 1e-87.
+        const rows = 4, targets = tf.tensor1d([1, 2, 3, 4], "int32");
+        const logits = tf.tensor2d(
+          Array.from(
+            { length: rows * V },
+            (_, i) => (i % V === (i / V | 0) + 1 ? -40 * ((i / V | 0) + 1) : (i % 3) * 0.5),
+          ),
+          [rows, V],
+        );
+        const wantT = tf.tidy(() => tf.sum(tf.mul(tf.logSoftmax(logits), tf.oneHot(targets, V).toFloat()), -1));
+        const want = Array.from(await wantT.data());
+        wantT.dispose();
+        assert(want[3] < -150, `the test needs a tiny probability: ${want}`);
+        const lp = nextTokenLogProbs(logits, targets);
+        const got = await lp.data();
+        want.forEach((w, i) =>
+          assert(Math.abs(got[i] - w) < 1e-3 * Math.abs(w), `nextTokenLogProbs row ${i}: ${got[i]} vs ${w}`)
+        );
+        const loss = tf.tidy(() => crossEntropyFromLogits(logits, targets));
+        const mean = -want.reduce((a, b) => a + b) / rows;
+        const l = (await loss.data())[0];
+        assert(Math.abs(l - mean) < 1e-3 * mean, `crossEntropyFromLogits: ${l} vs ${mean} (capped?)`);
+        tf.dispose([logits, targets, lp, loss]);
+      });
+    }
+
     assertEquals(tf.memory().numTensors, before, "kernels leaked tensors");
     if (backend === "wasm") {
       assert(wasmSimdReady([4]), "the fused WebAssembly SIMD kernels should be available on wasm");

@@ -22,7 +22,10 @@
  * (`<s> <s> The` for the first word under a trigram model). So a sentence of L
  * words gives L + 1 k-grams of every order, `<s>` is never a predicted token,
  * and c(h ·), the number of times context h was followed by anything, is
- * exactly the denominator of the maximum-likelihood estimate.
+ * exactly the denominator of the maximum-likelihood estimate. A stream with
+ * no `</s>` at all (the `"bengio2003"` preparation of {@link loadBrown}) is
+ * one long sentence: contexts run on across sentence ends, and only the
+ * start of the stream is padded.
  *
  * ## How it is fast
  * No n-gram is ever turned into a string. A k-gram is the pair (id of its
@@ -1074,6 +1077,16 @@ export interface KneserNeyOptions extends NgramModelOptions {
    * absolute discounting, the same model without Kneser and Ney's idea.
    */
   continuation?: boolean;
+  /**
+   * `false` (default): interpolated Kneser-Ney, every order mixed with the
+   * next lower one. `true`: back-off Kneser-Ney (Kneser & Ney's original form,
+   * the one Bengio et al., 2003, compare with): a seen n-gram gets only its
+   * discounted estimate, and the lower order is consulted, scaled by the
+   * back-off weight α(h) that makes the distribution sum to 1, only for
+   * words never seen after h. The unigram level is interpolated with the
+   * uniform distribution in both forms, so every word keeps some mass.
+   */
+  backoff?: boolean;
 }
 
 /**
@@ -1088,6 +1101,11 @@ export interface KneserNeyOptions extends NgramModelOptions {
  * words seen before an n-gram, not its occurrences: "Francisco" is frequent
  * but follows only "San", so it should not be a likely guess after a new
  * context.
+ *
+ * With `{ backoff: true }` it is back-off Kneser-Ney instead:
+ * P_k(w | h) = (c(h w) - D) / c(h ·) when c(h w) > 0, else
+ * α(h) P_(k-1)(w | h'), α(h) = γ(h) / (1 - Σ_{w': c(h w') > 0} P_(k-1)(w' | h')).
+ * Same counts and discounts; the name says which form a model is.
  *
  * @example
  * ```ts
@@ -1105,6 +1123,10 @@ export class KneserNeyModel extends NgramModel {
   #counts: Int32Array[];
   #stats: ContextStats[];
   #gamma: Float64Array[];
+  /** Back-off weights α(h) per order (back-off form only; index 1 unused). */
+  #alpha: Float64Array[] | null = null;
+  /** 1 / (1 - γ(h)) for contexts after which every word was seen (back-off only), else 1. */
+  #full: Float64Array[] = [];
   #v: number;
 
   /**
@@ -1119,12 +1141,17 @@ export class KneserNeyModel extends NgramModel {
       throw new RangeError(`discount must be "modified" or a number in (0, 1]: discount=${discount}`);
     }
     const continuation = options.continuation ?? true;
+    const backoff = options.backoff ?? false;
+    if (typeof backoff !== "boolean") {
+      throw new TypeError(`backoff must be a boolean: backoff=${JSON.stringify(backoff)}`);
+    }
     super(
       counts,
       options,
-      continuation
-        ? (discount === "modified" ? "modified Kneser-Ney" : `Kneser-Ney (D=${discount})`)
-        : `absolute discounting (${discount === "modified" ? "modified" : `D=${discount}`})`,
+      (backoff ? "back-off " : "") +
+        (continuation
+          ? (discount === "modified" ? "modified Kneser-Ney" : `Kneser-Ney (D=${discount})`)
+          : `absolute discounting (${discount === "modified" ? "modified" : `D=${discount}`})`),
     );
     this.#v = counts.vocabSize - 1;
     this.discounts = [[0, 0, 0]];
@@ -1145,11 +1172,64 @@ export class KneserNeyModel extends NgramModel {
       }
       this.#gamma.push(gamma);
     }
+    if (backoff) this.#alpha = this.#backoffWeights();
+  }
+
+  /** The discounted estimate (a - D) / c(h ·) of a seen gram at order k. */
+  #discounted(k: number, id: number, total: number): number {
+    const a = this.#counts[k][id], d = this.discounts[k];
+    const disc = a === 1 ? d[0] : a === 2 ? d[1] : d[2];
+    return Math.max(a - disc, 0) / total;
+  }
+
+  /**
+   * α(h) for every context of orders 2 ... n, bottom up: P_k of every seen
+   * k-gram first, then each context's share of the lower order spent on
+   * words it has seen.
+   */
+  #backoffWeights(): Float64Array[] {
+    const tables = this.counts.tables;
+    const alpha: Float64Array[] = [new Float64Array(0), new Float64Array(0)];
+    this.#full = [new Float64Array(0), new Float64Array(0)];
+    // pSeen[id]: P_k(word | context) of the seen k-gram id, under this model.
+    let pSeen = new Float64Array(tables[1].size);
+    {
+      const total = this.#stats[1].total[0], g = this.#gamma[1][0];
+      for (let id = 1; id < tables[1].size; id++) {
+        pSeen[id] = this.#discounted(1, id, total) + g / this.#v;
+      }
+    }
+    for (let k = 2; k <= this.order; k++) {
+      const t = tables[k], st = this.#stats[k];
+      const lowerMass = new Float64Array(st.total.length);
+      for (let id = 1; id < t.size; id++) lowerMass[t.ctx[id]] += pSeen[t.suffix[id]];
+      const a = new Float64Array(st.total.length), full = new Float64Array(st.total.length).fill(1);
+      for (let c = 0; c < a.length; c++) {
+        if (!(st.total[c] > 0)) continue;
+        const rest = 1 - lowerMass[c];
+        // Every word the lower order can predict was seen after c: nothing
+        // is left to back off to, so the seen estimates share the freed mass.
+        if (rest < 1e-9) full[c] = 1 / (1 - this.#gamma[k][c]);
+        else a[c] = this.#gamma[k][c] / rest;
+      }
+      alpha.push(a);
+      this.#full.push(full);
+      const next = new Float64Array(t.size);
+      for (let id = 1; id < t.size; id++) {
+        const c = t.ctx[id];
+        next[id] = this.#counts[k][id] > 0
+          ? this.#discounted(k, id, st.total[c]) * full[c]
+          : a[c] * pSeen[t.suffix[id]];
+      }
+      pSeen = next;
+    }
+    return alpha;
   }
 
   /** @internal */
   protected prob(w: number, h: Int32Array, e: Int32Array): number {
     if (w === BOS_ID) return 0;
+    if (this.#alpha) return this.#backoffProb(h, e);
     let p = 1 / this.#v;
     for (let k = 1; k <= this.order; k++) {
       const c = h[k];
@@ -1164,10 +1244,45 @@ export class KneserNeyModel extends NgramModel {
     return p;
   }
 
+  #backoffProb(h: Int32Array, e: Int32Array): number {
+    let p = 1 / this.#v;
+    for (let k = 1; k <= this.order; k++) {
+      const c = h[k];
+      if (c < 0) continue;
+      const total = this.#stats[k].total[c];
+      if (total === 0) continue;
+      const a = e[k] >= 0 ? this.#counts[k][e[k]] : 0;
+      if (k === 1) p = (a > 0 ? this.#discounted(1, e[1], total) : 0) + this.#gamma[1][c] * p;
+      else p = a > 0 ? this.#discounted(k, e[k], total) * this.#full[k][c] : this.#alpha![k][c] * p;
+    }
+    return p;
+  }
+
   /** @internal */
   protected fill(h: Int32Array, out: Float64Array): void {
     out.fill(1 / this.#v);
     out[BOS_ID] = 0;
+    if (this.#alpha) {
+      for (let k = 1; k <= this.order; k++) {
+        const c = h[k];
+        if (c < 0) continue;
+        const total = this.#stats[k].total[c];
+        if (total === 0) continue;
+        const scale = k === 1 ? this.#gamma[1][c] : this.#alpha[k][c];
+        for (let i = 0; i < out.length; i++) out[i] *= scale;
+        const { start, list } = this.counts.children(k);
+        const words = this.counts.tables[k].word;
+        for (let i = start[c]; i < start[c + 1]; i++) {
+          const id = list[i];
+          if (this.#counts[k][id] === 0) continue;
+          const d = this.#discounted(k, id, total);
+          if (k === 1) out[words[id]] += d;
+          else out[words[id]] = d * this.#full[k][c];
+        }
+      }
+      out[BOS_ID] = 0;
+      return;
+    }
     for (let k = 1; k <= this.order; k++) {
       const c = h[k];
       if (c < 0) continue;

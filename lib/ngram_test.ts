@@ -177,6 +177,28 @@ Deno.test("KneserNeyModel: trigram, lower orders use continuation counts except 
   assertAlmostEquals(Math.exp(kn.logProb(A, [])), 1.5 / 2 + 0.25 * p2a);
 });
 
+Deno.test("KneserNeyModel backoff: seen bigrams keep only their discounted estimate; alpha renormalises", () => {
+  const kn = new KneserNeyModel(countNgrams(tiny, 2, { vocabSize: 5 }), { discount: 0.5, backoff: true });
+  assertEquals(kn.name, "2-gram back-off Kneser-Ney (D=0.5)");
+  // unigram level as the interpolated model: continuation counts a 2, b 1, </s> 2
+  const p1 = { a: 1.5 / 5 + 0.3 / 4, b: 0.5 / 5 + 0.3 / 4, eos: 1.5 / 5 + 0.3 / 4, unk: 0.3 / 4 };
+  // after a: a, b, </s> seen once each of 3; gamma(a) = 0.5 * 3 / 3
+  assertAlmostEquals(Math.exp(kn.logProb(B, [A])), 0.5 / 3); // no lower-order share
+  const alphaA = 0.5 / (1 - (p1.a + p1.b + p1.eos));
+  assertAlmostEquals(Math.exp(kn.logProb(UNK, [A])), alphaA * p1.unk);
+  // after b: only </s> seen (once)
+  assertAlmostEquals(Math.exp(kn.logProb(EOS, [B])), 0.5);
+  assertAlmostEquals(Math.exp(kn.logProb(A, [B])), (0.5 / (1 - p1.eos)) * p1.a);
+  // the interpolated model gives a seen bigram more than its discounted estimate
+  const interp = new KneserNeyModel(countNgrams(tiny, 2, { vocabSize: 5 }), { discount: 0.5 });
+  assertAlmostEquals(Math.exp(interp.logProb(B, [A])), 0.5 / 3 + 0.5 * p1.b);
+  assertThrows(
+    () => new KneserNeyModel(countNgrams(tiny, 2), { backoff: 1 as unknown as boolean }),
+    TypeError,
+    "backoff=1",
+  );
+});
+
 Deno.test("KneserNeyModel: absolute discounting uses raw counts below the top order", () => {
   const ad = new KneserNeyModel(countNgrams(tiny, 2, { vocabSize: 5 }), { discount: 0.5, continuation: false });
   // unigram raw counts a 3, b 1, </s> 2; total 6; gamma_0 = 0.5 * 3 / 6
@@ -216,6 +238,8 @@ Deno.test("every model: logProbs (one pass) = logProb per position = log nextDis
     new KneserNeyModel(counts),
     new KneserNeyModel(counts, { order: 2, discount: 0.75 }),
     new KneserNeyModel(counts, { continuation: false }),
+    new KneserNeyModel(counts, { backoff: true }),
+    new KneserNeyModel(counts, { order: 3, discount: 0.75, backoff: true }),
     new StupidBackoffModel(counts, { order: 3 }),
     new MleModel(counts, { order: 1 }),
   ];

@@ -1037,7 +1037,21 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    * @returns the natural log-probability.
    */
   logProb(word: number, context: ArrayLike<number>): number {
-    return Math.log(this.nextDistribution(context)[word]);
+    checkSyncRead("logProb", "await model.logProbs(stream)");
+    if (!Number.isInteger(word) || word < 0 || word >= this.vocabSize) {
+      throw new RangeError(`word must be an id in [0, ${this.vocabSize}): word=${word}`);
+    }
+    // From the logits, not the log of the float32 softmax: a probability
+    // below ~1e-38 underflows to 0 there, and logProbs would disagree.
+    const window = this.#windowFor(context);
+    const lp = tf.tidy(() => {
+      const idx = tf.tensor2d(window, [1, window.length], "int32");
+      const { logitsTB } = this.#run(idx, undefined, { headFrom: window.length - 1 }); // (1, V)
+      return nextTokenLogProbs(logitsTB as tf.Tensor2D, tf.tensor1d([word], "int32")); // (1)
+    });
+    const out = lp.dataSync()[0];
+    lp.dispose();
+    return out;
   }
 
   /**

@@ -259,6 +259,54 @@ Deno.test("attention maps and the logit lens", () => {
   model.dispose();
 });
 
+/** log-softmax in float64 of each row of (T, V) float32 logits, at the targets. */
+function referenceLogProbs(logits: Float32Array, V: number, targets: Int32Array): number[] {
+  return Array.from(targets, (y, t) => {
+    const row = logits.subarray(t * V, (t + 1) * V);
+    const m = row.reduce((a, b) => Math.max(a, b), -Infinity);
+    const lse = m + Math.log(row.reduce((a, b) => a + Math.exp(b - m), 0));
+    return row[y] - lse;
+  });
+}
+
+Deno.test("evaluation is exact on every backend, even where probabilities underflow float32", async () => {
+  // An extreme model: the tied embedding scaled up, so most tokens get
+  // probabilities far below 1e-30 (and below float32's smallest number).
+  const stream = Int32Array.from([3, 9, 1, 7, 7, 2, 10, 4, 0, 5, 6, 8]);
+  const results: Record<string, { lps: Float64Array; ppl: number; ref: number[] }> = {};
+  const backends = ["cpu", "wasm"];
+  if (await probeWebGpu()) backends.push("webgpu");
+  for (const backend of backends) {
+    await initBackend(backend);
+    const model = new TransformerLM(tiny({ blockSize: 16 }), { seed: 21 });
+    const wte = model.variables().wte;
+    wte.assign(tf.mul(wte, 600));
+    // One window holds the whole stream: forward([bos, ...stream[:-1]]) predicts every token.
+    const x = Int32Array.from([model.bosId, ...stream.subarray(0, -1)]);
+    const { logits } = model.forward(tf.tensor2d(x, [1, x.length], "int32"));
+    const ref = referenceLogProbs(await logits.data() as Float32Array, 11, stream);
+    logits.dispose();
+    const lps = await model.logProbs(stream);
+    const ppl = (await evaluate(model, stream)).perplexity;
+    results[backend] = { lps, ppl, ref };
+    assert(ref.filter((v) => v < Math.log(1e-30)).length >= 3, `the model is not extreme enough: ${ref}`);
+    assert(ref.some((v) => v < -110), `some probability should underflow float32: ${ref}`);
+    for (let t = 0; t < stream.length; t++) {
+      assertAlmostEquals(lps[t], ref[t], 1e-3 * Math.max(1, -ref[t]), `${backend} logProbs at t=${t}`);
+      if (backend !== "webgpu") {
+        const one = model.logProb(stream[t], stream.subarray(0, t));
+        assert(Number.isFinite(one), `${backend} logProb at t=${t} is ${one}`);
+        assertAlmostEquals(one, lps[t], 1e-3 * Math.max(1, -lps[t]), `${backend} logProb = logProbs at t=${t}`);
+      }
+    }
+    const refPpl = Math.exp(-ref.reduce((a, b) => a + b) / ref.length);
+    assertAlmostEquals(Math.log(ppl), Math.log(refPpl), 1e-4, `${backend} perplexity ${ppl} vs ${refPpl}`);
+    model.dispose();
+  }
+  assertAlmostEquals(Math.log(results.wasm.ppl), Math.log(results.cpu.ppl), 1e-4, "perplexity: wasm vs cpu");
+  await initBackend("cpu");
+});
+
 Deno.test("save and load round trip", async () => {
   const model = new TransformerLM(tiny({ positions: "sinusoidal" }), { seed: 12, bosId: 3, name: "t" });
   const path = await Deno.makeTempFile({ suffix: ".lmbw" });

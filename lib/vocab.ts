@@ -18,7 +18,9 @@
  *
  * The min-count rule: a word is kept when it occurs at least `minCount` times
  * in the training text. Bengio et al. (2003) merged the words seen 3 times or
- * fewer into one symbol, which is `minCount: 4`.
+ * fewer into one symbol, which is `minCount: 4`, counting the whole corpus
+ * rather than the training text (`loadBrown`'s `"bengio2003"` preparation does
+ * the same; chapter 2 measures what the choice changes).
  *
  * @module
  */
