@@ -80,8 +80,28 @@
  */
 import { EOS_ID, UNK_ID, Vocabulary, type VocabularyJSON } from "./vocab.ts";
 
+/** The figures of {@link BENGIO_2003_BROWN}. */
+export interface Bengio2003Brown {
+  /** Tokens of their corpus stream (words, punctuation and the text and paragraph marks). */
+  readonly totalWords: number;
+  /** Training words (the first ones, in corpus order). */
+  readonly trainWords: number;
+  /** Validation words (the next ones). */
+  readonly validWords: number;
+  /** Test words (the rest). */
+  readonly testWords: number;
+  /** Distinct tokens before merging rare words. */
+  readonly types: number;
+  /** Vocabulary size after merging words seen <= 3 times. */
+  readonly vocabSize: number;
+  /** Keep words seen at least this often. */
+  readonly minCount: number;
+  /** Test perplexities of their Table 1, by row name. */
+  readonly table1: Readonly<Record<string, number>>;
+}
+
 /** Figures Bengio et al. (2003) report for their Brown set-up (chapter 2). */
-export const BENGIO_2003_BROWN = Object.freeze({
+export const BENGIO_2003_BROWN: Bengio2003Brown = Object.freeze({
   /** Tokens of their corpus stream (words, punctuation and the text and paragraph marks). */
   totalWords: 1_181_041,
   /** Training words (the first ones, in corpus order). */

@@ -366,7 +366,9 @@ export interface FixedWindowOptions {
 const TINY_LOG_PROB = Math.log(1e-30);
 
 /** The paper's figures for the models of Table 1 this workbook reproduces (chapter 3). */
-export const BENGIO_MODELS = Object.freeze({
+export const BENGIO_MODELS: Readonly<
+  Record<"MLP1" | "MLP9", Readonly<{ blockSize: number; nHidden: number; nEmbd: number; direct: boolean }>>
+> = Object.freeze({
   /** MLP1: n = 5, h = 50, m = 60, direct connections; test perplexity 268. */
   MLP1: Object.freeze({ blockSize: 4, nHidden: 50, nEmbd: 60, direct: true }),
   /** MLP9: n = 5, h = 100, m = 30, no direct connections; test perplexity 276 (252 mixed: MLP10). */
@@ -405,11 +407,11 @@ export const BENGIO_MODELS = Object.freeze({
  * ```
  */
 export class FixedWindowLM implements TrainableModel, LanguageModel {
-  /** @inheritdoc */
+  /** A display name for tables and plots. */
   readonly name: string;
-  /** @inheritdoc */
+  /** Number of token ids. */
   readonly vocabSize: number;
-  /** @inheritdoc (the window length n-1) */
+  /** How many preceding ids it reads: the window length n - 1. */
   readonly contextSize: number;
   /** The configuration, with defaults filled in. */
   readonly config: Readonly<Required<FixedWindowConfig>>;
@@ -423,6 +425,7 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
   #mask: tf.Tensor1D;
 
   /**
+   * Creates the model with seeded initial weights.
    * @param config vocabulary, window, embedding and hidden sizes, direct
    * connections and window mode.
    * @param options the seed of the initial weights, the embedding path.
@@ -507,7 +510,7 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
     return Object.values(this.#vars).reduce((s, v) => s + v.size, 0);
   }
 
-  /** @returns the variables by name (see the class documentation). */
+  /** Returns the variables by name (see the class documentation). */
   variables(): Record<string, tf.Variable> {
     return this.#vars;
   }

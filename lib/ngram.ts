@@ -225,6 +225,7 @@ export class NgramCounts {
   }
 
   /**
+   * The number of distinct k-grams seen.
    * @param order k in 1 ... n.
    * @returns the number of distinct k-grams seen.
    */
@@ -535,9 +536,9 @@ export interface NgramModelOptions {
  * distribution.
  */
 export abstract class NgramModel implements LanguageModel {
-  /** @inheritdoc */
+  /** A display name for tables and plots. */
   readonly name: string;
-  /** @inheritdoc */
+  /** Number of token ids. */
   readonly vocabSize: number;
   /** n - 1: the model reads the last n - 1 tokens of the sentence so far. */
   readonly contextSize: number;
@@ -545,10 +546,11 @@ export abstract class NgramModel implements LanguageModel {
   readonly order: number;
   /** The counts the model reads. */
   readonly counts: NgramCounts;
-  /** @inheritdoc */
+  /** Whether `nextDistribution` sums to 1 (true for every smoothed model; stupid back-off is the exception). */
   readonly isDistribution: boolean = true;
 
   /**
+   * Builds the model from the counts; the subclass names its smoothing in `label`.
    * @param counts from {@link countNgrams}.
    * @param options the order (default `counts.n`).
    * @param label the model family, for the name.
@@ -589,6 +591,7 @@ export abstract class NgramModel implements LanguageModel {
   }
 
   /**
+   * The log-probability of `word` after `context`.
    * @param word the next token's id.
    * @param context the preceding ids, oldest first; only the current sentence's
    * last n - 1 are used.
@@ -606,6 +609,7 @@ export abstract class NgramModel implements LanguageModel {
   }
 
   /**
+   * The next-token distribution after `context`.
    * @param context the preceding ids, oldest first.
    * @returns the next-token distribution (`vocabSize` entries).
    */
@@ -666,6 +670,7 @@ export class MleModel extends NgramModel {
   #count: Int32Array;
 
   /**
+   * Builds the model from the counts.
    * @param counts from {@link countNgrams}.
    * @param options the order (default `counts.n`).
    */
@@ -724,6 +729,7 @@ export class AddKModel extends NgramModel {
   #v: number;
 
   /**
+   * Builds the add-k model from the counts.
    * @param counts from {@link countNgrams}.
    * @param options the order and k (default 1).
    * @throws {RangeError} when k < 0 or not finite.
@@ -825,6 +831,7 @@ export class InterpolatedModel extends NgramModel {
   #scratch: Float64Array;
 
   /**
+   * Builds the interpolated model from the counts.
    * @param counts from {@link countNgrams}.
    * @param options the order, the weights and the number of buckets.
    * @throws {RangeError} when weights have the wrong length, are negative or
@@ -1017,10 +1024,12 @@ export interface StupidBackoffOptions extends NgramModelOptions {
 export class StupidBackoffModel extends NgramModel {
   /** The back-off factor. */
   readonly alpha: number;
+  /** Stupid back-off gives scores, not probabilities: they do not sum to 1. */
   override readonly isDistribution = false;
   #totals: Float64Array[];
 
   /**
+   * Builds the stupid back-off scorer from the counts.
    * @param counts from {@link countNgrams}.
    * @param options the order and α (default 0.4).
    * @throws {RangeError} when α is not in (0, 1].
@@ -1130,6 +1139,7 @@ export class KneserNeyModel extends NgramModel {
   #v: number;
 
   /**
+   * Builds the Kneser-Ney model from the counts.
    * @param counts from {@link countNgrams}.
    * @param options the order, the discount scheme and whether lower orders use
    * continuation counts.
