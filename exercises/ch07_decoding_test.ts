@@ -117,6 +117,13 @@ graded("7.1 greedyChoice: a NaN logit is an error", () => {
       hint: "every comparison with NaN is false, so it would be silently skipped: check Number.isNaN(logits[i]) and " +
         "throw a RangeError naming logits[i]",
     });
+    // The message gives the position, as the doc's example `logits[2]=NaN` does.
+    const at = logits.findIndex((z) => Number.isNaN(z));
+    expectThrows(() => greedyChoice(logits), RangeError, {
+      what: `greedyChoice([${logits.join(", ")}])`,
+      includes: `logits[${at}]`,
+      hint: "name the position of the NaN in the message, e.g. `logits[${i}]=NaN`",
+    });
   }
 });
 
@@ -793,11 +800,21 @@ graded("7.5 sampleIndex: random distributions and draws, against a from-scratch 
 });
 
 graded("7.5 sampleIndex: probs without a positive probability are an error", () => {
-  for (const probs of [[], [0, 0, 0]]) {
-    expectThrows(() => sampleIndex(probs, new Rng(1)), RangeError, {
+  for (const probs of [[], [0], [0, 0], [0, 0, 0]]) {
+    const seed = 7 + probs.length;
+    const rng = new Rng(seed);
+    expectThrows(() => sampleIndex(probs, rng), RangeError, {
       what: `sampleIndex([${probs.join(", ")}], rng)`,
       includes: "probs",
       hint: "there is no token to draw: throw a RangeError naming probs (not -1, undefined or the last index)",
+    });
+    // Validate before drawing: the rejected call leaves the rng's stream where it was.
+    const fresh = new Rng(seed);
+    expectEqual(rng.next(), fresh.next(), {
+      what: `the next rng.next() after a rejected sampleIndex([${
+        probs.join(", ")
+      }], rng), against a fresh Rng(${seed})`,
+      hint: "check probs before calling rng.next(): a rejected call must not consume a draw",
     });
   }
 });
