@@ -618,6 +618,53 @@ graded("7.4 topPFilter: returns a new array; empty probs give []", () => {
   });
 });
 
+/**
+ * "Always a NEW array": two calls with equal arguments give two distinct arrays, neither of them the input; writing
+ * into the first leaves the second and the input intact. Sizes from empty up, so an alias at an edge size shows.
+ */
+function expectFreshArrays(what: string, input: number[], call: (x: number[]) => number[]): void {
+  const copy = [...input];
+  const a = call(input), b = call(input);
+  const aliases = { returnsInput: a === input || b === input, sameArrayTwice: a === b };
+  const bCopy = [...b];
+  a.push(0.5);
+  a.fill(0.5);
+  expectEqual({ ...aliases, input, second: b }, {
+    returnsInput: false,
+    sameArrayTwice: false,
+    input: copy,
+    second: bCopy,
+  }, {
+    what: `two calls ${what}, after the caller changed the first result`,
+    hint: "always return a new array (also for empty input and when nothing changes): never the input itself, " +
+      "never one kept from an earlier call",
+  });
+}
+
+graded("7.2 softmaxWithTemperature: a new array on every call, at every size", () => {
+  for (const logits of [[0], [3], [1, -2], [-Infinity, 0], [2, 2, 2, 2]]) {
+    for (const t of [0, 0.5, 1, 4]) {
+      expectFreshArrays(`softmaxWithTemperature([${logits}], ${t})`, logits, (x) => softmaxWithTemperature(x, t));
+    }
+  }
+});
+
+graded("7.3 topKFilter: a new array on every call, at every size", () => {
+  for (const probs of [[], [1], [0.25, 0.75], [0.1, 0.2, 0.3, 0.4]]) {
+    for (const k of [1, 2, 4, 9]) {
+      expectFreshArrays(`topKFilter([${probs}], ${k})`, probs, (x) => topKFilter(x, k));
+    }
+  }
+});
+
+graded("7.4 topPFilter: a new array on every call, at every size", () => {
+  for (const probs of [[], [1], [0.25, 0.75], [0.1, 0.2, 0.3, 0.4]]) {
+    for (const p of [0.05, 0.5, 0.9, 1]) {
+      expectFreshArrays(`topPFilter([${probs}], ${p})`, probs, (x) => topPFilter(x, p));
+    }
+  }
+});
+
 // -------------------------------------------------------------- 7.5 sampling
 
 // Spec 7.5: one u = rng.next() per draw (exactly one call); return the first
