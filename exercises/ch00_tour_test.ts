@@ -114,23 +114,40 @@ graded("0.1 softmax: random lengths and values against a reference", () => {
 });
 
 graded("0.1 softmax: leaves its input unchanged and returns a new array", () => {
-  const x = [3, -1, 2, 2];
-  const got = softmax(x);
-  expectEqual(x, [3, -1, 2, 2], {
-    what: "the logits after softmax([3, -1, 2, 2])",
-    hint: "do not write into logits: build a new array (map) for the exps and the probabilities",
-  });
-  expectEqual(got === x, false, {
-    what: "whether softmax returned the very array it was given",
-    hint: "return a new array, not the logits array filled with probabilities",
-  });
-  expectClose(got, softmaxRef(x), { what: "softmax([3, -1, 2, 2])", hint: SOFTMAX_HINT });
-  // A second call gives an array of its own: changing the first result must not change it.
-  got.fill(0);
-  expectClose(softmax(x), softmaxRef(x), {
-    what: "softmax([3, -1, 2, 2]) called again after the caller overwrote the first result with zeros",
-    hint: "return a new array on every call, not one kept (cached) from an earlier call",
-  });
+  // Every size, the single logit included: two calls give two arrays of their own, neither of them the input.
+  for (const x of [[0], [7.5], [3, -1], [3, -1, 2, 2], [1, 1, 1, 1, 1]]) {
+    const shown = `[${x.join(", ")}]`;
+    const copy = [...x];
+    const got = softmax(x);
+    const again = softmax(x);
+    expectEqual(x, copy, {
+      what: `the logits after softmax(${shown})`,
+      hint: "do not write into logits: build a new array (map) for the exps and the probabilities",
+    });
+    expectEqual(got === x || again === x, false, {
+      what: `whether softmax(${shown}) returned the very array it was given`,
+      hint: "return a new array, not the logits array filled with probabilities",
+    });
+    expectEqual(got === again, false, {
+      what: `whether two calls softmax(${shown}) returned the same array object`,
+      hint: "return a new array on every call (also for a single logit), not one kept (cached) or shared",
+    });
+    expectClose(got, softmaxRef(x), { what: `softmax(${shown})`, hint: SOFTMAX_HINT });
+    // Changing the first result must not change the second one, the input or a later call.
+    got.fill(0.25);
+    expectClose(again, softmaxRef(x), {
+      what: `a second softmax(${shown}) after the caller overwrote the first result`,
+      hint: "return a new array on every call, not one kept (cached) from an earlier call",
+    });
+    expectClose(softmax(x), softmaxRef(x), {
+      what: `softmax(${shown}) called again after the caller overwrote an earlier result`,
+      hint: "return a new array on every call, not one kept (cached) from an earlier call",
+    });
+    expectEqual(x, copy, {
+      what: `the logits after overwriting softmax(${shown})'s result`,
+      hint: "return a new array, not the logits array filled with probabilities",
+    });
+  }
 });
 
 graded("0.1 softmax: rejects empty input, NaN and infinities with a RangeError", () => {
@@ -148,6 +165,15 @@ graded("0.1 softmax: rejects empty input, NaN and infinities with a RangeError",
       hint: "check the input first: throw new RangeError(`logits must ...: logits=...`) when it is empty or an " +
         "entry is not finite (Number.isFinite)",
     });
+    // The message names the offending value (and so its position): e.g. "logits[1]=NaN".
+    const bad = x.findIndex((v) => !Number.isFinite(v));
+    if (bad >= 0) {
+      expectThrows(() => softmax(x), RangeError, {
+        what: `softmax(${shown})`,
+        includes: `logits[${bad}]=${x[bad]}`,
+        hint: "name the offending entry and its value in the message, e.g. `logits[${i}]=${logits[i]}`",
+      });
+    }
   }
 });
 
@@ -310,6 +336,24 @@ graded("0.2 rowSoftmax: a matrix with no rows, and one with one column", () => {
     hint: "a matrix with no rows gives an empty result of the same shape: tensor ops handle it without a loop",
   });
   tf.dispose([empty, got]);
+  // The edge shapes too return a tensor of their own, not x.
+  for (const [rows, cols] of [[0, 1], [0, 3], [1, 1], [3, 1]]) {
+    const x = tf.ones([rows, cols]) as tf.Tensor2D;
+    const y = rowSoftmax(x);
+    const y2 = rowSoftmax(x);
+    const same = y === x || y2 === x, shared = y === y2;
+    y.dispose();
+    const alive = !x.isDisposed && !y2.isDisposed;
+    tf.dispose([x, y2]);
+    expectEqual({ returnsX: same, sameTensorTwice: shared, othersAliveAfterDisposingResult: alive }, {
+      returnsX: false,
+      sameTensorTwice: false,
+      othersAliveAfterDisposingResult: true,
+    }, {
+      what: `two rowSoftmax calls on a (${rows}, ${cols}) matrix of ones`,
+      hint: "return a new tensor on every call, for every shape (no rows, one column too), never x itself",
+    });
+  }
   checkRowSoftmax([[5], [-1000], [1000]], "a row with one entry takes all of its row's probability: 1");
 });
 

@@ -318,6 +318,16 @@ graded("1.2 ngramCounts: an empty corpus, empty sentences, and bad n", () => {
       hint: "reuse extractNgrams (exercise 1.1): it rejects n that is not an integer >= 1, naming the value",
     });
   }
+  // n is checked even when there is nothing to count (an empty corpus, or only empty sentences).
+  for (const [corpus, shown] of [[[], "[]"], [[[]], "[[]]"]] as [string[][], string][]) {
+    for (const bad of [0, -1, 2.5, NaN, Infinity]) {
+      expectThrows(() => ngramCounts(corpus, bad), RangeError, {
+        what: `ngramCounts(${shown}, ${bad})`,
+        includes: `n=${bad}`,
+        hint: "check n before looping over the sentences: an empty corpus must still reject an invalid n",
+      });
+    }
+  }
 });
 
 graded("1.2 ngramCounts: leaves the corpus alone", () => {

@@ -625,7 +625,27 @@ graded("2.4 interpolatedProb: weights that sum to 1 up to rounding; NaN, Infinit
     [[Infinity, 0.5, 0.5], "an infinite weight"],
     [[-0.5, 0.5, 1], "a negative weight (the sum is 1)"],
     [[0.2, 0.2, 0.2, 0.4], "4 weights for a bigram model (the sum is 1)"],
+    // Just outside the documented tolerance |sum - 1| <= 1e-9, on both sides and at looser tolerances.
+    [[0.5, 0.3, 0.2 + 3e-9], "a sum 3e-9 above 1"],
+    [[0.5, 0.3, 0.2 - 3e-9], "a sum 3e-9 below 1"],
+    [[0.5, 0.3, 0.2 + 5e-7], "a sum 5e-7 above 1"],
+    [[0.5, 0.3, 0.2 - 5e-5], "a sum 5e-5 below 1"],
   ];
+  // Just inside the tolerance: accepted.
+  for (const delta of [4e-10, -4e-10]) {
+    const weights = [0.5, 0.3, 0.2 + delta];
+    let inside: unknown;
+    try {
+      inside = interpolatedProb([UNIGRAMS, BIGRAMS], ["the", "cat"], { weights, vocabSize: V });
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err;
+      inside = `RangeError: ${err.message}`;
+    }
+    expectClose(inside, 0.5 / 8 + 0.3 * 2 / 12 + (0.2 + delta) / 2, {
+      what: `interpolatedProb with weights [${weights}] (the sum is within 1e-9 of 1)`,
+      hint: "accept weights whose sum is within 1e-9 of 1 (|sum - 1| <= 1e-9), as the doc says",
+    });
+  }
   for (const [weights, why] of bads) {
     expectThrows(() => interpolatedProb([UNIGRAMS, BIGRAMS], ["the", "cat"], { weights, vocabSize: V }), RangeError, {
       what: `interpolatedProb(bigram model, ..., { weights: [${weights}] }) (${why})`,

@@ -701,6 +701,33 @@ graded("3.4 mixDistributions: an arithmetic mixture that sums to one", () => {
   });
 });
 
+graded("3.4 mixDistributions: a new array on every call, at every size (empty and one word too)", () => {
+  const rng = new Rng(3404);
+  for (const n of [0, 1, 2, 5]) {
+    for (const lambda of [0, 1, 0.5, 0.3]) {
+      const p = Array.from({ length: n }, () => rng.next()), q = Array.from({ length: n }, () => rng.next());
+      const pCopy = [...p], qCopy = [...q];
+      const a = mixDistributions(p, q, lambda), b = mixDistributions(p, q, lambda);
+      const aliases = { isP: a === p || b === p, isQ: a === q || b === q, sameTwice: a === b };
+      a.push(-1);
+      a.fill(-1);
+      expectEqual({ ...aliases, p, q, second: b.length }, {
+        isP: false,
+        isQ: false,
+        sameTwice: false,
+        p: pCopy,
+        q: qCopy,
+        second: n,
+      }, {
+        what:
+          `two calls mixDistributions(p, q, ${lambda}) with ${n}-word p and q, after the caller changed the first result`,
+        hint: "always build a new array (p.map(...)), also when p and q are empty and when λ is 0 or 1: never " +
+          "return p, q or a cached array",
+      });
+    }
+  }
+});
+
 graded("3.4 mixDistributions: rejects a weight outside [0, 1] and mismatched lengths", () => {
   for (const bad of [1.5, -0.1, NaN]) {
     expectThrows(() => mixDistributions([1, 0], [0, 1], bad), RangeError, {

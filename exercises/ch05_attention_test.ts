@@ -527,6 +527,41 @@ graded("5.2 causalMask: random sizes, float32, a fresh tensor every call", () =>
   }
 });
 
+/**
+ * "A new tensor on every call": two calls with equal arguments give two distinct tensors; disposing one, or writing
+ * into its data, leaves the other intact (a cache that hands the same tensor out again, even while it is still
+ * alive, fails).
+ */
+function expectFreshTensors(what: string, call: () => tf.Tensor, expected: number[][]): void {
+  const a = call(), b = call();
+  const same = a === b;
+  if (!same) a.dataSync().fill(7);
+  a.dispose();
+  const alive = !b.isDisposed;
+  const values = alive ? b.arraySync() : "disposed";
+  if (!b.isDisposed) b.dispose();
+  expectEqual({ sameTensorTwice: same, secondAliveAfterFirstDisposed: alive }, {
+    sameTensorTwice: false,
+    secondAliveAfterFirstDisposed: true,
+  }, {
+    what: `two calls ${what}, both results still alive`,
+    hint: "return a new tensor on every call: never keep (cache) a result and hand it out again, even while the " +
+      "caller still holds it",
+  });
+  expectClose(values, expected, {
+    what: `the second ${what} after the caller overwrote and disposed the first`,
+    atol: 5e-5,
+    hint: "the two results must share no storage: build a new tensor on every call",
+  });
+}
+
+graded("5.2 causalMask: two calls give two tensors of their own, at every size", () => {
+  for (const size of [1, 2, 3, 7]) {
+    const expected = Array.from({ length: size }, (_, i) => Array.from({ length: size }, (_, j) => (j <= i ? 1 : 0)));
+    expectFreshTensors(`causalMask(${size})`, () => causalMask(size), expected);
+  }
+});
+
 graded("5.2 causalMask: NaN, Infinity, fractions and sizes below 1 are RangeErrors naming size", () => {
   checkRejects("causalMask", "size", [0, -1, 2.5, NaN, Infinity], (v) => causalMask(v));
 });
@@ -1141,6 +1176,12 @@ graded("5.7 sinusoidalPositions: random lengths and dimensions, float32, fresh t
     });
     again.dispose();
     if (got && !got.isDisposed) got.dispose();
+  }
+});
+
+graded("5.7 sinusoidalPositions: two calls give two tensors of their own, at every size", () => {
+  for (const [T, d] of [[1, 1], [1, 2], [2, 4], [3, 1], [5, 6]]) {
+    expectFreshTensors(`sinusoidalPositions(${T}, ${d})`, () => sinusoidalPositions(T, d), refPositions(T, d));
   }
 });
 

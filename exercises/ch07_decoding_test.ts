@@ -117,6 +117,13 @@ graded("7.1 greedyChoice: a NaN logit is an error", () => {
       hint: "every comparison with NaN is false, so it would be silently skipped: check Number.isNaN(logits[i]) and " +
         "throw a RangeError naming logits[i]",
     });
+    // The message gives the position, as the doc's example `logits[2]=NaN` does.
+    const at = logits.findIndex((z) => Number.isNaN(z));
+    expectThrows(() => greedyChoice(logits), RangeError, {
+      what: `greedyChoice([${logits.join(", ")}])`,
+      includes: `logits[${at}]`,
+      hint: "name the position of the NaN in the message, e.g. `logits[${i}]=NaN`",
+    });
   }
 });
 
@@ -611,6 +618,53 @@ graded("7.4 topPFilter: returns a new array; empty probs give []", () => {
   });
 });
 
+/**
+ * "Always a NEW array": two calls with equal arguments give two distinct arrays, neither of them the input; writing
+ * into the first leaves the second and the input intact. Sizes from empty up, so an alias at an edge size shows.
+ */
+function expectFreshArrays(what: string, input: number[], call: (x: number[]) => number[]): void {
+  const copy = [...input];
+  const a = call(input), b = call(input);
+  const aliases = { returnsInput: a === input || b === input, sameArrayTwice: a === b };
+  const bCopy = [...b];
+  a.push(0.5);
+  a.fill(0.5);
+  expectEqual({ ...aliases, input, second: b }, {
+    returnsInput: false,
+    sameArrayTwice: false,
+    input: copy,
+    second: bCopy,
+  }, {
+    what: `two calls ${what}, after the caller changed the first result`,
+    hint: "always return a new array (also for empty input and when nothing changes): never the input itself, " +
+      "never one kept from an earlier call",
+  });
+}
+
+graded("7.2 softmaxWithTemperature: a new array on every call, at every size", () => {
+  for (const logits of [[0], [3], [1, -2], [-Infinity, 0], [2, 2, 2, 2]]) {
+    for (const t of [0, 0.5, 1, 4]) {
+      expectFreshArrays(`softmaxWithTemperature([${logits}], ${t})`, logits, (x) => softmaxWithTemperature(x, t));
+    }
+  }
+});
+
+graded("7.3 topKFilter: a new array on every call, at every size", () => {
+  for (const probs of [[], [1], [0.25, 0.75], [0.1, 0.2, 0.3, 0.4]]) {
+    for (const k of [1, 2, 4, 9]) {
+      expectFreshArrays(`topKFilter([${probs}], ${k})`, probs, (x) => topKFilter(x, k));
+    }
+  }
+});
+
+graded("7.4 topPFilter: a new array on every call, at every size", () => {
+  for (const probs of [[], [1], [0.25, 0.75], [0.1, 0.2, 0.3, 0.4]]) {
+    for (const p of [0.05, 0.5, 0.9, 1]) {
+      expectFreshArrays(`topPFilter([${probs}], ${p})`, probs, (x) => topPFilter(x, p));
+    }
+  }
+});
+
 // -------------------------------------------------------------- 7.5 sampling
 
 // Spec 7.5: one u = rng.next() per draw (exactly one call); return the first
@@ -793,11 +847,21 @@ graded("7.5 sampleIndex: random distributions and draws, against a from-scratch 
 });
 
 graded("7.5 sampleIndex: probs without a positive probability are an error", () => {
-  for (const probs of [[], [0, 0, 0]]) {
-    expectThrows(() => sampleIndex(probs, new Rng(1)), RangeError, {
+  for (const probs of [[], [0], [0, 0], [0, 0, 0]]) {
+    const seed = 7 + probs.length;
+    const rng = new Rng(seed);
+    expectThrows(() => sampleIndex(probs, rng), RangeError, {
       what: `sampleIndex([${probs.join(", ")}], rng)`,
       includes: "probs",
       hint: "there is no token to draw: throw a RangeError naming probs (not -1, undefined or the last index)",
+    });
+    // Validate before drawing: the rejected call leaves the rng's stream where it was.
+    const fresh = new Rng(seed);
+    expectEqual(rng.next(), fresh.next(), {
+      what: `the next rng.next() after a rejected sampleIndex([${
+        probs.join(", ")
+      }], rng), against a fresh Rng(${seed})`,
+      hint: "check probs before calling rng.next(): a rejected call must not consume a draw",
     });
   }
 });

@@ -126,7 +126,7 @@ export interface PowerLaw {
  * value, with its index, e.g. `y[2] must be positive: y[2]=0`) when x and y
  * have different lengths (e.g. `x and y must have the same length:
  * x.length=2, y.length=3`), when there are fewer than 2 points (none at all
- * included), when an x or y is not a positive finite number (the log of 0 or
+ * included; say so, e.g. `x needs at least 2 points: x.length=1`), when an x or y is not a positive finite number (the log of 0 or
  * of a negative number does not exist; NaN and +-Infinity are rejected too),
  * or when all x are equal (no line is defined: the slope is 0 / 0). Leave `x`
  * and `y` unchanged.

@@ -536,6 +536,45 @@ graded("8.3 encodeWord: random words and merge lists match a from-scratch encode
   }
 });
 
+/** A word made of a short unit repeated ("abab", "aaaa", "abcabc"), sometimes with one extra letter at an end. */
+function repeatedWord(rng: Rng, alphabet: string[], trial: number): string {
+  const unit = Array.from(
+    { length: 1 + rng.int(Math.min(3, 1 + Math.floor(trial / 8))) },
+    () => alphabet[rng.int(alphabet.length)],
+  );
+  const copies = 2 + rng.int(3);
+  const extra = rng.next() < 0.3 ? alphabet[rng.int(alphabet.length)] : "";
+  return rng.next() < 0.5 ? unit.join("").repeat(copies) + extra : extra + unit.join("").repeat(copies);
+}
+
+/** Merges over `alphabet` where a pair that only exists once another pair is merged (ab+a, b+ab) is ranked FIRST. */
+function invertedMerges(rng: Rng, alphabet: string[]): [string, string][] {
+  const merges = randomMerges(rng, alphabet, 1 + rng.int(3), 1);
+  for (let k = rng.int(3); k >= 0; k--) {
+    const [a, b] = merges[rng.int(merges.length)];
+    const c = alphabet[rng.int(alphabet.length)];
+    merges.unshift(rng.next() < 0.5 ? [a + b, c] : [c, a + b]);
+  }
+  return merges;
+}
+
+graded("8.3 encodeWord: words with repeated pairs (abab, aaaa) merge every occurrence before the next merge", () => {
+  const rng = new Rng(8303);
+  // Smallest words first, so the first failure shown is a small counterexample.
+  for (let trial = 0; trial < 48; trial++) {
+    const alphabet = ["a", "b", "c"].slice(0, 1 + (trial % 3));
+    const word = repeatedWord(rng, alphabet, trial);
+    const merges = trial % 2 ? invertedMerges(rng, alphabet) : randomMerges(rng, alphabet, 1 + rng.int(4), 1);
+    expectEqual(encodeWord(word, merges), refEncode(word, merges), {
+      what: `trial ${trial}: encodeWord(${JSON.stringify(word)}, merges)`,
+      input: merges,
+      hint: "each step merges EVERY occurrence of the best-ranked pair, left to right, before looking for the next " +
+        "pair (after merging only the first one, a pair the merge just made could jump ahead of the others)",
+      mistakes: encodeMistakes(word, merges),
+    });
+  }
+});
+
 graded("8.3 encodeWord: a merge can make a pair of an earlier merge; keys never collide", () => {
   // "abc": only (a, b) = merges[1] is present -> "ab c"; now (ab, c) = merges[0] is present -> "abc".
   const m1: [string, string][] = [["ab", "c"], ["a", "b"]];
@@ -753,4 +792,32 @@ graded("8.4 fitPowerLaw: NaN, Infinity, zero and negative values, empty and uneq
     includes: "x",
     hint: "two equal x define no line: throw a RangeError naming x",
   });
+  // The minimum size is its own check, with its own message (not the all-equal one, which a single point also
+  // meets): 0 and 1 points say "at least 2"; 2 distinct points are fine.
+  for (const [x, y] of [[[], []], [[4], [3]], [[0.5], [9]], [[1000], [0.1]]] as number[][][]) {
+    expectThrows(() => fitPowerLaw(x, y), RangeError, {
+      what: `fitPowerLaw([${x}], [${y}])`,
+      includes: "at least 2",
+      hint: "check x.length < 2 first and say so: `x needs at least 2 points: x.length=1`",
+    });
+  }
+  const two = fitPowerLaw([1, 10], [5, 0.5]);
+  expectClose([two.alpha, two.scale], [1, 5], {
+    what: "[alpha, scale] of fitPowerLaw([1, 10], [5, 0.5]) (two points, the fewest allowed)",
+    rtol: 1e-9,
+    hint: "two points with different x define a line: fit it (the minimum is 2 points, not 3)",
+  });
+  // All x equal in value, whatever rounding does to sum((v - mean v)^2): compare the values themselves.
+  const rng = new Rng(8404);
+  for (const n of [2, 3, 5, 7, 11]) {
+    for (const value of [1.1, 0.3, 7, 1e-3 * (1 + rng.next()), 10 ** (6 * rng.next())]) {
+      const x = new Array(n).fill(value), y = Array.from({ length: n }, () => 0.5 + rng.next());
+      expectThrows(() => fitPowerLaw(x, y), RangeError, {
+        what: `fitPowerLaw(${n} copies of x = ${value}, [${y.map((t) => t.toFixed(3))}])`,
+        includes: "x",
+        hint: "rounding can leave sum((v - mean v)^2) a hair above 0 for equal x (seven copies of 1.1): test " +
+          "whether all x are equal (x.every((t) => t === x[0])), not whether that sum is exactly 0",
+      });
+    }
+  }
 });

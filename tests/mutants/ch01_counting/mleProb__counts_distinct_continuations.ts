@@ -37,6 +37,9 @@ export function extractNgrams(sentence: string[], n: number): string[][] {
  * @throws {RangeError} when n is not an integer >= 1.
  */
 export function ngramCounts(sentences: string[][], n: number): Map<string, number> {
+  if (!Number.isInteger(n) || n < 1) {
+    throw new RangeError(`n must be an integer >= 1: n=${n}`);
+  }
   const counts = new Map<string, number>();
   for (const sentence of sentences) {
     for (const gram of extractNgrams(sentence, n)) {
