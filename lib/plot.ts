@@ -439,7 +439,7 @@ export function figureHtml(fig: Figure): string {
     `<script type="text/javascript">(function () {\n${loaderJs()}\n` +
     `\n${FIT_FIGURE_JS}\n` +
     `var el = document.getElementById(${JSON.stringify(id)}); var fig = ${json};` +
-    `lmbookPlotly().then(function (P) { return P.newPlot(el, fig.data, lmbookFit(el, Object.assign({}, fig.layout)), fig.config); },` +
+    `lmbookPlotly().then(function (P) { return P.newPlot(el, fig.data, lmbookFit(el, Object.assign({}, fig.layout)), lmbookConfig(el, fig.config)); },` +
     ` function (e) { var p = document.createElement("div"); p.innerHTML = ${failure};` +
     ` p.firstChild.appendChild(document.createTextNode(String(e && e.message ? e.message : e)));` +
     ` el.style.minHeight = ""; el.replaceChildren(p); });` +

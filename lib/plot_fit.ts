@@ -19,12 +19,31 @@ export const TITLE_CHAR_PX = 9.5;
 
 /** From this width on, a figure's title keeps clear of plotly's toolbar at the top right. */
 export const WIDE_FIGURE_PX = 480;
-/** The room plotly's toolbar takes at the top right of a wide figure. */
-export const TOOLBAR_PX = 210;
+/** The room plotly's toolbar takes at the top right of a wide figure (up to 240 px, and a gap). */
+export const TOOLBAR_PX = 260;
 
-/** What a title leaves free of a figure's width: the toolbar's corner on wide figures, a small margin on narrow ones. */
-function titleReserve(width: number): number {
-  return width >= WIDE_FIGURE_PX ? TOOLBAR_PX : 24;
+/** Plotly's 14 px axis-title font is about 7.6 px a character. */
+export const AXIS_CHAR_PX = 7.6;
+
+/**
+ * The room a title gets: flush left in the figure, beside the toolbar on a
+ * wide figure; a narrow figure (a phone) shows no toolbar (see
+ * {@link fitConfig}), so there the title may use the whole width.
+ */
+function titleRoom(width: number): number {
+  return width >= WIDE_FIGURE_PX ? width - TOOLBAR_PX : width - 30;
+}
+
+/**
+ * A plotly config fitted to a width: on a narrow figure (a phone) plotly's
+ * toolbar is left out, as it would cover the title and its tools are of
+ * little use at that size.
+ * @param config the figure's config (not changed).
+ * @param containerWidth the container's width in pixels.
+ * @returns the config to draw with.
+ */
+export function fitConfig(config: Record<string, unknown>, containerWidth: number): Record<string, unknown> {
+  return containerWidth > 0 && containerWidth < WIDE_FIGURE_PX ? { ...config, displayModeBar: false } : { ...config };
 }
 
 /**
@@ -67,7 +86,8 @@ export function wrapTitle(title: string, width = 760): string[] {
  * import { fitLayout } from "./plot_fit.ts";
  * const { layout, maxWidth } = fitLayout({ width: 560, title: { text: "Attention weights of layer 1, head 2" } }, 300);
  * assertEquals([layout.width, maxWidth], [undefined, 560]);
- * assertEquals((layout.title as { text: string }).text, "Attention weights of layer 1,<br>head 2");
+ * assertEquals((layout.title as { text: string }).text, "Attention weights of layer<br>1, head 2");
+ * assertEquals(layout.xaxis, undefined);
  * ```
  */
 export function fitLayout(
@@ -85,9 +105,36 @@ export function fitLayout(
   if (text) {
     const full = (meta.lmbookTitle as string | undefined) ?? text.replace(/<br\s*\/?>/gi, " ");
     meta.lmbookTitle = full;
-    const lines = wrapTitle(full, width - titleReserve(width));
-    out.title = { ...(typeof t === "object" ? t : {}), text: lines.join("<br>"), x: 0, xref: "paper", xanchor: "left" };
+    const lines = wrapTitle(full, titleRoom(width));
+    out.title = {
+      ...(typeof t === "object" ? t : {}),
+      text: lines.join("<br>"),
+      x: 0,
+      xref: "container",
+      xanchor: "left",
+      pad: { l: 10 },
+    };
     out.margin = { ...(layout.margin as Record<string, unknown> | undefined), t: 28 + 22 * lines.length };
+  }
+  // A long x-axis title is centred under the plot: on a narrow figure, wrap it too.
+  const xaxis = layout.xaxis as { title?: { text?: string } } | undefined;
+  const xText = xaxis?.title?.text;
+  if (width < WIDE_FIGURE_PX) {
+    // On a narrow figure the legend goes under the plot, which keeps the whole width.
+    out.legend = {
+      ...(layout.legend as Record<string, unknown> | undefined),
+      orientation: "h",
+      x: 0,
+      xanchor: "left",
+      y: -0.3,
+      yanchor: "top",
+    };
+  }
+  if (xText && width < WIDE_FIGURE_PX) {
+    const maxChars = Math.max(12, Math.floor((width - 180) / AXIS_CHAR_PX));
+    const full = (meta.lmbookXTitle as string | undefined) ?? xText.replace(/<br\s*\/?>/gi, " ");
+    meta.lmbookXTitle = full;
+    out.xaxis = { ...xaxis, title: { ...xaxis!.title, text: wrapTitle(full, maxChars * TITLE_CHAR_PX).join("<br>") } };
   }
   out.meta = meta;
   return { layout: out, maxWidth };
@@ -96,7 +143,8 @@ export function fitLayout(
 /**
  * The browser-side twin of {@link fitLayout}, as JavaScript source: defines
  * `lmbookFit(el, layout)` (fits `layout` in place to the container `el`,
- * giving `el` its maximum width) and `lmbookRefit(el)` (after a resize: wraps
+ * giving `el` its maximum width), `lmbookConfig(el, config)` (the twin of
+ * {@link fitConfig}) and `lmbookRefit(el)` (after a resize: wraps
  * the drawn figure's title again with `Plotly.relayout`).
  */
 export const FIT_FIGURE_JS: string = `function lmbookWrap(title, width) {
@@ -121,17 +169,35 @@ function lmbookFit(el, layout) {
   if (text) {
     var full = meta.lmbookTitle || text.replace(/<br\\s*\\/?>/gi, " ");
     meta.lmbookTitle = full;
-    var lines = lmbookWrap(full, width - (width >= ${WIDE_FIGURE_PX} ? ${TOOLBAR_PX} : 24));
-    layout.title = Object.assign({}, typeof t === "object" ? t : {}, { text: lines.join("<br>"), x: 0, xref: "paper", xanchor: "left" });
+    var lines = lmbookWrap(full, width >= ${WIDE_FIGURE_PX} ? width - ${TOOLBAR_PX} : width - 30);
+    layout.title = Object.assign({}, typeof t === "object" ? t : {}, {
+      text: lines.join("<br>"), x: 0, xref: "container", xanchor: "left", pad: { l: 10 },
+    });
     layout.margin = Object.assign({}, layout.margin, { t: 28 + 22 * lines.length });
+  }
+  var xt = layout.xaxis && layout.xaxis.title && layout.xaxis.title.text;
+  if (width < ${WIDE_FIGURE_PX}) {
+    layout.legend = Object.assign({}, layout.legend, { orientation: "h", x: 0, xanchor: "left", y: -0.3, yanchor: "top" });
+  }
+  if (xt && width < ${WIDE_FIGURE_PX}) {
+    var maxChars = Math.max(12, Math.floor((width - 180) / ${AXIS_CHAR_PX}));
+    var xfull = meta.lmbookXTitle || xt.replace(/<br\\s*\\/?>/gi, " ");
+    meta.lmbookXTitle = xfull;
+    layout.xaxis = Object.assign({}, layout.xaxis, {
+      title: Object.assign({}, layout.xaxis.title, { text: lmbookWrap(xfull, maxChars * ${TITLE_CHAR_PX}).join("<br>") }),
+    });
   }
   layout.meta = meta;
   return layout;
+}
+function lmbookConfig(el, config) {
+  var cw = el.clientWidth || (el.parentNode && el.parentNode.clientWidth) || 0;
+  return cw > 0 && cw < ${WIDE_FIGURE_PX} ? Object.assign({}, config, { displayModeBar: false }) : Object.assign({}, config);
 }
 function lmbookRefit(el) {
   if (!window.Plotly || !el.layout) return;
   var layout = lmbookFit(el, Object.assign({}, el.layout));
   if (layout.title && el.layout.title && layout.title.text !== el.layout.title.text) {
-    window.Plotly.relayout(el, { title: layout.title, margin: layout.margin });
+    window.Plotly.relayout(el, { title: layout.title, margin: layout.margin, xaxis: layout.xaxis });
   }
 }`;

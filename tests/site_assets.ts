@@ -48,7 +48,7 @@ export const SITE_JS: string =
     // A chart's width is a maximum: the figure fills the column and shrinks with it (phones).
     var layout = lmbookFit(el, Object.assign({}, fig.layout));
     return Promise.resolve()
-      .then(function () { return window.Plotly.newPlot(el, fig.data, layout, config); })
+      .then(function () { return window.Plotly.newPlot(el, fig.data, layout, lmbookConfig(el, config)); })
       .catch(function (e) { fail(el, "plotly: " + (e && e.message ? e.message : e)); });
   });
   Promise.all(jobs).then(done, done);
