@@ -723,3 +723,107 @@ Deno.test("modern block: the same training steps on wasm and webgpu match cpu wi
   } else check("webgpu", await modernLossesOn("webgpu", steps));
   await initBackend("cpu");
 });
+
+/** Every combination of the modern block's options (2 norms × 2 MLPs × 3 position schemes × MHA, GQA, MQA). */
+const ALL_COMBINATIONS: Record<string, unknown>[] = ["layer", "rms"].flatMap((normalization) =>
+  ["dense", "swiglu"].flatMap((mlp) =>
+    ["learned", "sinusoidal", "rope"].flatMap((positions) =>
+      [4, 2, 1].map((nKVHead) => ({ normalization, mlp, positions, nHead: 4, nKVHead }))
+    )
+  )
+);
+
+/**
+ * Two training steps, a cached decoding step, logProbs against logProb and greedy generation (not on webgpu), and the
+ * logits of a saved and reloaded copy, on the current backend.
+ */
+async function combinationRun(over: Record<string, unknown>): Promise<number[]> {
+  const config = transformerConfig({ nLayer: 1, nEmbd: 16, blockSize: 8, ...over }, { vocabSize: 13 });
+  const model = new TransformerLM(config, { seed: 31 });
+  const text = Int32Array.from({ length: 120 }, (_, i) => (i * 5 + (i >> 3)) % 13);
+  const data = sequenceDataset(text, 8);
+  const trainer = new Trainer(model, data, { batchSize: 2, maxSteps: 2, lr: 1e-2, seed: 1, progress: false });
+  const out: number[] = [];
+  for (let s = 0; s < 2; s++) {
+    const batch = data.batch([s * 7, s * 7 + 50]);
+    const { loss, gradNorm } = trainer.step(batch);
+    out.push((await loss.data())[0]);
+    tf.dispose([loss, gradNorm, batch.x, batch.y]);
+  }
+  const diff = tf.tidy(() => {
+    const full = model.forward(ids([[3, 4, 5, 6, 7]])).logits;
+    const first = model.forward(ids([[3, 4, 5]]), undefined, { past: [] });
+    const step = model.forward(ids([[6, 7]]), undefined, { past: first.present });
+    return tf.max(tf.abs(tf.sub(step.logits, tf.slice(full, [0, 3, 0], [1, 2, 13]))));
+  });
+  out.push((await diff.data())[0]);
+  diff.dispose();
+  if (tf.getBackend() !== "webgpu") {
+    // Scoring and generation read synchronously (not on webgpu, where reads are async).
+    const stream = Int32Array.from([1, 4, 2, 8, 5, 7, 1, 4, 2, 8]);
+    const lp = await model.logProbs(stream, { batchSize: 2 });
+    let worst = 0;
+    for (let t = 0; t < stream.length; t++) {
+      worst = Math.max(worst, Math.abs(lp[t] - model.logProb(stream[t], stream.subarray(0, t))));
+    }
+    out.push(worst);
+    const g1 = Array.from(model.generate([1, 4], { maxNewTokens: 5, greedy: true }));
+    const g2 = Array.from(model.generate([1, 4], { maxNewTokens: 5, greedy: true }));
+    out.push(g1.length === 5 && g1.join() === g2.join() ? 0 : 1);
+  }
+  const path = await Deno.makeTempFile({ suffix: ".lmbw" });
+  await model.save(path);
+  const { model: loaded } = await TransformerLM.load(path);
+  await Deno.remove(path);
+  const saved = tf.tidy(() =>
+    tf.max(tf.abs(tf.sub(model.forward(ids([[1, 2, 3]])).logits, loaded.forward(ids([[1, 2, 3]])).logits)))
+  );
+  out.push((await saved.data())[0]);
+  saved.dispose();
+  trainer.dispose();
+  model.dispose();
+  loaded.dispose();
+  return out;
+}
+
+Deno.test("modern block: every combination of options trains, decodes with the cache, scores, generates and reloads alike on cpu, wasm and webgpu", async () => {
+  const check = async (backend: string, combos: Record<string, unknown>[], ref: Map<string, number[]>) => {
+    await initBackend(backend);
+    for (const over of combos) {
+      const key = JSON.stringify(over);
+      const before = tf.memory().numTensors;
+      const got = await combinationRun(over);
+      assertEquals(tf.memory().numTensors, before, `${backend} ${key}: tensors leak`);
+      assert(got[2] < 1e-4, `${backend} ${key}: cached decoding differs from the full pass by ${got[2]}`);
+      if (backend !== "webgpu") {
+        assert(got[3] < 1e-4, `${backend} ${key}: logProbs and logProb disagree by ${got[3]}`);
+        assertEquals(got[4], 0, `${backend} ${key}: greedy generation is not 5 new tokens, the same twice`);
+      }
+      assertEquals(got.at(-1), 0, `${backend} ${key}: the reloaded model computes other logits`);
+      if (!ref.has(key)) ref.set(key, got);
+      else {for (let i = 0; i < 2; i++) {
+          assertAlmostEquals(got[i], ref.get(key)![i], BACKEND_TOLERANCE, `${backend} ${key} step ${i}`);
+        }}
+    }
+  };
+  const ref = new Map<string, number[]>();
+  await check("cpu", ALL_COMBINATIONS, ref);
+  await check("wasm", ALL_COMBINATIONS, ref);
+  if (await probeWebGpu()) {
+    // A covering subset on the (software, slow) adapter: every value of every option at least once.
+    const cover = ALL_COMBINATIONS.filter((_, i) => i % 7 === 0);
+    for (
+      const [k, values] of [["normalization", ["layer", "rms"]], ["mlp", ["dense", "swiglu"]], ["positions", [
+        "learned",
+        "sinusoidal",
+        "rope",
+      ]], ["nKVHead", [4, 2, 1]]] as const
+    ) {
+      for (const v of values) assert(cover.some((c) => c[k] === v), `the webgpu subset lacks ${k}=${v}`);
+    }
+    await check("webgpu", cover, ref);
+  } else if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") {
+    throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
+  }
+  await initBackend("cpu");
+});
