@@ -734,7 +734,7 @@ const ALL_COMBINATIONS: Record<string, unknown>[] = ["layer", "rms"].flatMap((no
 );
 
 /**
- * Two training steps, a cached decoding step, logProbs against logProb and greedy generation (not on webgpu), and the
+ * Two training steps, a cached decoding step, logProbs (and, not on webgpu, against logProb and greedy generation), the
  * logits of a saved and reloaded copy, on the current backend.
  */
 async function combinationRun(over: Record<string, unknown>): Promise<number[]> {
@@ -758,10 +758,11 @@ async function combinationRun(over: Record<string, unknown>): Promise<number[]> 
   });
   out.push((await diff.data())[0]);
   diff.dispose();
+  const stream = Int32Array.from([1, 4, 2, 8, 5, 7, 1, 4, 2, 8]);
+  const lp = await model.logProbs(stream, { batchSize: 2 });
+  out.push(lp.reduce((a, b) => a + b, 0)); // compared across backends
   if (tf.getBackend() !== "webgpu") {
-    // Scoring and generation read synchronously (not on webgpu, where reads are async).
-    const stream = Int32Array.from([1, 4, 2, 8, 5, 7, 1, 4, 2, 8]);
-    const lp = await model.logProbs(stream, { batchSize: 2 });
+    // logProb and generate read synchronously (webgpu reads are async: they are not offered there).
     let worst = 0;
     for (let t = 0; t < stream.length; t++) {
       worst = Math.max(worst, Math.abs(lp[t] - model.logProb(stream[t], stream.subarray(0, t))));
@@ -796,14 +797,17 @@ Deno.test("modern block: every combination of options trains, decodes with the c
       assertEquals(tf.memory().numTensors, before, `${backend} ${key}: tensors leak`);
       assert(got[2] < 1e-4, `${backend} ${key}: cached decoding differs from the full pass by ${got[2]}`);
       if (backend !== "webgpu") {
-        assert(got[3] < 1e-4, `${backend} ${key}: logProbs and logProb disagree by ${got[3]}`);
-        assertEquals(got[4], 0, `${backend} ${key}: greedy generation is not 5 new tokens, the same twice`);
+        assert(got[4] < 1e-4, `${backend} ${key}: logProbs and logProb disagree by ${got[4]}`);
+        assertEquals(got[5], 0, `${backend} ${key}: greedy generation is not 5 new tokens, the same twice`);
       }
       assertEquals(got.at(-1), 0, `${backend} ${key}: the reloaded model computes other logits`);
       if (!ref.has(key)) ref.set(key, got);
-      else {for (let i = 0; i < 2; i++) {
+      else {
+        for (let i = 0; i < 2; i++) {
           assertAlmostEquals(got[i], ref.get(key)![i], BACKEND_TOLERANCE, `${backend} ${key} step ${i}`);
-        }}
+        }
+        assertAlmostEquals(got[3], ref.get(key)![3], 1e-2, `${backend} ${key}: logProbs summed over the stream`);
+      }
     }
   };
   const ref = new Map<string, number[]>();
