@@ -104,8 +104,10 @@ async function activate(name: BackendName): Promise<void> {
     if (Deno.permissions.querySync({ name: "read" }).state !== "granted") {
       throw new Error("it needs read permission (--allow-read) to load its .wasm file");
     }
+    // deno-lint-ignore no-import-prefix -- a full specifier, so lib imports from anywhere (see lib/tf.ts)
     await import("npm:@tensorflow/tfjs-backend-wasm@4.22.0");
   }
+  // deno-lint-ignore no-import-prefix -- a full specifier, so lib imports from anywhere (see lib/tf.ts)
   if (name === "webgpu") await import("npm:@tensorflow/tfjs-backend-webgpu@4.22.0");
   const ok = await tf.setBackend(name);
   if (!ok) throw new Error(`tf.setBackend("${name}") returned false`);

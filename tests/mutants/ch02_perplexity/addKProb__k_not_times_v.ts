@@ -1,5 +1,4 @@
 // mutant of 2.3 addKProb: adds k (not k V) to the denominator
-// deno-lint-ignore-file no-unused-vars
 /**
  * Chapter 2 exercises, reference solutions: perplexity and smoothing.
  * @module

@@ -1,5 +1,4 @@
 // mutant of 2.3 addKProb: adds k to the numerator only
-// deno-lint-ignore-file no-unused-vars
 /**
  * Chapter 2 exercises, reference solutions: perplexity and smoothing.
  * @module
