@@ -109,7 +109,9 @@ Deno.test("figure HTML draws itself and escapes </script> in data", () => {
 
 Deno.test("figure HTML loads plotly.js itself (beside the notebook, else the CDN) and never embeds it", () => {
   const html = figureHtml(lineChart({ y: [1, 2, 3] }));
-  assertGreater(5_000, html.length); // a few kB, not the 4.7 MB library
+  // A few kB (the loader and the fit to the cell's width, lib/plot_fit.ts), not the 4.7 MB library.
+  assertGreater(8_000, html.length);
+  assertStringIncludes(html, "lmbookFit(el"); // fitted to the cell, as on the site
   assertEquals(html.includes("data-lmbook-plotly"), false);
   assertStringIncludes(html, `"lmbook_static/${plotlyAssetName()}"`);
   assertStringIncludes(html, plotlyCdnUrl());
