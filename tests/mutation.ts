@@ -27,7 +27,7 @@ import {
 /** Folder of the mutants. */
 export const MUTANTS_DIR = "tests/mutants";
 /** How many mutants every exercise needs. */
-export const MIN_MUTANTS = 3;
+export const MIN_MUTANTS = 6;
 
 /** One wrong implementation. */
 export interface Mutant {
