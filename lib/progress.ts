@@ -7,6 +7,7 @@
  * @module
  */
 import { display, escapeHtml, inNotebook } from "./display.ts";
+import { platform } from "./platform.ts";
 
 /** Options of {@link ProgressBar}. */
 export interface ProgressOptions {
@@ -84,7 +85,11 @@ export class ProgressBar {
     this.#label = options.label ?? "";
     this.#unit = options.unit ?? "it";
     const out = options.output ?? "auto";
-    this.#mode = out !== "auto" ? out : inNotebook() ? "notebook" : Deno.stderr.isTerminal() ? "terminal" : "log";
+    this.#mode = out !== "auto" ? out : inNotebook()
+      ? "notebook"
+      : platform().name === "deno" && Deno.stderr.isTerminal()
+      ? "terminal"
+      : "log";
     this.#interval = options.intervalMs ?? (this.#mode === "log" ? 5000 : 250);
     this.#now = options.now ?? (() => performance.now());
     this.#start = this.#now();

@@ -54,6 +54,7 @@ import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
 import { type AdamWStep, fusedAdamW, wasmSimdReady } from "./wasm_simd.ts";
 import { ProgressBar } from "./progress.ts";
+import { isNotFound, notFoundError, platform } from "./platform.ts";
 import { type ChartOptions, type Figure, lineChart } from "./plot.ts";
 
 // ---------------------------------------------------------------------------
@@ -1471,9 +1472,7 @@ export async function saveWeights(
     out.set(c, at);
     at += c.byteLength;
   }
-  const slash = path.lastIndexOf("/");
-  if (slash > 0) await Deno.mkdir(path.slice(0, slash), { recursive: true });
-  await Deno.writeFile(path, out);
+  await platform().writeFile(path, out); // Deno: creates the folder; a live page: IndexedDB and a download
   return out.byteLength;
 }
 
@@ -1489,12 +1488,10 @@ export async function saveWeights(
 export async function loadWeights(path: string): Promise<LoadedWeights> {
   let bytes: Uint8Array;
   try {
-    bytes = await Deno.readFile(path);
+    bytes = await platform().readFile(path); // a live page: IndexedDB, else a static file beside it
   } catch (e) {
-    if (e instanceof Deno.errors.NotFound) {
-      throw new Deno.errors.NotFound(
-        `no weights file at path=${JSON.stringify(path)}`,
-      );
+    if (isNotFound(e)) {
+      throw notFoundError(`no weights file at path=${JSON.stringify(path)}`);
     }
     throw e;
   }

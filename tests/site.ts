@@ -36,6 +36,7 @@ import { basename, dirname, join, relative, resolve } from "node:path";
 import { plotlySource, plotlyVersion } from "../lib/plot.ts";
 import { EXECUTED_DIR, executeNotebook, jupyterMissing, notebookFiles, ROOT } from "./notebooks.ts";
 import { SITE_CSS, SITE_JS } from "./site_assets.ts";
+import { buildLive, formatLiveReport, type LiveReport } from "../tools/web/build.ts";
 import {
   type ChapterLink,
   type IndexEntry,
@@ -111,6 +112,8 @@ export interface SiteReport {
   executeSeconds: number;
   /** Every chapter ok. */
   ok: boolean;
+  /** The live part (`live/`: lib's browser bundle, the kernel, the data), written by {@link renderSite}. */
+  live?: LiveReport;
 }
 
 /** Options of {@link writeSite}. */
@@ -387,6 +390,7 @@ export async function renderSite(options: RenderSiteOptions = {}): Promise<SiteR
   }
   const report = await writeSite(inputs, options);
   report.executeSeconds = executeSeconds;
+  report.live = await buildLive(report.outDir); // the pages' Run buttons (tools/web/)
   return report;
 }
 
@@ -425,6 +429,7 @@ export function formatSiteReport(report: SiteReport): string {
     } of HTML; ${formatBytes(report.totalBytes)} in all; written in ${report.renderSeconds.toFixed(2)} s` +
       (report.executeSeconds ? ` (after ${report.executeSeconds.toFixed(1)} s executing notebooks)` : ""),
   );
+  if (report.live) lines.push(formatLiveReport(report.live));
   lines.push(`open file://${report.indexFile}`);
   return lines.join("\n");
 }

@@ -619,6 +619,7 @@ ${navHtml(chapters, current)}
 </main>
 </div>
 <script src="site.js"></script>
+<script type="module" src="live/page.js"></script>
 </body>
 </html>
 `;

@@ -1,0 +1,371 @@
+/// <reference lib="dom" />
+/**
+ * The live chapter page (bundled by tools/web/build.ts into `live/page.js`, loaded by every chapter page): a
+ * toolbar (Run all, Restart, Stop, the backend menu, the active backend and the status), a Run button on each code
+ * cell, and the outputs of cells run in the kernel worker (tools/web/kernel.ts), drawn in place of the stored ones.
+ *
+ * - `?autorun=1` runs every code cell in order, then sets `data-lmbook-run` on `<html>` to `"done"` (no cell
+ *   failed) or `"error"` (the first failing cell stops the run, as "Run all" does in Jupyter).
+ * - `?backend=wasm` (or `webgpu`, `cpu`, `auto`) is passed to lib as `LMBOOK_BACKEND`.
+ * - Stop terminates the worker (a synchronous training loop cannot be interrupted any other way on a static host)
+ *   and starts a new one: the kernel's state is gone, as after Restart.
+ * - `window.lmbook` offers the same to scripts and tests: `runAll()`, `runCell(i)`, `runCode(code)`,
+ *   `restart(backend?)`, `stop()`.
+ *
+ * @module
+ */
+import type { FromKernel } from "./kernel.ts";
+
+const LIVE = new URL("./", import.meta.url);
+const SITE = new URL("../", LIVE);
+const root = document.documentElement;
+const params = new URLSearchParams(location.search);
+
+interface Cell {
+  index: number;
+  section: HTMLElement;
+  source: string;
+  outputs?: HTMLElement;
+  stream?: HTMLPreElement;
+  button: HTMLButtonElement;
+}
+
+const cells: Cell[] = [...document.querySelectorAll<HTMLElement>("section.cell.code")].map((section, index) => {
+  const code = section.querySelector("pre.source code");
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "live-run";
+  button.textContent = "▶ Run";
+  button.title = "Run this cell (the cells above it should have run first)";
+  section.querySelector(".prompt")?.appendChild(button);
+  const cell: Cell = { index, section, source: code?.textContent ?? "", button };
+  button.addEventListener("click", () => void runCell(index).catch(() => {}));
+  return cell;
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Toolbar.
+
+const style = document.createElement("style");
+style.textContent = `
+.live-toolbar { position: sticky; top: 3rem; z-index: 5; display: flex; flex-wrap: wrap; gap: .5rem; align-items: center;
+  padding: .4rem .6rem; margin: 0 0 1rem; background: var(--panel, #f6f8fa); border: 1px solid var(--border, #d8dee4);
+  border-radius: 6px; font-size: .875rem; }
+.live-toolbar button, .live-run { font: inherit; padding: .1rem .55rem; border: 1px solid var(--border, #d8dee4);
+  border-radius: 4px; background: #fff; cursor: pointer; }
+.live-toolbar button:disabled, .live-run:disabled { opacity: .5; cursor: default; }
+.live-backend { font-family: var(--mono, monospace); }
+.live-status { color: var(--muted, #5c6673); }
+[data-lmbook-status="error"] .live-status { color: var(--bad, #b42318); }
+.live-run { display: block; margin-top: .3rem; font-size: .75rem; }
+section.cell.live-running { outline: 2px solid var(--accent, #3056d3); outline-offset: 2px; }
+`;
+document.head.appendChild(style);
+
+const bar = document.createElement("div");
+bar.className = "live-toolbar";
+bar.setAttribute("role", "toolbar");
+bar.innerHTML = `<button type="button" data-act="all">▶▶ Run all</button>` +
+  `<button type="button" data-act="restart">↻ Restart</button>` +
+  `<button type="button" data-act="stop" disabled>■ Stop</button>` +
+  `<label>backend <select data-act="backend"><option value="auto">auto</option><option>webgpu</option>` +
+  `<option>wasm</option><option>cpu</option></select></label>` +
+  `<span class="live-backend" title="the tfjs backend the kernel uses">not started</span>` +
+  `<span class="live-status" role="status" aria-live="polite">idle: the outputs below are the stored ones</span>`;
+document.querySelector("main#content")?.prepend(bar);
+const btn = (act: string) => bar.querySelector(`[data-act="${act}"]`) as HTMLButtonElement;
+const select = bar.querySelector("select") as HTMLSelectElement;
+const backendLabel = bar.querySelector(".live-backend") as HTMLElement;
+const statusLabel = bar.querySelector(".live-status") as HTMLElement;
+const wanted = params.get("backend");
+if (wanted && [...select.options].some((o) => o.value === wanted)) select.value = wanted;
+
+function status(text: string, state = "idle"): void {
+  statusLabel.textContent = text;
+  root.setAttribute("data-lmbook-status", state);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kernel.
+
+let worker: Worker | undefined;
+let ready: Promise<void> | undefined;
+let running: { cell: number; resolve: (ok: boolean) => void } | undefined;
+const displays = new Map<string, HTMLElement>();
+const plots: Promise<unknown>[] = [];
+
+function start(): Promise<void> {
+  if (ready) return ready;
+  status("starting the kernel (lib, tfjs and the backend)", "starting");
+  const w = new Worker(new URL("kernel.js", LIVE), { type: "module", name: "lmbook-kernel" });
+  worker = w;
+  ready = new Promise<void>((resolve, reject) => {
+    w.onmessage = (ev: MessageEvent<FromKernel>) => {
+      const m = ev.data;
+      if (m.type === "ready") {
+        backendLabel.textContent = `backend: ${m.backend}`;
+        root.setAttribute("data-lmbook-backend", m.backend);
+        status("idle", "idle");
+        resolve();
+      } else if (m.type === "fatal") {
+        status(`the kernel did not start: ${m.message.split("\n")[0]}`, "error");
+        reject(new Error(m.message));
+      } else onKernelMessage(m);
+    };
+    w.onerror = (e) => {
+      status(`the kernel failed: ${e.message}`, "error");
+      reject(new Error(e.message));
+    };
+  });
+  const env: Record<string, string> = { LMBOOK_BACKEND: select.value };
+  w.postMessage({ type: "init", env });
+  return ready;
+}
+
+function kill(reason: string): void {
+  worker?.terminate();
+  worker = undefined;
+  ready = undefined;
+  displays.clear();
+  backendLabel.textContent = "not started";
+  if (running) {
+    const r = running;
+    running = undefined;
+    cells[r.cell]?.section.classList.remove("live-running");
+    append(cells[r.cell], preOutput(`${reason}: the kernel was stopped and its state cleared.`, "output-error"));
+    r.resolve(false);
+  }
+  setBusy(false);
+}
+
+function setBusy(busy: boolean): void {
+  btn("stop").disabled = !busy;
+  btn("all").disabled = busy;
+  for (const c of cells) c.button.disabled = busy;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Outputs.
+
+function preOutput(text: string, cls: string): HTMLPreElement {
+  const pre = document.createElement("pre");
+  pre.className = `output ${cls}`;
+  pre.textContent = text;
+  return pre;
+}
+
+function outputsOf(cell: Cell): HTMLElement {
+  if (!cell.outputs) {
+    let box = cell.section.querySelector<HTMLElement>(":scope > .outputs");
+    if (!box) {
+      box = document.createElement("div");
+      box.className = "outputs";
+      cell.section.appendChild(box);
+    }
+    box.replaceChildren();
+    box.classList.add("live-outputs");
+    cell.outputs = box;
+  }
+  return cell.outputs;
+}
+
+function append(cell: Cell | undefined, el: HTMLElement): void {
+  if (!cell) return;
+  outputsOf(cell).appendChild(el);
+  cell.stream = undefined;
+}
+
+let plotly: Promise<unknown> | undefined;
+function loadPlotly(): Promise<unknown> {
+  // deno-lint-ignore no-explicit-any
+  const w = window as any;
+  if (w.Plotly) return Promise.resolve(w.Plotly);
+  plotly ??= new Promise((resolve, reject) => {
+    const s = document.createElement("script");
+    s.src = new URL("plotly.js", SITE).href;
+    s.onload = () => resolve(w.Plotly);
+    s.onerror = () => reject(new Error("plotly.js could not be loaded (it should be beside this page)"));
+    document.head.appendChild(s);
+  });
+  return plotly;
+}
+
+let markdown: Promise<(md: string) => string> | undefined;
+
+function renderBundle(bundle: Record<string, unknown>): HTMLElement {
+  const div = document.createElement("div");
+  const fig = bundle["application/vnd.plotly.v1+json"] as
+    | { data: unknown[]; layout: Record<string, unknown>; config?: Record<string, unknown> }
+    | undefined;
+  if (fig) {
+    div.className = "lmbook-plot live-plot";
+    div.style.minHeight = `${(fig.layout.height as number | undefined) ?? 420}px`;
+    const job = loadPlotly().then((P) => {
+      const layout = { ...fig.layout };
+      if (typeof layout.width === "number" && layout.width > div.clientWidth) delete layout.width; // fit the column
+      const config = { responsive: true, displaylogo: false, ...fig.config };
+      // deno-lint-ignore no-explicit-any
+      return (P as any).newPlot(div, fig.data, layout, config);
+    }).then(() => div.setAttribute("data-drawn", "1"), (e) => {
+      div.classList.add("lmbook-plot-failed");
+      div.textContent = `This plot could not be drawn: ${e instanceof Error ? e.message : e}`;
+    });
+    plots.push(job);
+  } else if (typeof bundle["text/html"] === "string") {
+    div.className = "output html";
+    div.innerHTML = bundle["text/html"] as string;
+  } else if (typeof bundle["text/markdown"] === "string") {
+    div.className = "output markdown";
+    const md = bundle["text/markdown"] as string;
+    div.textContent = md;
+    markdown ??= import(new URL("markdown.js", LIVE).href).then((m) => m.markdownToHtml);
+    markdown.then((render) => div.innerHTML = render(md), () => {});
+  } else {
+    div.className = "output text";
+    div.appendChild(preOutput(String(bundle["text/plain"] ?? ""), "text"));
+  }
+  return div;
+}
+
+function onKernelMessage(m: FromKernel): void {
+  if (!("cell" in m)) return;
+  const cell = cells[m.cell];
+  switch (m.type) {
+    case "stream": {
+      if (!cell) return;
+      if (!cell.stream) {
+        cell.stream = preOutput("", `stream ${m.name}`);
+        outputsOf(cell).appendChild(cell.stream);
+      }
+      cell.stream.textContent += m.text;
+      return;
+    }
+    case "display": {
+      if (m.update && m.displayId && displays.has(m.displayId)) {
+        const old = displays.get(m.displayId)!;
+        const el = renderBundle(m.bundle);
+        old.replaceWith(el);
+        displays.set(m.displayId, el);
+        return;
+      }
+      const el = renderBundle(m.bundle);
+      if (m.displayId) displays.set(m.displayId, el);
+      append(cell, el);
+      return;
+    }
+    case "result":
+      append(cell, renderBundle(m.bundle));
+      return;
+    case "error":
+      append(cell, preOutput(`${m.ename}: ${m.evalue}\n${m.traceback}`, "output-error"));
+      return;
+    case "download": {
+      const a = document.createElement("a");
+      a.href = URL.createObjectURL(new Blob([m.data as BlobPart]));
+      a.download = m.path.split("/").pop() || "file";
+      a.textContent = `Download ${m.path} (${m.data.byteLength.toLocaleString()} bytes, also kept in this browser)`;
+      a.className = "live-download";
+      const p = document.createElement("p");
+      p.appendChild(a);
+      append(cell, p);
+      return;
+    }
+    case "done": {
+      backendLabel.textContent = `backend: ${m.backend}`;
+      root.setAttribute("data-lmbook-backend", m.backend);
+      if (running && running.cell === m.cell) {
+        const r = running;
+        running = undefined;
+        cell?.section.classList.remove("live-running");
+        const count = cell?.section.querySelector(".prompt .count");
+        if (count) count.textContent = `[${m.ok ? "✓" : "!"}]`;
+        cell?.section.setAttribute("data-live", m.ok ? "ok" : "error");
+        cell?.section.setAttribute("data-live-seconds", m.seconds.toFixed(2));
+        r.resolve(m.ok);
+      }
+      return;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Running.
+
+async function execute(index: number, code: string): Promise<boolean> {
+  await start();
+  const cell = cells[index];
+  if (cell) {
+    cell.outputs = undefined;
+    cell.stream = undefined;
+    outputsOf(cell);
+    cell.section.classList.add("live-running");
+    cell.section.scrollIntoView?.({ block: "nearest" });
+  }
+  setBusy(true);
+  status(index >= 0 ? `running cell ${index + 1} of ${cells.length}` : "running", "running");
+  const ok = await new Promise<boolean>((resolve) => {
+    running = { cell: index, resolve };
+    worker!.postMessage({ type: "run", cell: index, code });
+  });
+  setBusy(false);
+  status(ok ? "idle" : `cell ${index + 1} failed`, ok ? "idle" : "error");
+  return ok;
+}
+
+/**
+ * Runs one code cell.
+ * @param index the cell's position among the page's code cells (0-based).
+ * @returns whether it ran without an error.
+ */
+function runCell(index: number): Promise<boolean> {
+  const cell = cells[index];
+  if (!cell) return Promise.reject(new RangeError(`no code cell ${index}: this page has ${cells.length}`));
+  return execute(index, cell.source);
+}
+
+/**
+ * Runs every code cell in order, stopping at the first that fails.
+ * @returns whether every cell ran without an error.
+ */
+async function runAll(): Promise<boolean> {
+  for (const c of cells) {
+    if (!(await runCell(c.index))) return false;
+  }
+  await Promise.all(plots);
+  status("all cells ran", "idle");
+  return true;
+}
+
+const api = {
+  cells: () => cells.length,
+  runCell,
+  runAll,
+  /** Runs code that is not on the page, in the same kernel (outputs go nowhere but the returned list). */
+  runCode: (code: string) => execute(-1, code),
+  restart: (backend?: string) => {
+    if (backend) select.value = backend;
+    kill("restarted");
+    status("restarted: run the cells again", "idle");
+    return start();
+  },
+  stop: () => {
+    kill("stopped");
+    status("stopped: the kernel was restarted, its state is gone", "idle");
+  },
+  plotsDrawn: () => Promise.all(plots),
+};
+// deno-lint-ignore no-explicit-any
+(window as any).lmbook = api;
+
+btn("all").addEventListener("click", () => void runAll().catch(() => {}));
+btn("restart").addEventListener("click", () => void api.restart().catch(() => {}));
+btn("stop").addEventListener("click", () => api.stop());
+select.addEventListener("change", () => void api.restart().catch(() => {}));
+
+if (params.get("autorun") === "1") {
+  root.setAttribute("data-lmbook-run", "running");
+  runAll().then(
+    (ok) => root.setAttribute("data-lmbook-run", ok ? "done" : "error"),
+    () => root.setAttribute("data-lmbook-run", "error"),
+  );
+}
