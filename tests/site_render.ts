@@ -619,7 +619,8 @@ ${navHtml(chapters, current)}
 </main>
 </div>
 <script src="site.js"></script>
-<script type="module" src="live/page.js"></script>
+<script>/* live cells (tools/web/page.ts): only from a web server, where module workers may run */
+if (/^https?:$/.test(location.protocol)) { var live = document.createElement("script"); live.type = "module"; live.src = "live/page.js"; document.body.appendChild(live); }</script>
 </body>
 </html>
 `;
