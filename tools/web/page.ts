@@ -27,6 +27,8 @@ interface Cell {
   source: string;
   outputs?: HTMLElement;
   stream?: HTMLPreElement;
+  /** The text of each output of the last run (streams, and each bundle's text/plain), for scripts and tests. */
+  texts: { id?: string; text: string }[];
   button: HTMLButtonElement;
 }
 
@@ -38,7 +40,7 @@ const cells: Cell[] = [...document.querySelectorAll<HTMLElement>("section.cell.c
   button.textContent = "▶ Run";
   button.title = "Run this cell (the cells above it should have run first)";
   section.querySelector(".prompt")?.appendChild(button);
-  const cell: Cell = { index, section, source: code?.textContent ?? "", button };
+  const cell: Cell = { index, section, source: code?.textContent ?? "", button, texts: [] };
   button.addEventListener("click", () => void runCell(index).catch(() => {}));
   return cell;
 });
@@ -227,7 +229,27 @@ function renderBundle(bundle: Record<string, unknown>): HTMLElement {
   return div;
 }
 
+/** Outputs of code run with `lmbook.runCode` (not a cell of the page). */
+let scratch: { id?: string; text: string }[] = [];
+
+function record(m: FromKernel): void {
+  const texts = m.type !== "ready" && m.type !== "fatal" ? (m.cell < 0 ? scratch : cells[m.cell]?.texts) : undefined;
+  if (!texts) return;
+  if (m.type === "stream") {
+    const last = texts.at(-1);
+    if (last && last.id === "stream") last.text += m.text;
+    else texts.push({ id: "stream", text: m.text });
+  } else if (m.type === "display" || m.type === "result") {
+    const text = String(m.bundle["text/plain"] ?? "");
+    const id = m.type === "display" ? m.displayId : undefined;
+    const old = id ? texts.find((t) => t.id === id) : undefined;
+    if (old) old.text = text;
+    else texts.push({ id, text });
+  } else if (m.type === "error") texts.push({ id: "error", text: `${m.ename}: ${m.evalue}` });
+}
+
 function onKernelMessage(m: FromKernel): void {
+  record(m);
   if (!("cell" in m)) return;
   const cell = cells[m.cell];
   switch (m.type) {
@@ -294,7 +316,9 @@ function onKernelMessage(m: FromKernel): void {
 async function execute(index: number, code: string): Promise<boolean> {
   await start();
   const cell = cells[index];
+  if (index < 0) scratch = [];
   if (cell) {
+    cell.texts = [];
     cell.outputs = undefined;
     cell.stream = undefined;
     outputsOf(cell);
@@ -341,7 +365,11 @@ const api = {
   runCell,
   runAll,
   /** Runs code that is not on the page, in the same kernel (outputs go nowhere but the returned list). */
-  runCode: (code: string) => execute(-1, code),
+  runCode: async (code: string) => ({ ok: await execute(-1, code), texts: scratch.map((t) => t.text) }),
+  /** The text of each output of a cell's last run (streams joined; each display's text/plain, updated in place). */
+  texts: (index: number) => cells[index]?.texts.map((t) => t.text) ?? [],
+  /** The cell's source as the page shows it. */
+  source: (index: number) => cells[index]?.source,
   restart: (backend?: string) => {
     if (backend) select.value = backend;
     kill("restarted");

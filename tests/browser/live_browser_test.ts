@@ -1,0 +1,253 @@
+/**
+ * The live chapters (tools/web/) in headless Chromium, the site served on 127.0.0.1 under a path prefix:
+ *
+ * - chapters 0, 1 and 5 opened with `?autorun=1&backend=wasm` run every code cell and set `data-lmbook-run` to
+ *   `"done"`, with no page error; every plot a cell draws is drawn (plotly's `.main-svg` with a trace); the
+ *   numbers of each cell's outputs equal those of the Deno kernel's executed copy (`build/executed/`, the copy
+ *   the render used), except the cells listed in {@link NOT_DETERMINISTIC} (timings, versions, the adapter) and
+ *   the timing part of progress bars;
+ * - chapter 5's training cell, cut to 8 steps and logging every step, on the browser's WebGPU adapter gives
+ *   losses within 1e-3 of wasm (lib/transformer_test.ts's BACKEND_TOLERANCE for the same 8 Adam steps);
+ * - a planted error sets `data-lmbook-run` to `"error"`, and Stop ends an endless cell and leaves a working kernel.
+ *
+ * One browser serves every check. Run: `deno test -A tests/browser/live_browser_test.ts` after `deno task render`.
+ * Without Chromium the test is skipped, except under CI where that is a failure.
+ *
+ * @module
+ */
+import { assert, assertAlmostEquals, assertEquals } from "@std/assert";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { EXECUTED_DIR } from "../notebooks.ts";
+import { SITE_DIR } from "../site.ts";
+import { serveSite } from "../serve.ts";
+import { CHROMIUM_ARGS, chromiumLaunchOptions, chromiumMissing } from "./chromium.ts";
+
+const siteDir = Deno.env.get("LMBOOK_SITE_DIR") ?? SITE_DIR;
+const missing = chromiumMissing();
+const isCI = Boolean(Deno.env.get("CI"));
+if (missing && !isCI) console.warn(`skipping the live-page browser tests: ${missing}`);
+
+/** lib/transformer_test.ts: 8 Adam steps at lr 3e-3 stay within 1e-3 in loss across backends. */
+const BACKEND_TOLERANCE = 1e-3;
+
+/** Code cells (0-based) whose outputs depend on the machine, not on the seed: not compared. */
+export const NOT_DETERMINISTIC: Record<string, Record<number, string>> = {
+  "00_tour": { 0: "runtime versions", 3: "the backend report names the WebGPU adapter", 4: "matmul timings" },
+  "01_counting": {},
+  "05_attention": { 0: "the backend report names the WebGPU adapter" },
+};
+
+/**
+ * The numbers of an output text, with the machine-dependent parts removed: a progress bar's clock and rate
+ * (`[00:12<00:15, 37.5 it/s]`), durations (`in 1011 ms`, `ran in 5.4 s`).
+ * @param text an output's text.
+ * @returns the numbers as printed.
+ */
+export function numbersOf(text: string): string[] {
+  const cleaned = text
+    .replace(/\d+% \|[^|]*\| \d+\/\d+ \[[^\]]*\]/g, "") // progress bar: keep the metrics after it
+    .replace(/\bin \d+(?:\.\d+)? ?(?:ms|s)\b/g, "")
+    .replace(/\d+(?:\.\d+)? (?:it|steps?|tok)\/s/g, "");
+  return cleaned.match(/-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?/gi) ?? [];
+}
+
+Deno.test("numbersOf drops a progress bar's clock but keeps its metrics", () => {
+  assertEquals(
+    numbersOf("fit w 100% |████| 200/200 [00:01<00:00, 257.5 it/s] loss=9.09e-13 w=3"),
+    ["9.09e-13", "3"],
+  );
+  assertEquals(numbersOf("counted 1- to 5-grams of 835,523 tokens in 1011 ms"), ["1", "5", "835,523"]);
+});
+
+// deno-lint-ignore no-explicit-any
+type Json = any;
+
+/** Each code cell's output texts in the executed notebook, as the page records them. */
+function storedTexts(chapter: string): string[][] {
+  const nb = JSON.parse(Deno.readTextFileSync(join(EXECUTED_DIR, `${chapter}.ipynb`)));
+  const join_ = (t: string | string[] | undefined) => (Array.isArray(t) ? t.join("") : t ?? "");
+  return nb.cells.filter((c: Json) => c.cell_type === "code").map((c: Json) => {
+    const texts: string[] = [];
+    for (const o of c.outputs ?? []) {
+      if (o.output_type === "stream") {
+        if (texts.length && (c.__last === "stream")) texts[texts.length - 1] += join_(o.text);
+        else texts.push(join_(o.text));
+        c.__last = "stream";
+      } else if (o.output_type === "display_data" || o.output_type === "execute_result") {
+        texts.push(join_(o.data?.["text/plain"]));
+        c.__last = "display";
+      } else if (o.output_type === "error") {
+        texts.push(`${o.ename}: ${o.evalue}`);
+        c.__last = "error";
+      }
+    }
+    return texts;
+  });
+}
+
+async function waitRun(page: Page, timeoutMs: number): Promise<string> {
+  await page.waitForFunction(
+    () => ["done", "error"].includes(document.documentElement.getAttribute("data-lmbook-run") ?? ""),
+    null,
+    { timeout: timeoutMs, polling: 500 },
+  );
+  return (await page.evaluate(() => document.documentElement.getAttribute("data-lmbook-run"))) ?? "";
+}
+
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test({
+  name: "live chapters in Chromium: 0, 1 and 5 autorun on wasm like the Deno kernel; a training cell on WebGPU",
+  ignore: Boolean(missing) && !isCI,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    if (missing) throw new Error(missing);
+    if (!exists(join(siteDir, "live", "page.js"))) {
+      throw new Error(`no live site in ${siteDir}/live/: run \`deno task render\` first`);
+    }
+    const server = serveSite(siteDir, { prefix: "/course/lmbook/" });
+    let browser: Browser | undefined;
+    try {
+      browser = await chromium.launch({
+        ...chromiumLaunchOptions(),
+        args: [...CHROMIUM_ARGS, "--enable-unsafe-webgpu"],
+      });
+      const context = await browser.newContext();
+
+      for (const chapter of ["00_tour", "01_counting", "05_attention"]) {
+        await t.step(`${chapter}: ?autorun=1 on wasm reaches "done", draws every plot, matches the Deno kernel`, async () => {
+          const page = await context.newPage();
+          const errors: string[] = [];
+          page.on("pageerror", (e) => errors.push(e.message));
+          await page.goto(`${server.url}${chapter}.html?autorun=1&backend=wasm`);
+          const state = await waitRun(page, 600_000);
+          const failed = await page.evaluate(() =>
+            [...document.querySelectorAll("section.cell.code[data-live=error]")].map((s) =>
+              `${s.id}: ${(s.querySelector(".output-error") as HTMLElement | null)?.innerText.slice(0, 500)}`
+            )
+          );
+          assertEquals(state, "done", `data-lmbook-run is ${state}; failing cells:\n${failed.join("\n")}`);
+          assertEquals(errors, [], "page errors");
+          assertEquals(await page.getAttribute("html", "data-lmbook-backend"), "wasm");
+          const plots = await page.evaluate(() =>
+            [...document.querySelectorAll(".live-plot")].map((el) => ({
+              drawn: el.getAttribute("data-drawn") === "1",
+              traces: el.querySelectorAll(".main-svg .trace, .main-svg .hm, .main-svg image").length,
+            }))
+          );
+          const storedPlots = storedTexts(chapter).flat().filter((s) => s.startsWith("[plot]")).length;
+          assertEquals(plots.length, storedPlots, "as many plots as the Deno kernel's run");
+          plots.forEach((p, i) => assert(p.drawn && p.traces > 0, `plot ${i} not drawn: ${JSON.stringify(p)}`));
+
+          const stored = storedTexts(chapter);
+          const skip = NOT_DETERMINISTIC[chapter];
+          const live: string[][] = await page.evaluate(
+            (n) => Array.from({ length: n }, (_, i) => (window as Json).lmbook.texts(i)),
+            stored.length,
+          );
+          assertEquals(live.length, stored.length, "code cells");
+          let compared = 0;
+          for (let i = 0; i < stored.length; i++) {
+            if (skip[i]) continue;
+            assertEquals(
+              numbersOf(live[i].join("\n")),
+              numbersOf(stored[i].join("\n")),
+              `${chapter} cell ${i}: numbers differ from the Deno kernel's\nlive:\n${live[i].join("\n").slice(0, 1500)}\nstored:\n${
+                stored[i].join("\n").slice(0, 1500)
+              }`,
+            );
+            compared++;
+          }
+          assert(compared >= stored.length - 3, `compared ${compared} of ${stored.length} cells`);
+          await page.close();
+        });
+      }
+
+      await t.step("05_attention: the training cell on the WebGPU adapter agrees with wasm within 1e-3", async () => {
+        const page = await context.newPage();
+        await page.goto(`${server.url}05_attention.html?backend=wasm`);
+        const source: string = await page.evaluate(() => (window as Json).lmbook.source(5));
+        assert(source.includes("FULL ? 2000 : 400") && source.includes("logEvery: 10"), "the training cell changed");
+        const cut = source.replace("FULL ? 2000 : 400", "8").replace("logEvery: 10", "logEvery: 1") +
+          "\nconsole.log(JSON.stringify(Object.values(histories).map((h) => h.train.map((r) => r.loss))));";
+        const losses: Record<string, number[][]> = {};
+        for (const backend of ["wasm", "webgpu"]) {
+          await page.evaluate((b) => (window as Json).lmbook.restart(b), backend);
+          assertEquals(await page.getAttribute("html", "data-lmbook-backend"), backend);
+          const first: boolean = await page.evaluate(() => (window as Json).lmbook.runCell(0));
+          assert(first, "cell 0 failed");
+          const r: { ok: boolean; texts: string[] } = await page.evaluate(
+            (code) => (window as Json).lmbook.runCode(code),
+            cut,
+          );
+          assert(r.ok, `the training cell failed on ${backend}: ${r.texts.join("\n")}`);
+          const line = r.texts.join("\n").split("\n").filter((l) => l.startsWith("[[")).at(-1);
+          assert(line, `no losses printed on ${backend}: ${r.texts.join("\n")}`);
+          losses[backend] = JSON.parse(line);
+        }
+        assertEquals(losses.webgpu.length, 2);
+        for (let m = 0; m < 2; m++) {
+          assertEquals(losses.webgpu[m].length, 8, "one loss per step");
+          losses.webgpu[m].forEach((l, i) =>
+            assertAlmostEquals(l, losses.wasm[m][i], BACKEND_TOLERANCE, `model ${m} step ${i}: webgpu vs wasm`)
+          );
+        }
+        await page.close();
+      });
+
+      await t.step("a failing cell sets data-lmbook-run to error; Stop ends an endless cell", async () => {
+        const page = await context.newPage();
+        await page.goto(`${server.url}00_tour.html?backend=cpu`);
+        const bad: { ok: boolean; texts: string[] } = await page.evaluate(() =>
+          (window as Json).lmbook.runCode("const q: number = 1;\nthrow new RangeError(`planted: q=${q}`);")
+        );
+        assertEquals(bad.ok, false);
+        assert(bad.texts.join("\n").includes("RangeError: planted: q=1"), bad.texts.join("\n"));
+        // Shared state across runs: a later cell sees an earlier one's top-level declarations.
+        const ok: { ok: boolean; texts: string[] } = await page.evaluate(async () => {
+          await (window as Json).lmbook.runCode("let shared = 41; function bump() { shared++; }");
+          return await (window as Json).lmbook.runCode("bump(); console.log(shared, typeof lm);");
+        });
+        assertEquals(ok.texts.join("").trim(), "42 undefined");
+        // An endless loop: Stop terminates the worker; the page stays responsive and a new kernel runs.
+        await page.evaluate(() => void (window as Json).lmbook.runCode("while (true) {}"));
+        await page.waitForFunction(() => document.documentElement.getAttribute("data-lmbook-status") === "running");
+        await page.click(".live-toolbar [data-act=stop]");
+        await page.waitForFunction(() => document.documentElement.getAttribute("data-lmbook-status") === "idle");
+        const after: { ok: boolean; texts: string[] } = await page.evaluate(() =>
+          (window as Json).lmbook.runCode("console.log(typeof shared)")
+        );
+        assertEquals(after.texts.join("").trim(), "undefined", "Stop clears the kernel's state");
+        await page.close();
+        // ?autorun=1 stops at a failing cell and says "error".
+        const broken = await context.newPage();
+        await broken.route("**/00_tour.html*", async (route) => {
+          const res = await route.fetch();
+          const body = (await res.text()).replace(
+            '<code class="language-typescript">',
+            '<code class="language-typescript">throw new Error("planted");\n',
+          );
+          await route.fulfill({ response: res, body });
+        });
+        await broken.goto(`${server.url}00_tour.html?autorun=1&backend=cpu`);
+        assertEquals(await waitRun(broken, 60_000), "error");
+        assertEquals(await broken.getAttribute("section.cell.code", "data-live"), "error");
+        assertEquals(await broken.locator("section.cell.code[data-live]").count(), 1, "no cell runs after the failure");
+        await broken.close();
+      });
+    } finally {
+      await browser?.close();
+      await server.close();
+    }
+  },
+});
