@@ -85,7 +85,7 @@ function heading(title: string) {
     .map((e) => `tests/${e.name}`).sort();
   const mapArgs = offline ? ["--import-map", "tests/offline_import_map.json"] : [];
   const { code, text } = await runEcho(
-    [Deno.execPath(), "test", "-A", "--doc", ...mapArgs, "lib/", ...topTests],
+    [Deno.execPath(), "test", "-A", "--doc", ...mapArgs, "lib/", "tools/web/", ...topTests],
     { NO_COLOR: "1" },
   );
   // deno prints one summary line per run: "ok | 12 passed (3 steps) | 0 failed" (doc tests are counted in it).

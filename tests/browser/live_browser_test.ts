@@ -125,52 +125,55 @@ Deno.test({
       const context = await browser.newContext();
 
       for (const chapter of ["00_tour", "01_counting", "05_attention"]) {
-        await t.step(`${chapter}: ?autorun=1 on wasm reaches "done", draws every plot, matches the Deno kernel`, async () => {
-          const page = await context.newPage();
-          const errors: string[] = [];
-          page.on("pageerror", (e) => errors.push(e.message));
-          await page.goto(`${server.url}${chapter}.html?autorun=1&backend=wasm`);
-          const state = await waitRun(page, 600_000);
-          const failed = await page.evaluate(() =>
-            [...document.querySelectorAll("section.cell.code[data-live=error]")].map((s) =>
-              `${s.id}: ${(s.querySelector(".output-error") as HTMLElement | null)?.innerText.slice(0, 500)}`
-            )
-          );
-          assertEquals(state, "done", `data-lmbook-run is ${state}; failing cells:\n${failed.join("\n")}`);
-          assertEquals(errors, [], "page errors");
-          assertEquals(await page.getAttribute("html", "data-lmbook-backend"), "wasm");
-          const plots = await page.evaluate(() =>
-            [...document.querySelectorAll(".live-plot")].map((el) => ({
-              drawn: el.getAttribute("data-drawn") === "1",
-              traces: el.querySelectorAll(".main-svg .trace, .main-svg .hm, .main-svg image").length,
-            }))
-          );
-          const storedPlots = storedTexts(chapter).flat().filter((s) => s.startsWith("[plot]")).length;
-          assertEquals(plots.length, storedPlots, "as many plots as the Deno kernel's run");
-          plots.forEach((p, i) => assert(p.drawn && p.traces > 0, `plot ${i} not drawn: ${JSON.stringify(p)}`));
-
-          const stored = storedTexts(chapter);
-          const skip = NOT_DETERMINISTIC[chapter];
-          const live: string[][] = await page.evaluate(
-            (n) => Array.from({ length: n }, (_, i) => (window as Json).lmbook.texts(i)),
-            stored.length,
-          );
-          assertEquals(live.length, stored.length, "code cells");
-          let compared = 0;
-          for (let i = 0; i < stored.length; i++) {
-            if (skip[i]) continue;
-            assertEquals(
-              numbersOf(live[i].join("\n")),
-              numbersOf(stored[i].join("\n")),
-              `${chapter} cell ${i}: numbers differ from the Deno kernel's\nlive:\n${live[i].join("\n").slice(0, 1500)}\nstored:\n${
-                stored[i].join("\n").slice(0, 1500)
-              }`,
+        await t.step(
+          `${chapter}: ?autorun=1 on wasm reaches "done", draws every plot, matches the Deno kernel`,
+          async () => {
+            const page = await context.newPage();
+            const errors: string[] = [];
+            page.on("pageerror", (e) => errors.push(e.message));
+            await page.goto(`${server.url}${chapter}.html?autorun=1&backend=wasm`);
+            const state = await waitRun(page, 600_000);
+            const failed = await page.evaluate(() =>
+              [...document.querySelectorAll("section.cell.code[data-live=error]")].map((s) =>
+                `${s.id}: ${(s.querySelector(".output-error") as HTMLElement | null)?.innerText.slice(0, 500)}`
+              )
             );
-            compared++;
-          }
-          assert(compared >= stored.length - 3, `compared ${compared} of ${stored.length} cells`);
-          await page.close();
-        });
+            assertEquals(state, "done", `data-lmbook-run is ${state}; failing cells:\n${failed.join("\n")}`);
+            assertEquals(errors, [], "page errors");
+            assertEquals(await page.getAttribute("html", "data-lmbook-backend"), "wasm");
+            const plots = await page.evaluate(() =>
+              [...document.querySelectorAll(".live-plot")].map((el) => ({
+                drawn: el.getAttribute("data-drawn") === "1",
+                traces: el.querySelectorAll(".main-svg .trace, .main-svg .hm, .main-svg image").length,
+              }))
+            );
+            const storedPlots = storedTexts(chapter).flat().filter((s) => s.startsWith("[plot]")).length;
+            assertEquals(plots.length, storedPlots, "as many plots as the Deno kernel's run");
+            plots.forEach((p, i) => assert(p.drawn && p.traces > 0, `plot ${i} not drawn: ${JSON.stringify(p)}`));
+
+            const stored = storedTexts(chapter);
+            const skip = NOT_DETERMINISTIC[chapter];
+            const live: string[][] = await page.evaluate(
+              (n) => Array.from({ length: n }, (_, i) => (window as Json).lmbook.texts(i)),
+              stored.length,
+            );
+            assertEquals(live.length, stored.length, "code cells");
+            let compared = 0;
+            for (let i = 0; i < stored.length; i++) {
+              if (skip[i]) continue;
+              assertEquals(
+                numbersOf(live[i].join("\n")),
+                numbersOf(stored[i].join("\n")),
+                `${chapter} cell ${i}: numbers differ from the Deno kernel's\nlive:\n${
+                  live[i].join("\n").slice(0, 1500)
+                }\nstored:\n${stored[i].join("\n").slice(0, 1500)}`,
+              );
+              compared++;
+            }
+            assert(compared >= stored.length - 3, `compared ${compared} of ${stored.length} cells`);
+            await page.close();
+          },
+        );
       }
 
       await t.step("05_attention: the training cell on the WebGPU adapter agrees with wasm within 1e-3", async () => {

@@ -131,4 +131,3 @@ if (import.meta.main) {
   const site = Deno.args[0] ?? join(ROOT, "build", "site");
   console.log(formatLiveReport(await buildLive(site)));
 }
-

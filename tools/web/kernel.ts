@@ -17,8 +17,7 @@
  *
  * @module
  */
-import { transform } from "npm:sucrase@3.35.1";
-import * as acorn from "npm:acorn@8.19.0";
+import { compileCell } from "./cells.ts";
 
 /** Messages from the page. */
 export type ToKernel =
@@ -70,7 +69,9 @@ function inspect(v: unknown, depth = 0, seen = new Set<unknown>()): string {
       return items.length ? `${name}[ ${items.join(", ")} ]` : `${name}[]`;
     }
     if (v instanceof Map) {
-      return `Map(${v.size}) { ${[...v].map(([k, x]) => `${inspect(k, depth + 1, seen)} => ${inspect(x, depth + 1, seen)}`).join(", ")} }`;
+      return `Map(${v.size}) { ${
+        [...v].map(([k, x]) => `${inspect(k, depth + 1, seen)} => ${inspect(x, depth + 1, seen)}`).join(", ")
+      } }`;
     }
     if (v instanceof Set) return `Set(${v.size}) { ${[...v].map((x) => inspect(x, depth + 1, seen)).join(", ")} }`;
     const entries = Object.entries(v as Record<string, unknown>);
@@ -89,10 +90,12 @@ function format(args: unknown[]): string {
   return args.map((a) => inspect(a)).join(" ") + "\n";
 }
 
-for (const [method, name] of [["log", "stdout"], ["info", "stdout"], ["debug", "stdout"], ["warn", "stderr"], [
-  "error",
-  "stderr",
-]] as const) {
+for (
+  const [method, name] of [["log", "stdout"], ["info", "stdout"], ["debug", "stdout"], ["warn", "stderr"], [
+    "error",
+    "stderr",
+  ]] as const
+) {
   const original = console[method].bind(console);
   console[method] = (...args: unknown[]) => {
     original(...args);
@@ -174,97 +177,15 @@ const scope = new Proxy(scopeObject, {
   },
 });
 
-type Node = acorn.Node & Record<string, unknown>;
-
-function patternNames(p: Node | null, out: string[]): string[] {
-  if (!p) return out;
-  switch (p.type) {
-    case "Identifier":
-      out.push(p.name as string);
-      break;
-    case "ObjectPattern":
-      for (const prop of p.properties as Node[]) patternNames(prop.type === "RestElement" ? prop : prop.value as Node, out);
-      break;
-    case "ArrayPattern":
-      for (const e of p.elements as (Node | null)[]) patternNames(e, out);
-      break;
-    case "RestElement":
-      patternNames(p.argument as Node, out);
-      break;
-    case "AssignmentPattern":
-      patternNames(p.left as Node, out);
-      break;
-  }
-  return out;
-}
-
-/**
- * A cell's source as the body of an async function run inside `with (scope)`.
- * @param source the cell's TypeScript.
- * @returns the JavaScript body and the names it declares at top level.
- */
-export function compileCell(source: string): { body: string; names: string[] } {
-  const js = transform(source, { transforms: ["typescript"], disableESTransforms: true }).code;
-  const program = acorn.parse(js, {
-    ecmaVersion: "latest",
-    sourceType: "module",
-    allowAwaitOutsideFunction: true,
-    allowReturnOutsideFunction: true,
-  }) as unknown as { body: Node[] };
-  const names: string[] = [];
-  const hoisted: string[] = [];
-  const edits: { start: number; end: number; text: string }[] = [];
-  const src = (n: Node) => js.slice(n.start, n.end);
-  let imports = 0;
-  const statements = program.body;
-  statements.forEach((stmt0, i) => {
-    let stmt = stmt0;
-    if (stmt.type === "ExportNamedDeclaration" && stmt.declaration) stmt = stmt.declaration as Node;
-    if (stmt.type === "ImportDeclaration") {
-      const m = `__lmImport${imports++}`;
-      const parts = [`const ${m} = await __lmImportModule(${JSON.stringify((stmt.source as Node).value)});`];
-      for (const s of stmt.specifiers as Node[]) {
-        const local = (s.local as Node).name as string;
-        names.push(local);
-        const from = s.type === "ImportNamespaceSpecifier"
-          ? m
-          : s.type === "ImportDefaultSpecifier"
-          ? `${m}.default`
-          : `${m}[${JSON.stringify((s.imported as Node).name ?? (s.imported as Node).value)}]`;
-        parts.push(`${local} = ${from};`);
-      }
-      edits.push({ start: stmt0.start, end: stmt0.end, text: parts.join(" ") });
-    } else if (stmt.type === "VariableDeclaration") {
-      const decls = (stmt.declarations as Node[]).map((d) => {
-        patternNames(d.id as Node, names);
-        return `${src(d.id as Node)} = ${d.init ? `(${src(d.init as Node)})` : "undefined"}`;
-      });
-      edits.push({ start: stmt0.start, end: stmt0.end, text: `;(${decls.join(", ")});` });
-    } else if (stmt.type === "FunctionDeclaration") {
-      const name = (stmt.id as Node).name as string;
-      names.push(name);
-      hoisted.push(`${name} = (${src(stmt)});`); // hoisted, as a declaration is
-      edits.push({ start: stmt0.start, end: stmt0.end, text: "" });
-    } else if (stmt.type === "ClassDeclaration") {
-      const name = (stmt.id as Node).name as string;
-      names.push(name);
-      edits.push({ start: stmt0.start, end: stmt0.end, text: `${name} = (${src(stmt)});` });
-    } else if (i === statements.length - 1 && stmt.type === "ExpressionStatement" && !stmt.directive) {
-      edits.push({ start: stmt0.start, end: stmt0.end, text: `return (${src(stmt.expression as Node)});` });
-    }
-  });
-  let body = js;
-  for (const e of edits.sort((a, b) => b.start - a.start)) body = body.slice(0, e.start) + e.text + body.slice(e.end);
-  return { body: hoisted.join("\n") + "\n" + body, names };
-}
-
 const AsyncFunction = (async () => {}).constructor as new (...args: string[]) => (...a: unknown[]) => Promise<unknown>;
 
 function importModule(specifier: string): Promise<unknown> {
   if (/(^|\/)lib\/mod\.ts$/.test(specifier)) return Promise.resolve(lm);
   if (/^(npm:)?@tensorflow\/tfjs(@[\d.]+)?$/.test(specifier)) return Promise.resolve(lm.tf);
   return Promise.reject(
-    new Error(`cannot import ${JSON.stringify(specifier)} in the browser: a live page offers lib (../lib/mod.ts) and tfjs`),
+    new Error(
+      `cannot import ${JSON.stringify(specifier)} in the browser: a live page offers lib (../lib/mod.ts) and tfjs`,
+    ),
   );
 }
 
