@@ -122,6 +122,8 @@ export interface WriteSiteOptions {
   outDir?: string;
   /** Generate the API reference into `api/` (default true; about 3 s). */
   api?: boolean;
+  /** Pages load the live cells from `live/` (default false; {@link renderSite} sets it and builds `live/`). */
+  live?: boolean;
 }
 
 /** The API reference's folder inside the site. */
@@ -213,6 +215,7 @@ export async function writeSite(inputs: SiteInput[], options: WriteSiteOptions =
       failure: input.failure,
       plotlyFile: PLOTLY_FILE,
       apiDir: api ? API_DIR : undefined,
+      live: options.live,
     });
     for (const f of sourceLinks(page.html)) linked.set(f, [...(linked.get(f) ?? []), k]);
     needsPlotly ||= page.plots > 0;
@@ -388,7 +391,7 @@ export async function renderSite(options: RenderSiteOptions = {}): Promise<SiteR
     }
     inputs.push({ notebook, nb: executed });
   }
-  const report = await writeSite(inputs, options);
+  const report = await writeSite(inputs, { ...options, live: true });
   report.executeSeconds = executeSeconds;
   report.live = await buildLive(report.outDir); // the pages' Run buttons (tools/web/)
   return report;

@@ -509,6 +509,11 @@ export interface RenderedPage {
   headings: Heading[];
 }
 
+/** Loads the live cells (tools/web/page.ts) only from a web server, where module workers may run. */
+const LIVE_LOADER = `<script>/* live cells: tools/web/page.ts */
+if (/^https?:$/.test(location.protocol)) { var live = document.createElement("script"); live.type = "module"; live.src = "live/page.js"; document.body.appendChild(live); }</script>
+`;
+
 /** Options of {@link renderChapterPage}. */
 export interface ChapterPageOptions {
   /** This chapter. */
@@ -521,6 +526,8 @@ export interface ChapterPageOptions {
   plotlyFile: string;
   /** The folder of the API reference beside the pages (e.g. `api`), linked from the header; none when absent. */
   apiDir?: string;
+  /** Load the live cells (`live/page.js`, tools/web/) when the page is served over http(s) (default false). */
+  live?: boolean;
 }
 
 /**
@@ -619,9 +626,7 @@ ${navHtml(chapters, current)}
 </main>
 </div>
 <script src="site.js"></script>
-<script>/* live cells (tools/web/page.ts): only from a web server, where module workers may run */
-if (/^https?:$/.test(location.protocol)) { var live = document.createElement("script"); live.type = "module"; live.src = "live/page.js"; document.body.appendChild(live); }</script>
-</body>
+${options.live ? LIVE_LOADER : ""}</body>
 </html>
 `;
   return { html, plots: ctx.plots, problems: ctx.problems, librariesRemoved: ctx.librariesRemoved, headings: toc };

@@ -6,7 +6,7 @@
  *   numbers of each cell's outputs equal those of the Deno kernel's executed copy (`build/executed/`, the copy
  *   the render used), except the cells listed in {@link NOT_DETERMINISTIC} (timings, versions, the adapter) and
  *   the timing part of progress bars;
- * - chapter 5's training cell, cut to 8 steps and logging every step, on the browser's WebGPU adapter gives
+ * - chapter 5's training cell, cut to 8 steps of the masked model, a loss per step, on the browser's WebGPU adapter gives
  *   losses within 1e-3 of wasm (lib/transformer_test.ts's BACKEND_TOLERANCE for the same 8 Adam steps);
  * - a planted error sets `data-lmbook-run` to `"error"`, and Stop ends an endless cell and leaves a working kernel.
  *
@@ -159,17 +159,30 @@ Deno.test({
             );
             assertEquals(live.length, stored.length, "code cells");
             let compared = 0;
+            const extra: string[] = [];
             for (let i = 0; i < stored.length; i++) {
               if (skip[i]) continue;
-              assertEquals(
-                numbersOf(live[i].join("\n")),
-                numbersOf(stored[i].join("\n")),
-                `${chapter} cell ${i}: numbers differ from the Deno kernel's\nlive:\n${
+              // Output by output: the Deno kernel sometimes loses a cell's last display under nbconvert (see
+              // lib/display.ts), so the live run may have more outputs, never fewer or different ones.
+              assert(
+                live[i].length >= stored[i].length,
+                `${chapter} cell ${i}: ${live[i].length} outputs, the Deno kernel had ${stored[i].length}:\n${
                   live[i].join("\n").slice(0, 1500)
-                }\nstored:\n${stored[i].join("\n").slice(0, 1500)}`,
+                }`,
               );
+              stored[i].forEach((text, j) =>
+                assertEquals(
+                  numbersOf(live[i][j]),
+                  numbersOf(text),
+                  `${chapter} cell ${i} output ${j}: numbers differ from the Deno kernel's\nlive:\n${
+                    live[i][j].slice(0, 1500)
+                  }\nstored:\n${text.slice(0, 1500)}`,
+                )
+              );
+              extra.push(...live[i].slice(stored[i].length).map((t) => `cell ${i}: ${t.slice(0, 80)}`));
               compared++;
             }
+            if (extra.length) console.log(`${chapter}: outputs the stored copy lacks:\n  ${extra.join("\n  ")}`);
             assert(compared >= stored.length - 3, `compared ${compared} of ${stored.length} cells`);
             await page.close();
           },
@@ -180,8 +193,10 @@ Deno.test({
         const page = await context.newPage();
         await page.goto(`${server.url}05_attention.html?backend=wasm`);
         const source: string = await page.evaluate(() => (window as Json).lmbook.source(5));
-        assert(source.includes("FULL ? 2000 : 400") && source.includes("logEvery: 10"), "the training cell changed");
-        const cut = source.replace("FULL ? 2000 : 400", "8").replace("logEvery: 10", "logEvery: 1") +
+        const marks = ["FULL ? 2000 : 400", "logEvery: 10", "[true, false]"];
+        assert(marks.every((m) => source.includes(m)), `the training cell changed: it should contain ${marks}`);
+        // 8 steps, a loss per step, the masked model only (SwiftShader's WebGPU is slow: about 9 s a step here).
+        const cut = source.replace(marks[0], "8").replace(marks[1], "logEvery: 1").replace(marks[2], "[true]") +
           "\nconsole.log(JSON.stringify(Object.values(histories).map((h) => h.train.map((r) => r.loss))));";
         const losses: Record<string, number[][]> = {};
         for (const backend of ["wasm", "webgpu"]) {
@@ -198,8 +213,8 @@ Deno.test({
           assert(line, `no losses printed on ${backend}: ${r.texts.join("\n")}`);
           losses[backend] = JSON.parse(line);
         }
-        assertEquals(losses.webgpu.length, 2);
-        for (let m = 0; m < 2; m++) {
+        assertEquals(losses.webgpu.length, 1);
+        for (let m = 0; m < 1; m++) {
           assertEquals(losses.webgpu[m].length, 8, "one loss per step");
           losses.webgpu[m].forEach((l, i) =>
             assertAlmostEquals(l, losses.wasm[m][i], BACKEND_TOLERANCE, `model ${m} step ${i}: webgpu vs wasm`)

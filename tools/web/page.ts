@@ -92,7 +92,7 @@ function status(text: string, state = "idle"): void {
 
 let worker: Worker | undefined;
 let ready: Promise<void> | undefined;
-let running: { cell: number; resolve: (ok: boolean) => void } | undefined;
+let running: { cell: number; resolve: (ok: boolean | "stopped") => void } | undefined;
 const displays = new Map<string, HTMLElement>();
 const plots: Promise<unknown>[] = [];
 
@@ -135,7 +135,7 @@ function kill(reason: string): void {
     running = undefined;
     cells[r.cell]?.section.classList.remove("live-running");
     append(cells[r.cell], preOutput(`${reason}: the kernel was stopped and its state cleared.`, "output-error"));
-    r.resolve(false);
+    r.resolve("stopped");
   }
   setBusy(false);
 }
@@ -327,12 +327,14 @@ async function execute(index: number, code: string): Promise<boolean> {
   }
   setBusy(true);
   status(index >= 0 ? `running cell ${index + 1} of ${cells.length}` : "running", "running");
-  const ok = await new Promise<boolean>((resolve) => {
+  const ok = await new Promise<boolean | "stopped">((resolve) => {
     running = { cell: index, resolve };
     worker!.postMessage({ type: "run", cell: index, code });
   });
   setBusy(false);
-  status(ok ? "idle" : `cell ${index + 1} failed`, ok ? "idle" : "error");
+  if (ok === "stopped") return false; // Stop or Restart has set the status
+  const what = index >= 0 ? `cell ${index + 1}` : "the code";
+  status(ok ? "idle" : `${what} failed`, ok ? "idle" : "error");
   return ok;
 }
 
