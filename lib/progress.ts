@@ -85,7 +85,9 @@ export class ProgressBar {
     this.#label = options.label ?? "";
     this.#unit = options.unit ?? "it";
     const out = options.output ?? "auto";
-    this.#mode = out !== "auto" ? out : inNotebook()
+    this.#mode = out !== "auto"
+      ? out
+      : inNotebook()
       ? "notebook"
       : platform().name === "deno" && Deno.stderr.isTerminal()
       ? "terminal"

@@ -122,7 +122,7 @@ export interface WriteSiteOptions {
   outDir?: string;
   /** Generate the API reference into `api/` (default true; about 3 s). */
   api?: boolean;
-  /** Pages load the live cells from `live/` (default false; {@link renderSite} sets it and builds `live/`). */
+  /** Pages load the live cells from `live/`: default false in {@link writeSite}; in {@link renderSite} default true, and it builds `live/`. */
   live?: boolean;
 }
 
@@ -391,9 +391,10 @@ export async function renderSite(options: RenderSiteOptions = {}): Promise<SiteR
     }
     inputs.push({ notebook, nb: executed });
   }
-  const report = await writeSite(inputs, { ...options, live: true });
+  const live = options.live ?? true;
+  const report = await writeSite(inputs, { ...options, live });
   report.executeSeconds = executeSeconds;
-  report.live = await buildLive(report.outDir); // the pages' Run buttons (tools/web/)
+  if (live) report.live = await buildLive(report.outDir); // the pages' Run buttons (tools/web/)
   return report;
 }
 

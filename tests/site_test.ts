@@ -344,6 +344,7 @@ Deno.test("renderSite --from-executed: a missing or stale executed copy gives a 
     const quiet = () => {};
     let report = await renderSite({
       api: false,
+      live: false,
       fromExecuted: true,
       notebooks: ["notebooks/00_tour.ipynb"],
       executedDir,
@@ -361,6 +362,7 @@ Deno.test("renderSite --from-executed: a missing or stale executed copy gives a 
     await Deno.writeTextFile(join(executedDir, "00_tour.ipynb"), JSON.stringify(stale));
     report = await renderSite({
       api: false,
+      live: false,
       fromExecuted: true,
       notebooks: ["notebooks/00_tour.ipynb"],
       executedDir,
@@ -374,6 +376,7 @@ Deno.test("renderSite --from-executed: a missing or stale executed copy gives a 
     await Deno.writeTextFile(join(executedDir, "00_tour.ipynb"), JSON.stringify(source));
     report = await renderSite({
       api: false,
+      live: false,
       fromExecuted: true,
       notebooks: ["notebooks/00_tour.ipynb"],
       executedDir,
