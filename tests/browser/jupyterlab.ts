@@ -14,7 +14,10 @@
  * {@link buildJupyterLabBundle} installs the pinned versions with `deno
  * install` into `.cache/` and bundles a small entry with esbuild from npm (the
  * packages import `.svg` and `.css` files, which `deno bundle` has no loader
- * for); the bundle is built once and reused.
+ * for); the bundle is built once and reused. It is one script: esbuild's code
+ * splitting would turn the plotly extension's `import("plotly.js/dist/plotly")`
+ * into a module with only a default export, which the extension (built for
+ * webpack) cannot use.
  *
  * @module
  */
@@ -95,20 +98,32 @@ async function run(args: string[], cwd: string): Promise<void> {
   }
 }
 
+/** esbuild's arguments: one minified script for the browser; svg icons as text, css left out. */
+const ESBUILD_ARGS = [
+  "entry.js",
+  "--bundle",
+  "--minify",
+  "--log-level=error",
+  "--platform=browser",
+  "--format=iife",
+  "--loader:.svg=text",
+  "--loader:.css=empty",
+];
+
 /**
  * Installs {@link JUPYTERLAB_PACKAGES} and bundles {@link ENTRY_JS} for the
- * browser (IIFE, minified), once: the result is cached under
- * `.cache/jupyterlab-output-<versions>/`. The plotly extension declares
- * lumino 1, but JupyterLab 4 shares its own lumino 2 with extensions, so
- * the install overrides it to the same `@lumino/widgets`.
- * @returns the bundle's path.
+ * browser, once: the result is cached under
+ * `.cache/jupyterlab-output-<digest>/out/entry.js`. The plotly extension declares lumino 1, but JupyterLab 4
+ * shares its own lumino 2 with extensions, so the install overrides it to the
+ * same `@lumino/widgets`.
+ * @returns the folder holding the bundle, `entry.js`.
  */
 export async function buildJupyterLabBundle(): Promise<string> {
-  const key = Object.entries(JUPYTERLAB_PACKAGES).map(([n, v]) => `${n.replace(/\W/g, "")}${v}`).join("-");
+  const key = Object.entries(JUPYTERLAB_PACKAGES).map(([n, v]) => `${n}@${v}`).join(" ") + ESBUILD_ARGS.join(" ");
   const dir = join(ROOT, ".cache", `jupyterlab-output-${await digest(key + ENTRY_JS)}`);
-  const bundle = join(dir, "bundle.js");
+  const out = join(dir, "out");
   try {
-    if ((await Deno.stat(bundle)).size > 0) return bundle;
+    if ((await Deno.stat(join(out, "entry.js"))).size > 0) return out;
   } catch { /* not built yet */ }
   await Deno.mkdir(dir, { recursive: true });
   await Deno.writeTextFile(
@@ -126,23 +141,11 @@ export async function buildJupyterLabBundle(): Promise<string> {
   await Deno.writeTextFile(join(dir, "deno.json"), JSON.stringify({ nodeModulesDir: "manual", lock: false }));
   await Deno.writeTextFile(join(dir, "entry.js"), ENTRY_JS);
   await run(["install", "--quiet"], dir);
-  const tmp = `${bundle}.${Deno.pid}.tmp`;
-  await run([
-    "run",
-    "-A",
-    `npm:esbuild@${JUPYTERLAB_PACKAGES.esbuild}`,
-    "entry.js",
-    "--bundle",
-    "--minify",
-    "--log-level=error",
-    "--platform=browser",
-    "--format=iife",
-    "--loader:.svg=text",
-    "--loader:.css=empty",
-    `--outfile=${tmp}`,
-  ], dir);
-  await Deno.rename(tmp, bundle);
-  return bundle;
+  const tmp = join(dir, `out.${Deno.pid}.tmp`);
+  await run(["run", "-A", `npm:esbuild@${JUPYTERLAB_PACKAGES.esbuild}`, ...ESBUILD_ARGS, `--outdir=${tmp}`], dir);
+  await Deno.remove(out, { recursive: true }).catch(() => {});
+  await Deno.rename(tmp, out);
+  return out;
 }
 
 async function digest(text: string): Promise<string> {
