@@ -113,9 +113,10 @@ const ESBUILD_ARGS = [
 /**
  * Installs {@link JUPYTERLAB_PACKAGES} and bundles {@link ENTRY_JS} for the
  * browser, once: the result is cached under
- * `.cache/jupyterlab-output-<digest>/out/entry.js`. The plotly extension declares lumino 1, but JupyterLab 4
- * shares its own lumino 2 with extensions, so the install overrides it to the
- * same `@lumino/widgets`.
+ * `.cache/jupyterlab-output-<digest>/out/entry.js`. The plotly extension
+ * declares lumino 1, but JupyterLab 4 shares its own lumino 2 with extensions,
+ * so the install overrides it to the same `@lumino/widgets`. Only the packages
+ * listed are pinned; their dependencies resolve within the ranges they declare.
  * @returns the folder holding the bundle, `entry.js`.
  */
 export async function buildJupyterLabBundle(): Promise<string> {
