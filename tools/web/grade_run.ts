@@ -144,6 +144,20 @@ export async function gradeInWorker(
         } else if (ev.type === "start") {
           arm(ev.timeout + (options.graceMs ?? 1_000), () => {
             add(resultOf(ev.file, ev.name, `Test timed out after ${ev.timeout}ms`, ev.timeout / 1000));
+            // The exercise's other tests would most likely hang the same way: they are not run, so one
+            // infinite loop costs one time limit (the other exercises of the file are still graded).
+            const ex = parseTestName(ev.name).exercise;
+            const names = tests.find((t) => t.file === ev.file)?.names ?? [];
+            for (const n of names.filter((n) => parseTestName(n).exercise === ex && !skip.has(key(ev.file, n)))) {
+              add({
+                file: ev.file,
+                name: n,
+                exercise: ex,
+                status: "timed out",
+                message: `timed out: not run, because an earlier test of exercise ${ex} (${ev.name}) did not ` +
+                  "finish within its time limit.",
+              });
+            }
           });
         } else if (ev.type === "end") {
           clearTimeout(timer);
