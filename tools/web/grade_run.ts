@@ -10,9 +10,16 @@
  *
  * @module
  */
-import { classify, type GradedResult, parseTestName, tidyMessage } from "../../tests/graded_runner.ts";
+import {
+  bracketsBalance,
+  classify,
+  type GradedResult,
+  parseTestName,
+  tidyMessage,
+  topLevelRegions,
+} from "../../tests/graded_runner.ts";
 import { type GradeReport, type PointsSpec, scoreResults } from "../../tests/grade.ts";
-import type { GradeRequest, WorkerEvent } from "./grade_worker.ts";
+import type { GradeRequest, SyntaxProblem, WorkerEvent } from "./grade_worker.ts";
 
 /** A graded test file as the page knows it (from the build). */
 export interface TestFileData {
@@ -96,6 +103,17 @@ export async function gradeInWorker(
   const skipFiles = new Set<string>();
   let restarts = 0;
   let worker = options.worker ?? await startWorker(options.workerUrl);
+  // Syntax errors inside one exercise function are cut out, as the command line does (that exercise
+  // scores 0 with the parser's message; the file's other exercises are still graded).
+  const current = { ...files };
+  const overrides = new Map<string, string>();
+  const fnEx = new Map<string, string>();
+  for (const t of tests) {
+    for (const n of t.names) {
+      const { exercise, fn } = parseTestName(n);
+      if (fn && exercise !== "?" && !fnEx.has(fn)) fnEx.set(fn, exercise);
+    }
+  }
   const add = (r: GradedResult) => {
     results.set(key(r.file, r.name), r);
     skip.add(key(r.file, r.name));
@@ -135,6 +153,18 @@ export async function gradeInWorker(
         } else if (ev.type === "declared") clearTimeout(timer);
         else if (ev.type === "load-error") {
           clearTimeout(timer);
+          const syn = ev.syntax;
+          if (syn && syn.path !== ev.file && syn.path in current) {
+            const cut = cutOutSyntaxError(current[syn.path], syn, fnEx, new Set(overrides.keys()));
+            if (cut) {
+              current[syn.path] = cut.source;
+              overrides.set(cut.exercise, cut.message);
+              worker.removeEventListener("message", onMessage);
+              worker.terminate();
+              resolve("stopped");
+              return;
+            }
+          }
           skipFiles.add(ev.file);
           const names = tests.find((t) => t.file === ev.file)?.names ?? ev.names;
           const message = loadErrorMessage(ev.file, ev.message);
@@ -171,7 +201,7 @@ export async function gradeInWorker(
       worker.addEventListener("message", onMessage);
       const req: GradeRequest = {
         type: "grade",
-        files,
+        files: current,
         tests: tests.filter((t) => !skipFiles.has(t.file)).map((t) => ({ file: t.file, source: t.source })),
         skip: [...skip],
       };
@@ -197,7 +227,62 @@ export async function gradeInWorker(
     }
     for (const [k, r] of results) if (k.startsWith(`${t.file}\u0000`) && !t.names.includes(r.name)) ordered.push(r);
   }
+  for (const r of ordered) {
+    const o = overrides.get(r.exercise);
+    if (o) Object.assign(r, { status: "error", message: o });
+  }
   return { results: ordered, worker, restarts };
+}
+
+/**
+ * Cuts the exercise function that holds a syntax error out of a file (a stub that throws, with as many
+ * lines), as tests/graded_runner.ts does for the command line: the function whose brackets do not
+ * balance above the error (the parser often notices a missing brace further down), else the one at it.
+ * @param source the exercise file.
+ * @param problem where the parser stopped.
+ * @param fnEx exercise number by function name.
+ * @param taken exercises already cut out.
+ * @returns the patched source, the exercise and its message; undefined when no exercise function holds it.
+ */
+export function cutOutSyntaxError(
+  source: string,
+  problem: SyntaxProblem,
+  fnEx: Map<string, string>,
+  taken: Set<string>,
+): { source: string; exercise: string; message: string } | undefined {
+  const regions = topLevelRegions(source);
+  const lines = source.split("\n");
+  const line = problem.line;
+  const isExercise = (r: (typeof regions)[number]) =>
+    r.isFunction && r.name !== null && fnEx.has(r.name) && !taken.has(fnEx.get(r.name)!);
+  const unbalanced = regions.find((r) =>
+    isExercise(r) && r.header <= line && !bracketsBalance(lines.slice(r.header - 1, r.end).join("\n"))
+  );
+  const here = regions.find((r) => line >= r.start && line <= r.end);
+  const target = unbalanced ?? (here && isExercise(here) ? here : undefined);
+  if (!target) return undefined;
+  const name = target.name!, exercise = fnEx.get(name)!;
+  const stub = `${target.exported ? "export " : ""}function ${name}(..._args: any[]): any { throw new Error(${
+    JSON.stringify(`lmbook: ${name} has a syntax error`)
+  }); }`;
+  const patched = [
+    ...lines.slice(0, target.header - 1),
+    stub,
+    ...Array(Math.max(0, target.end - target.header)).fill(""),
+    ...lines.slice(target.end),
+  ].join("\n");
+  const gutter = " ".repeat(String(line).length);
+  const frame = [
+    `SyntaxError: ${problem.message}`,
+    `${gutter} |`,
+    `${line} | ${lines[line - 1] ?? ""}`,
+    `${gutter} |${" ".repeat(problem.column)}~`,
+    `    at ${problem.path}:${line}:${problem.column}`,
+  ].join("\n");
+  const message = `error: syntax error in your ${name}: the file cannot be parsed there, so exercise ${exercise} ` +
+    `scores 0 (the other exercises of the file are still graded).\n${indent(frame)}\n  hint:     ` +
+    "look at the marked line and the line above it: a missing bracket, comma or quote is the usual cause.";
+  return { source: patched, exercise, message };
 }
 
 /** The message for a test file that could not be loaded (a syntax error, a throw at the top level). */

@@ -43,7 +43,7 @@ export type WorkerEvent =
   /** A test file starts loading (its modules run their top-level code). */
   | { type: "load"; file: string }
   /** A test file could not be loaded: every test it declares is lost. */
-  | { type: "load-error"; file: string; message: string; names: string[] }
+  | { type: "load-error"; file: string; message: string; names: string[]; syntax?: SyntaxProblem }
   /** The tests a file declared, in order. */
   | { type: "declared"; file: string; names: string[] }
   /** A test starts; the page times it. */
@@ -52,6 +52,18 @@ export type WorkerEvent =
   | { type: "end"; file: string; name: string; passed: boolean; raw: string; seconds: number }
   /** Every test ran. */
   | { type: "done" };
+
+/** Where a file could not be parsed. */
+export interface SyntaxProblem {
+  /** The file, root-relative. */
+  path: string;
+  /** 1-based line. */
+  line: number;
+  /** 1-based column. */
+  column: number;
+  /** The parser's words, e.g. `Unexpected token`. */
+  message: string;
+}
 
 /** One test as `Deno.test` received it. */
 interface Declared {
@@ -131,6 +143,14 @@ function makeLoader(files: Record<string, string>) {
   return load;
 }
 
+/** A sucrase parse error's file and place: `Error transforming exercises/x.ts: Unexpected token (2:13)`. */
+function syntaxProblem(err: unknown): SyntaxProblem | undefined {
+  if (!(err instanceof SyntaxError)) return undefined;
+  const m = /^Error transforming (\S+): ([\s\S]*?) \((\d+):(\d+)\)$/.exec(err.message);
+  if (!m) return undefined;
+  return { path: m[1], message: m[2], line: Number(m[3]), column: Number(m[4]) };
+}
+
 function describe(err: unknown): string {
   if (err instanceof Error) return err.stack?.startsWith(err.name) ? err.stack : `${err.name}: ${err.message}`;
   return `Uncaught ${String(err)}`;
@@ -164,7 +184,13 @@ async function grade(req: GradeRequest): Promise<void> {
     try {
       load(test.file, test.source);
     } catch (err) {
-      post({ type: "load-error", file: test.file, message: describe(err), names: declared.map((d) => d.name) });
+      post({
+        type: "load-error",
+        file: test.file,
+        message: describe(err),
+        names: declared.map((d) => d.name),
+        syntax: syntaxProblem(err),
+      });
       continue;
     }
     const tests = declared;
