@@ -169,14 +169,11 @@ async function bundle(entry: string, out: string, format: "esm", importMap: stri
   }
 }
 
-/**
- * Writes the grading assets into the site folder.
- * @param outDir the site folder (e.g. `build/site`).
- * @returns the files written (site-relative) and their sizes in bytes.
- */
-export async function writeGradeAssets(outDir: string): Promise<{ name: string; bytes: number }[]> {
-  const dir = join(outDir, GRADE_DIR);
-  await Deno.mkdir(join(dir, "exercises"), { recursive: true });
+/** The bundles of this process, built once (a render writes several sites in tests). */
+let built: Promise<{ worker: Uint8Array; panel: Uint8Array }> | undefined;
+
+/** Bundles the worker and the panel with `deno bundle --platform browser`. */
+async function buildBundles(): Promise<{ worker: Uint8Array; panel: Uint8Array }> {
   // The offline import map (JSR is unreachable) with absolute paths, plus the node:path / node:url shim.
   const offline = JSON.parse(await Deno.readTextFile(join(ROOT, "tests/offline_import_map.json")));
   const imports: Record<string, string> = {};
@@ -195,12 +192,33 @@ export async function writeGradeAssets(outDir: string): Promise<{ name: string; 
     const map = join(tmp, "import_map.json");
     await Deno.writeTextFile(map, JSON.stringify({ imports }));
     await Promise.all([
-      bundle(join(ROOT, "tools/web/grade_worker.ts"), join(dir, "grade_worker.js"), "esm", map),
-      bundle(join(ROOT, "tools/web/grade_panel.ts"), join(dir, "grade_panel.js"), "esm", map),
+      bundle(join(ROOT, "tools/web/grade_worker.ts"), join(tmp, "grade_worker.js"), "esm", map),
+      bundle(join(ROOT, "tools/web/grade_panel.ts"), join(tmp, "grade_panel.js"), "esm", map),
     ]);
+    return {
+      worker: await Deno.readFile(join(tmp, "grade_worker.js")),
+      panel: await Deno.readFile(join(tmp, "grade_panel.js")),
+    };
   } finally {
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
   }
+}
+
+/**
+ * Writes the grading assets into the site folder.
+ * @param outDir the site folder (e.g. `build/site`).
+ * @returns the files written (site-relative) and their sizes in bytes.
+ */
+export async function writeGradeAssets(outDir: string): Promise<{ name: string; bytes: number }[]> {
+  const dir = join(outDir, GRADE_DIR);
+  await Deno.mkdir(join(dir, "exercises"), { recursive: true });
+  built ??= buildBundles();
+  const { worker, panel } = await built.catch((err) => {
+    built = undefined;
+    throw err;
+  });
+  await Deno.writeFile(join(dir, "grade_worker.js"), worker);
+  await Deno.writeFile(join(dir, "grade_panel.js"), panel);
   const written = ["grade_worker.js", "grade_panel.js"];
   for (const t of gradedTestFiles()) {
     const to = join(outDir, GRADE_DIR, t);
