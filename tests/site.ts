@@ -216,7 +216,8 @@ export async function writeSite(inputs: SiteInput[], options: WriteSiteOptions =
     // Issue 18 item 3: exercises graded in the page (tools/web/grade_build.ts) on chapters with exercises.
     const grading = gradeSectionHtml(input.notebook);
     if (grading) {
-      page.html = page.html.replace('<footer class="page-footer">', `${grading}<footer class="page-footer">`);
+      const at = page.html.includes('<footer class="page-footer">') ? '<footer class="page-footer">' : "</main>";
+      page.html = page.html.replace(at, `${grading}${at}`);
     }
     needsGrading ||= grading !== "";
     for (const f of sourceLinks(page.html)) linked.set(f, [...(linked.get(f) ?? []), k]);
