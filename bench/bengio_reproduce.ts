@@ -19,9 +19,10 @@
  * Measured 2026-11-24 on the shared 2-core machine (load average 5 to 17):
  * interpolated modified KN 323.9 / 321.7 / 321.2 (paper 323 / 321 / 321),
  * back-off modified KN 347.9 / 361.5 / 368.7, deleted interpolation 343.6
- * (336); MLP9 331.2 after 0.84 epochs in 25.2 min, MLP10 275.8, MLP1 465.9
- * after 0.22 epochs in 20.3 min: the neural targets need about three epochs,
- * which the load did not leave time for (see bench/README.md).
+ * (336); with the default command, one model per core under a load average
+ * of 8 to 27: MLP9 290.3 after 2.81 epochs in 50.2 min, MLP10 253.2, MLP1
+ * 295.4 after 1.18 epochs in 57.8 min (`--minutes 57`). The neural targets
+ * are missed (see bench/README.md for what would close the gap).
  *
  * Trained models go to `build/models/bengio_<model>.lmw` (notebook 03 loads
  * MLP9), per-model figures to `build/bench/bengio_<model>.json`, and the whole

@@ -120,6 +120,15 @@ Deno.test("figure HTML loads plotly.js itself (beside the notebook, else the CDN
   assertStringIncludes(html, "(function (module, exports, define)"); // AMD loaders shielded
 });
 
+Deno.test("figure HTML says how to get the plot where its script cannot run (an untrusted notebook)", () => {
+  const html = figureHtml(lineChart({ y: [1, 2, 3] }, { height: 300 }));
+  const div = /^<div [^>]*>([\s\S]*?)<\/div><script/.exec(html);
+  // Without its script (Jupyter sanitises an untrusted notebook's HTML), the div alone is what is shown.
+  assertStringIncludes(div?.[1] ?? "", "Trust Notebook");
+  // The script clears the message and reserves the figure's height before drawing.
+  assertStringIncludes(html, 'el.replaceChildren(); el.style.minHeight = "300px";');
+});
+
 Deno.test("the plotly library HTML embeds plotly.js, shielded from AMD loaders", () => {
   const lib = plotlyLibraryHtml();
   assertStringIncludes(lib, "data-lmbook-plotly=");

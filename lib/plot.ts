@@ -422,7 +422,9 @@ let counter = 0;
  * draws into it with the page's plotly.js, loading the library first when the
  * page has none (from the copy beside the notebook, else the CDN). No output
  * embeds the library, so a saved notebook stays small and every plot renders
- * by itself after a reload or in a reopened notebook.
+ * by itself after a reload or in a reopened notebook. Where the script cannot
+ * run (Jupyter strips scripts from an untrusted notebook), the `<div>` shows a
+ * message saying how to get the plot instead of a blank area.
  * @param fig the figure.
  * @returns a `<div>` and the `<script>` that draws into it.
  */
@@ -430,16 +432,22 @@ export function figureHtml(fig: Figure): string {
   const id = `lmbook-plot-${Date.now().toString(36)}-${(counter++).toString(36)}`;
   const json = JSON.stringify({ ...fig, config: { responsive: true, ...fig.config } })
     .replace(/</g, "\\u003c");
-  const height = (fig.layout.height as number | undefined) ?? 420;
+  const height = Number(fig.layout.height) || 420;
   const failure = JSON.stringify(
     '<p style="color:#a00">plotly.js could not be loaded, so this plot cannot be drawn. ' +
       "Run this cell again (it writes plotly.js beside the notebook, in " + PLOTLY_ASSET_DIR +
       "/), or open the notebook with <code>deno task lab</code>. Tried: ",
   );
-  return `<div id="${id}" class="lmbook-plot" style="width:100%;min-height:${height}px"></div>` +
+  // Shown only where the script does not run: JupyterLab and the classic notebook strip every <script> from an
+  // untrusted notebook's HTML (one opened from elsewhere), which would otherwise leave a blank area.
+  const untrusted = "<p>This plot is drawn by JavaScript, which Jupyter does not run in an untrusted notebook. " +
+    "Run this cell again, or trust the notebook (command palette: &ldquo;Trust Notebook&rdquo;; " +
+    "classic notebook: File &gt; Trust Notebook).</p>";
+  return `<div id="${id}" class="lmbook-plot" style="width:100%">${untrusted}</div>` +
     `<script type="text/javascript">(function () {\n${loaderJs()}\n` +
     `\n${FIT_FIGURE_JS}\n` +
     `var el = document.getElementById(${JSON.stringify(id)}); var fig = ${json};` +
+    `el.replaceChildren(); el.style.minHeight = "${height}px";` +
     `lmbookPlotly().then(function (P) { return P.newPlot(el, fig.data, lmbookFit(el, Object.assign({}, fig.layout)), lmbookConfig(el, fig.config)); },` +
     ` function (e) { var p = document.createElement("div"); p.innerHTML = ${failure};` +
     ` p.firstChild.appendChild(document.createTextNode(String(e && e.message ? e.message : e)));` +

@@ -37,6 +37,7 @@ import { plotlySource, plotlyVersion } from "../lib/plot.ts";
 import { EXECUTED_DIR, executeNotebook, jupyterMissing, notebookFiles, ROOT } from "./notebooks.ts";
 import { SITE_CSS, SITE_JS } from "./site_assets.ts";
 import { buildLive, formatLiveReport, type LiveReport } from "../tools/web/build.ts";
+import { gradeSectionHtml, writeGradeAssets } from "../tools/web/grade_build.ts";
 import {
   type ChapterLink,
   type IndexEntry,
@@ -207,6 +208,7 @@ export async function writeSite(inputs: SiteInput[], options: WriteSiteOptions =
   const api = options.api ?? true;
   const linked = new Map<string, number[]>(); // repository file -> the chapters linking to it
   let needsPlotly = false;
+  let needsGrading = false;
   for (const [k, input] of inputs.entries()) {
     const chapter = chapters[k];
     const page = renderChapterPage(input.nb, {
@@ -217,6 +219,13 @@ export async function writeSite(inputs: SiteInput[], options: WriteSiteOptions =
       apiDir: api ? API_DIR : undefined,
       live: options.live,
     });
+    // Issue 18 item 3: exercises graded in the page (tools/web/grade_build.ts) on chapters with exercises.
+    const grading = gradeSectionHtml(input.notebook);
+    if (grading) {
+      const at = page.html.includes('<footer class="page-footer">') ? '<footer class="page-footer">' : "</main>";
+      page.html = page.html.replace(at, `${grading}${at}`);
+    }
+    needsGrading ||= grading !== "";
     for (const f of sourceLinks(page.html)) linked.set(f, [...(linked.get(f) ?? []), k]);
     needsPlotly ||= page.plots > 0;
     const bytes = await write(chapter.page, page.html);
@@ -273,6 +282,7 @@ export async function writeSite(inputs: SiteInput[], options: WriteSiteOptions =
     await Deno.copyFile(from, to);
     files.push({ name: `${SOURCE_DIR}/${f}`, bytes: (await Deno.stat(to)).size });
   }
+  if (needsGrading) files.push(...await writeGradeAssets(outDir));
   if (api) await writeApiDocs(join(outDir, API_DIR));
   await write("style.css", SITE_CSS);
   await write("site.js", SITE_JS);

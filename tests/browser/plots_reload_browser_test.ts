@@ -14,7 +14,11 @@
  * `/notebooks/<dir>/<nb>`) from a small server that, like Jupyter, serves
  * files under `/files/`, and checks the loader finds the copy from each, and
  * that a page where nothing can be fetched shows a clear message instead of a
- * blank area.
+ * blank area. That test covers only where JupyterLab's pages load files from;
+ * how JupyterLab itself renders the outputs (its rendermime and output area
+ * code, trusted and untrusted notebooks, after a reload, with and without the
+ * plotly extension) is covered by tests/browser/jupyterlab_render_browser_test.ts,
+ * which runs JupyterLab 4's real output stack bundled from npm.
  *
  * Run: `deno test -A tests/browser/plots_reload_browser_test.ts`. Skipped
  * without Chromium or Jupyter, except under CI where that is a failure;

@@ -1,0 +1,335 @@
+/// <reference lib="dom" />
+/**
+ * The page side of in-page grading: sends the student's files and the graded
+ * tests to the grading worker (`grade_worker.ts`), times every test, stops
+ * the worker when a test runs past its time limit (an infinite loop), starts
+ * a fresh one for the tests that remain, and turns what came back into the
+ * same per-test results, statuses and messages as `deno task grade`
+ * (`classify` and `tidyMessage` of tests/graded_runner.ts, `scoreResults` of
+ * tests/grade.ts).
+ *
+ * @module
+ */
+import {
+  bracketsBalance,
+  classify,
+  type GradedResult,
+  parseTestName,
+  tidyMessage,
+  topLevelRegions,
+} from "../../tests/graded_runner.ts";
+import { type GradeReport, type PointsSpec, scoreResults } from "../../tests/grade.ts";
+import type { GradeRequest, SyntaxProblem, WorkerEvent } from "./grade_worker.ts";
+
+/** A graded test file as the page knows it (from the build). */
+export interface TestFileData {
+  /** Root-relative path, e.g. `exercises/ch00_tour_test.ts`. */
+  file: string;
+  /** The graded test names written in it, in order (for tests that never got to run). */
+  names: string[];
+}
+
+/** Options of {@link gradeInWorker}. */
+export interface GradeInWorkerOptions {
+  /** URL of the worker script. */
+  workerUrl: string;
+  /** Extra milliseconds past a test's own timeout before the worker is stopped (default 1 000). */
+  graceMs?: number;
+  /** Milliseconds a test file may take to load (default 15 000). */
+  loadTimeoutMs?: number;
+  /** Called on every event (progress). */
+  onEvent?: (e: WorkerEvent) => void;
+  /** Called with each result as it arrives. */
+  onResult?: (r: GradedResult) => void;
+  /** A worker left ready by an earlier run, reused when given. */
+  worker?: Worker;
+}
+
+/** What {@link gradeInWorker} returns. */
+export interface WorkerGradeRun {
+  /** One result per graded test. */
+  results: GradedResult[];
+  /** The worker, still alive, for the next run (a fresh one if the last was stopped). */
+  worker: Worker;
+  /** Workers stopped because a test or a load ran out of time. */
+  restarts: number;
+}
+
+const key = (file: string, name: string) => `${file}\u0000${name}`;
+
+/** Starts a grading worker and waits until it has loaded. */
+export function startWorker(url: string): Promise<Worker> {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(url, { type: "module" });
+    const onMessage = (e: MessageEvent<WorkerEvent>) => {
+      if (e.data?.type !== "ready") return;
+      w.removeEventListener("message", onMessage);
+      resolve(w);
+    };
+    w.addEventListener("message", onMessage);
+    w.addEventListener("error", (e) => reject(new Error(`the grading worker failed to start: ${e.message}`)), {
+      once: true,
+    });
+  });
+}
+
+/** A result from a raw failure text, classified and tidied exactly as the command-line grader does. */
+export function resultOf(file: string, name: string, raw: string, seconds?: number): GradedResult {
+  const status = raw === "" ? "passed" : classify(raw);
+  return {
+    file,
+    name,
+    exercise: parseTestName(name).exercise,
+    status,
+    message: raw === "" ? "" : tidyMessage(raw, status),
+    ...(seconds !== undefined ? { seconds } : {}),
+  };
+}
+
+/**
+ * Grades test files against exercise files in a Web Worker, with time limits.
+ * @param files exercise files by root-relative path: the student's text.
+ * @param tests the graded test files: path, source, names.
+ * @param options the worker script, time limits, progress callbacks.
+ * @returns one result per graded test, and the worker for the next run.
+ */
+export async function gradeInWorker(
+  files: Record<string, string>,
+  tests: (TestFileData & { source: string })[],
+  options: GradeInWorkerOptions,
+): Promise<WorkerGradeRun> {
+  const results = new Map<string, GradedResult>();
+  const skip = new Set<string>();
+  const skipFiles = new Set<string>();
+  let restarts = 0;
+  let worker = options.worker ?? await startWorker(options.workerUrl);
+  // Syntax errors inside one exercise function are cut out, as the command line does (that exercise
+  // scores 0 with the parser's message; the file's other exercises are still graded).
+  const current = { ...files };
+  const overrides = new Map<string, string>();
+  const fnEx = new Map<string, string>();
+  for (const t of tests) {
+    for (const n of t.names) {
+      const { exercise, fn } = parseTestName(n);
+      if (fn && exercise !== "?" && !fnEx.has(fn)) fnEx.set(fn, exercise);
+    }
+  }
+  const add = (r: GradedResult) => {
+    results.set(key(r.file, r.name), r);
+    skip.add(key(r.file, r.name));
+    options.onResult?.(r);
+  };
+  for (;;) {
+    const outcome = await new Promise<"done" | "stopped">((resolve) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const arm = (ms: number, onFire: () => void) => {
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          worker.removeEventListener("message", onMessage);
+          worker.terminate();
+          onFire();
+          resolve("stopped");
+        }, ms);
+      };
+      const onMessage = (e: MessageEvent<WorkerEvent>) => {
+        const ev = e.data;
+        options.onEvent?.(ev);
+        if (ev.type === "load") {
+          arm(options.loadTimeoutMs ?? 15_000, () => {
+            skipFiles.add(ev.file);
+            const names = tests.find((t) => t.file === ev.file)?.names ?? [];
+            for (const n of names.filter((n) => !skip.has(key(ev.file, n)))) {
+              add({
+                file: ev.file,
+                name: n,
+                exercise: parseTestName(n).exercise,
+                status: "timed out",
+                message: `timed out: ${ev.file.replace(/_test\.ts$/, ".ts")} did not finish loading, so no test ` +
+                  "could start. Code at the top level of a file (outside any function) runs on import: look " +
+                  "for a loop there that never ends.",
+              });
+            }
+          });
+        } else if (ev.type === "declared") clearTimeout(timer);
+        else if (ev.type === "load-error") {
+          clearTimeout(timer);
+          const syn = ev.syntax;
+          if (syn && syn.path !== ev.file && syn.path in current) {
+            const cut = cutOutSyntaxError(current[syn.path], syn, fnEx, new Set(overrides.keys()));
+            if (cut) {
+              current[syn.path] = cut.source;
+              overrides.set(cut.exercise, cut.message);
+              worker.removeEventListener("message", onMessage);
+              worker.terminate();
+              resolve("stopped");
+              return;
+            }
+          }
+          skipFiles.add(ev.file);
+          const names = tests.find((t) => t.file === ev.file)?.names ?? ev.names;
+          const message = loadErrorMessage(ev.file, ev.message);
+          for (const n of names) {
+            add({ file: ev.file, name: n, exercise: parseTestName(n).exercise, status: "error", message });
+          }
+        } else if (ev.type === "start") {
+          arm(ev.timeout + (options.graceMs ?? 1_000), () => {
+            add(resultOf(ev.file, ev.name, `Test timed out after ${ev.timeout}ms`, ev.timeout / 1000));
+            // The exercise's other tests would most likely hang the same way: they are not run, so one
+            // infinite loop costs one time limit (the other exercises of the file are still graded).
+            const ex = parseTestName(ev.name).exercise;
+            const names = tests.find((t) => t.file === ev.file)?.names ?? [];
+            for (const n of names.filter((n) => parseTestName(n).exercise === ex && !skip.has(key(ev.file, n)))) {
+              add({
+                file: ev.file,
+                name: n,
+                exercise: ex,
+                status: "timed out",
+                message: `timed out: not run, because an earlier test of exercise ${ex} (${ev.name}) did not ` +
+                  "finish within its time limit.",
+              });
+            }
+          });
+        } else if (ev.type === "end") {
+          clearTimeout(timer);
+          add(resultOf(ev.file, ev.name, ev.raw, ev.seconds));
+        } else if (ev.type === "done") {
+          clearTimeout(timer);
+          worker.removeEventListener("message", onMessage);
+          resolve("done");
+        }
+      };
+      worker.addEventListener("message", onMessage);
+      const req: GradeRequest = {
+        type: "grade",
+        files: current,
+        tests: tests.filter((t) => !skipFiles.has(t.file)).map((t) => ({ file: t.file, source: t.source })),
+        skip: [...skip],
+      };
+      worker.postMessage(req);
+    });
+    if (outcome === "done") break;
+    restarts++;
+    worker = await startWorker(options.workerUrl);
+  }
+  // In the order the files declare them; a test that never reported (none should) is an error.
+  const ordered: GradedResult[] = [];
+  for (const t of tests) {
+    for (const n of t.names) {
+      ordered.push(
+        results.get(key(t.file, n)) ?? {
+          file: t.file,
+          name: n,
+          exercise: parseTestName(n).exercise,
+          status: "error",
+          message: "error: this test did not run in the page.",
+        },
+      );
+    }
+    for (const [k, r] of results) if (k.startsWith(`${t.file}\u0000`) && !t.names.includes(r.name)) ordered.push(r);
+  }
+  for (const r of ordered) {
+    const o = overrides.get(r.exercise);
+    if (o) Object.assign(r, { status: "error", message: o });
+  }
+  return { results: ordered, worker, restarts };
+}
+
+/**
+ * Cuts the exercise function that holds a syntax error out of a file (a stub that throws, with as many
+ * lines), as tests/graded_runner.ts does for the command line: the function whose brackets do not
+ * balance above the error (the parser often notices a missing brace further down), else the one at it.
+ * @param source the exercise file.
+ * @param problem where the parser stopped.
+ * @param fnEx exercise number by function name.
+ * @param taken exercises already cut out.
+ * @returns the patched source, the exercise and its message; undefined when no exercise function holds it.
+ */
+export function cutOutSyntaxError(
+  source: string,
+  problem: SyntaxProblem,
+  fnEx: Map<string, string>,
+  taken: Set<string>,
+): { source: string; exercise: string; message: string } | undefined {
+  const regions = topLevelRegions(source);
+  const lines = source.split("\n");
+  const line = problem.line;
+  const isExercise = (r: (typeof regions)[number]) =>
+    r.isFunction && r.name !== null && fnEx.has(r.name) && !taken.has(fnEx.get(r.name)!);
+  const unbalanced = regions.find((r) =>
+    isExercise(r) && r.header <= line && !bracketsBalance(lines.slice(r.header - 1, r.end).join("\n"))
+  );
+  const here = regions.find((r) => line >= r.start && line <= r.end);
+  const target = unbalanced ?? (here && isExercise(here) ? here : undefined);
+  if (!target) return undefined;
+  const name = target.name!, exercise = fnEx.get(name)!;
+  const stub = `${target.exported ? "export " : ""}function ${name}(..._args: any[]): any { throw new Error(${
+    JSON.stringify(`lmbook: ${name} has a syntax error`)
+  }); }`;
+  const patched = [
+    ...lines.slice(0, target.header - 1),
+    stub,
+    ...Array(Math.max(0, target.end - target.header)).fill(""),
+    ...lines.slice(target.end),
+  ].join("\n");
+  const gutter = " ".repeat(String(line).length);
+  const frame = [
+    `SyntaxError: ${problem.message}`,
+    `${gutter} |`,
+    `${line} | ${lines[line - 1] ?? ""}`,
+    `${gutter} |${" ".repeat(problem.column)}~`,
+    `    at ${problem.path}:${line}:${problem.column}`,
+  ].join("\n");
+  const message = `error: syntax error in your ${name}: the file cannot be parsed there, so exercise ${exercise} ` +
+    `scores 0 (the other exercises of the file are still graded).\n${indent(frame)}\n  hint:     ` +
+    "look at the marked line and the line above it: a missing bracket, comma or quote is the usual cause.";
+  return { source: patched, exercise, message };
+}
+
+/** The message for a test file that could not be loaded (a syntax error, a throw at the top level). */
+export function loadErrorMessage(file: string, raw: string): string {
+  const text = raw.replace(/^Uncaught /, "");
+  if (/^SyntaxError/.test(text)) {
+    return `error: syntax error, so this file could not be graded at all:\n${indent(text)}\n  hint:     ` +
+      "look at the marked line and the line above it: a missing bracket, comma or quote is the usual cause.";
+  }
+  if (/^Error: Module not found/.test(text)) {
+    return `error: a module imported by the exercise file cannot be found:\n${indent(text)}\n  hint:     ` +
+      "exercise files import everything from ../lib/mod.ts; check the import lines at the top.";
+  }
+  return `error: ${file.replace(/_test\.ts$/, ".ts")} throws while it is being loaded, before any test can ` +
+    `run:\n${indent(text)}\n  hint:     code at the top level of a file (outside functions) runs on import; ` +
+    "move it into a function.";
+}
+
+function indent(text: string): string {
+  return text.split("\n").map((l) => `    ${l}`).join("\n");
+}
+
+/**
+ * Scores in-page results with the declared points, as `deno task grade` does.
+ * @param results the graded tests' outcomes.
+ * @param points `exercises/points.json`'s `exercises` table.
+ * @param target what was graded (shown in the report's first line).
+ * @param seconds how long grading took.
+ * @returns the report {@link formatReport} prints.
+ */
+export function reportOf(
+  results: GradedResult[],
+  points: Record<string, number | PointsSpec>,
+  target: string,
+  seconds: number,
+): GradeReport {
+  const table = new Map<string, PointsSpec>(
+    Object.entries(points).map(([k, v]) => [k, typeof v === "number" ? { points: v } : v]),
+  );
+  const scored = scoreResults(results, table);
+  const round2 = (x: number) => Math.round(x * 100) / 100;
+  return {
+    target,
+    exercises: scored.exercises,
+    score: round2(scored.exercises.reduce((s, e) => s + e.score, 0)),
+    maxScore: round2(scored.exercises.reduce((s, e) => s + e.maxScore, 0)),
+    warnings: scored.warnings,
+    seconds,
+  };
+}
