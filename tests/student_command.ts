@@ -84,9 +84,9 @@ export function judgeStubRun(text: string, expected: number): { ok: boolean; sum
 /**
  * The failure locations (`name => ./file:line:col`) that do not point at a
  * graded test file: Deno reports a test where it was registered, and a
- * student should land on the graded(...) call, not inside lib/grading.ts.
+ * student should land on the graded(...) call, not inside lib/grading/grading.ts.
  * @param text the output of `deno test exercises/`.
- * @returns the misplaced locations, e.g. `./lib/grading.ts:51:8`.
+ * @returns the misplaced locations, e.g. `./lib/grading/grading.ts:51:8`.
  */
 export function misplacedFailures(text: string): string[] {
   return [...text.matchAll(/ => (\S+:\d+:\d+)$/gm)].map((m) => m[1])
