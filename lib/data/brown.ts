@@ -320,7 +320,7 @@ export function resolvePreparation(options: BrownOptions = {}): SplitOptions {
   };
 }
 
-const ROOT = new URL("../", import.meta.url);
+const ROOT = new URL("../../", import.meta.url);
 const CACHE_VERSION = 2;
 
 function corpusDir(dir?: string): string {

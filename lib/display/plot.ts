@@ -241,7 +241,7 @@ function plotlyPath(): string {
   try {
     return createRequire(import.meta.url).resolve("plotly.js-dist");
   } catch {
-    return new URL("../node_modules/plotly.js-dist/plotly.js", import.meta.url).pathname;
+    return new URL("../../node_modules/plotly.js-dist/plotly.js", import.meta.url).pathname;
   }
 }
 
@@ -273,7 +273,7 @@ function granted(desc: Deno.PermissionDescriptor): boolean {
 export async function plotlyMinifiedSource(): Promise<string> {
   if (minified !== undefined) return minified;
   const version = plotlyVersion();
-  const cacheDir = new URL("../.cache/", import.meta.url);
+  const cacheDir = new URL("../../.cache/", import.meta.url);
   const cached = new URL(`plotly.js-dist-${version}.min.js`, cacheDir).pathname;
   try {
     minified = await Deno.readTextFile(cached);
