@@ -20,9 +20,9 @@
  *
  * @module
  */
-import { BENGIO_2003_BROWN, type BrownDocument, loadBrownDocuments } from "./brown.ts";
 import { PairTable, PieceCache } from "./bpe_cache.ts";
 import { RankTable } from "./bpe_ranks.ts";
+import { globalCopy, PAIR_BASE, specialTokenRegExp, utf8Encoder, utf8Ids } from "./bpe_bytes.ts";
 
 /**
  * GPT-2's pre-tokenization pattern (Radford et al., 2019): English
@@ -36,10 +36,9 @@ export const GPT2_PATTERN: RegExp = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| 
 /** GPT-2's end-of-text special token (id 50256 in GPT-2's vocabulary). Chapter 8. */
 export const GPT2_END_OF_TEXT = "<|endoftext|>";
 
-/** Pair keys are `left * PAIR_BASE + right`; token ids must stay below it. */
-const PAIR_BASE = 2 ** 21;
 /** Pre-tokens longer than this many bytes use the heap-based merge loop. */
 const LONG_WORD = 48;
+
 /** Pre-tokens up to this many characters are remembered by the encoder. */
 const CACHE_MAX_CHARS = 64;
 
@@ -100,16 +99,6 @@ export function pretokenize(text: string, pattern: RegExp = GPT2_PATTERN): strin
     out.push(m[0]);
   }
   return out;
-}
-
-function globalCopy(pattern: RegExp, name: string): RegExp {
-  if (!(pattern instanceof RegExp)) {
-    throw new TypeError(`${name} must be a RegExp: ${name}=${String(pattern)}`);
-  }
-  if (!pattern.global) {
-    throw new TypeError(`${name} must have the global flag "g": ${name}=${pattern}`);
-  }
-  return new RegExp(pattern.source, pattern.flags);
 }
 
 /** One learned merge, as reported by {@link BpeTokenizer.merges}; chapter 8. */
@@ -181,7 +170,6 @@ export interface Gpt2FilesOptions {
 }
 
 const utf8Decoder = new TextDecoder("utf-8", { fatal: false });
-const utf8Encoder = new TextEncoder();
 
 /**
  * A byte-level BPE tokenizer: a vocabulary of byte strings, a ranked list of
@@ -197,7 +185,7 @@ const utf8Encoder = new TextEncoder();
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { trainBpe } from "./bpe.ts";
+ * import { trainBpe } from "./bpe_train.ts";
  * const tok = trainBpe("low lower lowest low low", { numMerges: 4 });
  * const ids = tok.encode("slower 🙂");
  * assertEquals(tok.decode(ids), "slower 🙂");
@@ -356,7 +344,7 @@ export class BpeTokenizer {
    * @example
    * ```ts
    * import { assertEquals } from "@std/assert";
-   * import { trainBpe } from "./bpe.ts";
+   * import { trainBpe } from "./bpe_train.ts";
    * const tok = trainBpe("aaab aaab", { numMerges: 2, specialTokens: ["<eos>"] });
    * assertEquals(tok.decode(tok.encode("aaab<eos>", { allowedSpecial: "all" })), "aaab<eos>");
    * assertEquals(tok.encode("<eos>", { allowedSpecial: "all" }), [tok.specialTokens.get("<eos>")!]);
@@ -642,7 +630,7 @@ export class BpeTokenizer {
    * @example
    * ```ts
    * import { assertEquals } from "@std/assert";
-   * import { trainBpe } from "./bpe.ts";
+   * import { trainBpe } from "./bpe_train.ts";
    * const tok = trainBpe("the the the then", { numMerges: 3 });
    * assertEquals(tok.tokenize("the then"), ["the", " the", "n"]);
    * ```
@@ -880,59 +868,9 @@ export class BpeTokenizer {
   }
 }
 
-/**
- * A global RegExp matching any of the given special tokens: the longest
- * alternative comes first, so where two special tokens start at the same
- * place the longer one wins.
- */
-function specialTokenRegExp(tokens: Iterable<string>): RegExp {
-  const alternatives = [...tokens].sort((x, y) => y.length - x.length || (x < y ? -1 : x > y ? 1 : 0))
-    .map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-  return new RegExp(alternatives.join("|"), "gu");
-}
-
 function startsWith(hay: Uint8Array, needle: Uint8Array, at: number): boolean {
   for (let i = 0; i < needle.length; i++) if (hay[at + i] !== needle[i]) return false;
   return true;
-}
-
-/**
- * UTF-8 encodes a string straight into base-token ids (lone surrogates as
- * U+FFFD, like TextEncoder).
- */
-function utf8Ids(s: string, byteToId: Int32Array, identity: boolean): Int32Array {
-  const out = new Int32Array(s.length * 3);
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    let c = s.charCodeAt(i);
-    if (c < 0x80) {
-      out[n++] = c;
-      continue;
-    }
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
-        i++;
-      } else c = 0xfffd;
-    } else if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
-    if (c < 0x800) {
-      out[n++] = 0xc0 | (c >> 6);
-      out[n++] = 0x80 | (c & 63);
-    } else if (c < 0x10000) {
-      out[n++] = 0xe0 | (c >> 12);
-      out[n++] = 0x80 | ((c >> 6) & 63);
-      out[n++] = 0x80 | (c & 63);
-    } else {
-      out[n++] = 0xf0 | (c >> 18);
-      out[n++] = 0x80 | ((c >> 12) & 63);
-      out[n++] = 0x80 | ((c >> 6) & 63);
-      out[n++] = 0x80 | (c & 63);
-    }
-  }
-  const ids = out.subarray(0, n);
-  if (!identity) { for (let i = 0; i < n; i++) ids[i] = byteToId[ids[i]]; }
-  return ids;
 }
 
 /** A binary min-heap of (rank, position) pairs. */
@@ -987,341 +925,6 @@ class PairHeap {
   }
 }
 
-/** Options of {@link trainBpe}; chapter 8. */
-export interface TrainBpeOptions {
-  /** How many merges to learn (give this or `vocabSize`). */
-  numMerges?: number;
-  /** The target vocabulary size: 256 bytes + merges + special tokens. */
-  vocabSize?: number;
-  /** Stop when the most frequent pair occurs fewer times than this (default 2). */
-  minFrequency?: number;
-  /**
-   * Special tokens, given the ids after the merged tokens, in this order.
-   * The corpus is cut at every occurrence of one (the longest where two
-   * start at the same place) before pre-tokenization, so no merge ever
-   * learns a piece of a special token or spans one.
-   */
-  specialTokens?: readonly string[];
-  /**
-   * How a tie between two pairs of equal count is broken:
-   * `"greater-bytes"` (default): the pair whose (left bytes, right bytes) is
-   * lexicographically greater wins, comparing the left tokens' byte strings
-   * first and the right ones only when the left are equal (a byte string
-   * that is a prefix of another is the smaller). This is the rule of
-   * Stanford CS336's BPE assignment and of trainers checked against it; it
-   * depends only on the pairs' bytes, never on id assignment.
-   * `"smaller-ids"`: the pair of smaller ids (left id first) wins, the rule of
-   * Hugging Face `tokenizers`' BPE trainer (on its own ids) and this
-   * workbook's rule before issue 17.
-   */
-  tieBreak?: "greater-bytes" | "smaller-ids";
-  /** The pre-tokenization pattern (global); default {@link GPT2_PATTERN}. */
-  pattern?: RegExp;
-  /** Called after every merge (e.g. to advance a progress bar). */
-  onMerge?: (merge: { rank: number; count: number }) => void;
-}
-
-/**
- * Learns byte-level BPE merges from a corpus (Sennrich et al., 2016).
- * Chapter 8.
- *
- * The corpus is split into pre-tokens and counted; each distinct pre-token
- * starts as its bytes. Then, `numMerges` times: the most frequent adjacent
- * pair of tokens (counted over all pre-tokens, weighted by their frequency;
- * of pairs with equal counts the lexicographically greater pair of byte
- * strings wins, see {@link TrainBpeOptions.tieBreak}) becomes a new token, and every
- * occurrence is merged, left to right. Only the words that contain the pair
- * are rewritten and only the pair counts they touch are updated (a
- * max-heap with lazy deletion finds the next best pair), so 5,000 merges on
- * the Brown corpus take about a second instead of minutes.
- *
- * Ids: 0-255 are the bytes, 256 + r is the token made by merge r, then the
- * special tokens in order. Special tokens cut the corpus before
- * pre-tokenization, so they never take part in a merge.
- *
- * @param corpus the training text, or several documents (pre-tokens never
- * span two documents).
- * @param options `numMerges` or `vocabSize`, `minFrequency`, `specialTokens`,
- * `pattern`, `onMerge`.
- * @returns the trained tokenizer; its {@link BpeTokenizer.merges} report the
- * count of every pair when it was merged. Training stops early when no pair
- * occurs `minFrequency` times.
- * @throws {RangeError} when neither or both of `numMerges` and `vocabSize`
- * are given, or they are out of range.
- *
- * @example
- * ```ts
- * import { assertEquals } from "@std/assert";
- * import { trainBpe } from "./bpe.ts";
- * const tok = trainBpe("low low low lower lowest", { numMerges: 3 });
- * assertEquals(tok.merges().map((m) => m.token), ["ow", "low", " low"]);
- * assertEquals(tok.tokenize("lowly"), ["low", "l", "y"]);
- * ```
- */
-export function trainBpe(
-  corpus: string | readonly string[],
-  options: TrainBpeOptions,
-): BpeTokenizer {
-  const docs = typeof corpus === "string" ? [corpus] : corpus;
-  if (!Array.isArray(docs) && typeof corpus !== "string") {
-    throw new TypeError(`corpus must be a string or an array of strings: corpus=${String(corpus)}`);
-  }
-  const specials = [...(options.specialTokens ?? [])];
-  if (new Set(specials).size !== specials.length) {
-    throw new RangeError(`specialTokens has duplicates: specialTokens=${JSON.stringify(specials)}`);
-  }
-  const { numMerges: nm, vocabSize } = options;
-  if ((nm === undefined) === (vocabSize === undefined)) {
-    throw new RangeError(
-      `give exactly one of numMerges and vocabSize: numMerges=${nm}, vocabSize=${vocabSize}`,
-    );
-  }
-  const numMerges = nm ?? vocabSize! - 256 - specials.length;
-  if (!Number.isInteger(numMerges) || numMerges < 0) {
-    throw new RangeError(
-      nm !== undefined
-        ? `numMerges must be a non-negative integer: numMerges=${nm}`
-        : `vocabSize must be an integer of at least 256 + ${specials.length} special tokens: vocabSize=${vocabSize}`,
-    );
-  }
-  if (256 + numMerges + specials.length > PAIR_BASE) {
-    throw new RangeError(`numMerges too large: numMerges=${numMerges}, at most ${PAIR_BASE - 256 - specials.length}`);
-  }
-  const minFrequency = options.minFrequency ?? 2;
-  if (!(minFrequency >= 1)) {
-    throw new RangeError(`minFrequency must be at least 1: minFrequency=${minFrequency}`);
-  }
-  const pattern = globalCopy(options.pattern ?? GPT2_PATTERN, "options.pattern");
-  const tieBreak = options.tieBreak ?? "greater-bytes";
-  if (tieBreak !== "greater-bytes" && tieBreak !== "smaller-ids") {
-    throw new RangeError(`tieBreak must be "greater-bytes" or "smaller-ids": tieBreak=${String(tieBreak)}`);
-  }
-  for (const s of specials) {
-    if (typeof s !== "string" || s.length === 0) {
-      throw new RangeError(`specialTokens must be non-empty strings: specialTokens=${JSON.stringify(specials)}`);
-    }
-  }
-  const splitter = specials.length > 0 ? specialTokenRegExp(specials) : null;
-
-  // 1. Count the distinct pre-tokens (special tokens cut the text first).
-  const wordCounts = new Map<string, number>();
-  const countPieces = (text: string) => {
-    pattern.lastIndex = 0;
-    for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
-      if (m[0].length === 0) {
-        pattern.lastIndex++;
-        continue;
-      }
-      wordCounts.set(m[0], (wordCounts.get(m[0]) ?? 0) + 1);
-    }
-  };
-  for (const doc of docs) {
-    if (typeof doc !== "string") throw new TypeError(`every document must be a string: got ${typeof doc}`);
-    if (splitter === null) {
-      countPieces(doc);
-      continue;
-    }
-    splitter.lastIndex = 0;
-    let from = 0;
-    for (let m = splitter.exec(doc); m !== null; m = splitter.exec(doc)) {
-      countPieces(doc.slice(from, m.index));
-      from = m.index + m[0].length;
-    }
-    countPieces(doc.slice(from));
-  }
-
-  // 2. Every distinct pre-token as a run of byte ids in one big buffer.
-  const nWords = wordCounts.size;
-  const freq = new Float64Array(nWords);
-  const start = new Int32Array(nWords);
-  const len = new Int32Array(nWords);
-  const chunks: Int32Array[] = [];
-  let total = 0, w = 0;
-  for (const [word, count] of wordCounts) {
-    const ids = utf8Ids(word, IDENTITY, true);
-    chunks.push(ids);
-    freq[w] = count;
-    start[w] = total;
-    len[w] = ids.length;
-    total += ids.length;
-    w++;
-  }
-  const sym = new Int32Array(total);
-  chunks.forEach((c, i) => sym.set(c, start[i]));
-  chunks.length = 0;
-
-  // 3. Pair counts, where each pair occurs, and a max-heap of candidates.
-  const counts = new Map<number, number>();
-  const where = new Map<number, number[]>();
-  for (let wi = 0; wi < nWords; wi++) {
-    const s = start[wi], f = freq[wi];
-    for (let i = s; i < s + len[wi] - 1; i++) {
-      const key = sym[i] * PAIR_BASE + sym[i + 1];
-      counts.set(key, (counts.get(key) ?? 0) + f);
-      const list = where.get(key);
-      if (list === undefined) where.set(key, [wi]);
-      else if (list[list.length - 1] !== wi) list.push(wi);
-    }
-  }
-  // The bytes of every token so far, for the tie rule.
-  const tokenBytes: Uint8Array[] = [];
-  for (let i = 0; i < 256; i++) tokenBytes.push(Uint8Array.of(i));
-  const heap = new CountHeap(tieBreak === "greater-bytes" ? (k1, k2) => greaterBytes(k1, k2, tokenBytes) : null);
-  for (const [key, c] of counts) heap.push(c, key);
-
-  // 4. Merge, updating only what changes.
-  const merges: [number, number, number][] = [];
-  const mergeCounts: number[] = [];
-  const stamp = new Int32Array(nWords).fill(-1);
-  const delta = new Map<number, number>();
-  while (merges.length < numMerges && heap.size > 0) {
-    const [count, key] = heap.pop();
-    if (counts.get(key) !== count) continue; // stale entry
-    if (count < minFrequency) break;
-    const a = Math.floor(key / PAIR_BASE), b = key - a * PAIR_BASE;
-    const m = 256 + merges.length;
-    const rank = merges.length;
-    merges.push([a, b, m]);
-    mergeCounts.push(count);
-    const joined = new Uint8Array(tokenBytes[a].length + tokenBytes[b].length);
-    joined.set(tokenBytes[a]);
-    joined.set(tokenBytes[b], tokenBytes[a].length);
-    tokenBytes.push(joined);
-    const list = where.get(key) ?? [];
-    where.delete(key);
-    delta.clear();
-    for (const wi of list) {
-      if (stamp[wi] === rank) continue;
-      stamp[wi] = rank;
-      const s = start[wi], n = len[wi], f = freq[wi];
-      let found = false;
-      for (let i = s; i < s + n - 1; i++) {
-        if (sym[i] === a && sym[i + 1] === b) {
-          found = true;
-          break;
-        }
-      }
-      if (!found) continue;
-      for (let i = s; i < s + n - 1; i++) {
-        const k = sym[i] * PAIR_BASE + sym[i + 1];
-        delta.set(k, (delta.get(k) ?? 0) - f);
-      }
-      let j = s;
-      for (let i = s; i < s + n;) {
-        if (i < s + n - 1 && sym[i] === a && sym[i + 1] === b) {
-          sym[j++] = m;
-          i += 2;
-        } else sym[j++] = sym[i++];
-      }
-      len[wi] = j - s;
-      for (let i = s; i < j - 1; i++) {
-        const k = sym[i] * PAIR_BASE + sym[i + 1];
-        delta.set(k, (delta.get(k) ?? 0) + f);
-        if (sym[i] === m || sym[i + 1] === m) {
-          const l = where.get(k);
-          if (l === undefined) where.set(k, [wi]);
-          else if (l[l.length - 1] !== wi) l.push(wi);
-        }
-      }
-    }
-    for (const [k, d] of delta) {
-      if (d === 0) continue;
-      const c = (counts.get(k) ?? 0) + d;
-      if (c > 0) {
-        counts.set(k, c);
-        heap.push(c, k);
-      } else {
-        counts.delete(k);
-        where.delete(k);
-      }
-    }
-    options.onMerge?.({ rank, count });
-  }
-
-  // 5. The vocabulary: bytes, merged tokens (already in tokenBytes), special tokens.
-  const specialTokens = new Map<string, number>();
-  for (const s of specials) {
-    specialTokens.set(s, tokenBytes.length);
-    tokenBytes.push(utf8Encoder.encode(s));
-  }
-  return new BpeTokenizer({ tokenBytes, merges, specialTokens, pattern, mergeCounts });
-}
-
-const IDENTITY = Int32Array.from({ length: 256 }, (_, i) => i);
-
-/** Compares two byte strings: negative, zero or positive (a prefix is smaller). */
-function compareBytes(x: Uint8Array, y: Uint8Array): number {
-  const n = Math.min(x.length, y.length);
-  for (let i = 0; i < n; i++) if (x[i] !== y[i]) return x[i] - y[i];
-  return x.length - y.length;
-}
-
-/** Whether pair key k1 is lexicographically greater than k2 as (left bytes, right bytes). */
-function greaterBytes(k1: number, k2: number, tokenBytes: Uint8Array[]): boolean {
-  const a1 = Math.floor(k1 / PAIR_BASE), a2 = Math.floor(k2 / PAIR_BASE);
-  const c = a1 === a2 ? 0 : compareBytes(tokenBytes[a1], tokenBytes[a2]);
-  if (c !== 0) return c > 0;
-  const d = compareBytes(tokenBytes[k1 - a1 * PAIR_BASE], tokenBytes[k2 - a2 * PAIR_BASE]);
-  return d !== 0 ? d > 0 : k1 < k2; // equal bytes (two ids spell the same): smaller ids, to stay a total order
-}
-
-/**
- * A binary max-heap of (count, pair key); ties go to the key `wins` prefers
- * (default: the smaller key, i.e. the smaller ids).
- */
-class CountHeap {
-  #count: number[] = [];
-  #key: number[] = [];
-  #wins: ((k1: number, k2: number) => boolean) | null;
-  constructor(wins: ((k1: number, k2: number) => boolean) | null) {
-    this.#wins = wins;
-  }
-  get size(): number {
-    return this.#count.length;
-  }
-  #better(i: number, j: number): boolean {
-    const c = this.#count, k = this.#key;
-    if (c[i] !== c[j]) return c[i] > c[j];
-    return this.#wins === null ? k[i] < k[j] : this.#wins(k[i], k[j]);
-  }
-  #swap(i: number, j: number): void {
-    const c = this.#count, k = this.#key;
-    [c[i], c[j]] = [c[j], c[i]];
-    [k[i], k[j]] = [k[j], k[i]];
-  }
-  push(count: number, key: number): void {
-    this.#count.push(count);
-    this.#key.push(key);
-    let i = this.#count.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!this.#better(i, parent)) break;
-      this.#swap(i, parent);
-      i = parent;
-    }
-  }
-  pop(): [number, number] {
-    const top: [number, number] = [this.#count[0], this.#key[0]];
-    const lc = this.#count.pop()!, lk = this.#key.pop()!;
-    const n = this.#count.length;
-    if (n > 0) {
-      this.#count[0] = lc;
-      this.#key[0] = lk;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1, r = l + 1;
-        let m = i;
-        if (l < n && this.#better(l, m)) m = l;
-        if (r < n && this.#better(r, m)) m = r;
-        if (m === i) break;
-        this.#swap(i, m);
-        i = m;
-      }
-    }
-    return top;
-  }
-}
-
 let gpt2Promise: Promise<BpeTokenizer> | undefined;
 
 /**
@@ -1357,156 +960,4 @@ export function loadGpt2Tokenizer(): Promise<BpeTokenizer> {
   })();
   gpt2Promise.catch(() => gpt2Promise = undefined);
   return gpt2Promise;
-}
-
-const NO_SPACE_BEFORE = new Set([",", ".", ";", ":", "!", "?", ")", "]", "}", "%", "''", "'", "...", "'s", "n't"]);
-const NO_SPACE_AFTER = new Set(["(", "[", "{", "$", "``", "`"]);
-
-/**
- * Joins a tokenized sentence back into ordinary text: no space before
- * closing punctuation, none after opening brackets, and the Brown corpus's
- * quote marks `` `` `` and `''` written as `"`. Chapter 8 (BPE is trained on
- * running text, where a comma follows its word).
- *
- * @param words the words of a sentence, e.g. Brown's `["``", "No", ",", "sir", "''", "."]`.
- * @returns the text, e.g. `"No, sir".`.
- *
- * @example
- * ```ts
- * import { assertEquals } from "@std/assert";
- * import { detokenize } from "./bpe.ts";
- * assertEquals(detokenize(["He", "said", ",", "``", "No", "''", "(", "twice", ")", "."]), 'He said, "No" (twice).');
- * ```
- */
-export function detokenize(words: readonly string[]): string {
-  let out = "";
-  let glue = true;
-  for (const w of words) {
-    const text = w === "``" || w === "''" ? '"' : w;
-    if (!glue && !NO_SPACE_BEFORE.has(w)) out += " ";
-    out += text;
-    glue = NO_SPACE_AFTER.has(w);
-  }
-  return out;
-}
-
-/** The Brown corpus as running text, split like chapter 2's token streams (see {@link loadBrownTexts}). */
-export interface BrownTexts {
-  /** Training text, one string per document (or piece of a document cut by the split). */
-  train: string[];
-  /** Validation text, likewise. */
-  valid: string[];
-  /** Test text, likewise. */
-  test: string[];
-  /** Brown words in each split (punctuation counts as a word, as in chapter 2). */
-  words: { train: number; valid: number; test: number };
-  /** The genre of each piece, parallel to the text arrays. */
-  categories: { train: string[]; valid: string[]; test: string[] };
-}
-
-/** Options of {@link loadBrownTexts}; chapter 8. */
-export interface BrownTextsOptions {
-  /** Training words (default 800,000, Bengio et al.'s split). */
-  trainWords?: number;
-  /** Validation words (default 200,000). */
-  validWords?: number;
-  /** Rejoin punctuation with {@link detokenize} (default true); false joins every word with a space. */
-  detokenize?: boolean;
-}
-
-/**
- * The Brown corpus as running text for tokenizer training (chapter 8):
- * sentences {@link detokenize}d and joined by spaces, paragraphs by blank
- * lines, split into train / validation / test at the same word counts as
- * chapter 2 (Bengio et al., 2003), so the pieces hold exactly the words of
- * `loadBrown()`'s splits. Needs read permission (the corpus files).
- *
- * @param options split sizes and whether to detokenize.
- * @returns the texts, word counts and genres.
- * @throws {RangeError} when the split sizes are not positive integers or exceed the corpus.
- *
- * @example
- * ```ts ignore
- * import { loadBrownTexts, trainBpe } from "./bpe.ts";
- * const brown = await loadBrownTexts();
- * const tok = trainBpe(brown.train, { numMerges: 5000 });
- * ```
- */
-export async function loadBrownTexts(options: BrownTextsOptions = {}): Promise<BrownTexts> {
-  const trainWords = options.trainWords ?? BENGIO_2003_BROWN.trainWords;
-  const validWords = options.validWords ?? BENGIO_2003_BROWN.validWords;
-  for (const [name, v] of [["trainWords", trainWords], ["validWords", validWords]] as const) {
-    if (!Number.isInteger(v) || v < 1) throw new RangeError(`${name} must be a positive integer: ${name}=${v}`);
-  }
-  return splitBrownTexts(await loadBrownDocuments(), { trainWords, validWords, detokenize: options.detokenize });
-}
-
-/**
- * The work behind {@link loadBrownTexts}, on documents already loaded (chapter 8).
- * @param documents Brown documents in corpus order.
- * @param options split sizes (required) and whether to detokenize.
- * @returns the texts, word counts and genres.
- * @throws {RangeError} when the splits need more words than the documents have.
- */
-export function splitBrownTexts(
-  documents: readonly BrownDocument[],
-  options: { trainWords: number; validWords: number; detokenize?: boolean },
-): BrownTexts {
-  const join = options.detokenize === false ? (ws: readonly string[]) => ws.join(" ") : detokenize;
-  const cuts = [options.trainWords, options.trainWords + options.validWords];
-  let total = 0;
-  for (const d of documents) for (const p of d.paragraphs) for (const s of p) total += s.length;
-  if (cuts[1] >= total) {
-    throw new RangeError(
-      `the splits need more words than the corpus has: trainWords + validWords = ${cuts[1]}, corpus words = ${total}`,
-    );
-  }
-  const names = ["train", "valid", "test"] as const;
-  const out: BrownTexts = {
-    train: [],
-    valid: [],
-    test: [],
-    words: { train: 0, valid: 0, test: 0 },
-    categories: { train: [], valid: [], test: [] },
-  };
-  let split = 0, seen = 0;
-  for (const d of documents) {
-    let paragraphs: string[] = [];
-    let sentences: string[] = [];
-    let words: string[] = [];
-    const flushSentence = () => {
-      if (words.length) sentences.push(join(words));
-      words = [];
-    };
-    const flushParagraph = () => {
-      flushSentence();
-      if (sentences.length) paragraphs.push(sentences.join(" "));
-      sentences = [];
-    };
-    const flushPiece = () => {
-      flushParagraph();
-      if (paragraphs.length) {
-        out[names[split]].push(paragraphs.join("\n\n"));
-        out.categories[names[split]].push(d.category);
-      }
-      paragraphs = [];
-    };
-    for (const p of d.paragraphs) {
-      for (const s of p) {
-        for (const w of s) {
-          if (split < 2 && seen === cuts[split]) {
-            flushPiece();
-            split++;
-          }
-          words.push(w);
-          out.words[names[split]]++;
-          seen++;
-        }
-        flushSentence();
-      }
-      flushParagraph();
-    }
-    flushPiece();
-  }
-  return out;
 }

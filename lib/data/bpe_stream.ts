@@ -57,7 +57,7 @@ const HOLD_BACK = 2;
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { trainBpe } from "./bpe.ts";
+ * import { trainBpe } from "./bpe_train.ts";
  * import { encodeStream } from "./bpe_stream.ts";
  * const tok = trainBpe("the cat sat on the mat", { numMerges: 10, minFrequency: 1 });
  * const ids: number[] = [];
@@ -95,7 +95,7 @@ export async function* encodeStream(
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { trainBpe } from "./bpe.ts";
+ * import { trainBpe } from "./bpe_train.ts";
  * import { encodeChunks } from "./bpe_stream.ts";
  * const tok = trainBpe("low lower lowest", { numMerges: 5, minFrequency: 1 });
  * assertEquals([...encodeChunks(tok, ["lo", "wer lo", "west"])].flat(), tok.encode("lower lowest"));

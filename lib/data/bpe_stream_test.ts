@@ -1,5 +1,5 @@
 import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
-import { trainBpe } from "./bpe.ts";
+import { trainBpe } from "./bpe_train.ts";
 import { type EncodingName, loadEncoding } from "./bpe_encodings.ts";
 import { encodeChunks, encodeStream } from "./bpe_stream.ts";
 import { Rng } from "../core/random.ts";

@@ -1,16 +1,8 @@
 import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import { ALL_SPECIAL_TOKENS, encode as referenceEncode } from "gpt-tokenizer/encoding/r50k_base";
-import {
-  BpeTokenizer,
-  bytesToUnicode,
-  detokenize,
-  GPT2_END_OF_TEXT,
-  loadBrownTexts,
-  loadGpt2Tokenizer,
-  pretokenize,
-  splitBrownTexts,
-  trainBpe,
-} from "./bpe.ts";
+import { BpeTokenizer, bytesToUnicode, GPT2_END_OF_TEXT, loadGpt2Tokenizer, pretokenize } from "./bpe.ts";
+import { detokenize, loadBrownTexts, splitBrownTexts } from "./bpe_text.ts";
+import { trainBpe } from "./bpe_train.ts";
 import type { BrownDocument } from "./brown.ts";
 import { Rng } from "../core/random.ts";
 

@@ -26,7 +26,8 @@
  */
 import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
-import type { Batch, Dataset, LossOptions, TrainableModel } from "../train/train.ts";
+import type { Batch, Dataset } from "../train/dataset.ts";
+import type { LossOptions, TrainableModel } from "../train/train.ts";
 import { layerNorm, normalMatrix } from "./attention.ts";
 import { embeddingLookup, gelu } from "../kernels/mod.ts";
 

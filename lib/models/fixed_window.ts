@@ -35,16 +35,9 @@ import { Rng } from "../core/random.ts";
 import { BOS_ID, EOS_ID } from "../data/vocab.ts";
 import { crossEntropyFromLogits, linear } from "../kernels/mod.ts";
 import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
-import {
-  arrayDataset,
-  assignWeights,
-  type Batch,
-  type Dataset,
-  loadWeights,
-  type LossOptions,
-  saveWeights,
-  type TrainableModel,
-} from "../train/train.ts";
+import { arrayDataset, type Batch, type Dataset } from "../train/dataset.ts";
+import { assignWeights, loadWeights, saveWeights } from "../train/checkpoint.ts";
+import { type LossOptions, type TrainableModel } from "../train/train.ts";
 
 // ---------------------------------------------------------------------------
 // Windows

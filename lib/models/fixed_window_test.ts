@@ -275,7 +275,7 @@ Deno.test("FixedWindowLM + Trainer: learns the toy grammar on cpu; no leaks; sav
   );
   await assertRejects(
     async () => {
-      const { saveWeights } = await import("../train/train.ts");
+      const { saveWeights } = await import("../train/checkpoint.ts");
       await saveWeights(`${dir}/other.lmw`, { w: tf.zeros([1]) }, { meta: { kind: "Other" } });
       await FixedWindowLM.load(`${dir}/other.lmw`);
     },

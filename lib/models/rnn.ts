@@ -18,7 +18,8 @@
  */
 import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
-import type { Batch, TrainableModel } from "../train/train.ts";
+import type { Batch } from "../train/dataset.ts";
+import type { TrainableModel } from "../train/train.ts";
 
 /** The two recurrent cells. */
 export type CellType = "rnn" | "lstm";

@@ -1,7 +1,8 @@
 import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { gradientFlow, RnnLM } from "./rnn.ts";
-import { sequenceDataset, Trainer } from "../train/train.ts";
+import { sequenceDataset } from "../train/dataset.ts";
+import { Trainer } from "../train/train.ts";
 
 await tf.setBackend("cpu");
 

@@ -112,8 +112,9 @@
 import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
 import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
-import type { Batch, LossOptions, TrainableModel } from "../train/train.ts";
-import { assignWeights, loadWeights, saveWeights } from "../train/train.ts";
+import type { Batch } from "../train/dataset.ts";
+import type { LossOptions, TrainableModel } from "../train/train.ts";
+import { assignWeights, loadWeights, saveWeights } from "../train/checkpoint.ts";
 import { type KVCacheEntry, normalMatrix, sinusoidalPositions } from "./attention.ts";
 import {
   attentionCore,

@@ -12,7 +12,8 @@ import * as tf from "@tensorflow/tfjs";
 import { initBackend, probeWebGpu } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
 import { evaluate } from "../lm/lm.ts";
-import { sequenceDataset, Trainer } from "../train/train.ts";
+import { sequenceDataset } from "../train/dataset.ts";
+import { Trainer } from "../train/train.ts";
 import {
   countParameters,
   mlpHiddenSize,

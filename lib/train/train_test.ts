@@ -1,19 +1,10 @@
 import { assert, assertAlmostEquals, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
-import {
-  AdamW,
-  arrayDataset,
-  assignWeights,
-  type Batch,
-  clipScale,
-  evaluateLoss,
-  learningRateAt,
-  loadWeights,
-  saveWeights,
-  sequenceDataset,
-  type TrainableModel,
-  Trainer,
-} from "./train.ts";
+import { AdamW } from "./adamw.ts";
+import { arrayDataset, type Batch, sequenceDataset } from "./dataset.ts";
+import { assignWeights, loadWeights, saveWeights } from "./checkpoint.ts";
+import { clipScale, learningRateAt } from "./schedule.ts";
+import { evaluateLoss, type TrainableModel, Trainer } from "./train.ts";
 import { Rng } from "../core/random.ts";
 import { initBackend } from "../core/backend.ts";
 
