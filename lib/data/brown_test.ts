@@ -9,7 +9,8 @@ import {
   splitCorpus,
   TEXT_MARK,
 } from "./brown.ts";
-import { countNgrams, KneserNeyModel } from "../ngram/ngram.ts";
+import { countNgrams } from "../ngram/counts.ts";
+import { KneserNeyModel } from "../ngram/kneser_ney.ts";
 import { BOS_ID, EOS_ID, UNK_ID } from "./vocab.ts";
 
 const doc = (id: string, paragraphs: string[][][]): BrownDocument => ({

@@ -1,14 +1,7 @@
 import { assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
-import {
-  AddKModel,
-  countNgrams,
-  InterpolatedModel,
-  KneserNeyModel,
-  MleModel,
-  modifiedDiscounts,
-  type NgramModel,
-  StupidBackoffModel,
-} from "./ngram.ts";
+import { AddKModel, InterpolatedModel, MleModel, type NgramModel, StupidBackoffModel } from "./ngram.ts";
+import { countNgrams } from "./counts.ts";
+import { KneserNeyModel, modifiedDiscounts } from "./kneser_ney.ts";
 import { evaluate, sampleTokens } from "../lm/lm.ts";
 import { Rng } from "../core/random.ts";
 
