@@ -33,7 +33,8 @@
  * @module
  */
 import { formatBackendReport, initBackend, tf } from "../lib/mod.ts";
-import { transformerConfig, TransformerLM } from "../lib/models/transformer.ts";
+import { transformerConfig } from "../lib/models/transformer_config.ts";
+import { TransformerLM } from "../lib/models/transformer.ts";
 import { type CacheMode, FastDecoder, generate } from "../lib/decode/decode.ts";
 
 function flag(name: string, fallback: string): string {

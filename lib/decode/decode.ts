@@ -56,7 +56,7 @@ import type { LanguageModel } from "../lm/lm.ts";
 import { checkLogits, logSoftmaxLogits, makeSampler, type SamplerOptions, type Scores } from "../lm/sampling.ts";
 import { type ArenaArray, KernelArena, type Kernels, makeKernels } from "../kernels/mod.ts";
 export type { ArenaArray, Kernels };
-import { mlpHiddenSize } from "../models/transformer.ts";
+import { mlpHiddenSize } from "../models/transformer_config.ts";
 
 // ---------------------------------------------------------------------------
 // Models
@@ -310,7 +310,8 @@ function weightNamed(weights: Map<string, Float32Array>, name: string): Float32A
  * ```ts
  * import { assertAlmostEquals } from "@std/assert";
  * import * as tf from "@tensorflow/tfjs";
- * import { TransformerLM, transformerConfig } from "../models/transformer.ts";
+ * import { TransformerLM } from "../models/transformer.ts";
+ * import { transformerConfig } from "../models/transformer_config.ts";
  * import { FastDecoder } from "./decode.ts";
  * await tf.setBackend("cpu");
  * const model = new TransformerLM(transformerConfig("tiny", { vocabSize: 12 }), { seed: 3 });

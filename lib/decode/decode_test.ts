@@ -2,7 +2,8 @@ import { assert, assertAlmostEquals, assertEquals, assertRejects, assertThrows }
 import * as tf from "@tensorflow/tfjs";
 import { type LanguageModel, UniformModel } from "../lm/lm.ts";
 import { Rng } from "../core/random.ts";
-import { transformerConfig, TransformerLM } from "../models/transformer.ts";
+import { transformerConfig } from "../models/transformer_config.ts";
+import { TransformerLM } from "../models/transformer.ts";
 import {
   beamSearch,
   cacheKeep,

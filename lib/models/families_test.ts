@@ -126,7 +126,8 @@ Deno.test("attentionCost: N^2, M^2 and N M", () => {
 });
 
 Deno.test("the families' variables never clash with a TransformerLM's names", async () => {
-  const { TransformerLM, transformerConfig } = await import("./transformer.ts");
+  const { TransformerLM } = await import("./transformer.ts");
+  const { transformerConfig } = await import("./transformer_config.ts");
   const lmModel = new TransformerLM(transformerConfig("tiny", { vocabSize: 12 }));
   const enc = new TransformerEncoder(small);
   const s2s = new EncoderDecoder({ ...small, bosId: 1 });

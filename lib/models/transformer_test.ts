@@ -21,8 +21,8 @@ import {
   modernPreset,
   TRANSFORMER_PRESETS,
   transformerConfig,
-  TransformerLM,
-} from "./transformer.ts";
+} from "./transformer_config.ts";
+import { TransformerLM } from "./transformer.ts";
 
 await initBackend("cpu");
 
