@@ -35,7 +35,9 @@
 import { formatBackendReport, initBackend, tf } from "../lib/mod.ts";
 import { transformerConfig } from "../lib/models/transformer_config.ts";
 import { TransformerLM } from "../lib/models/transformer.ts";
-import { type CacheMode, FastDecoder, generate } from "../lib/decode/decode.ts";
+import { type CacheMode } from "../lib/decode/session.ts";
+import { FastDecoder } from "../lib/decode/fast_decoder.ts";
+import { generate } from "../lib/decode/decode.ts";
 
 function flag(name: string, fallback: string): string {
   const i = Deno.args.indexOf(`--${name}`);

@@ -4,17 +4,11 @@ import { type LanguageModel, UniformModel } from "../lm/lm.ts";
 import { Rng } from "../core/random.ts";
 import { transformerConfig } from "../models/transformer_config.ts";
 import { TransformerLM } from "../models/transformer.ts";
-import {
-  beamSearch,
-  cacheKeep,
-  distinctNgrams,
-  FastDecoder,
-  generate,
-  kvCacheBytes,
-  type LogitsFunction,
-  openSession,
-  scoreContinuation,
-} from "./decode.ts";
+import { beamSearch } from "./beam.ts";
+import { cacheKeep, openSession } from "./session.ts";
+import { distinctNgrams, generate, scoreContinuation } from "./decode.ts";
+import { FastDecoder } from "./fast_decoder.ts";
+import { kvCacheBytes, type LogitsFunction } from "./decodable.ts";
 
 tf.env().set("PROD", true);
 await tf.setBackend("cpu");
