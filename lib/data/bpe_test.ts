@@ -1,6 +1,8 @@
 import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import { ALL_SPECIAL_TOKENS, encode as referenceEncode } from "gpt-tokenizer/encoding/r50k_base";
-import { BpeTokenizer, bytesToUnicode, GPT2_END_OF_TEXT, loadGpt2Tokenizer, pretokenize } from "./bpe.ts";
+import { BpeTokenizer } from "./bpe.ts";
+import { bytesToUnicode, GPT2_END_OF_TEXT, pretokenize } from "./pretokenize.ts";
+import { loadGpt2Tokenizer } from "./bpe_gpt2.ts";
 import { detokenize, loadBrownTexts, splitBrownTexts } from "./bpe_text.ts";
 import { trainBpe } from "./bpe_train.ts";
 import type { BrownDocument } from "./brown.ts";

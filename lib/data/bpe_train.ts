@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { BpeTokenizer, GPT2_PATTERN } from "./bpe.ts";
+import { BpeTokenizer } from "./bpe.ts";
+import { GPT2_PATTERN } from "./pretokenize.ts";
 import { globalCopy, PAIR_BASE, specialTokenRegExp, utf8Encoder, utf8Ids } from "./bpe_bytes.ts";
 
 /** Options of {@link trainBpe}; chapter 8. */
