@@ -11,35 +11,14 @@
 export * from "./core/mod.ts";
 export * from "./display/mod.ts";
 // Chapter 6: the fast kernels (only the names lib has always exported; the decoding kernels stay internal).
-export {
-  attentionCore,
-  crossEntropyFromLogits,
-  embeddingLookup,
-  fusedAdamW,
-  fusedCrossEntropy,
-  fusedCrossEntropyGrad,
-  fusedGatherRows,
-  fusedGelu,
-  fusedLayerNorm,
-  fusedLayerNormGrad,
-  fusedRmsNorm,
-  fusedRmsNormGrad,
-  fusedSoftmaxGrad,
-  fusedSwiglu,
-  fusedTranspose2d,
-  gelu,
-  installWasmFastPaths,
-  layerNormFused,
-  linear,
-  nextTokenLogProbs,
-  repeatKVHeads,
-  rmsNormFused,
-  ropeRotate,
-  SIMD_MODULE_BYTES,
-  swigluGate,
-  tiedHead,
-  wasmSimdReady,
-} from "./kernels/mod.ts";
+// Tensor ops with hand-written gradients (lib/kernels.ts).
+export { attentionCore, crossEntropyFromLogits, embeddingLookup, gelu, installWasmFastPaths } from "./kernels/mod.ts";
+export { layerNormFused, linear, nextTokenLogProbs, repeatKVHeads, rmsNormFused, ropeRotate } from "./kernels/mod.ts";
+export { swigluGate, tiedHead } from "./kernels/mod.ts";
+// The fused WebAssembly SIMD kernels (lib/wasm_simd.ts).
+export { fusedAdamW, fusedCrossEntropy, fusedCrossEntropyGrad, fusedGatherRows, fusedGelu } from "./kernels/mod.ts";
+export { fusedLayerNorm, fusedLayerNormGrad, fusedRmsNorm, fusedRmsNormGrad, fusedSoftmaxGrad } from "./kernels/mod.ts";
+export { fusedSwiglu, fusedTranspose2d, SIMD_MODULE_BYTES, wasmSimdReady } from "./kernels/mod.ts";
 export type { AdamWStep, AttentionCoreOptions, LinearActivation, TimeMajorQKV } from "./kernels/mod.ts";
 // Chapters 1, 6, 8: corpora, vocabularies and tokenisers.
 export * from "./data/mod.ts";
