@@ -1,7 +1,9 @@
 /**
  * A decoder-only transformer language model in the spirit of Karpathy's
  * nanoGPT (chapter 6): one file whose parts match the boxes of the usual
- * diagram.
+ * diagram. Its config, with the named presets, is in `transformer_config.ts`
+ * (read that first); the constant tables it caches are built in
+ * `transformer_helpers.ts`, its fast kernels come from `lib/kernels/`.
  *
  * ```
  *   token ids (B, T)
