@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { cp } from "node:fs/promises";
 import { join } from "node:path";
 import { gradedTestFiles, ROOT, testFileInfo } from "./graded_runner.ts";
 import { denoTestCounts } from "./proc.ts";
@@ -118,11 +119,11 @@ async function solutionCopy(): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "lmbook-student-" });
   for (const f of ["deno.json", "deno.lock"]) await Deno.copyFile(join(ROOT, f), join(dir, f));
   await Deno.symlink(join(ROOT, "node_modules"), join(dir, "node_modules"));
-  for (const sub of ["lib", "exercises"]) {
-    await Deno.mkdir(join(dir, sub));
-    for (const e of Deno.readDirSync(join(ROOT, sub))) {
-      if (e.isFile) await Deno.copyFile(join(ROOT, sub, e.name), join(dir, sub, e.name));
-    }
+  // lib is a tree (a folder per layer); exercises/ is flat.
+  await cp(join(ROOT, "lib"), join(dir, "lib"), { recursive: true });
+  await Deno.mkdir(join(dir, "exercises"));
+  for (const e of Deno.readDirSync(join(ROOT, "exercises"))) {
+    if (e.isFile) await Deno.copyFile(join(ROOT, "exercises", e.name), join(dir, "exercises", e.name));
   }
   for (const e of Deno.readDirSync(join(ROOT, "solutions"))) {
     if (e.isFile && e.name.endsWith(".ts")) {
