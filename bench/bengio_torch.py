@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """PyTorch peer of lmbook's fixed-window model (chapter 3): training throughput.
 
-The same network as lib/fixed_window.ts (Bengio et al., 2003: embeddings,
+The same network as lib/models/fixed_window.ts (Bengio et al., 2003: embeddings,
 concatenation, tanh hidden layer, optional direct connections, softmax over
-the vocabulary), trained the same way as lib/train.ts's Trainer: shuffled
+the vocabulary), trained the same way as lib/train/train.ts's Trainer: shuffled
 mini-batches of real Brown windows, AdamW, gradient clipping by global norm.
 It measures training examples per second and prints one JSON line.
 
@@ -29,7 +29,7 @@ class FixedWindow(torch.nn.Module):
         super().__init__()
         self.block_size, self.n_embd = block_size, n_embd
         self.embedding = torch.nn.Embedding(vocab_size, n_embd)
-        torch.nn.init.normal_(self.embedding.weight, std=0.1)  # as lib/fixed_window.ts
+        torch.nn.init.normal_(self.embedding.weight, std=0.1)  # as lib/models/fixed_window.ts
         self.hidden = torch.nn.Linear(block_size * n_embd, n_hidden) if n_hidden > 0 else None
         out_in = n_hidden + (block_size * n_embd if direct else 0)
         self.direct = direct

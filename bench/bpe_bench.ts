@@ -1,5 +1,5 @@
 /**
- * Speed of chapter 8's byte-level BPE (lib/bpe.ts).
+ * Speed of chapter 8's byte-level BPE (lib/data/bpe.ts).
  *
  * 1. Training on the Brown training split (chapter 2's first 800,000 words,
  *    about 4.3 MB of running text) to 5,000 merges. Target (issue 7): under
@@ -32,11 +32,14 @@
 import { clearMergeCache, encode as referenceEncode } from "gpt-tokenizer/encoding/r50k_base";
 import * as gtCl100k from "gpt-tokenizer/encoding/cl100k_base";
 import { get_encoding } from "tiktoken";
-import { type BpeTokenizer, loadBrownTexts, loadGpt2Tokenizer, trainBpe } from "../lib/bpe.ts";
-import { loadEncoding } from "../lib/bpe_encodings.ts";
-import { encodeStream } from "../lib/bpe_stream.ts";
-import { loadMobyDick } from "../lib/chars.ts";
-import { Rng } from "../lib/random.ts";
+import { type BpeTokenizer } from "../lib/data/bpe.ts";
+import { loadGpt2Tokenizer } from "../lib/data/bpe_gpt2.ts";
+import { loadBrownTexts } from "../lib/data/bpe_text.ts";
+import { trainBpe } from "../lib/data/bpe_train.ts";
+import { loadEncoding } from "../lib/data/bpe_encodings.ts";
+import { encodeStream } from "../lib/data/bpe_stream.ts";
+import { loadMobyDick } from "../lib/data/chars.ts";
+import { Rng } from "../lib/core/random.ts";
 
 function flag(name: string, fallback: number, min = 1): number {
   const i = Deno.args.indexOf(`--${name}`);

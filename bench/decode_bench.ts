@@ -27,14 +27,17 @@
  * The weights are random (speed does not depend on training). Each token is
  * sampled from the softmax of the logits (temperature 1) with a fixed seed,
  * from a 1-token prompt. Beyond blockSize the cached modes rebuild the cache
- * from the last 32 tokens every 32 tokens (see lib/decode.ts), exactly like
+ * from the last 32 tokens every 32 tokens (see lib/decode/decode.ts), exactly like
  * the PyTorch peer; recomputation reads the last 64 tokens every step.
  *
  * @module
  */
 import { formatBackendReport, initBackend, tf } from "../lib/mod.ts";
-import { transformerConfig, TransformerLM } from "../lib/transformer.ts";
-import { type CacheMode, FastDecoder, generate } from "../lib/decode.ts";
+import { transformerConfig } from "../lib/models/transformer_config.ts";
+import { TransformerLM } from "../lib/models/transformer.ts";
+import { type CacheMode } from "../lib/decode/session.ts";
+import { FastDecoder } from "../lib/decode/fast_decoder.ts";
+import { generate } from "../lib/decode/decode.ts";
 
 function flag(name: string, fallback: string): string {
   const i = Deno.args.indexOf(`--${name}`);

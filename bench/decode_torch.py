@@ -7,12 +7,12 @@ On demand only, never in CI.
 Install:  apt-get install -y python3-torch libopenblas0  (OpenBLAS: see torch_blas.py)
 Run:      /usr/bin/python3 bench/decode_torch.py [--threads 1,2] [--new-tokens 256] [--json]
 
-The model matches lib/transformer.ts: pre-LN blocks, GELU (tanh approximation), biases,
+The model matches lib/models/transformer.ts: pre-LN blocks, GELU (tanh approximation), biases,
 learned positions, LM head tied to the token embedding, float32. Weights are random
 (speed does not depend on training). Each new token is sampled from the softmax of the
 logits (torch.multinomial, fixed seed), as in the workbook's benchmark.
 
-Context longer than block_size follows the same rule as lib/decode.ts:
+Context longer than block_size follows the same rule as lib/decode/decode.ts:
 - without a cache (nanoGPT's generate), every step runs the model on the last
   block_size tokens;
 - with a cache, positions are absolute, so a full cache cannot slide by one token; when

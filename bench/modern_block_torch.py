@@ -23,7 +23,7 @@ Written from the papers and the usual PyTorch idioms, independent of lmbook's co
   head axis (kv head j serves query heads j*g .. (j+1)*g - 1).
 It also checks the split-halves RoPE convention (GPT-NeoX, Hugging Face Llama:
 rotate_half) on weights whose q/k rows are permuted per head, which must give the
-same logits: the conversion documented in lib/transformer.ts.
+same logits: the conversion documented in lib/models/transformer.ts.
 """
 import json
 import math

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Cross-checks lib/brown.ts and lib/ngram.ts against NLTK (on demand, never in CI).
+"""Cross-checks lib/data/brown.ts and lib/ngram/ngram.ts against NLTK (on demand, never in CI).
 
 Reads the same Brown files with NLTK's own corpus reader, builds the Bengio et al.
 (2003) split and vocabulary, counts bigrams with nltk.lm, and compares corpus

@@ -6,7 +6,7 @@ same machine. On demand only, never in CI.
 Install:  apt-get install -y python3-torch libopenblas0  (OpenBLAS: see torch_blas.py)
 Run:      /usr/bin/python3 bench/transformer_torch.py [--threads 1,2] [--steps 20] [--json]
 
-The model matches lib/transformer.ts: pre-LN blocks, GELU (tanh approximation), biases,
+The model matches lib/models/transformer.ts: pre-LN blocks, GELU (tanh approximation), biases,
 learned positions, LM head tied to the token embedding, AdamW, float32.
 With --json the last line is a JSON object that transformer_bench.ts reads.
 """

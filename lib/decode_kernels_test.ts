@@ -1,5 +1,5 @@
 import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
-import { Rng } from "./random.ts";
+import { Rng } from "./core/random.ts";
 import { jsKernels, KernelArena, kernelModuleBytes, makeKernels, simdAvailable } from "./decode_kernels.ts";
 
 function refMatvec(w: number[], x: number[], b: number[] | null, [k, n]: [number, number]): number[] {

@@ -36,7 +36,7 @@
  *
  * @module
  */
-import * as tf from "./tf.ts";
+import * as tf from "./core/tf.ts";
 import {
   fusedCrossEntropyGrad,
   fusedGatherRows,

@@ -4,9 +4,9 @@
  */
 import { assert, assertEquals } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
-import { initBackend, probeWebGpu } from "./backend.ts";
+import { initBackend, probeWebGpu } from "./core/backend.ts";
 import { wasmSimdReady } from "./wasm_simd.ts";
-import { Rng } from "./random.ts";
+import { Rng } from "./core/random.ts";
 import {
   attentionCore,
   crossEntropyFromLogits,

@@ -34,7 +34,7 @@
  *
  * @module
  */
-import * as tf from "./tf.ts";
+import * as tf from "./core/tf.ts";
 
 // ---------------------------------------------------------------------------
 // A tiny assembler

@@ -4,8 +4,8 @@
  */
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
-import { initBackend } from "./backend.ts";
-import { Rng } from "./random.ts";
+import { initBackend } from "./core/backend.ts";
+import { Rng } from "./core/random.ts";
 import {
   fusedCrossEntropy,
   fusedCrossEntropyGrad,

@@ -1,7 +1,7 @@
 /**
  * Every check in the graded tests gives a hint. Issue 8 asks that a failure
  * message state the input, the expected and the actual values "and a hint for
- * the most common mistake"; `lib/grading.ts` prints the `hint` of the check's
+ * the most common mistake"; `lib/grading/grading.ts` prints the `hint` of the check's
  * options, so a check without one fails with no advice at all.
  *
  * The graded test files are read, not run: this finds every `expectClose`,
@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { gradedTestFiles, ROOT } from "./graded_runner.ts";
 import { maskLiterals, splitItems } from "./source_scan.ts";
 
-/** The checks of lib/grading.ts; each takes its options (`what`, `input`, `hint`, …) as the third argument. */
+/** The checks of lib/grading/grading.ts; each takes its options (`what`, `input`, `hint`, …) as the third argument. */
 export const CHECKS = ["expectClose", "expectEqual", "expectShape", "expectThrows"];
 
 /** A check call found in a graded test file. */

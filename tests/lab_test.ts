@@ -8,7 +8,7 @@
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { join } from "node:path";
 import { ROOT } from "./notebooks.ts";
-import { PLOTLY_ASSET_DIR, plotlyAssetName } from "../lib/plot.ts";
+import { PLOTLY_ASSET_DIR, plotlyAssetName } from "../lib/display/plot.ts";
 
 async function denoDir(): Promise<string> {
   const out = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"], stdout: "piped", stderr: "null" })

@@ -3,7 +3,7 @@
  * `deno.json` of its own, imports `lib/mod.ts` by file URL, type-checks, and
  * runs (tensors on cpu and wasm, the Brown corpus, an n-gram model, a plot).
  * For that, lib's own files name packages only with full `npm:` specifiers
- * (TensorFlow.js through `lib/tf.ts`), never through the repository's import map.
+ * (TensorFlow.js through `lib/core/tf.ts`), never through the repository's import map.
  *
  * Run: `deno test -A tests/outside_import_test.ts`.
  * @module
@@ -28,7 +28,7 @@ Deno.test("lib names packages with npm: specifiers, never bare ones only the rep
   const bare = libSources().flatMap((f) =>
     bareImports(Deno.readTextFileSync(f)).map((s) => `${relative(ROOT, f)}: "${s}"`)
   );
-  assertEquals(bare, [], `write these as "npm:<package>@<version>" (TensorFlow.js: import from lib/tf.ts)`);
+  assertEquals(bare, [], `write these as "npm:<package>@<version>" (TensorFlow.js: import from lib/core/tf.ts)`);
 });
 
 Deno.test({

@@ -33,7 +33,7 @@
  * @module
  */
 import { basename, dirname, join, relative, resolve } from "node:path";
-import { plotlySource, plotlyVersion } from "../lib/plot.ts";
+import { plotlySource, plotlyVersion } from "../lib/display/plot.ts";
 import { EXECUTED_DIR, executeNotebook, jupyterMissing, notebookFiles, ROOT } from "./notebooks.ts";
 import { SITE_CSS, SITE_JS } from "./site_assets.ts";
 import { buildLive, formatLiveReport, type LiveReport } from "../tools/web/build.ts";
@@ -133,7 +133,8 @@ export const API_DIR = "api";
 /** The lib modules `lib/mod.ts` re-exports (the public API), root-relative, in its order. */
 export function publicModules(): string[] {
   const mod = Deno.readTextFileSync(join(ROOT, "lib", "mod.ts"));
-  return [...mod.matchAll(/^export \* from "\.\/([^"]+)";/gm)].map((m) => join("lib", m[1]));
+  const froms = [...mod.matchAll(/^export (?:type )?(?:\*|\{[^}]*\}) from "\.\/([^"]+)";/gm)].map((m) => m[1]);
+  return [...new Set(froms)].map((m) => join("lib", m));
 }
 
 /**

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { FIT_FIGURE_JS } from "../lib/plot_fit.ts";
+import { FIT_FIGURE_JS } from "../lib/display/plot_fit.ts";
 
 /** The pages' script. */
 export const SITE_JS: string =

@@ -11,7 +11,7 @@
  *   `text/plain`; plotly figures are drawn from their
  *   `application/vnd.plotly.v1+json` bundle by the page's `site.js` with the
  *   one `plotly.js` beside the pages. Any copy of the library inlined in an
- *   HTML output (`<script data-lmbook-plotly>`, see lib/plot.ts) is removed.
+ *   HTML output (`<script data-lmbook-plotly>`, see lib/display/plot.ts) is removed.
  *
  * @module
  */
@@ -110,7 +110,7 @@ export interface Stripped {
 
 /**
  * Removes copies of plotly.js inlined in an HTML output (the
- * `<script data-lmbook-plotly="VERSION">` element that lib/plot.ts adds to the
+ * `<script data-lmbook-plotly="VERSION">` element that lib/display/plot.ts adds to the
  * first plot of a kernel session), so a page loads the library once from a file.
  * @param html an HTML output.
  * @returns the HTML without the library, and what was removed.

@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { cp } from "node:fs/promises";
 import { join } from "node:path";
 import { gradedTestFiles, ROOT, testFileInfo } from "./graded_runner.ts";
 import { denoTestCounts } from "./proc.ts";
@@ -84,9 +85,9 @@ export function judgeStubRun(text: string, expected: number): { ok: boolean; sum
 /**
  * The failure locations (`name => ./file:line:col`) that do not point at a
  * graded test file: Deno reports a test where it was registered, and a
- * student should land on the graded(...) call, not inside lib/grading.ts.
+ * student should land on the graded(...) call, not inside lib/grading/grading.ts.
  * @param text the output of `deno test exercises/`.
- * @returns the misplaced locations, e.g. `./lib/grading.ts:51:8`.
+ * @returns the misplaced locations, e.g. `./lib/grading/grading.ts:51:8`.
  */
 export function misplacedFailures(text: string): string[] {
   return [...text.matchAll(/ => (\S+:\d+:\d+)$/gm)].map((m) => m[1])
@@ -118,11 +119,11 @@ async function solutionCopy(): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "lmbook-student-" });
   for (const f of ["deno.json", "deno.lock"]) await Deno.copyFile(join(ROOT, f), join(dir, f));
   await Deno.symlink(join(ROOT, "node_modules"), join(dir, "node_modules"));
-  for (const sub of ["lib", "exercises"]) {
-    await Deno.mkdir(join(dir, sub));
-    for (const e of Deno.readDirSync(join(ROOT, sub))) {
-      if (e.isFile) await Deno.copyFile(join(ROOT, sub, e.name), join(dir, sub, e.name));
-    }
+  // lib is a tree (a folder per layer); exercises/ is flat.
+  await cp(join(ROOT, "lib"), join(dir, "lib"), { recursive: true });
+  await Deno.mkdir(join(dir, "exercises"));
+  for (const e of Deno.readDirSync(join(ROOT, "exercises"))) {
+    if (e.isFile) await Deno.copyFile(join(ROOT, "exercises", e.name), join(dir, "exercises", e.name));
   }
   for (const e of Deno.readDirSync(join(ROOT, "solutions"))) {
     if (e.isFile && e.name.endsWith(".ts")) {

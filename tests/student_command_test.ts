@@ -26,13 +26,14 @@ Deno.test("judgeStubRun: a test that passes on the stub, a wrong answer, a missi
   assert(!judgeStubRun("ok | 0 passed | 0 failed (0ms)", 0).ok);
 });
 
-Deno.test("judgeStubRun: a failure reported at lib/grading.ts instead of the test file's line fails", () => {
-  const text = `${notAttempted(2)}\n\nt2 => ./lib/grading.ts:51:8\nerror: not attempted: g is not implemented\n\n` +
+Deno.test("judgeStubRun: a failure reported at lib/grading/grading.ts instead of the test file's line fails", () => {
+  const text =
+    `${notAttempted(2)}\n\nt2 => ./lib/grading/grading.ts:51:8\nerror: not attempted: g is not implemented\n\n` +
     "FAILED | 0 passed | 3 failed (1s)";
   const j = judgeStubRun(text, 3);
   assert(!j.ok);
-  assert(j.summary.includes("./lib/grading.ts:51:8"), j.summary);
-  assertEquals(misplacedFailures(text), ["./lib/grading.ts:51:8"]);
+  assert(j.summary.includes("./lib/grading/grading.ts:51:8"), j.summary);
+  assertEquals(misplacedFailures(text), ["./lib/grading/grading.ts:51:8"]);
   assertEquals(misplacedFailures(notAttempted(2)), []);
 });
 

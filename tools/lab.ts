@@ -12,7 +12,7 @@
  */
 import { join } from "node:path";
 import { jupyterMissing, ROOT } from "../tests/notebooks.ts";
-import { ensurePlotlyAsset } from "../lib/plot.ts";
+import { ensurePlotlyAsset } from "../lib/display/plot.ts";
 
 async function works(cmd: string, args: string[]): Promise<boolean> {
   try {

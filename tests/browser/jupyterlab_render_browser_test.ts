@@ -38,7 +38,7 @@ import type { Page } from "playwright-core";
 import { jupyterMissing, ROOT } from "../notebooks.ts";
 import { chromiumMissing, launchChromium } from "./chromium.ts";
 import { buildJupyterLabBundle, JUPYTERLAB_PACKAGES, labPageHtml } from "./jupyterlab.ts";
-import { PLOTLY_ASSET_DIR, plotlyAssetName } from "../../lib/plot.ts";
+import { PLOTLY_ASSET_DIR, plotlyAssetName } from "../../lib/display/plot.ts";
 
 const isCI = Boolean(Deno.env.get("CI"));
 const missing = chromiumMissing() ?? await jupyterMissing();
@@ -81,10 +81,10 @@ async function executedNotebook(): Promise<{ cells: Record<string, unknown>[] }>
         kernelspec: { name: "deno", display_name: "Deno", language: "typescript" },
         language_info: { name: "typescript" },
       },
-      // Inside the repository, so the kernel resolves lib's imports through its deno.json. lib/plot.ts is what
+      // Inside the repository, so the kernel resolves lib's imports through its deno.json. lib/display/plot.ts is what
       // lib/mod.ts re-exports for plots; importing it alone spares the kernel loading TensorFlow.js.
       cells: [
-        cell(`import * as lm from "../../../lib/plot.ts";`),
+        cell(`import * as lm from "../../../lib/display/plot.ts";`),
         { cell_type: "markdown", metadata: {}, source: "Three plots:" },
         ...PLOT_CELLS.map(cell),
       ],
@@ -117,7 +117,7 @@ function broken(nb: { cells: Record<string, unknown>[] }): Record<string, unknow
   const [first, second] = plots.map((o) => o.data!);
   const html1 = String(first["text/html"]), html2 = String(second["text/html"]);
   if (!html1.includes("P.newPlot(el, fig.data,") || !html2.includes("P.newPlot(")) {
-    throw new Error("lib/plot.ts's figure HTML changed: update how this test breaks it");
+    throw new Error("lib/display/plot.ts's figure HTML changed: update how this test breaks it");
   }
   first["text/html"] = html1.replace("P.newPlot(el, fig.data,", "P.newPlot(el, [],");
   (first["application/vnd.plotly.v1+json"] as { data: unknown[] }).data = [];

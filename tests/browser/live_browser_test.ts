@@ -7,7 +7,7 @@
  *   the render used), except the cells listed in {@link NOT_DETERMINISTIC} (timings, versions, the adapter) and
  *   the timing part of progress bars;
  * - chapter 5's training cell, cut to 8 steps of the masked model, a loss per step, on the browser's WebGPU adapter gives
- *   losses within 1e-3 of wasm (lib/transformer_test.ts's BACKEND_TOLERANCE for the same 8 Adam steps);
+ *   losses within 1e-3 of wasm (lib/models/transformer_test.ts's BACKEND_TOLERANCE for the same 8 Adam steps);
  * - a planted error sets `data-lmbook-run` to `"error"`, and Stop ends an endless cell and leaves a working kernel.
  *
  * One browser serves every check. Run: `deno test -A tests/browser/live_browser_test.ts` after `deno task render`.
@@ -29,7 +29,7 @@ const missing = chromiumMissing();
 const isCI = Boolean(Deno.env.get("CI"));
 if (missing && !isCI) console.warn(`skipping the live-page browser tests: ${missing}`);
 
-/** lib/transformer_test.ts: 8 Adam steps at lr 3e-3 stay within 1e-3 in loss across backends. */
+/** lib/models/transformer_test.ts: 8 Adam steps at lr 3e-3 stay within 1e-3 in loss across backends. */
 const BACKEND_TOLERANCE = 1e-3;
 
 /** Code cells (0-based) whose outputs depend on the machine, not on the seed: not compared. */
@@ -163,7 +163,7 @@ Deno.test({
             for (let i = 0; i < stored.length; i++) {
               if (skip[i]) continue;
               // Output by output: the Deno kernel sometimes loses a cell's last display under nbconvert (see
-              // lib/display.ts), so the live run may have more outputs, never fewer or different ones.
+              // lib/display/display.ts), so the live run may have more outputs, never fewer or different ones.
               assert(
                 live[i].length >= stored[i].length,
                 `${chapter} cell ${i}: ${live[i].length} outputs, the Deno kernel had ${stored[i].length}:\n${

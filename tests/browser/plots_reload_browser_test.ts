@@ -31,7 +31,13 @@ import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { jupyterMissing, ROOT } from "../notebooks.ts";
 import { chromiumMissing, launchChromium } from "./chromium.ts";
-import { figureHtml, lineChart, PLOTLY_ASSET_DIR, plotlyAssetName, plotlyMinifiedSource } from "../../lib/plot.ts";
+import {
+  figureHtml,
+  lineChart,
+  PLOTLY_ASSET_DIR,
+  plotlyAssetName,
+  plotlyMinifiedSource,
+} from "../../lib/display/plot.ts";
 
 const isCI = Boolean(Deno.env.get("CI"));
 const missingChromium = chromiumMissing();

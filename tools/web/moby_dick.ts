@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { platform } from "../../lib/platform.ts";
+import { platform } from "../../lib/core/platform.ts";
 
 /** The name of the preloaded data set. */
 export const MOBY_DICK = "moby-dick";

@@ -1,5 +1,5 @@
 /**
- * `node:module` for lib's browser bundle (tools/web/build.ts maps it here): lib/plot.ts finds plotly.js on disk
+ * `node:module` for lib's browser bundle (tools/web/build.ts maps it here): lib/display/plot.ts finds plotly.js on disk
  * with `createRequire`, which only its Deno code path calls; a live page loads plotly.js by URL instead.
  *
  * @module

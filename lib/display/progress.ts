@@ -1,0 +1,201 @@
+/**
+ * A progress bar for long loops (chapter 0). In a notebook it updates one
+ * output in place; in a terminal it redraws one line; in a log (CI, a pipe)
+ * it prints a line every few seconds. It shows the count, the rate, the time
+ * left and running metrics such as the loss.
+ *
+ * @module
+ */
+import { display, escapeHtml, inNotebook } from "./display.ts";
+import { platform } from "../core/platform.ts";
+
+/** Options of {@link ProgressBar}. */
+export interface ProgressOptions {
+  /** A label before the bar, e.g. "train". */
+  label?: string;
+  /** The unit counted, for the rate (default "it"). */
+  unit?: string;
+  /** Where to draw: auto-detected by default; "none" draws nothing. */
+  output?: "auto" | "notebook" | "terminal" | "log" | "none";
+  /** Minimum milliseconds between redraws (default 250; 5000 in a log). */
+  intervalMs?: number;
+  /** A clock in milliseconds (for tests; default performance.now). */
+  now?: () => number;
+}
+
+function clock(seconds: number): string {
+  if (!Number.isFinite(seconds)) return "?";
+  const s = Math.max(0, Math.round(seconds));
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+  const mm = String(m).padStart(2, "0"), ss = String(r).padStart(2, "0");
+  return h ? `${h}:${mm}:${ss}` : `${mm}:${ss}`;
+}
+
+function metric(v: number): string {
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  return a !== 0 && (a >= 1e5 || a < 1e-3) ? v.toExponential(2) : String(+v.toPrecision(4));
+}
+
+let nextId = 0;
+
+/**
+ * A progress bar.
+ *
+ * @example
+ * ```ts
+ * import { assertStringIncludes } from "@std/assert";
+ * import { ProgressBar } from "./progress.ts";
+ * const bar = new ProgressBar(10, { label: "train", output: "none" });
+ * for (let i = 0; i < 10; i++) bar.update(1, { loss: 1 / (i + 1) });
+ * await bar.done();
+ * assertStringIncludes(bar.format(), "10/10");
+ * ```
+ */
+export class ProgressBar {
+  /** How many steps make 100%. */
+  readonly total: number;
+  /** Steps done so far. */
+  count = 0;
+  /** The latest metrics shown after the bar. */
+  metrics: Record<string, number> = {};
+  #label: string;
+  #unit: string;
+  #mode: "notebook" | "terminal" | "log" | "none";
+  #interval: number;
+  #now: () => number;
+  #start: number;
+  #lastDraw = -Infinity;
+  #displayId = `lmbook-progress-${Date.now().toString(36)}-${nextId++}`;
+  #shown = false;
+  #pending: Promise<void> = Promise.resolve();
+  #finished = false;
+
+  /**
+   * Creates a bar for `total` steps; it draws on the first tick.
+   * @param total the number of steps (a positive integer).
+   * @param options label, unit, output and redraw interval.
+   * @throws {RangeError} when `total` is not a positive integer.
+   */
+  constructor(total: number, options: ProgressOptions = {}) {
+    if (!Number.isInteger(total) || total < 1) {
+      throw new RangeError(`total must be a positive integer: total=${total}`);
+    }
+    this.total = total;
+    this.#label = options.label ?? "";
+    this.#unit = options.unit ?? "it";
+    const out = options.output ?? "auto";
+    this.#mode = out !== "auto"
+      ? out
+      : inNotebook()
+      ? "notebook"
+      : platform().name === "deno" && Deno.stderr.isTerminal()
+      ? "terminal"
+      : "log";
+    this.#interval = options.intervalMs ?? (this.#mode === "log" ? 5000 : 250);
+    this.#now = options.now ?? (() => performance.now());
+    this.#start = this.#now();
+  }
+
+  /** Returns seconds since the bar was created. */
+  elapsed(): number {
+    return (this.#now() - this.#start) / 1000;
+  }
+
+  /** Returns steps per second so far. */
+  rate(): number {
+    const e = this.elapsed();
+    return e > 0 ? this.count / e : 0;
+  }
+
+  /**
+   * The bar as one line of text.
+   * @returns e.g. `train  45% |#########-----------| 450/1000 [00:12<00:15, 37.5 it/s] loss=2.31`.
+   */
+  format(): string {
+    const frac = Math.min(1, this.count / this.total);
+    const width = 24;
+    const filled = Math.round(frac * width);
+    const rate = this.rate();
+    const left = rate > 0 ? (this.total - this.count) / rate : Infinity;
+    const m = Object.entries(this.metrics).map(([k, v]) => `${k}=${metric(v)}`).join(" ");
+    return `${this.#label ? this.#label + " " : ""}${String(Math.floor(frac * 100)).padStart(3)}% |` +
+      `${"█".repeat(filled)}${"░".repeat(width - filled)}| ${this.count}/${this.total} ` +
+      `[${clock(this.elapsed())}<${clock(left)}, ${metric(rate)} ${this.#unit}/s]${m ? " " + m : ""}`;
+  }
+
+  #html(): string {
+    const pct = Math.min(100, (100 * this.count) / this.total);
+    return `<div style="font-family:monospace;display:flex;align-items:center;gap:8px">` +
+      (this.#label ? `<span>${escapeHtml(this.#label)}</span>` : "") +
+      `<progress value="${pct.toFixed(1)}" max="100" style="width:240px"></progress>` +
+      `<span>${escapeHtml(this.format().replace(/^.*?\| /, ""))}</span></div>`;
+  }
+
+  #draw(final: boolean): void {
+    switch (this.#mode) {
+      case "none":
+        return;
+      case "terminal": {
+        const line = "\r" + this.format() + "\x1b[K" + (final ? "\n" : "");
+        Deno.stderr.writeSync(new TextEncoder().encode(line));
+        return;
+      }
+      case "log":
+        console.error(this.format());
+        return;
+      case "notebook": {
+        const bundle = { "text/html": this.#html(), "text/plain": this.format() };
+        const update = this.#shown;
+        this.#shown = true;
+        this.#pending = this.#pending.then(() =>
+          display(bundle, { displayId: this.#displayId, update }).catch(() => {})
+        );
+        return;
+      }
+    }
+  }
+
+  /**
+   * Advances the bar and records metrics; redraws at most every `intervalMs`.
+   * @param n steps done since the last update (default 1).
+   * @param metrics values to show, e.g. `{ loss: 2.3 }`.
+   */
+  update(n = 1, metrics?: Record<string, number>): void {
+    if (!(n >= 0)) throw new RangeError(`n must be a non-negative number: n=${n}`);
+    this.count += n;
+    if (metrics) Object.assign(this.metrics, metrics);
+    const t = this.#now();
+    if (t - this.#lastDraw >= this.#interval) {
+      this.#lastDraw = t;
+      this.#draw(false);
+    }
+  }
+
+  /**
+   * Draws the final state and waits until the notebook has it.
+   * @param metrics final values to show.
+   */
+  async done(metrics?: Record<string, number>): Promise<void> {
+    if (metrics) Object.assign(this.metrics, metrics);
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#draw(true);
+    await this.#pending;
+  }
+}
+
+/**
+ * Iterates over items with a progress bar that finishes by itself.
+ * @param items an array (its length is the total).
+ * @param options the bar's options.
+ * @returns an async iterable over the items.
+ */
+export async function* withProgress<T>(items: readonly T[], options: ProgressOptions = {}): AsyncGenerator<T> {
+  const bar = new ProgressBar(Math.max(1, items.length), options);
+  for (const item of items) {
+    yield item;
+    bar.update(1);
+  }
+  await bar.done();
+}

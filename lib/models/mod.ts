@@ -1,0 +1,18 @@
+/**
+ * The models layer: the neural language models, in chapter order. The
+ * fixed-window network of Bengio et al. (chapter 3: `fixed_window.ts`),
+ * recurrent models (chapter 4: `rnn.ts`), attention and masking (chapter 5:
+ * `attention.ts`), the transformer language model (chapter 6:
+ * `transformer_config.ts`, then `transformer.ts`, with its internal
+ * `transformer_helpers.ts`) with the encoder and encoder-decoder families
+ * (`families.ts`), and scaling laws (chapter 8: `scaling.ts`).
+ *
+ * @module
+ */
+export * from "./fixed_window.ts";
+export * from "./rnn.ts";
+export * from "./attention.ts";
+export * from "./transformer_config.ts";
+export * from "./transformer.ts";
+export * from "./families.ts";
+export * from "./scaling.ts";

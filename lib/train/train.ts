@@ -1,0 +1,728 @@
+/**
+ * Training any model by mini-batch gradient descent (introduced in chapter 3,
+ * reused by the transformer in chapter 6).
+ *
+ * The design follows Karpathy's minGPT: the trainer knows nothing about the
+ * model except two things it asks of it, through {@link TrainableModel}:
+ *
+ * - `variables()`: the named `tf.Variable`s to train, and
+ * - `loss(batch, options)`: the mean loss of a batch, a scalar tensor.
+ *
+ * The data is any {@link Dataset}: a number of examples and a way to stack any
+ * subset of them into a {@link Batch} of tensors `{ x, y }`. Helpers build the
+ * two usual kinds: fixed rows of token ids ({@link arrayDataset}, the windows of
+ * chapter 3) and blocks of a token stream ({@link sequenceDataset}, chapter 6).
+ *
+ * {@link Trainer} then does the rest: seeded mini-batches, {@link AdamW}
+ * (Adam with decoupled weight decay, Loshchilov & Hutter, 2019), a
+ * learning-rate schedule ({@link learningRateAt}: constant, or linear warm-up
+ * then cosine decay), gradient clipping by global norm, periodic evaluation on
+ * validation data with early stopping on validation perplexity (keeping the
+ * best weights), a progress bar with the running loss and perplexity, and a
+ * {@link TrainHistory} to plot. {@link saveWeights} / {@link loadWeights} store
+ * trained weights in one binary file so a notebook can reuse a model that a
+ * bench script trained for an hour.
+ *
+ * Losses are in nats (natural logarithms), so perplexity is `exp(loss)`.
+ *
+ * @example
+ * ```ts
+ * import * as tf from "@tensorflow/tfjs";
+ * import { assert } from "@std/assert";
+ * import { arrayDataset, type Batch } from "./dataset.ts";
+ * import { Trainer } from "./train.ts";
+ * await tf.setBackend("cpu");
+ * // A bigram model: logits for the next token are a row of a (4, 4) table.
+ * const table = tf.variable(tf.zeros([4, 4]));
+ * const model = {
+ *   variables: () => ({ table }),
+ *   loss: (b: Batch) => tf.losses.softmaxCrossEntropy(
+ *     tf.oneHot(b.y as tf.Tensor1D, 4), tf.gather(table, b.x.reshape([-1]))) as tf.Scalar,
+ * };
+ * // The sequence 0 1 2 3 0 1 2 3 ...: each token determines the next.
+ * const xs = Int32Array.from({ length: 64 }, (_, i) => i % 4);
+ * const ys = Int32Array.from({ length: 64 }, (_, i) => (i + 1) % 4);
+ * const trainer = new Trainer(model, arrayDataset(xs, ys, { xWidth: 1 }), {
+ *   batchSize: 16, maxSteps: 60, lr: 0.1, seed: 1, progress: false,
+ * });
+ * const history = await trainer.run();
+ * assert(history.train.at(-1)!.loss < 0.2);
+ * ```
+ *
+ * @module
+ */
+import * as tf from "../core/tf.ts";
+import { Rng } from "../core/random.ts";
+import { ProgressBar } from "../display/progress.ts";
+import type { Batch, Dataset } from "./dataset.ts";
+import { AdamW } from "./adamw.ts";
+import { clipScale, learningRateAt, type ScheduleOptions } from "./schedule.ts";
+
+/** What the trainer tells the model's loss function (chapter 3). */
+export interface LossOptions {
+  /** True during training steps, false during evaluation (e.g. to switch dropout off). */
+  training: boolean;
+  /**
+   * A fresh seed for this call's randomness (e.g. `tf.dropout(x, rate, undefined, seed)`),
+   * drawn from the trainer's seeded {@link Rng}, so runs are reproducible.
+   */
+  seed: number;
+}
+
+/**
+ * What a model must offer to be trained by {@link Trainer} (chapter 3).
+ *
+ * The fixed-window model (chapter 3) and the transformer (chapter 6) both
+ * implement it.
+ */
+export interface TrainableModel {
+  /**
+   * The model's variables, by a stable name local to the model (e.g.
+   * `"embedding"`, `"block0.attn.wq"`): the trainer updates all of them, and
+   * {@link saveWeights} stores them under these names. Return the same
+   * variables on every call.
+   */
+  variables(): Record<string, tf.Variable>;
+  /**
+   * The mean loss over a batch, in nats per predicted token (e.g. the mean
+   * cross-entropy of the next token), as a scalar tensor. Built from tf ops
+   * only (the trainer differentiates it) and without reading tensor values.
+   * The trainer calls it inside `tf.tidy`, so intermediates are freed.
+   * @param batch the inputs and targets.
+   * @param options training or evaluation, and a seed for randomness.
+   * @returns a scalar tensor.
+   */
+  loss(batch: Batch, options: LossOptions): tf.Scalar;
+}
+
+/** Options of {@link evaluateLoss}. */
+export interface EvaluateLossOptions {
+  /** Examples per forward pass (default 512). */
+  batchSize?: number;
+  /** Evaluate only these example numbers (default: all, in order). */
+  indices?: ArrayLike<number>;
+}
+
+/** The mean loss of a model on a dataset (chapter 3). */
+export interface LossReport {
+  /** Mean loss in nats per predicted token. */
+  loss: number;
+  /** exp(loss). */
+  perplexity: number;
+  /** The number of examples evaluated. */
+  examples: number;
+}
+
+/**
+ * The mean loss and perplexity of a model on a dataset, with the model in
+ * evaluation mode (chapter 3). Batch means are weighted by batch size, so the
+ * result is the mean over all examples.
+ *
+ * @param model the model.
+ * @param data the examples.
+ * @param options the batch size and an optional subset of examples.
+ * @returns the mean loss, its perplexity and the example count.
+ * @throws {RangeError} when the dataset (or subset) is empty or the loss is not finite.
+ */
+export async function evaluateLoss(
+  model: TrainableModel,
+  data: Dataset,
+  options: EvaluateLossOptions = {},
+): Promise<LossReport> {
+  const batchSize = options.batchSize ?? 512;
+  if (!Number.isInteger(batchSize) || batchSize < 1) {
+    throw new RangeError(
+      `batchSize must be a positive integer: batchSize=${batchSize}`,
+    );
+  }
+  const n = options.indices ? options.indices.length : data.length;
+  if (n === 0) {
+    throw new RangeError("cannot evaluate on an empty dataset: examples=0");
+  }
+  let total = 0;
+  for (let start = 0; start < n; start += batchSize) {
+    const count = Math.min(batchSize, n - start);
+    const idx = new Int32Array(count);
+    for (let j = 0; j < count; j++) {
+      idx[j] = options.indices ? options.indices[start + j] : start + j;
+    }
+    const lossT = tf.tidy(() => {
+      const batch = data.batch(idx);
+      return model.loss(batch, { training: false, seed: 0 }).mul(count);
+    });
+    total += (await lossT.data())[0];
+    lossT.dispose();
+  }
+  const loss = total / n;
+  if (!Number.isFinite(loss)) {
+    throw new RangeError(`the model's loss is not finite: loss=${loss}`);
+  }
+  return { loss, perplexity: Math.exp(loss), examples: n };
+}
+
+/** One record of the training loss (chapter 3). */
+export interface TrainRecord {
+  /** Steps done when recorded (1 after the first step). */
+  step: number;
+  /** Epochs done, fractional (examples seen / dataset length). */
+  epoch: number;
+  /** Mean training loss (nats) over the steps since the previous record. */
+  loss: number;
+  /** exp(loss). */
+  perplexity: number;
+  /** The learning rate of the last step. */
+  lr: number;
+  /** The global gradient norm of the last step, before clipping. */
+  gradNorm: number;
+  /** Seconds since the start of the run. */
+  seconds: number;
+}
+
+/** One evaluation on the validation data (chapter 3). */
+export interface EvalRecord {
+  /** Steps done when evaluated. */
+  step: number;
+  /** Epochs done, fractional. */
+  epoch: number;
+  /** Mean validation loss (nats). */
+  loss: number;
+  /** Validation perplexity, exp(loss). */
+  perplexity: number;
+  /** Seconds since the start of the run. */
+  seconds: number;
+}
+
+/** Everything a run records, ready to plot (chapter 3). */
+export interface TrainHistory {
+  /** Training loss, every `logEvery` steps. */
+  train: TrainRecord[];
+  /** Validation loss, every `evalEvery` steps (empty without validation data). */
+  val: EvalRecord[];
+  /** The evaluation with the lowest validation perplexity, if any. */
+  best?: EvalRecord;
+  /** Steps taken. */
+  steps: number;
+  /** Training examples processed (steps times batch size, less for partial batches). */
+  examples: number;
+  /** Why the run ended. */
+  stopReason: "steps" | "epochs" | "early stopping" | "time budget";
+  /** Whether the weights were restored to those of {@link TrainHistory.best}. */
+  restoredBest: boolean;
+  /** Wall-clock seconds of training (evaluation included). */
+  seconds: number;
+  /** Training examples per second, counting training steps only (not evaluation). */
+  examplesPerSecond: number;
+}
+
+/** Options of {@link Trainer}. */
+export interface TrainerOptions {
+  /** Examples per step (default 64). */
+  batchSize?: number;
+  /** Stop after this many steps. At least one of `maxSteps` and `epochs` is needed; the first reached ends the run. */
+  maxSteps?: number;
+  /** Stop after this many passes over the training data (may be fractional). */
+  epochs?: number;
+  /**
+   * `"epoch"` (default): each epoch visits every example once in a fresh
+   * shuffled order (the last batch of an epoch may be smaller). `"random"`:
+   * every batch draws examples uniformly with replacement (nanoGPT).
+   */
+  sampling?: "epoch" | "random";
+  /** Peak learning rate (default 1e-3). */
+  lr?: number;
+  /** `"constant"` (default) or `"cosine"` (warm-up then cosine decay to `minLr` at the last step). */
+  schedule?: "constant" | "cosine";
+  /** Linear warm-up steps (default 0). */
+  warmupSteps?: number;
+  /** Final learning rate of the cosine schedule (default lr / 10). */
+  minLr?: number;
+  /** AdamW's decoupled weight decay (default 0.01); see {@link AdamWOptions}. */
+  weightDecay?: number;
+  /** AdamW's betas (default [0.9, 0.999]). */
+  betas?: [number, number];
+  /** Which variables are decayed (default: rank >= 2). */
+  decay?: (name: string, variable: tf.Variable) => boolean;
+  /**
+   * An optimiser to use instead of a new {@link AdamW} built from the options
+   * above (e.g. one configured with `implementation`, or one whose state
+   * should carry over from another trainer).
+   */
+  optimizer?: AdamW;
+  /** Clip the global gradient norm to this (default 1; `Infinity` to switch off). */
+  gradClip?: number;
+  /** Validation data: evaluated every `evalEvery` steps and at the end; drives early stopping. */
+  valData?: Dataset;
+  /** Steps between evaluations (default: one epoch, or a tenth of the run if shorter). */
+  evalEvery?: number;
+  /** Evaluate on a fixed random subset of this many validation examples (default: all). */
+  evalExamples?: number;
+  /** Examples per evaluation forward pass (default 512). */
+  evalBatchSize?: number;
+  /** Stop after this many evaluations without a better validation perplexity (default Infinity: never). */
+  patience?: number;
+  /** An improvement smaller than this relative amount does not count (default 0). */
+  minRelativeImprovement?: number;
+  /** At the end, put back the weights of the best evaluation (default true when there is validation data). */
+  restoreBest?: boolean;
+  /** Steps between training-loss records and progress-bar metrics (default 10). */
+  logEvery?: number;
+  /** Stop (after the current step) once this many seconds have passed. */
+  maxSeconds?: number;
+  /** The seed of the batch order and of {@link LossOptions.seed} (default 0); or pass `rng`. */
+  seed?: number;
+  /** The generator to draw batches from (takes precedence over `seed`). */
+  rng?: Rng;
+  /** Show a progress bar (default true); a string sets its label (default "train"). */
+  progress?: boolean | string;
+  /** Called after each training-loss record (may be async, e.g. to redraw a plot). */
+  onLog?: (record: TrainRecord, history: TrainHistory) => void | Promise<void>;
+  /** Called after each evaluation (may be async). */
+  onEval?: (record: EvalRecord, history: TrainHistory) => void | Promise<void>;
+}
+
+/**
+ * Trains a {@link TrainableModel} on a {@link Dataset} (chapter 3; reused in
+ * chapter 6).
+ *
+ * Each step draws a mini-batch with the seeded generator, computes the loss
+ * and its gradients (`tf.variableGrads`), clips them by global norm, and
+ * takes an {@link AdamW} step at the scheduled learning rate. Every
+ * `logEvery` steps it records the mean training loss; every `evalEvery`
+ * steps it measures the validation perplexity, keeps a copy of the best
+ * weights, and stops early after `patience` evaluations without
+ * improvement. All tensor work happens in `tf.tidy`, so the number of live
+ * tensors stays flat from the second step on.
+ *
+ * Runs are reproducible: the same seed, model initialisation and backend give
+ * the same losses.
+ *
+ * @example
+ * ```ts
+ * import * as tf from "@tensorflow/tfjs";
+ * import { assert } from "@std/assert";
+ * import { arrayDataset, type Batch } from "./dataset.ts";
+ * import { Trainer } from "./train.ts";
+ * await tf.setBackend("cpu");
+ * // Fit y = 2x with a single weight and a squared loss.
+ * const w = tf.variable(tf.zeros([1]));
+ * const model = {
+ *   variables: () => ({ w }),
+ *   loss: (b: Batch) => tf.mean(tf.square(b.x.toFloat().reshape([-1]).mul(w).sub(b.y.toFloat()))) as tf.Scalar,
+ * };
+ * const xs = Int32Array.from({ length: 32 }, (_, i) => i % 4);
+ * const data = arrayDataset(xs, xs.map((v) => 2 * v), { xWidth: 1 });
+ * const trainer = new Trainer(model, data, {
+ *   batchSize: 8, maxSteps: 300, lr: 0.05, weightDecay: 0, valData: data, evalEvery: 100, progress: false,
+ * });
+ * const history = await trainer.run();
+ * assert(Math.abs(w.dataSync()[0] - 2) < 0.05);
+ * assert(history.val.length === 3 && history.best !== undefined);
+ * ```
+ */
+export class Trainer {
+  /** The model being trained. */
+  readonly model: TrainableModel;
+  /** The training examples. */
+  readonly data: Dataset;
+  /** The optimiser (its state persists across calls to {@link Trainer.run}). */
+  readonly optimizer: AdamW;
+  /** The options, with defaults filled in. */
+  readonly options: Readonly<
+    & Required<
+      Pick<TrainerOptions, "batchSize" | "lr" | "gradClip" | "logEvery">
+    >
+    & TrainerOptions
+  >;
+  /** The history of the last (or current) run. */
+  history: TrainHistory;
+  #rng: Rng;
+  #order: Int32Array | null = null;
+  #cursor = 0;
+  #examplesSeen = 0;
+  #stepsDone = 0;
+
+  /**
+   * Sets up training of `model` on `data`; nothing runs until {@link Trainer.run} or {@link Trainer.step}.
+   * @param model the model to train.
+   * @param data the training examples.
+   * @param options batch size, length, optimiser, schedule, validation and display.
+   * @throws {RangeError} on invalid options (named with their value), an
+   * empty dataset, or a model without variables.
+   */
+  constructor(
+    model: TrainableModel,
+    data: Dataset,
+    options: TrainerOptions = {},
+  ) {
+    const o = {
+      batchSize: 64,
+      lr: 1e-3,
+      gradClip: 1,
+      logEvery: 10,
+      ...options,
+    };
+    positiveInt("batchSize", o.batchSize);
+    positiveInt("logEvery", o.logEvery);
+    if (o.maxSteps !== undefined) positiveInt("maxSteps", o.maxSteps);
+    if (o.epochs !== undefined && !(o.epochs > 0)) {
+      throw new RangeError(`epochs must be positive: epochs=${o.epochs}`);
+    }
+    if (o.maxSteps === undefined && o.epochs === undefined) {
+      throw new RangeError(
+        "give maxSteps or epochs (or both) to say how long to train: maxSteps=undefined, epochs=undefined",
+      );
+    }
+    if (o.evalEvery !== undefined) positiveInt("evalEvery", o.evalEvery);
+    if (o.evalExamples !== undefined) {
+      positiveInt("evalExamples", o.evalExamples);
+    }
+    if (o.evalBatchSize !== undefined) {
+      positiveInt("evalBatchSize", o.evalBatchSize);
+    }
+    if (!(o.gradClip > 0)) {
+      throw new RangeError(`gradClip must be positive: gradClip=${o.gradClip}`);
+    }
+    if (o.patience !== undefined && !(o.patience >= 1)) {
+      throw new RangeError(
+        `patience must be at least 1: patience=${o.patience}`,
+      );
+    }
+    if (
+      o.sampling !== undefined && o.sampling !== "epoch" &&
+      o.sampling !== "random"
+    ) {
+      throw new RangeError(
+        `sampling must be "epoch" or "random": sampling=${JSON.stringify(o.sampling)}`,
+      );
+    }
+    if (data.length < 1) {
+      throw new RangeError(
+        `the training data is empty: data.length=${data.length}`,
+      );
+    }
+    if (Object.keys(model.variables()).length === 0) {
+      throw new RangeError(
+        "the model has no variables to train: variables()={}",
+      );
+    }
+    // Validate the schedule once, at the last step.
+    learningRateAt(0, this.#scheduleOf(o, 1));
+    this.model = model;
+    this.data = data;
+    this.options = o;
+    this.#rng = o.rng ?? new Rng(o.seed ?? 0);
+    this.optimizer = o.optimizer ?? new AdamW({
+      beta1: o.betas?.[0],
+      beta2: o.betas?.[1],
+      weightDecay: o.weightDecay,
+      decay: o.decay,
+    });
+    this.history = emptyHistory();
+  }
+
+  /** The total number of steps a run will take (if it is not stopped early). */
+  get totalSteps(): number {
+    const { maxSteps, epochs, batchSize } = this.options;
+    let fromEpochs = Infinity;
+    if (epochs !== undefined) {
+      fromEpochs = this.options.sampling === "random"
+        ? Math.ceil((epochs * this.data.length) / batchSize)
+        : this.#stepsForEpochs(epochs);
+    }
+    return Math.min(maxSteps ?? Infinity, fromEpochs);
+  }
+
+  /** Steps in one epoch (`ceil(data.length / batchSize)`). */
+  get stepsPerEpoch(): number {
+    return Math.ceil(this.data.length / this.options.batchSize);
+  }
+
+  /** The learning rate the schedule gives at a step (from 0). */
+  learningRate(step: number): number {
+    return learningRateAt(
+      step,
+      this.#scheduleOf(this.options, this.totalSteps),
+    );
+  }
+
+  /**
+   * Takes one optimisation step on a given batch (the batch is not disposed).
+   * Useful for benchmarks and for custom loops; {@link Trainer.run} calls it.
+   *
+   * @param batch the inputs and targets.
+   * @param lr the learning rate (default: the schedule's, at the current step).
+   * @returns the batch's loss and the gradient norm before clipping, as scalar
+   * tensors the caller must dispose (read them only when needed: reading
+   * forces the step to finish).
+   */
+  step(batch: Batch, lr?: number): { loss: tf.Scalar; gradNorm: tf.Scalar } {
+    const rate = lr ?? this.learningRate(this.#stepsDone);
+    const vars = this.model.variables();
+    const names = Object.keys(vars);
+    const byTfName = new Map(names.map((n) => [vars[n].name, n]));
+    const seed = this.#rng.uint32();
+    const out = tf.tidy(() => {
+      const { value, grads } = tf.variableGrads(
+        () => this.model.loss(batch, { training: true, seed }),
+        names.map((n) => vars[n]),
+      );
+      const named: Record<string, tf.Tensor> = {};
+      for (const [tfName, g] of Object.entries(grads)) {
+        named[byTfName.get(tfName)!] = g;
+      }
+      const gradList = Object.values(named);
+      const { scale, norm } = clipScale(gradList, this.options.gradClip);
+      this.optimizer.applyGradients(vars, named, {
+        lr: rate,
+        scale: Number.isFinite(this.options.gradClip) ? scale : undefined,
+      });
+      return { loss: value, gradNorm: norm };
+    });
+    this.#stepsDone++;
+    return out;
+  }
+
+  /**
+   * Trains until `maxSteps` / `epochs` (or early stopping, or `maxSeconds`).
+   * Calling it again continues from where the last run stopped (the
+   * optimiser state and step count are kept) with a fresh history.
+   *
+   * @returns the history: training and validation losses, the best
+   * evaluation, why it stopped, and the throughput.
+   * @throws {RangeError} when the loss becomes NaN or infinite (with the
+   * step, to help lower the learning rate).
+   */
+  async run(): Promise<TrainHistory> {
+    const o = this.options;
+    const total = this.totalSteps;
+    const startStep = this.#stepsDone;
+    const stepsLeft = total - startStep;
+    const history = (this.history = emptyHistory());
+    if (stepsLeft <= 0) {
+      history.stopReason = o.maxSteps !== undefined && startStep >= o.maxSteps ? "steps" : "epochs";
+      return history;
+    }
+    const evalEvery = o.evalEvery ??
+      Math.max(1, Math.min(this.stepsPerEpoch, Math.ceil(stepsLeft / 10)));
+    const evalIdx = this.#evalIndices();
+    const patience = o.patience ?? Infinity;
+    const minRel = o.minRelativeImprovement ?? 0;
+    const restoreBest = o.restoreBest ?? Boolean(o.valData);
+    let bestWeights: Record<string, tf.Tensor> | null = null;
+    let sinceBest = 0;
+    const label = typeof o.progress === "string" ? o.progress : "train";
+    const bar = o.progress === false ? null : new ProgressBar(stepsLeft, { label });
+    const t0 = performance.now();
+    let trainMs = 0;
+    let pendingLoss: tf.Scalar[] = [];
+    let lastNorm: tf.Scalar | null = null;
+    let lastLr = 0;
+    const metrics: Record<string, number> = {};
+
+    const evaluate = async (): Promise<boolean> => {
+      if (!o.valData) return false;
+      const r = await evaluateLoss(this.model, o.valData, {
+        batchSize: o.evalBatchSize,
+        indices: evalIdx,
+      });
+      const rec: EvalRecord = {
+        step: this.#stepsDone,
+        epoch: this.#examplesSeen / this.data.length,
+        loss: r.loss,
+        perplexity: r.perplexity,
+        seconds: (performance.now() - t0) / 1000,
+      };
+      history.val.push(rec);
+      metrics["val ppl"] = rec.perplexity;
+      let stop = false;
+      if (
+        !history.best ||
+        rec.loss < history.best.loss - Math.abs(history.best.loss) * minRel
+      ) {
+        history.best = rec;
+        sinceBest = 0;
+        if (restoreBest) {
+          if (bestWeights) {
+            for (const t of Object.values(bestWeights)) t.dispose();
+          }
+          bestWeights = snapshot(this.model.variables());
+        }
+      } else if (++sinceBest >= patience) stop = true;
+      if (o.onEval) await o.onEval(rec, history);
+      return stop;
+    };
+
+    const flushLog = async () => {
+      if (pendingLoss.length === 0) return;
+      const stacked = tf.tidy(() => tf.stack(pendingLoss).mean());
+      const loss = (await stacked.data())[0];
+      stacked.dispose();
+      const gradNorm = lastNorm ? (await lastNorm.data())[0] : NaN;
+      for (const l of pendingLoss) l.dispose();
+      pendingLoss = [];
+      if (!Number.isFinite(loss)) {
+        throw new RangeError(
+          `the training loss became ${loss} at step ${this.#stepsDone}: lower the learning rate ` +
+            `(lr=${o.lr}) or clip gradients harder (gradClip=${o.gradClip})`,
+        );
+      }
+      const rec: TrainRecord = {
+        step: this.#stepsDone,
+        epoch: this.#examplesSeen / this.data.length,
+        loss,
+        perplexity: Math.exp(loss),
+        lr: lastLr,
+        gradNorm,
+        seconds: (performance.now() - t0) / 1000,
+      };
+      history.train.push(rec);
+      metrics.loss = rec.loss;
+      metrics.ppl = rec.perplexity;
+      if (o.onLog) await o.onLog(rec, history);
+    };
+
+    try {
+      let stop = false;
+      while (!stop) {
+        const s0 = performance.now();
+        const idx = this.#nextIndices();
+        const batch = this.data.batch(idx);
+        lastLr = this.learningRate(this.#stepsDone);
+        const { loss, gradNorm } = this.step(batch, lastLr);
+        tf.dispose([batch.x, batch.y]);
+        pendingLoss.push(loss);
+        lastNorm?.dispose();
+        lastNorm = gradNorm;
+        this.#examplesSeen += idx.length;
+        history.examples += idx.length;
+        history.steps++;
+        const done = this.#stepsDone - startStep;
+        const logNow = done % o.logEvery === 0 || done === stepsLeft;
+        if (logNow) {
+          await flushLog();
+          await new Promise((r) => setTimeout(r, 0)); // let a notebook draw
+        }
+        trainMs += performance.now() - s0;
+        if (done >= stepsLeft) {
+          history.stopReason = o.maxSteps !== undefined && this.#stepsDone >= o.maxSteps ? "steps" : "epochs";
+          stop = true;
+        } else if (
+          o.maxSeconds !== undefined &&
+          (performance.now() - t0) / 1000 >= o.maxSeconds
+        ) {
+          history.stopReason = "time budget";
+          stop = true;
+        }
+        if (done % evalEvery === 0 || stop) {
+          if (!logNow) await flushLog();
+          if (await evaluate()) {
+            history.stopReason = "early stopping";
+            stop = true;
+          }
+        }
+        bar?.update(1, logNow || stop ? { ...metrics } : undefined);
+      }
+      if (restoreBest && bestWeights && history.best) {
+        const vars = this.model.variables();
+        for (
+          const [name, t] of Object.entries(
+            bestWeights as Record<string, tf.Tensor>,
+          )
+        ) {
+          vars[name].assign(t);
+        }
+        history.restoredBest = true;
+      }
+    } finally {
+      for (const l of pendingLoss) l.dispose();
+      lastNorm?.dispose();
+      if (bestWeights) {
+        for (
+          const t of Object.values(bestWeights as Record<string, tf.Tensor>)
+        ) t.dispose();
+      }
+      await bar?.done();
+    }
+    history.seconds = (performance.now() - t0) / 1000;
+    history.examplesPerSecond = history.examples / (trainMs / 1000);
+    return history;
+  }
+
+  /** Frees the optimiser state (not the model). */
+  dispose(): void {
+    this.optimizer.dispose();
+  }
+
+  #scheduleOf(o: TrainerOptions, totalSteps: number): ScheduleOptions {
+    return {
+      lr: o.lr ?? 1e-3,
+      schedule: o.schedule ?? "constant",
+      warmupSteps: o.warmupSteps ?? 0,
+      totalSteps: Number.isFinite(totalSteps) ? totalSteps : undefined,
+      minLr: o.minLr,
+    };
+  }
+
+  #stepsForEpochs(epochs: number): number {
+    const full = Math.floor(epochs);
+    const rest = epochs - full;
+    return full * this.stepsPerEpoch +
+      Math.ceil((rest * this.data.length) / this.options.batchSize);
+  }
+
+  #nextIndices(): Int32Array {
+    const n = this.data.length, b = this.options.batchSize;
+    if (this.options.sampling === "random") {
+      return Int32Array.from({ length: b }, () => this.#rng.int(n));
+    }
+    if (!this.#order || this.#cursor >= n) {
+      const order = Array.from({ length: n }, (_, i) => i);
+      this.#rng.shuffle(order);
+      this.#order = Int32Array.from(order);
+      this.#cursor = 0;
+    }
+    const end = Math.min(n, this.#cursor + b);
+    const idx = this.#order.slice(this.#cursor, end);
+    this.#cursor = end;
+    return idx;
+  }
+
+  #evalIndices(): Int32Array | undefined {
+    const v = this.options.valData, k = this.options.evalExamples;
+    if (!v || k === undefined || k >= v.length) return undefined;
+    // A fixed subset, spread over the whole validation text, sorted for locality.
+    const rng = new Rng((this.options.seed ?? 0) + 7919);
+    const all = Array.from({ length: v.length }, (_, i) => i);
+    rng.shuffle(all);
+    return Int32Array.from(all.slice(0, k).sort((a, b) => a - b));
+  }
+}
+
+function positiveInt(name: string, value: number): void {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new RangeError(
+      `${name} must be a positive integer: ${name}=${value}`,
+    );
+  }
+}
+
+function emptyHistory(): TrainHistory {
+  return {
+    train: [],
+    val: [],
+    steps: 0,
+    examples: 0,
+    stopReason: "steps",
+    restoredBest: false,
+    seconds: 0,
+    examplesPerSecond: 0,
+  };
+}
+
+function snapshot(
+  vars: Record<string, tf.Variable>,
+): Record<string, tf.Tensor> {
+  const out: Record<string, tf.Tensor> = {};
+  for (const [k, v] of Object.entries(vars)) out[k] = tf.keep(v.clone());
+  return out;
+}
