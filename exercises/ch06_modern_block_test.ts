@@ -486,12 +486,17 @@ graded("6.13 mlmMask: every position equally likely to be chosen; seeded and rep
     hint: "pick the positions uniformly at random (a partial Fisher-Yates shuffle with rng.int), not the first k " +
       "or every 7th",
   });
-  const a = mlmMask(ids, { vocabSize: V, maskId: MASK, rng: new Rng(9) });
-  const b = mlmMask(ids, { vocabSize: V, maskId: MASK, rng: new Rng(9) });
-  expectEqual([Array.from(a.input), Array.from(a.labels)], [Array.from(b.input), Array.from(b.labels)], {
-    what: "two calls with new Rng(9)",
-    hint: "use only options.rng for randomness (never Math.random), so a seed reproduces the corruption",
-  });
+  // Reproducible: 60 chosen positions per call, three seeds, so a choice drawn from anything but options.rng
+  // (which then differs between the two calls) cannot agree by chance.
+  const long = sequence(400, 6);
+  for (const seed of [9, 10, 11]) {
+    const a = mlmMask(long, { vocabSize: V, maskId: MASK, rng: new Rng(seed) });
+    const b = mlmMask(long, { vocabSize: V, maskId: MASK, rng: new Rng(seed) });
+    expectEqual([Array.from(a.input), Array.from(a.labels)], [Array.from(b.input), Array.from(b.labels)], {
+      what: `two calls on 400 ids with new Rng(${seed})`,
+      hint: "use only options.rng for randomness (never Math.random), so a seed reproduces the corruption",
+    });
+  }
 });
 
 graded("6.13 mlmMask: the input ids are not modified; a bad mask id is a RangeError", () => {
