@@ -25,7 +25,7 @@
  */
 import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
-import { layerNormFused } from "./kernels.ts";
+import { layerNormFused } from "./kernels/mod.ts";
 
 /** Queries, keys and values, the inputs of an attention call. */
 export interface QKV {

@@ -17,7 +17,7 @@ import {
   sinusoidalPositions,
   splitHeads,
 } from "./attention.ts";
-import { attentionCore } from "./kernels.ts";
+import { attentionCore } from "./kernels/mod.ts";
 import { Rng } from "./random.ts";
 
 await tf.setBackend("cpu");

@@ -54,7 +54,7 @@ import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
 import type { LanguageModel } from "./lm.ts";
 import { checkLogits, logSoftmaxLogits, makeSampler, type SamplerOptions, type Scores } from "./sampling.ts";
-import { type ArenaArray, KernelArena, type Kernels, makeKernels } from "./decode_kernels.ts";
+import { type ArenaArray, KernelArena, type Kernels, makeKernels } from "./kernels/mod.ts";
 export type { ArenaArray, Kernels };
 import { mlpHiddenSize } from "./transformer.ts";
 

@@ -28,7 +28,7 @@ import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
 import type { Batch, Dataset, LossOptions, TrainableModel } from "./train.ts";
 import { layerNorm, normalMatrix } from "./attention.ts";
-import { embeddingLookup, gelu } from "./kernels.ts";
+import { embeddingLookup, gelu } from "./kernels/mod.ts";
 
 // ---------------------------------------------------------------------------
 // The masked-language-model objective

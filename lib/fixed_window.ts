@@ -33,7 +33,7 @@
 import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
 import { BOS_ID, EOS_ID } from "./vocab.ts";
-import { crossEntropyFromLogits, linear } from "./kernels.ts";
+import { crossEntropyFromLogits, linear } from "./kernels/mod.ts";
 import type { LanguageModel, LogProbsOptions } from "./lm.ts";
 import {
   arrayDataset,

@@ -33,8 +33,7 @@ export * from "./rnn.ts";
 export * from "./attention.ts";
 
 // Chapter 6: the transformer language model (fast kernels, the model, character data).
-export * from "./kernels.ts";
-export * from "./wasm_simd.ts";
+export * from "./kernels/mod.ts";
 export * from "./transformer.ts";
 export * from "./chars.ts";
 // Chapter 6: the encoder (masked LM) and encoder-decoder families.

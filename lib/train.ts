@@ -52,7 +52,7 @@
  */
 import * as tf from "./tf.ts";
 import { Rng } from "./random.ts";
-import { type AdamWStep, fusedAdamW, wasmSimdReady } from "./wasm_simd.ts";
+import { type AdamWStep, fusedAdamW, wasmSimdReady } from "./kernels/mod.ts";
 import { ProgressBar } from "./progress.ts";
 import { type ChartOptions, type Figure, lineChart } from "./plot.ts";
 

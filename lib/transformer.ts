@@ -128,7 +128,7 @@ import {
   ropeRotate,
   swigluGate,
   tiedHead,
-} from "./kernels.ts";
+} from "./kernels/mod.ts";
 import { makeSampler, type SamplerOptions } from "./sampling.ts";
 
 // ---------------------------------------------------------------------------

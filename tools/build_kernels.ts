@@ -124,7 +124,9 @@ export async function buildKernels(): Promise<KernelBuild> {
     stdout: stream as never,
     stderr: stream as never,
   });
-  if (error || !wasm) throw new Error(`the kernels did not compile: ${error?.message ?? "no output"}\n${messages.join("")}`);
+  if (error || !wasm) {
+    throw new Error(`the kernels did not compile: ${error?.message ?? "no output"}\n${messages.join("")}`);
+  }
   const bytes = new Uint8Array(wasm);
   checkKernelModule(bytes);
   return { wasm: bytes, module: kernelModuleSource(bytes) };
@@ -141,7 +143,8 @@ export function kernelModuleSource(wasm: Uint8Array): string {
     "// The same bytes as lib/kernels/kernels.wasm; lib/kernels/build_test.ts checks both match the source.",
     "",
     "/** The kernels' WebAssembly module (chapter 6), in base64. */",
-    `export const KERNELS_WASM_BASE64 = "${base64(wasm)}";`,
+    "export const KERNELS_WASM_BASE64 =",
+    `  "${base64(wasm)}";`,
     "",
   ].join("\n");
 }

@@ -1,0 +1,54 @@
+/**
+ * The kernels layer: the speed tricks behind the models' calls, kept out of
+ * the model code so that a model reads top to bottom (chapter 6, with the
+ * decoding kernels in chapter 7).
+ *
+ * It holds:
+ *
+ * - the fast-path ops the models call, each with a hand-written gradient and
+ *   each checked against automatic differentiation: {@link linear} and
+ *   {@link tiedHead} (matrix products arranged for XNNPACK's fast path),
+ *   {@link attentionCore}, {@link layerNormFused}, {@link rmsNormFused},
+ *   {@link gelu}, {@link swigluGate}, {@link embeddingLookup},
+ *   {@link crossEntropyFromLogits}, {@link nextTokenLogProbs},
+ *   {@link ropeRotate}, {@link repeatKVHeads} and
+ *   {@link installWasmFastPaths};
+ * - the fused WebAssembly SIMD kernels they use on the `wasm` backend,
+ *   registered as tfjs kernels that read and write the backend's memory in
+ *   place ({@link wasmSimdReady}, `fused*`, {@link fusedAdamW} for the
+ *   optimiser);
+ * - the mat-vec kernels of cached decoding over their own memory
+ *   ({@link KernelArena}, {@link makeKernels}, {@link jsKernels}).
+ *
+ * Every SIMD kernel is written in AssemblyScript in `assembly/` and built by
+ * `deno task kernels` into ONE WebAssembly module (`kernels.wasm`, embedded in
+ * `kernels_wasm.ts`); `build_test.ts` checks both are what the source builds.
+ *
+ * @module
+ */
+export { installWasmFastPaths, linear, type LinearActivation } from "./products.ts";
+export { attentionCore, type AttentionCoreOptions, type TimeMajorQKV } from "./attention.ts";
+export { layerNormFused, rmsNormFused } from "./norms.ts";
+export { gelu, swigluGate } from "./activations.ts";
+export { embeddingLookup, tiedHead } from "./embedding.ts";
+export { crossEntropyFromLogits, nextTokenLogProbs } from "./loss.ts";
+export { repeatKVHeads, ropeRotate } from "./positions.ts";
+export { SIMD_MODULE_BYTES } from "./wasm.ts";
+export { wasmSimdReady } from "./tfjs_kernels.ts";
+export {
+  type AdamWStep,
+  fusedAdamW,
+  fusedCrossEntropy,
+  fusedCrossEntropyGrad,
+  fusedGatherRows,
+  fusedGelu,
+  fusedLayerNorm,
+  fusedLayerNormGrad,
+  fusedRmsNorm,
+  fusedRmsNormGrad,
+  fusedSoftmaxGrad,
+  fusedSwiglu,
+  fusedTranspose2d,
+} from "./fused.ts";
+export { type ArenaArray, arenaRow, jsKernels, KernelArena, type Kernels } from "./arena.ts";
+export { kernelModuleBytes, makeKernels, simdAvailable } from "./matvec.ts";
