@@ -25,6 +25,11 @@ function assertSameBytes(committed: Uint8Array, built: Uint8Array, file: string)
   }
 }
 
+/** Bytes from a hex string (a small hand-written module for the checks below). */
+function fromHex(hex: string): Uint8Array {
+  return Uint8Array.from(hex.match(/../g)!, (h) => parseInt(h, 16));
+}
+
 const built = await buildKernels();
 
 Deno.test("kernels.wasm is exactly what the AssemblyScript source builds", async () => {
@@ -69,124 +74,15 @@ Deno.test("the module imports only env.memory and exports the kernels the runtim
 });
 
 Deno.test("checkKernelModule rejects a data segment, a start function and a foreign import", () => {
+  const header = "0061736d01000000", voidType = "010401600000", importMemory = "020f0103656e76066d656d6f7279020000";
   // (module (import "env" "memory" (memory 0)) (data (i32.const 0) "x"))
-  const withData = new Uint8Array([
-    0,
-    97,
-    115,
-    109,
-    1,
-    0,
-    0,
-    0, // header
-    2,
-    15,
-    1,
-    3,
-    101,
-    110,
-    118,
-    6,
-    109,
-    101,
-    109,
-    111,
-    114,
-    121,
-    2,
-    0,
-    0, // import env.memory
-    11,
-    7,
-    1,
-    0,
-    65,
-    0,
-    11,
-    1,
-    120, // data
-  ]);
+  const withData = fromHex(header + importMemory + "0b07010041000b0178");
   assertThrows(() => checkKernelModule(withData), Error, "data section");
   // (module (import "env" "memory" (memory 0)) (func) (start 0))
-  const withStart = new Uint8Array([
-    0,
-    97,
-    115,
-    109,
-    1,
-    0,
-    0,
-    0,
-    1,
-    4,
-    1,
-    96,
-    0,
-    0, // type () -> ()
-    2,
-    15,
-    1,
-    3,
-    101,
-    110,
-    118,
-    6,
-    109,
-    101,
-    109,
-    111,
-    114,
-    121,
-    2,
-    0,
-    0,
-    3,
-    2,
-    1,
-    0, // one function
-    8,
-    1,
-    0, // start 0
-    10,
-    4,
-    1,
-    2,
-    0,
-    11, // empty body
-  ]);
+  const withStart = fromHex(header + voidType + importMemory + "03020100" + "080100" + "0a040102000b");
   assertThrows(() => checkKernelModule(withStart), Error, "start function");
   // (module (import "env" "abort" (func)))
-  const withFunc = new Uint8Array([
-    0,
-    97,
-    115,
-    109,
-    1,
-    0,
-    0,
-    0,
-    1,
-    4,
-    1,
-    96,
-    0,
-    0,
-    2,
-    13,
-    1,
-    3,
-    101,
-    110,
-    118,
-    5,
-    97,
-    98,
-    111,
-    114,
-    116,
-    0,
-    0,
-  ]);
+  const withFunc = fromHex(header + voidType + "020d0103656e760561626f72740000");
   assertThrows(() => checkKernelModule(withFunc), Error, "import only env.memory");
   checkKernelModule(built.wasm);
 });

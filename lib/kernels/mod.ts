@@ -35,20 +35,6 @@ export { crossEntropyFromLogits, nextTokenLogProbs } from "./loss.ts";
 export { repeatKVHeads, ropeRotate } from "./positions.ts";
 export { SIMD_MODULE_BYTES } from "./wasm.ts";
 export { wasmSimdReady } from "./tfjs_kernels.ts";
-export {
-  type AdamWStep,
-  fusedAdamW,
-  fusedCrossEntropy,
-  fusedCrossEntropyGrad,
-  fusedGatherRows,
-  fusedGelu,
-  fusedLayerNorm,
-  fusedLayerNormGrad,
-  fusedRmsNorm,
-  fusedRmsNormGrad,
-  fusedSoftmaxGrad,
-  fusedSwiglu,
-  fusedTranspose2d,
-} from "./fused.ts";
+export * from "./fused.ts";
 export { type ArenaArray, arenaRow, jsKernels, KernelArena, type Kernels } from "./arena.ts";
 export { kernelModuleBytes, makeKernels, simdAvailable } from "./matvec.ts";

@@ -10,6 +10,29 @@ import { colSum, customOp } from "./products.ts";
 import { fusedLayerNorm, fusedLayerNormGrad, fusedRmsNorm, fusedRmsNormGrad } from "./fused.ts";
 import { wasmSimdReady } from "./tfjs_kernels.ts";
 
+/** What a fused norm's backward kernel needs from its forward pass. */
+type NormSaved = { xhat: tf.Tensor; rstd: tf.Tensor; gamma: tf.Tensor };
+
+/**
+ * A norm as one custom op on the fused kernels: the forward kernel gives
+ * (y, xhat, rstd), saved with gamma for the backward kernel. Its inputs are
+ * (x, gamma) or (x, gamma, beta), and the backward kernel returns one
+ * gradient for each.
+ */
+function fusedNormOp(
+  forward: (xs: tf.Tensor2D, gamma: tf.Tensor1D, beta?: tf.Tensor1D) => tf.Tensor2D[],
+  backward: (dy: tf.Tensor2D, saved: NormSaved) => tf.Tensor[],
+): (...inputs: tf.Tensor[]) => tf.Tensor {
+  return customOp(([xs, gs, bs], save) => {
+    const [y, xhat, rstd] = forward(xs as tf.Tensor2D, gs as tf.Tensor1D, bs as tf.Tensor1D | undefined); // (N, C), (N, C), (N, 1)
+    save([xhat, rstd, gs]);
+    return {
+      value: y,
+      gradFunc: (dy, [xhat2, rstd2, g2]) => backward(dy as tf.Tensor2D, { xhat: xhat2, rstd: rstd2, gamma: g2 }),
+    };
+  });
+}
+
 /**
  * Layer norm over the last axis with a hand-written gradient (chapter 6):
  * `(x - mean) / sqrt(var + eps) * gamma + beta`, the variance biased (divided
@@ -37,21 +60,10 @@ export function layerNormFused(
   const eps = options.eps ?? 1e-5;
   if (wasmSimdReady([x.shape[1]])) {
     // One pass per row forward, two backward (fused.ts).
-    const fused = customOp(([xs, gs, bs], save) => {
-      const [y, xhat, rstd] = fusedLayerNorm(xs as tf.Tensor2D, {
-        gamma: gs as tf.Tensor1D,
-        beta: bs as tf.Tensor1D,
-        eps,
-      });
-      save([xhat, rstd, gs]);
-      return {
-        value: y,
-        gradFunc: (dy, saved) => {
-          const [xhat2, rstd2, g2] = saved;
-          return fusedLayerNormGrad(dy as tf.Tensor2D, { xhat: xhat2, rstd: rstd2, gamma: g2 });
-        },
-      };
-    });
+    const fused = fusedNormOp(
+      (xs, g, b) => fusedLayerNorm(xs, { gamma: g, beta: b!, eps }),
+      fusedLayerNormGrad,
+    );
     return fused(x, gamma, options.beta) as tf.Tensor2D;
   }
   const op = customOp(([xs, gs, bs], save) => {
@@ -109,17 +121,7 @@ export function rmsNormFused(x: tf.Tensor2D, gamma: tf.Tensor1D, options: { eps?
     throw new RangeError(`rmsNorm: gamma must have C=${x.shape[1]} entries: gamma.shape=[${gamma.shape}]`);
   }
   if (wasmSimdReady([x.shape[1]])) {
-    const fused = customOp(([xs, gs], save) => {
-      const [y, xhat, rstd] = fusedRmsNorm(xs as tf.Tensor2D, { gamma: gs as tf.Tensor1D, eps });
-      save([xhat, rstd, gs]);
-      return {
-        value: y,
-        gradFunc: (dy, saved) => {
-          const [xhat2, rstd2, g2] = saved;
-          return fusedRmsNormGrad(dy as tf.Tensor2D, { xhat: xhat2, rstd: rstd2, gamma: g2 });
-        },
-      };
-    });
+    const fused = fusedNormOp((xs, g) => fusedRmsNorm(xs, { gamma: g, eps }), fusedRmsNormGrad);
     return fused(x, gamma) as tf.Tensor2D;
   }
   const op = customOp(([xs, gs], save) => {

@@ -33,70 +33,22 @@
 import * as tf from "../tf.ts";
 import { instantiateKernels } from "./wasm.ts";
 
-/** The kernels' exports (see `assembly/` for what each computes). */
+/**
+ * A norm's kernel: forward (x, g, b, y, xhat, rstd, rows, cBytes, eps) or
+ * backward (dy, xhat, rstd, g, dx, dg, db, rows, cBytes); RMSNorm ignores b and db.
+ */
+type NormKernel = (...args: number[]) => void;
+
+/** The kernels' exports (see `assembly/` for what each computes); pointers are byte offsets. */
 interface Exports {
-  adamw(
-    w: number,
-    g: number,
-    m: number,
-    v: number,
-    out: number,
-    bytes: number,
-    b1: number,
-    c1: number,
-    b2: number,
-    c2: number,
-    stepSize: number,
-    epsHat: number,
-    keep: number,
-    scale: number,
-  ): void;
+  /** (w, g, m, v, out, bytes, b1, c1, b2, c2, stepSize, epsHat, keep, scale). */
+  adamw(...args: number[]): void;
   gelu(x: number, y: number, d: number, bytes: number): void;
-  layerNorm(
-    x: number,
-    g: number,
-    b: number,
-    y: number,
-    xh: number,
-    rs: number,
-    rows: number,
-    cb: number,
-    eps: number,
-  ): void;
   swiglu(a: number, b: number, y: number, da: number, db: number, bytes: number): void;
-  rmsNorm(
-    x: number,
-    g: number,
-    b: number,
-    y: number,
-    xh: number,
-    rs: number,
-    rows: number,
-    cb: number,
-    eps: number,
-  ): void;
-  rmsNormGrad(
-    dy: number,
-    xh: number,
-    rs: number,
-    g: number,
-    dx: number,
-    dg: number,
-    db: number,
-    rows: number,
-    cb: number,
-  ): void;
-  layerNormGrad(
-    dy: number,
-    xh: number,
-    rs: number,
-    g: number,
-    dx: number,
-    dg: number,
-    db: number,
-    rows: number,
-    cb: number,
-  ): void;
+  layerNorm: NormKernel;
+  rmsNorm: NormKernel;
+  layerNormGrad: NormKernel;
+  rmsNormGrad: NormKernel;
   softmaxGrad(p: number, dp: number, ds: number, rows: number, lb: number, scale: number): void;
   gatherRows(table: number, ids: number, out: number, n: number, cb: number): void;
   transpose(x: number, out: number, rows: number, cols: number, batches: number): void;

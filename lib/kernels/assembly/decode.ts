@@ -9,6 +9,65 @@ function biasAt(b: usize, at: usize): v128 {
 }
 
 /**
+ * One block of matvec's columns starting at byte `at`: `width` accumulators
+ * (1, 4 or 8, a constant once inlined, so the unused ones vanish) of four
+ * columns each, x[k] splatted once per row of W for all of them.
+ */
+@inline
+function matvecBlock(w: usize, x: usize, b: usize, y: usize, K: u32, stride: usize, at: usize, width: i32): void {
+  const zero = f32x4.splat(0);
+  let a0 = biasAt(b, at);
+  let a1 = width > 1 ? biasAt(b, at + 16) : zero, a2 = width > 1 ? biasAt(b, at + 32) : zero;
+  let a3 = width > 1 ? biasAt(b, at + 48) : zero, a4 = width > 4 ? biasAt(b, at + 64) : zero;
+  let a5 = width > 4 ? biasAt(b, at + 80) : zero, a6 = width > 4 ? biasAt(b, at + 96) : zero;
+  let a7 = width > 4 ? biasAt(b, at + 112) : zero;
+  let wp = w + at, xp = x, k = K;
+  do {
+    const xs = f32x4.splat(load<f32>(xp));
+    a0 = f32x4.add(a0, f32x4.mul(xs, v128.load(wp, 0)));
+    if (width > 1) {
+      a1 = f32x4.add(a1, f32x4.mul(xs, v128.load(wp, 16)));
+      a2 = f32x4.add(a2, f32x4.mul(xs, v128.load(wp, 32)));
+      a3 = f32x4.add(a3, f32x4.mul(xs, v128.load(wp, 48)));
+    }
+    if (width > 4) {
+      a4 = f32x4.add(a4, f32x4.mul(xs, v128.load(wp, 64)));
+      a5 = f32x4.add(a5, f32x4.mul(xs, v128.load(wp, 80)));
+      a6 = f32x4.add(a6, f32x4.mul(xs, v128.load(wp, 96)));
+      a7 = f32x4.add(a7, f32x4.mul(xs, v128.load(wp, 112)));
+    }
+    wp += stride;
+    xp += 4;
+  } while (--k);
+  const yp = y + at;
+  v128.store(yp, a0, 0);
+  if (width > 1) {
+    v128.store(yp, a1, 16);
+    v128.store(yp, a2, 32);
+    v128.store(yp, a3, 48);
+  }
+  if (width > 4) {
+    v128.store(yp, a4, 64);
+    v128.store(yp, a5, 80);
+    v128.store(yp, a6, 96);
+    v128.store(yp, a7, 112);
+  }
+}
+
+/** acc + s w, four lanes (a multiply then an add, rounded twice, as everywhere here). */
+@inline
+function madd(acc: v128, s: v128, w: v128): v128 {
+  return f32x4.add(acc, f32x4.mul(s, w));
+}
+
+/** Stores two vectors at byte `at` and `at + 16`. */
+@inline
+function store2(at: usize, lo: v128, hi: v128): void {
+  v128.store(at, lo, 0);
+  v128.store(at, hi, 16);
+}
+
+/**
  * matvec(w, x, b, y, K, N): y[n] = b[n] + sum_k x[k] W[k, n] with W row-major
  * (K, N), N a multiple of 4. Columns go in blocks of 32 (eight accumulators),
  * then blocks of 16, then of 4.
@@ -16,67 +75,9 @@ function biasAt(b: usize, at: usize): v128 {
 export function matvec(w: usize, x: usize, b: usize, y: usize, K: u32, N: u32): void {
   const stride = <usize>N << 2;
   let n: u32 = 0;
-  while (n + 32 <= N) {
-    const at = <usize>n << 2;
-    let a0 = biasAt(b, at), a1 = biasAt(b, at + 16), a2 = biasAt(b, at + 32), a3 = biasAt(b, at + 48);
-    let a4 = biasAt(b, at + 64), a5 = biasAt(b, at + 80), a6 = biasAt(b, at + 96), a7 = biasAt(b, at + 112);
-    let wp = w + at, xp = x, k = K;
-    do {
-      const xs = f32x4.splat(load<f32>(xp));
-      a0 = f32x4.add(a0, f32x4.mul(xs, v128.load(wp, 0)));
-      a1 = f32x4.add(a1, f32x4.mul(xs, v128.load(wp, 16)));
-      a2 = f32x4.add(a2, f32x4.mul(xs, v128.load(wp, 32)));
-      a3 = f32x4.add(a3, f32x4.mul(xs, v128.load(wp, 48)));
-      a4 = f32x4.add(a4, f32x4.mul(xs, v128.load(wp, 64)));
-      a5 = f32x4.add(a5, f32x4.mul(xs, v128.load(wp, 80)));
-      a6 = f32x4.add(a6, f32x4.mul(xs, v128.load(wp, 96)));
-      a7 = f32x4.add(a7, f32x4.mul(xs, v128.load(wp, 112)));
-      wp += stride;
-      xp += 4;
-    } while (--k);
-    const yp = y + at;
-    v128.store(yp, a0, 0);
-    v128.store(yp, a1, 16);
-    v128.store(yp, a2, 32);
-    v128.store(yp, a3, 48);
-    v128.store(yp, a4, 64);
-    v128.store(yp, a5, 80);
-    v128.store(yp, a6, 96);
-    v128.store(yp, a7, 112);
-    n += 32;
-  }
-  while (n + 16 <= N) {
-    const at = <usize>n << 2;
-    let a0 = biasAt(b, at), a1 = biasAt(b, at + 16), a2 = biasAt(b, at + 32), a3 = biasAt(b, at + 48);
-    let wp = w + at, xp = x, k = K;
-    do {
-      const xs = f32x4.splat(load<f32>(xp));
-      a0 = f32x4.add(a0, f32x4.mul(xs, v128.load(wp, 0)));
-      a1 = f32x4.add(a1, f32x4.mul(xs, v128.load(wp, 16)));
-      a2 = f32x4.add(a2, f32x4.mul(xs, v128.load(wp, 32)));
-      a3 = f32x4.add(a3, f32x4.mul(xs, v128.load(wp, 48)));
-      wp += stride;
-      xp += 4;
-    } while (--k);
-    const yp = y + at;
-    v128.store(yp, a0, 0);
-    v128.store(yp, a1, 16);
-    v128.store(yp, a2, 32);
-    v128.store(yp, a3, 48);
-    n += 16;
-  }
-  while (n + 4 <= N) {
-    const at = <usize>n << 2;
-    let a0 = biasAt(b, at);
-    let wp = w + at, xp = x, k = K;
-    do {
-      a0 = f32x4.add(a0, f32x4.mul(f32x4.splat(load<f32>(xp)), v128.load(wp)));
-      wp += stride;
-      xp += 4;
-    } while (--k);
-    v128.store(y + at, a0);
-    n += 4;
-  }
+  for (; n + 32 <= N; n += 32) matvecBlock(w, x, b, y, K, stride, <usize>n << 2, 8);
+  for (; n + 16 <= N; n += 16) matvecBlock(w, x, b, y, K, stride, <usize>n << 2, 4);
+  for (; n + 4 <= N; n += 4) matvecBlock(w, x, b, y, K, stride, <usize>n << 2, 1);
 }
 
 /**
@@ -123,37 +124,20 @@ export function matmat(w: usize, x: usize, b: usize, y: usize, K: u32, N: u32, M
       let x2 = x + <usize>(m + 2) * xstride, x3 = x + <usize>(m + 3) * xstride;
       let k = K;
       do {
+        // a 4 x 8 tile: each piece of W (w0, w1) serves the four rows
         const w0 = v128.load(wp, 0), w1 = v128.load(wp, 16);
-        let xs = f32x4.splat(load<f32>(x0));
-        a00 = f32x4.add(a00, f32x4.mul(xs, w0));
-        a01 = f32x4.add(a01, f32x4.mul(xs, w1));
-        x0 += 4;
-        xs = f32x4.splat(load<f32>(x1));
-        a10 = f32x4.add(a10, f32x4.mul(xs, w0));
-        a11 = f32x4.add(a11, f32x4.mul(xs, w1));
-        x1 += 4;
-        xs = f32x4.splat(load<f32>(x2));
-        a20 = f32x4.add(a20, f32x4.mul(xs, w0));
-        a21 = f32x4.add(a21, f32x4.mul(xs, w1));
-        x2 += 4;
-        xs = f32x4.splat(load<f32>(x3));
-        a30 = f32x4.add(a30, f32x4.mul(xs, w0));
-        a31 = f32x4.add(a31, f32x4.mul(xs, w1));
-        x3 += 4;
+        const s0 = f32x4.splat(load<f32>(x0)), s1 = f32x4.splat(load<f32>(x1));
+        const s2 = f32x4.splat(load<f32>(x2)), s3 = f32x4.splat(load<f32>(x3));
+        a00 = madd(a00, s0, w0), a01 = madd(a01, s0, w1), a10 = madd(a10, s1, w0), a11 = madd(a11, s1, w1);
+        a20 = madd(a20, s2, w0), a21 = madd(a21, s2, w1), a30 = madd(a30, s3, w0), a31 = madd(a31, s3, w1);
+        x0 += 4, x1 += 4, x2 += 4, x3 += 4;
         wp += stride;
       } while (--k);
-      let yp = y + <usize>m * stride + at;
-      v128.store(yp, a00, 0);
-      v128.store(yp, a01, 16);
-      yp += stride;
-      v128.store(yp, a10, 0);
-      v128.store(yp, a11, 16);
-      yp += stride;
-      v128.store(yp, a20, 0);
-      v128.store(yp, a21, 16);
-      yp += stride;
-      v128.store(yp, a30, 0);
-      v128.store(yp, a31, 16);
+      const yp = y + <usize>m * stride + at;
+      store2(yp, a00, a01);
+      store2(yp + stride, a10, a11);
+      store2(yp + 2 * stride, a20, a21);
+      store2(yp + 3 * stride, a30, a31);
     }
     m += 4;
   }
