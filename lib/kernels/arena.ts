@@ -88,6 +88,7 @@ export class KernelArena {
   #limit: number;
 
   /**
+   * An arena sized for `floats` values (chapter 7).
    * @param floats how many float32 values the arena must hold in total
    * (allocations are rounded up to 16 bytes).
    * @param options `wasm: false` backs it with a plain ArrayBuffer.

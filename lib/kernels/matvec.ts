@@ -19,7 +19,10 @@ export function kernelModuleBytes(): Uint8Array {
   return SIMD_MODULE_BYTES.slice();
 }
 
-/** @returns whether this runtime can run the WebAssembly SIMD kernels. */
+/**
+ * Whether this runtime can run the WebAssembly SIMD kernels (chapter 7).
+ * @returns true when the kernels module compiles here.
+ */
 export function simdAvailable(): boolean {
   return kernelsModule() !== null;
 }
