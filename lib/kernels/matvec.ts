@@ -53,7 +53,7 @@ export function simdAvailable(): boolean {
  */
 export function makeKernels(arena: KernelArena): Kernels {
   if (!arena.memory || !simdAvailable()) return jsKernels;
-  const instance = new WebAssembly.Instance(kernelsModule()!, { env: { memory: arena.memory } });
+  const instance = new WebAssembly.Instance(kernelsModule("decoding")!, { env: { memory: arena.memory } });
   const mv = instance.exports.matvec as (...a: number[]) => void;
   const dr = instance.exports.dotRows as (...a: number[]) => void;
   const mm = instance.exports.matmat as (...a: number[]) => number;

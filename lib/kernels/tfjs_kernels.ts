@@ -73,7 +73,7 @@ function setup(): boolean {
     const backend = tf.findBackend("wasm") as unknown as WasmBackendLike | null;
     const memory = backend?.wasm?.asm?.memory;
     if (!(memory instanceof WebAssembly.Memory)) return false;
-    const exports = instantiateKernels(memory);
+    const exports = instantiateKernels(memory, "training");
     if (!exports) return false;
     state = { exports: exports as unknown as Exports, memory };
   } catch {

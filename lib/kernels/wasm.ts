@@ -24,30 +24,38 @@ function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
  */
 export const SIMD_MODULE_BYTES: Uint8Array<ArrayBuffer> = decodeBase64(KERNELS_WASM_BASE64);
 
-let compiled: WebAssembly.Module | null | undefined;
+/** What an instance of the kernels works on: the tfjs wasm backend's memory, or a decoding arena's. */
+export type KernelsUse = "training" | "decoding";
+
+const compiled = new Map<KernelsUse, WebAssembly.Module | null>();
 
 /**
- * The compiled module, or null where this runtime lacks WebAssembly SIMD
- * (compiled once, on first use).
+ * The compiled module for one use, or null where this runtime lacks
+ * WebAssembly SIMD (compiled once per use, on first use). The two uses get
+ * two compilations of the same bytes: V8 specialises a module's code to the
+ * first memory it runs on, and the tfjs backend's memory (grown by
+ * Emscripten) would otherwise slow the decoding kernels on their arenas.
+ * @param use which memory the instances will work on.
  * @returns the module or null.
  */
-export function kernelsModule(): WebAssembly.Module | null {
-  if (compiled === undefined) {
+export function kernelsModule(use: KernelsUse = "decoding"): WebAssembly.Module | null {
+  if (!compiled.has(use)) {
     try {
-      compiled = new WebAssembly.Module(SIMD_MODULE_BYTES);
+      compiled.set(use, new WebAssembly.Module(SIMD_MODULE_BYTES));
     } catch {
-      compiled = null;
+      compiled.set(use, null);
     }
   }
-  return compiled;
+  return compiled.get(use)!;
 }
 
 /**
  * An instance of the kernels working on `memory`.
  * @param memory the memory every pointer the kernels take points into.
+ * @param use which kind of memory it is.
  * @returns the instance's exports, or null without WebAssembly SIMD.
  */
-export function instantiateKernels(memory: WebAssembly.Memory): WebAssembly.Exports | null {
-  const module = kernelsModule();
+export function instantiateKernels(memory: WebAssembly.Memory, use: KernelsUse): WebAssembly.Exports | null {
+  const module = kernelsModule(use);
   return module ? new WebAssembly.Instance(module, { env: { memory } }).exports : null;
 }
