@@ -11,7 +11,7 @@
  *
  * `--naive` also times the same model written the straightforward way (plain
  * tfjs ops and automatic differentiation) on wasm: the "before" of the
- * optimisations in lib/kernels.ts and lib/wasm_simd.ts.
+ * optimisations in lib/kernels/ (the fast-path ops and the SIMD kernels).
  *
  * The PyTorch peer is `bench/transformer_torch.py` (Debian's python3-torch,
  * `apt-get install -y python3-torch libopenblas0`), run with /usr/bin/python3 at 1 and 2

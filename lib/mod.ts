@@ -11,11 +11,11 @@
 export * from "./core/mod.ts";
 export * from "./display/mod.ts";
 // Chapter 6: the fast kernels (only the names lib has always exported; the decoding kernels stay internal).
-// Tensor ops with hand-written gradients (lib/kernels.ts).
+// Tensor ops with hand-written gradients (lib/kernels/: products, attention, norms, activations, loss...).
 export { attentionCore, crossEntropyFromLogits, embeddingLookup, gelu, installWasmFastPaths } from "./kernels/mod.ts";
 export { layerNormFused, linear, nextTokenLogProbs, repeatKVHeads, rmsNormFused, ropeRotate } from "./kernels/mod.ts";
 export { swigluGate, tiedHead } from "./kernels/mod.ts";
-// The fused WebAssembly SIMD kernels (lib/wasm_simd.ts).
+// The fused WebAssembly SIMD kernels, built from lib/kernels/assembly/ (lib/kernels/fused.ts).
 export { fusedAdamW, fusedCrossEntropy, fusedCrossEntropyGrad, fusedGatherRows, fusedGelu } from "./kernels/mod.ts";
 export { fusedLayerNorm, fusedLayerNormGrad, fusedRmsNorm, fusedRmsNormGrad, fusedSoftmaxGrad } from "./kernels/mod.ts";
 export { fusedSwiglu, fusedTranspose2d, SIMD_MODULE_BYTES, wasmSimdReady } from "./kernels/mod.ts";

@@ -4,10 +4,10 @@
  *
  * The layers are the folders of `lib/`, lowest first in {@link LAYERS}. A lib
  * source file may import from its own layer and the layers before it, never
- * from a later one; between folders there is no cycle. The three kernel files
- * still at the top of `lib/` (`kernels.ts`, `wasm_simd.ts`,
- * `decode_kernels.ts`) belong to the kernels layer, and every other file
- * reaches them through `lib/kernels/mod.ts` only.
+ * from a later one; between folders there is no cycle. Files outside
+ * `lib/kernels/` reach the kernels through `lib/kernels/mod.ts` only (its
+ * AssemblyScript sources under `lib/kernels/assembly/` are not Deno modules
+ * and are left out).
  *
  * Run: `deno test -A tests/layers_test.ts`.
  * @module
@@ -30,22 +30,8 @@ export const LAYERS = [
   "grading",
 ] as const;
 
-/** The kernel files that stay at lib's top level until the kernels move into `lib/kernels/`. */
-const TOP_LEVEL_KERNELS = ["lib/kernels.ts", "lib/wasm_simd.ts", "lib/decode_kernels.ts"];
-
 /** Lines of code above which a lib source file fails {@link codeLines}' test (about 500, with a little slack). */
 export const MAX_CODE_LINES = 520;
-
-/**
- * Files allowed past {@link MAX_CODE_LINES} for now, with why. The kernel
- * files are being rewritten from source in a separate change (issue 19, item
- * 1); an entry whose file no longer exists is ignored.
- */
-const OVERSIZE_EXEMPT: Record<string, string> = {
-  "lib/wasm_simd.ts": "hand-written WebAssembly assembler, replaced by kernels built from source",
-  "lib/decode_kernels.ts": "hand-written WebAssembly assembler, replaced by kernels built from source",
-  "lib/kernels.ts": "moving into lib/kernels/ with the kernels built from source",
-};
 
 /** Every `.ts` file under `dir`, root-relative, sorted. */
 function tsFiles(dir: string): string[] {
@@ -60,7 +46,7 @@ function tsFiles(dir: string): string[] {
 
 /** lib's source files (tests left out), root-relative. */
 function libSources(): string[] {
-  return tsFiles("lib").filter((f) => !f.endsWith("_test.ts"));
+  return tsFiles("lib").filter((f) => !f.endsWith("_test.ts") && !f.startsWith("lib/kernels/assembly/"));
 }
 
 /**
@@ -78,13 +64,11 @@ export function relativeImports(source: string): string[] {
 }
 
 /**
- * The layer a lib file belongs to: its folder under `lib/`, or `kernels` for
- * the kernel files at the top.
+ * The layer a lib file belongs to: its folder under `lib/`.
  * @param file a root-relative path under `lib/`.
  * @returns the layer, or null for `lib/mod.ts` (the entry, which may import every layer).
  */
 export function layerOf(file: string): string | null {
-  if (TOP_LEVEL_KERNELS.includes(file)) return "kernels";
   const parts = file.split("/");
   if (parts.length === 2) return null;
   return parts[1];
@@ -145,7 +129,7 @@ export function layerProblems(files: Record<string, string>): string[] {
       problems.push(`${e.from} (layer ${e.fromLayer}) imports ${e.to} (layer ${e.toLayer}, a later layer)`);
     }
     if (
-      TOP_LEVEL_KERNELS.includes(e.to) && !TOP_LEVEL_KERNELS.includes(e.from) && e.from !== "lib/kernels/mod.ts"
+      e.to.startsWith("lib/kernels/") && e.to !== "lib/kernels/mod.ts" && !e.from.startsWith("lib/kernels/")
     ) {
       problems.push(`${e.from} imports ${e.to}: reach the kernels through lib/kernels/mod.ts`);
     }
@@ -244,8 +228,10 @@ Deno.test("the layering check fails on an import from a lower layer to a higher 
   });
   assert(cycle.some((p) => p.startsWith("cycle between folders: ")), cycle.join("\n"));
   // The kernels only through their module.
-  const direct = layerProblems({ "lib/models/x.ts": 'import { gelu } from "../kernels.ts";\n' });
-  assertEquals(direct, ["lib/models/x.ts imports lib/kernels.ts: reach the kernels through lib/kernels/mod.ts"]);
+  const direct = layerProblems({ "lib/models/x.ts": 'import { gelu } from "../kernels/activations.ts";\n' });
+  assertEquals(direct, [
+    "lib/models/x.ts imports lib/kernels/activations.ts: reach the kernels through lib/kernels/mod.ts",
+  ]);
 });
 
 Deno.test("relativeImports: static, type-only, re-exports and dynamic imports, not the ones in JSDoc examples", () => {
@@ -283,7 +269,6 @@ Deno.test("codeLines counts code, not blank lines or comments", () => {
 
 Deno.test(`no lib source file has more than ${MAX_CODE_LINES} lines of code`, () => {
   const over = libSources()
-    .filter((f) => !(f in OVERSIZE_EXEMPT))
     .map((f) => ({ f, n: codeLines(Deno.readTextFileSync(join(ROOT, f))) }))
     .filter((x) => x.n > MAX_CODE_LINES)
     .map((x) => `${x.f}: ${x.n} lines of code`);

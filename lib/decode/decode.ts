@@ -26,7 +26,7 @@
  *   (`forward(token, undefined, { past })`), one tfjs op at a time;
  * - `"fast"` (the default for transformers): {@link FastDecoder}, the same
  *   arithmetic on `Float32Array`s with hand-written WebAssembly SIMD
- *   matrix-vector kernels (`decode_kernels.ts`). For one token the work is
+ *   matrix-vector kernels (`lib/kernels/matvec.ts`). For one token the work is
  *   tiny, and tfjs's cost of about 20 microseconds per op would dominate.
  *
  * Positions are absolute (learned or sinusoidal), so a full cache cannot

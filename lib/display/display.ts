@@ -25,7 +25,6 @@ export interface DisplayOptions {
   update?: boolean;
 }
 
-
 /**
  * The Deno kernel's display API, or null outside a notebook.
  * @returns the `Deno.jupyter` namespace or null.

@@ -1,15 +1,40 @@
 /**
- * The kernels layer: the speed tricks behind the models (chapter 3's network
- * and chapter 6's transformer train through them, chapter 7's cached decoder
- * runs on them). Fused WebAssembly SIMD kernels for the tfjs `wasm` backend,
- * tensor ops with hand-written gradients, and the matrix-vector kernels of
- * one-token-at-a-time decoding. Every import of them goes through this module.
+ * The kernels layer: the speed tricks behind the models' calls, kept out of
+ * the model code so that a model reads top to bottom (chapter 6, with the
+ * decoding kernels in chapter 7).
  *
- * For now the kernels live in `lib/kernels.ts`, `lib/wasm_simd.ts` and
- * `lib/decode_kernels.ts`; this module only re-exports them.
+ * It holds:
+ *
+ * - the fast-path ops the models call, each with a hand-written gradient and
+ *   each checked against automatic differentiation: {@link linear} and
+ *   {@link tiedHead} (matrix products arranged for XNNPACK's fast path),
+ *   {@link attentionCore}, {@link layerNormFused}, {@link rmsNormFused},
+ *   {@link gelu}, {@link swigluGate}, {@link embeddingLookup},
+ *   {@link crossEntropyFromLogits}, {@link nextTokenLogProbs},
+ *   {@link ropeRotate}, {@link repeatKVHeads} and
+ *   {@link installWasmFastPaths};
+ * - the fused WebAssembly SIMD kernels they use on the `wasm` backend,
+ *   registered as tfjs kernels that read and write the backend's memory in
+ *   place ({@link wasmSimdReady}, `fused*`, {@link fusedAdamW} for the
+ *   optimiser);
+ * - the mat-vec kernels of cached decoding over their own memory
+ *   ({@link KernelArena}, {@link makeKernels}, {@link jsKernels}).
+ *
+ * Every SIMD kernel is written in AssemblyScript in `assembly/` and built by
+ * `deno task kernels` into ONE WebAssembly module (`kernels.wasm`, embedded in
+ * `kernels_wasm.ts`); `build_test.ts` checks both are what the source builds.
  *
  * @module
  */
-export * from "../kernels.ts";
-export * from "../wasm_simd.ts";
-export * from "../decode_kernels.ts";
+export { installWasmFastPaths, linear, type LinearActivation } from "./products.ts";
+export { attentionCore, type AttentionCoreOptions, type TimeMajorQKV } from "./attention.ts";
+export { layerNormFused, rmsNormFused } from "./norms.ts";
+export { gelu, swigluGate } from "./activations.ts";
+export { embeddingLookup, tiedHead } from "./embedding.ts";
+export { crossEntropyFromLogits, nextTokenLogProbs } from "./loss.ts";
+export { repeatKVHeads, ropeRotate } from "./positions.ts";
+export { SIMD_MODULE_BYTES } from "./wasm.ts";
+export { wasmSimdReady } from "./tfjs_kernels.ts";
+export * from "./fused.ts";
+export { type ArenaArray, arenaRow, jsKernels, KernelArena, type Kernels } from "./arena.ts";
+export { kernelModuleBytes, makeKernels, simdAvailable } from "./matvec.ts";

@@ -19,7 +19,7 @@
  * `{ fullyMasked: "error" }` to get a RangeError naming the row instead.
  *
  * The transformer of chapter 6 computes the same attention with the faster
- * fused kernel in `kernels.ts`; the tests check that both agree.
+ * fused kernel in `lib/kernels/attention.ts`; the tests check that both agree.
  *
  * @module
  */
@@ -442,7 +442,7 @@ export interface LayerNormOptions {
  * features (the last axis), then scaled by gamma and shifted by beta. The
  * variance is the biased one (divide by C), as in PyTorch.
  *
- * Uses the fused kernel with a hand-written gradient from `kernels.ts`.
+ * Uses the fused kernel with a hand-written gradient from `lib/kernels/attention.ts`.
  *
  * @param x (..., C).
  * @param params `gamma` (C) scale and `beta` (C) shift.

@@ -243,7 +243,7 @@ export function crossEntropy(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Scal
  * `matMul` uses) runs about ten times slower than transposing first, and the
  * gradient `softmax(logits) - oneHot(targets)` written with tfjs ops is
  * several passes over the (B, V) matrix. This composes the transformer's
- * kernels (`kernels.ts`): {@link linear}, whose backward pass uses only fast
+ * kernels (`lib/kernels/`): {@link linear}, whose backward pass uses only fast
  * 2-D products and folds the bias gradient into the weight product, and
  * {@link crossEntropyFromLogits}, whose gradient is one fused pass on wasm.
  * The loss value is `-mean(log p_target)`, exact on every backend (on wasm,
@@ -282,7 +282,7 @@ export function linearCrossEntropy(
       `shapes do not fit: feats [${feats.shape}], weight [${weight.shape}], bias [${bias.shape}], targets [${targets.shape}]`,
     );
   }
-  // The same products and fused softmax gradient as the transformer's head (kernels.ts).
+  // The same products and fused softmax gradient as the transformer's head (lib/kernels/).
   const logits = linear(feats, weight, { bias }); // (B, V)
   return crossEntropyFromLogits(logits, targets); // ()
 }

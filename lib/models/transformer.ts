@@ -58,13 +58,13 @@
  *   multi-head attention. W^K and W^V shrink to (C, nKVHead * headSize) and
  *   the KV cache holds only the nKVHead heads.
  *
- * The fast attention kernel (`kernels.ts`) works on equal numbers of heads:
+ * The fast attention kernel (`lib/kernels/attention.ts`) works on equal numbers of heads:
  * with GQA the keys and values are repeated to nHead heads
  * ({@link repeatKVHeads}) just before it, so training and the tfjs cache pay
  * full-size attention arithmetic and save only in the projections and the
  * cache; the WebAssembly decoder in `decode.ts` reads the shared heads
  * directly. RMSNorm and the SwiGLU gate run as fused WebAssembly SIMD kernels
- * on wasm (`wasm_simd.ts`) and as composed tfjs ops with hand-written
+ * on wasm (`lib/kernels/fused.ts`) and as composed tfjs ops with hand-written
  * gradients elsewhere; the rotation is two products with fixed matrices and
  * two multiplies on every backend.
  *
@@ -74,7 +74,7 @@
  * as the n-gram and fixed-window models.
  *
  * The same code runs on the `webgpu`, `wasm` and `cpu` backends; the heavy
- * operations go through `kernels.ts`, whose hand-written gradients avoid the
+ * operations go through `lib/kernels/`, whose hand-written gradients avoid the
  * slow corners of each backend (see there). Inside, the residual stream is
  * kept as rows ordered (position, sequence) ("time-major"), which lets the
  * attention kernel read q, k and v and write its output without reshuffling;

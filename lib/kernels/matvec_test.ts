@@ -1,6 +1,6 @@
 import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
-import { Rng } from "./core/random.ts";
-import { jsKernels, KernelArena, kernelModuleBytes, makeKernels, simdAvailable } from "./decode_kernels.ts";
+import { Rng } from "../core/random.ts";
+import { jsKernels, KernelArena, kernelModuleBytes, makeKernels, simdAvailable } from "./mod.ts";
 
 function refMatvec(w: number[], x: number[], b: number[] | null, [k, n]: [number, number]): number[] {
   return Array.from({ length: n }, (_, j) => {

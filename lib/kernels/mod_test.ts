@@ -1,12 +1,12 @@
 /**
  * The fast kernels against plain automatic differentiation, on cpu and wasm.
- * Run: deno test -A --import-map tests/offline_import_map.json lib/kernels_test.ts
+ * Run: deno test -A --import-map tests/offline_import_map.json lib/kernels/mod_test.ts
  */
 import { assert, assertEquals } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
-import { initBackend, probeWebGpu } from "./core/backend.ts";
-import { wasmSimdReady } from "./wasm_simd.ts";
-import { Rng } from "./core/random.ts";
+import { initBackend, probeWebGpu } from "../core/backend.ts";
+import { wasmSimdReady } from "./mod.ts";
+import { Rng } from "../core/random.ts";
 import {
   attentionCore,
   crossEntropyFromLogits,
@@ -20,7 +20,7 @@ import {
   ropeRotate,
   swigluGate,
   tiedHead,
-} from "./kernels.ts";
+} from "./mod.ts";
 
 function randn(shape: number[], rng: Rng, std = 1): tf.Tensor {
   const n = shape.reduce((a, b) => a * b, 1);

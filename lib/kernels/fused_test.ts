@@ -1,11 +1,11 @@
 /**
  * The fused WebAssembly SIMD kernels against plain tfjs ops on the wasm backend.
- * Run: deno test -A --import-map tests/offline_import_map.json lib/wasm_simd_test.ts
+ * Run: deno test -A --import-map tests/offline_import_map.json lib/kernels/fused_test.ts
  */
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
-import { initBackend } from "./core/backend.ts";
-import { Rng } from "./core/random.ts";
+import { initBackend } from "../core/backend.ts";
+import { Rng } from "../core/random.ts";
 import {
   fusedCrossEntropy,
   fusedCrossEntropyGrad,
@@ -17,7 +17,7 @@ import {
   fusedTranspose2d,
   SIMD_MODULE_BYTES,
   wasmSimdReady,
-} from "./wasm_simd.ts";
+} from "./mod.ts";
 
 function randn(shape: number[], seed: number, std = 1): tf.Tensor {
   const rng = new Rng(seed);
