@@ -4,6 +4,28 @@
  * @module
  */
 
+/**
+ * An unexecuted notebook for the Deno kernel: a code cell per string, a
+ * markdown cell per `{ markdown }`.
+ * @param cells the cells' sources, in order.
+ * @returns the notebook as JSON data (nbformat 4.5).
+ */
+export function denoNotebook(cells: (string | { markdown: string })[]): Record<string, unknown> {
+  return {
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: {
+      kernelspec: { name: "deno", display_name: "Deno", language: "typescript" },
+      language_info: { name: "typescript" },
+    },
+    cells: cells.map((c) =>
+      typeof c === "string"
+        ? { cell_type: "code", metadata: {}, source: c, outputs: [], execution_count: null }
+        : { cell_type: "markdown", metadata: {}, source: c.markdown }
+    ),
+  };
+}
+
 /** A small executed notebook with prose, a plot (with the inlined library), a table and an error-free run. */
 export function sampleNotebook(): Record<string, unknown> {
   const fig = { data: [{ type: "scatter", mode: "lines", x: [0, 1, 2], y: [3, 1, 2] }], layout: { height: 300 } };

@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 /**
- * Debian's Chromium, headless, through playwright-core, and the page checker
- * the browser tests share.
+ * Debian's Chromium, headless, through playwright-core, the page checker
+ * the browser tests share, and their small file helper ({@link exists}).
  *
  * Chromium comes from the system (`apt-get install chromium`, done by
  * `.ci/run`): playwright never downloads a browser here. It runs with no
@@ -17,6 +17,20 @@
  */
 import { chromium } from "playwright-core";
 import type { Browser, BrowserContext, LaunchOptions, Page } from "playwright-core";
+
+/**
+ * Whether a file or folder exists (a site, a built asset).
+ * @param path the path.
+ * @returns true when `Deno.statSync` finds it.
+ */
+export function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Chromium's flags for a headless, offline, sandbox-less run. */
 export const CHROMIUM_ARGS = [

@@ -32,7 +32,7 @@ import { notebookFiles } from "../notebooks.ts";
 import { SITE_DIR, writeSite } from "../site.ts";
 import { serveSite } from "../serve.ts";
 import { chapterOf, panelData } from "../../tools/web/grade_build.ts";
-import { chromiumMissing, launchChromium } from "./chromium.ts";
+import { chromiumMissing, exists, launchChromium } from "./chromium.ts";
 
 const missing = chromiumMissing();
 const isCI = Boolean(Deno.env.get("CI"));
@@ -42,15 +42,6 @@ if (missing && !isCI) console.warn(`skipping the in-page grading tests: ${missin
 const chapters = notebookFiles().flatMap((nb) =>
   panelData(nb) ? [{ page: nb.split("/").pop()!.replace(/\.ipynb$/, ".html"), chapter: chapterOf(nb)! }] : []
 );
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** A site with the grading assets: build/site if it has them, else a temporary one. */
 async function siteDir(): Promise<{ dir: string; temp: boolean }> {

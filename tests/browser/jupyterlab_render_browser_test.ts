@@ -36,6 +36,7 @@
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { jupyterMissing, ROOT } from "../notebooks.ts";
+import { denoNotebook } from "../site_fixtures.ts";
 import { chromiumMissing, launchChromium } from "./chromium.ts";
 import { buildJupyterLabBundle, JUPYTERLAB_PACKAGES, labPageHtml } from "./jupyterlab.ts";
 import { PLOTLY_ASSET_DIR, plotlyAssetName } from "../../lib/display/plot.ts";
@@ -71,24 +72,15 @@ async function executedNotebook(): Promise<{ cells: Record<string, unknown>[] }>
   await Deno.remove(DIR, { recursive: true }).catch(() => {});
   await Deno.mkdir(join(DIR, SUB), { recursive: true });
   const path = join(DIR, SUB, "plots.ipynb");
-  const cell = (source: string) => ({ cell_type: "code", metadata: {}, source, outputs: [], execution_count: null });
   await Deno.writeTextFile(
     path,
-    JSON.stringify({
-      nbformat: 4,
-      nbformat_minor: 5,
-      metadata: {
-        kernelspec: { name: "deno", display_name: "Deno", language: "typescript" },
-        language_info: { name: "typescript" },
-      },
+    JSON.stringify(denoNotebook([
       // Inside the repository, so the kernel resolves lib's imports through its deno.json. lib/display/plot.ts is what
       // lib/mod.ts re-exports for plots; importing it alone spares the kernel loading TensorFlow.js.
-      cells: [
-        cell(`import * as lm from "../../../lib/display/plot.ts";`),
-        { cell_type: "markdown", metadata: {}, source: "Three plots:" },
-        ...PLOT_CELLS.map(cell),
-      ],
-    }),
+      `import * as lm from "../../../lib/display/plot.ts";`,
+      { markdown: "Three plots:" },
+      ...PLOT_CELLS,
+    ])),
   );
   const out = await new Deno.Command("jupyter", {
     args: [

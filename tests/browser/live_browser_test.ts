@@ -22,7 +22,7 @@ import type { Browser, Page } from "playwright-core";
 import { EXECUTED_DIR } from "../notebooks.ts";
 import { SITE_DIR } from "../site.ts";
 import { serveSite } from "../serve.ts";
-import { CHROMIUM_ARGS, chromiumLaunchOptions, chromiumMissing } from "./chromium.ts";
+import { CHROMIUM_ARGS, chromiumLaunchOptions, chromiumMissing, exists } from "./chromium.ts";
 
 const siteDir = Deno.env.get("LMBOOK_SITE_DIR") ?? SITE_DIR;
 const missing = chromiumMissing();
@@ -94,15 +94,6 @@ async function waitRun(page: Page, timeoutMs: number): Promise<string> {
     { timeout: timeoutMs, polling: 500 },
   );
   return (await page.evaluate(() => document.documentElement.getAttribute("data-lmbook-run"))) ?? "";
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 Deno.test({

@@ -30,6 +30,7 @@
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { jupyterMissing, ROOT } from "../notebooks.ts";
+import { denoNotebook } from "../site_fixtures.ts";
 import { chromiumMissing, launchChromium } from "./chromium.ts";
 import {
   figureHtml,
@@ -195,18 +196,9 @@ Deno.test({
     await Deno.remove(dir, { recursive: true }).catch(() => {});
     await Deno.mkdir(dir, { recursive: true });
     const name = "plots.ipynb";
-    const cell = (source: string) => ({ cell_type: "code", metadata: {}, source, outputs: [], execution_count: null });
     await Deno.writeTextFile(
       join(dir, name),
-      JSON.stringify({
-        nbformat: 4,
-        nbformat_minor: 5,
-        metadata: {
-          kernelspec: { name: "deno", display_name: "Deno", language: "typescript" },
-          language_info: { name: "typescript" },
-        },
-        cells: [cell(`import * as lm from "../../lib/mod.ts";`), ...PLOT_CELLS.map(cell)],
-      }),
+      JSON.stringify(denoNotebook([`import * as lm from "../../lib/mod.ts";`, ...PLOT_CELLS])),
     );
     const problems: string[] = [];
     const outside: string[] = [];

@@ -24,22 +24,20 @@ import { figureHtml, lineChart } from "../../lib/display/plot.ts";
 import { EXECUTED_DIR, notebookFiles, ROOT } from "../notebooks.ts";
 import { formatSiteReport, PLOTLY_FILE, renderSite, SITE_DIR, writeSite } from "../site.ts";
 import { sampleNotebook } from "../site_fixtures.ts";
-import { checkPage, type CheckPageOptions, chromiumMissing, launchChromium, type PageCheck } from "./chromium.ts";
+import {
+  checkPage,
+  type CheckPageOptions,
+  chromiumMissing,
+  exists,
+  launchChromium,
+  type PageCheck,
+} from "./chromium.ts";
 
 const SCREENSHOT_DIR = join(ROOT, "build", "screenshots");
 const siteDir = Deno.env.get("LMBOOK_SITE_DIR") ?? SITE_DIR;
 const missing = chromiumMissing();
 const isCI = Boolean(Deno.env.get("CI"));
 if (missing && !isCI) console.warn(`skipping the browser tests: ${missing}`);
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const url = (file: string) => pathToFileURL(file).href;
 
