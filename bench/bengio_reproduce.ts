@@ -34,6 +34,7 @@
  *     deno run -A bench/bengio_reproduce.ts --saved          # no training: the neural rows from build/bench/bengio_*.json
  *     deno run -A bench/bengio_reproduce.ts --evaluate-only  # score the saved models again
  *     deno run -A bench/bengio_reproduce.ts --minutes 45     # training budget per model (default 50)
+ *     deno run -A bench/bengio_reproduce.ts --dropout 0.2    # dropout on the output layer's inputs in training (default 0)
  *     deno run -A bench/bengio_reproduce.ts --json           # also one JSON object per row ({ model, variant, paper, ours, ... })
  *
  * @module
@@ -51,6 +52,7 @@ const { values: args } = parseArgs({
     lr: { type: "string", default: "2e-3" },
     "min-lr": { type: "string", default: "1e-4" },
     "weight-decay": { type: "string", default: "0.05" },
+    dropout: { type: "string", default: "0" },
     "embedding-init-std": { type: "string", default: "0.1" },
     "eval-examples": { type: "string", default: "50000" },
     "evals-per-epoch": { type: "string", default: "4" },
@@ -181,6 +183,8 @@ interface NeuralResult {
   test: { kn3: number; mlp: number; mixed: number };
   valid: { mlp: number; mixed: number };
   mixtureWeight: number;
+  /** The training options that are not part of the architecture. */
+  training?: Record<string, number>;
   history: lm.TrainHistory | null;
 }
 const resultsPath = (m: string) => `build/bench/bengio_${m.toLowerCase()}.json`;
@@ -229,6 +233,7 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
     model = new lm.FixedWindowLM({ vocabSize: V, ...cfg, window: "stream" }, {
       seed: Number(args.seed),
       embeddingInitStd: Number(args["embedding-init-std"]),
+      dropout: Number(args.dropout),
     });
     const n = cfg.blockSize;
     const train = lm.windowDataset(brown.train.tokens, n, { window: "stream" });
@@ -237,7 +242,9 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
     const stepsPerEpoch = Math.ceil(train.length / batchSize);
     console.log(
       `${modelName}: ${model.name}, ${model.parameterCount} parameters; ${nEpochs} epochs of ${stepsPerEpoch} steps, ` +
-        `batch ${batchSize}, AdamW lr ${args.lr} cosine to ${args["min-lr"]}, weight decay ${args["weight-decay"]}; ` +
+        `batch ${batchSize}, AdamW lr ${args.lr} cosine to ${args["min-lr"]}, weight decay ${
+          args["weight-decay"]
+        }, dropout ${args.dropout}; ` +
         `budget ${args.minutes} min`,
     );
     const trainer = new lm.Trainer(model, train, {
@@ -302,6 +309,12 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
     },
     valid: { mlp: lm.summarizeLogProbs(mlpValidLp).perplexity, mixed: fit.perplexity },
     mixtureWeight: fit.weight,
+    training: Object.fromEntries(
+      ["epochs", "minutes", "batch", "lr", "min-lr", "weight-decay", "dropout", "patience", "seed"].map((k) => [
+        k,
+        Number(args[k as keyof typeof args]),
+      ]),
+    ),
     history,
   };
   console.log(

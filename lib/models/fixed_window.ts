@@ -353,6 +353,14 @@ export interface FixedWindowOptions {
    * output layer's matrix product (kept to measure the difference).
    */
   lossPath?: "fused" | "autodiff";
+  /**
+   * Dropout rate on the output layer's inputs `[tanh(d + Hx), x]` during
+   * training steps (default 0: the paper's models have none). Each feature is
+   * zeroed with this probability and the rest scaled by `1 / (1 - rate)`;
+   * evaluation and scoring never drop. A regulariser for runs that overfit
+   * (the Table 1 reproduction, `bench/bengio_reproduce.ts --dropout`).
+   */
+  dropout?: number;
 }
 
 /** ln(1e-30): log-probabilities below this are recomputed exactly by {@link FixedWindowLM.logProbs}. */
@@ -414,6 +422,8 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
   evalBatchSize: number;
   /** How the training loss is differentiated (see {@link FixedWindowOptions.lossPath}). */
   lossPath: "fused" | "autodiff";
+  /** Dropout rate on the output layer's inputs in training steps (see {@link FixedWindowOptions.dropout}). */
+  dropout: number;
   #vars: Record<string, tf.Variable>;
   #mask: tf.Tensor1D;
 
@@ -458,6 +468,10 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
       throw new RangeError(
         `lossPath must be "fused" or "autodiff": lossPath=${JSON.stringify(this.lossPath)}`,
       );
+    }
+    this.dropout = options.dropout ?? 0;
+    if (!(this.dropout >= 0 && this.dropout < 1)) {
+      throw new RangeError(`dropout must be a rate in [0, 1): dropout=${options.dropout}`);
     }
     this.name = options.name ??
       `fixed-window MLP (n=${c.blockSize + 1}, m=${c.nEmbd}, h=${c.nHidden}${c.direct ? ", direct" : ""})`;
@@ -566,15 +580,26 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
    * (no per-example cap), in training and evaluation alike;
    * {@link FixedWindowLM.logProbs}, which {@link evaluate} uses, is exact too.
    * @param batch `x` (B, blockSize) contexts, `y` (B,) next words.
-   * @param _options training or evaluation (the same here: the model has no dropout).
+   * @param options training or evaluation (dropout, when set, only in
+   *   training), and the seed of the dropout mask.
    * @returns a scalar.
    */
-  loss(batch: Batch, _options?: LossOptions): tf.Scalar {
+  loss(batch: Batch, options?: LossOptions): tf.Scalar {
     return tf.tidy(() => {
       const x = batch.x as tf.Tensor2D, y = batch.y as tf.Tensor1D;
-      if (this.lossPath === "autodiff") return crossEntropy(this.logits(x), y);
+      const rate = options?.training ? this.dropout : 0;
+      let f = this.features(x); // (B, h [+ n*m])
+      if (rate > 0) f = tf.dropout(f, rate, undefined, options!.seed) as tf.Tensor2D; // (B, h [+ n*m])
+      if (this.lossPath === "autodiff") {
+        const logits = tf.fused.matMul({
+          a: f,
+          b: this.#vars["output.weight"] as tf.Tensor2D,
+          bias: this.#outputBias(),
+        }) as tf.Tensor2D; // (B, V)
+        return crossEntropy(logits, y);
+      }
       return linearCrossEntropy(
-        this.features(x),
+        f,
         this.#vars["output.weight"] as tf.Tensor2D,
         this.#outputBias(),
         y,

@@ -235,6 +235,42 @@ Deno.test("FixedWindowLM: same seed, same weights; bad configs are named", () =>
   [a, b, c].forEach((m) => m.dispose());
 });
 
+Deno.test("FixedWindowLM dropout: only in training steps, seeded, the expected scaling; bad rates named", async () => {
+  await initBackend("cpu");
+  const cfg = { vocabSize: 15, blockSize: 2, nEmbd: 4, nHidden: 6, direct: true };
+  const plain = new FixedWindowLM(cfg, { seed: 3 }), dropped = new FixedWindowLM(cfg, { seed: 3, dropout: 0.5 });
+  const x = tf.tensor2d([[1, 2], [3, 4], [5, 6], [7, 8]], [4, 2], "int32");
+  const y = tf.tensor1d([2, 3, 4, 5], "int32");
+  const before = tf.memory().numTensors;
+  const lossOf = (m: FixedWindowLM, training: boolean, seed: number) =>
+    tf.tidy(() => m.loss({ x, y }, { training, seed }).dataSync()[0]);
+  const base = lossOf(plain, true, 1);
+  // Evaluation never drops: the same loss as the model without dropout.
+  assertAlmostEquals(lossOf(dropped, false, 1), base, 1e-6);
+  // Training drops, reproducibly for one seed, differently for another.
+  const a = lossOf(dropped, true, 11), b = lossOf(dropped, true, 11), c = lossOf(dropped, true, 12);
+  assertEquals(a, b);
+  assert(a !== base, `dropout 0.5 left the training loss unchanged (${a})`);
+  assert(a !== c, "two dropout seeds gave the same loss");
+  // Kept features are scaled by 1 / (1 - rate): the loss equals the plain
+  // output layer on features masked the same way and doubled.
+  const f = tf.tidy(() => dropped.features(x).arraySync() as number[][]);
+  const maskedLoss = tf.tidy(() => {
+    const kept = tf.dropout(tf.tensor2d(f), 0.5, undefined, 11); // (B, F)
+    const v = dropped.variables();
+    const mask = tf.oneHot(tf.tensor1d([BOS_ID], "int32"), 15).reshape([15]).mul(-1e9); // <s> masked
+    const logits = kept.matMul(v["output.weight"]).add(v["output.bias"]).add(mask); // (B, V)
+    return tf.losses.softmaxCrossEntropy(tf.oneHot(y, 15), logits).dataSync()[0];
+  });
+  assertAlmostEquals(a, maskedLoss, 1e-4);
+  assertEquals(tf.memory().numTensors, before, "dropout leaked tensors");
+  for (const rate of [-0.1, 1, Number.NaN]) {
+    assertThrows(() => new FixedWindowLM(cfg, { dropout: rate }), RangeError, `dropout=${rate}`);
+  }
+  tf.dispose([x, y]);
+  [plain, dropped].forEach((m) => m.dispose());
+});
+
 Deno.test("FixedWindowLM + Trainer: learns the toy grammar on cpu; no leaks; save/load round trip", async () => {
   const train = toyStream(300, 1), valid = toyStream(60, 2);
   const model = new FixedWindowLM({ vocabSize: 12, blockSize: 3, nEmbd: 6, nHidden: 16 }, {
