@@ -31,6 +31,13 @@ export function notebookFiles(): string[] {
 type Json = any;
 
 /**
+ * The part of `Deno` a notebook's code cells may use: what the live page's
+ * stand-in (tools/web/kernel.ts) provides, so every chapter also runs in the
+ * browser. Files go through lm, which reaches them through its platform.
+ */
+export const LIVE_PAGE_DENO = ["env.get", "version"];
+
+/**
  * Problems with a committed notebook (empty when it is fine).
  * @param nb the parsed notebook JSON.
  * @returns one message per problem.
@@ -51,6 +58,17 @@ export function checkNotebookSource(nb: Json): string[] {
       else if (c.outputs.length) problems.push(`cell ${i}: committed with ${c.outputs.length} output(s); clear them`);
       if (c.execution_count !== null && c.execution_count !== undefined) {
         problems.push(`cell ${i}: committed with execution_count=${c.execution_count}; clear it`);
+      }
+      const src = Array.isArray(c.source) ? c.source.join("") : String(c.source ?? "");
+      for (const m of src.matchAll(/\bDeno\.(\w+)(?:\.(\w+))?/g)) {
+        const api = m[2] && m[1] !== "version" ? `${m[1]}.${m[2]}` : m[1];
+        if (!LIVE_PAGE_DENO.includes(api)) {
+          problems.push(
+            `cell ${i}: uses Deno.${api}, which the live page's stand-in for Deno lacks ` +
+              `(it has ${LIVE_PAGE_DENO.map((a) => `Deno.${a}`).join(", ")}); go through lm (lm.readJsonFile, ` +
+              `lm.isNotFound, a model's save and load)`,
+          );
+        }
       }
     }
   });

@@ -27,6 +27,23 @@ Deno.test("checkNotebookSource catches outputs, counts and a wrong kernel", () =
   };
   const p = checkNotebookSource(bad);
   assertEquals(p.length, 3);
+  const deno = {
+    nbformat: 4,
+    metadata: { kernelspec: { name: "deno" } },
+    cells: [
+      {
+        cell_type: "code",
+        source: ['const full = Deno.env.get("X");\n', "console.log(Deno.version.deno);"],
+        outputs: [],
+      },
+      { cell_type: "code", source: 'const t = await Deno.readTextFile("a.json");', outputs: [] },
+      { cell_type: "code", source: "if (e instanceof Deno.errors.NotFound) {}", outputs: [] },
+    ],
+  };
+  const q = checkNotebookSource(deno);
+  assertEquals(q.length, 2, q.join("\n"));
+  assertStringIncludes(q[0], "cell 1: uses Deno.readTextFile");
+  assertStringIncludes(q[1], "cell 2: uses Deno.errors.NotFound");
 });
 
 Deno.test("checkExecuted catches error outputs and missing plots", () => {

@@ -165,3 +165,34 @@ export function platform(): Platform {
 export function setPlatform(p: Platform | undefined): void {
   current = p;
 }
+
+/**
+ * Reads a JSON file through the {@link platform} (a file on disk in Deno, a
+ * static file fetched beside the page in a browser), or returns null when
+ * there is none: how a notebook shows saved results (a benchmark's table,
+ * a long training's figures) when they exist (chapter 0).
+ * @param path the file: a path in Deno, a URL relative to the page in a browser.
+ * @returns the parsed value, or null when the file does not exist.
+ * @throws {SyntaxError} naming the path when the file is not valid JSON.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { readJsonFile } from "./platform.ts";
+ * assertEquals(await readJsonFile("no/such/results.json"), null);
+ * ```
+ */
+export async function readJsonFile<T = unknown>(path: string): Promise<T | null> {
+  let text: string;
+  try {
+    text = await platform().readTextFile(path);
+  } catch (e) {
+    if (isNotFound(e)) return null;
+    throw e;
+  }
+  try {
+    return JSON.parse(text) as T;
+  } catch (e) {
+    throw new SyntaxError(`path=${JSON.stringify(path)} is not valid JSON: ${(e as Error).message}`);
+  }
+}

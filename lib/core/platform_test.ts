@@ -1,9 +1,17 @@
-import { assert, assertEquals } from "@std/assert";
+import { assert, assertEquals, assertRejects } from "@std/assert";
 import * as tf from "./tf.ts";
 import { display, showTable } from "../display/display.ts";
 import { initBackend } from "./backend.ts";
 import { loadWeights, saveWeights } from "../train/checkpoint.ts";
-import { denoPlatform, isNotFound, notFoundError, type Platform, platform, setPlatform } from "./platform.ts";
+import {
+  denoPlatform,
+  isNotFound,
+  notFoundError,
+  type Platform,
+  platform,
+  readJsonFile,
+  setPlatform,
+} from "./platform.ts";
 
 /** A browser-like platform that records what lib asks of it. */
 function fakePlatform(env: Record<string, string>) {
@@ -51,4 +59,28 @@ Deno.test("notFoundError is Deno's NotFound in Deno, and isNotFound tells it fro
   assert(isNotFound(notFoundError("x")));
   assert(!isNotFound(new Error("x")));
   assert(!isNotFound("NotFound"));
+});
+
+Deno.test("readJsonFile: the parsed file, null when missing, a SyntaxError naming the path; through the page's platform", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/a.json`, JSON.stringify({ rows: [1, 2] }));
+    await Deno.writeTextFile(`${dir}/bad.json`, "{ rows: ");
+    assertEquals(await readJsonFile(`${dir}/a.json`), { rows: [1, 2] });
+    assertEquals(await readJsonFile(`${dir}/missing.json`), null);
+    await assertRejects(() => readJsonFile(`${dir}/bad.json`), SyntaxError, `${dir}/bad.json`);
+    // A folder is not a missing file: that error is not swallowed.
+    await assertRejects(() => readJsonFile(dir));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  const { p, files } = fakePlatform({});
+  files.set("bench/t.json", new TextEncoder().encode("[3]"));
+  setPlatform(p);
+  try {
+    assertEquals(await readJsonFile("bench/t.json"), [3]);
+    assertEquals(await readJsonFile("bench/none.json"), null);
+  } finally {
+    setPlatform(undefined);
+  }
 });
