@@ -3,8 +3,12 @@
  * pages by `tests/site.ts`). Kept as strings so the renderer is one import.
  *
  * `site.js` draws every `.lmbook-plot[data-figure]` container from the JSON
- * element it names, with the page's `window.Plotly`; when everything has been
- * tried it sets `data-plots="done"` on `<html>` (the browser test waits for it).
+ * element it names, when the container comes within a screen's height of view
+ * (and all of them before printing). plotly.js (11 MB) is loaded by the first
+ * plot drawn, from the file named by the script's `data-plotly` attribute, so
+ * a page opens without it. When every plot has been tried it sets
+ * `data-plots="done"` on `<html>` (the browser checks scroll each plot into
+ * view and wait for it).
  * A missing library, unreadable figure JSON or a plotly error is logged with
  * `console.error` and marks the container `lmbook-plot-failed`.
  *
@@ -14,25 +18,44 @@ import { FIT_FIGURE_JS } from "../lib/display/plot_fit.ts";
 
 /** The pages' script. */
 export const SITE_JS: string =
-  `// lmbook site: draws the plots of this page with plotly.js (loaded from a file beside the page).
+  `// lmbook site: draws the plots of this page with plotly.js, loaded from the file beside the page
+// (the script's data-plotly) only when the first plot comes near the screen.
 (function () {
   "use strict";
   ${FIT_FIGURE_JS.replaceAll("\n", "\n  ")}
   var root = document.documentElement;
+  var me = document.currentScript;
+  var plotlySrc = (me && me.getAttribute("data-plotly")) || "plotly.js";
   function done() { root.setAttribute("data-plots", "done"); }
   function fail(el, message) {
     console.error("lmbook: cannot draw " + el.id + ": " + message);
     el.classList.add("lmbook-plot-failed");
     el.textContent = "This plot could not be drawn: " + message;
   }
+  var loading = null;
+  function plotly() {
+    if (window.Plotly) return Promise.resolve(window.Plotly);
+    if (!loading) {
+      loading = new Promise(function (resolve, reject) {
+        var s = document.createElement("script");
+        s.src = plotlySrc;
+        s.onload = function () {
+          if (window.Plotly) resolve(window.Plotly);
+          else reject(new Error("plotly.js did not define window.Plotly"));
+        };
+        s.onerror = function () { reject(new Error("plotly.js did not load (it should be beside this page)")); };
+        document.head.appendChild(s);
+      });
+    }
+    return loading;
+  }
   var plots = Array.prototype.slice.call(document.querySelectorAll(".lmbook-plot[data-figure]"));
   if (plots.length === 0) { done(); return; }
-  if (!window.Plotly) {
-    plots.forEach(function (el) { fail(el, "plotly.js did not load (it should be beside this page)"); });
-    done();
-    return;
-  }
-  var jobs = plots.map(function (el) {
+  var left = plots.length;
+  function settled() { if (--left === 0) done(); }
+  function draw(el) {
+    if (el.getAttribute("data-drawn")) return;
+    el.setAttribute("data-drawn", "1");
     var fig;
     try {
       var id = el.getAttribute("data-figure");
@@ -42,20 +65,34 @@ export const SITE_JS: string =
       if (!fig || !Array.isArray(fig.data)) throw new Error("the figure has no data array");
     } catch (e) {
       fail(el, e.message);
-      return Promise.resolve();
+      settled();
+      return;
     }
     var config = Object.assign({ responsive: true, displaylogo: false }, fig.config || {});
-    // A chart's width is a maximum: the figure fills the column and shrinks with it (phones).
-    var layout = lmbookFit(el, Object.assign({}, fig.layout));
-    return Promise.resolve()
-      .then(function () { return window.Plotly.newPlot(el, fig.data, layout, lmbookConfig(el, config)); })
-      .catch(function (e) { fail(el, "plotly: " + (e && e.message ? e.message : e)); });
-  });
-  Promise.all(jobs).then(done, done);
+    plotly()
+      .then(function (P) {
+        // A chart's width is a maximum: the figure fills the column and shrinks with it (phones).
+        return P.newPlot(el, fig.data, lmbookFit(el, Object.assign({}, fig.layout)), lmbookConfig(el, config));
+      })
+      .catch(function (e) { fail(el, e && e.message ? e.message : String(e)); })
+      .then(settled);
+  }
+  // Plots are drawn as they come within a screen or so of view; printing draws them all first.
+  if (window.IntersectionObserver) {
+    var seen = new IntersectionObserver(function (entries) {
+      entries.forEach(function (e) {
+        if (e.isIntersecting) { seen.unobserve(e.target); draw(e.target); }
+      });
+    }, { rootMargin: "100% 0px" });
+    plots.forEach(function (el) { seen.observe(el); });
+  } else plots.forEach(draw);
+  window.addEventListener("beforeprint", function () { plots.forEach(draw); });
   var pending = 0;
   window.addEventListener("resize", function () {
     clearTimeout(pending);
-    pending = setTimeout(function () { plots.forEach(lmbookRefit); }, 150);
+    pending = setTimeout(function () {
+      plots.forEach(function (el) { if (el.querySelector(".main-svg")) lmbookRefit(el); });
+    }, 150);
   });
 })();
 `;

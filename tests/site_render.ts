@@ -10,7 +10,8 @@
  *   errors, `text/html`, `text/markdown`, `text/latex`, images, JSON and
  *   `text/plain`; plotly figures are drawn from their
  *   `application/vnd.plotly.v1+json` bundle by the page's `site.js` with the
- *   one `plotly.js` beside the pages. Any copy of the library inlined in an
+ *   one `plotly.js` beside the pages, loaded only when the first plot comes
+ *   near the screen (a page opens without its 11 MB). Any copy of the library inlined in an
  *   HTML output (`<script data-lmbook-plotly>`, see lib/display/plot.ts) is removed.
  *
  * @module
@@ -157,8 +158,14 @@ export function renderMath(tex: string, display: boolean, onError?: (p: MathProb
 export interface PageContext {
   /** Plot containers on the page so far. */
   plots: number;
-  /** Whether the page needs plotly.js. */
+  /** Whether the page needs plotly.js (site.js loads it when the first plot nears the screen). */
   needsPlotly: boolean;
+  /**
+   * Whether an HTML output draws a plot with its own script (a notebook's raw
+   * HTML rather than a plotly bundle): those need `window.Plotly` before they
+   * run, so such a page loads plotly.js in its head.
+   */
+  htmlPlots: boolean;
   /** Problems met (bad figures, math errors, error outputs, unknown outputs). */
   problems: string[];
   /** Inlined plotly.js copies removed from HTML outputs. */
@@ -176,6 +183,7 @@ export function newPageContext(options: { resolveLink?: (url: string) => string 
   const ctx: PageContext = {
     plots: 0,
     needsPlotly: false,
+    htmlPlots: false,
     problems: [],
     librariesRemoved: 0,
     markdown: undefined as unknown as MarkdownRenderer,
@@ -254,6 +262,7 @@ export function renderBundle(data: Json, metadata: Json, ctx: PageContext): stri
     if (plots) {
       ctx.plots += plots;
       ctx.needsPlotly = true;
+      ctx.htmlPlots = true;
     }
     return `<div class="output html">${stripped.html}</div>`;
   }
@@ -584,7 +593,7 @@ export function renderChapterPage(nb: Json, options: ChapterPageOptions): Render
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(chapter.title)} · lmbook</title>
 <link rel="stylesheet" href="style.css">
-${ctx.needsPlotly ? `<script src="${options.plotlyFile}"></script>\n` : ""}</head>
+${ctx.htmlPlots ? `<script src="${options.plotlyFile}"></script>\n` : ""}</head>
 <body class="chapter-page">
 <header class="topbar"><a class="brand" href="index.html">lmbook</a><span class="crumb">${
     escapeHtml(chapterCrumb(chapter, chapters))
@@ -625,7 +634,7 @@ ${navHtml(chapters, current)}
   }. Run it yourself with <code>deno task lab</code>.</footer>
 </main>
 </div>
-<script src="site.js"></script>
+<script src="site.js"${ctx.needsPlotly ? ` data-plotly="${options.plotlyFile}"` : ""}></script>
 ${options.live ? LIVE_LOADER : ""}</body>
 </html>
 `;

@@ -254,7 +254,9 @@ Deno.test("writeSite: pages, index, assets; plotly.js once beside the pages, nev
     assertEquals(report.chapters[0].plots, 1);
     assertEquals(report.chapters[0].librariesRemoved, 1);
     assertFalse(page.includes("data-lmbook-plotly"), "the inlined library is stripped");
-    assertStringIncludes(page, `<script src="${PLOTLY_FILE}"></script>`);
+    // plotly.js is not in the head: site.js loads it when the first plot nears the screen.
+    assertFalse(page.includes(`<script src="${PLOTLY_FILE}"></script>`), "plotly.js is loaded lazily");
+    assertStringIncludes(page, `<script src="site.js" data-plotly="${PLOTLY_FILE}"></script>`);
     assertStringIncludes(page, '<a class="next" rel="next" href="10_text.html">');
     assertStringIncludes(page, "<math");
     assertFalse(/(src|href)="(https?:)?\/\//.test(page.replace(/<a [^>]*class="external"[^>]*>/g, "")), "no network");

@@ -191,8 +191,10 @@ export async function checkPage(
     await page.waitForFunction(
       () => {
         const plots = [...document.querySelectorAll(".lmbook-plot")];
-        const drawn = plots.every((el) => el.querySelector(".main-svg"));
-        return drawn || document.documentElement.dataset.plots === "done";
+        // Plots are drawn as they near the screen (site.js): bring the next undrawn one into view, as a reader would.
+        const next = plots.find((el) => !el.querySelector(".main-svg") && !el.classList.contains("lmbook-plot-failed"));
+        next?.scrollIntoView({ block: "center" });
+        return !next || document.documentElement.dataset.plots === "done";
       },
       null,
       { timeout: options.plotTimeoutMs ?? 30_000, polling: 50 },
