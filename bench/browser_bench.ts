@@ -2,9 +2,11 @@
  * The live site in headless Chromium (one run), served locally on 127.0.0.1 (after `deno task render`):
  *
  * 1. time from opening chapter 0 with `?autorun=1&backend=wasm` to its first live output, and to its last cell;
- * 2. page weight: what opening a chapter page loads, and what the live part loads later, only when asked (the
+ * 2. page weight: what opening a chapter page loads by itself (plots drawn as they come into view: plotly.js only
+ *    once one is near), what opening it with autorun loads, what the live part loads later, only when asked (the
  *    kernel, lib's bundle and the wasm binary on the first Run; the Brown corpus and Moby Dick when a cell reads
- *    them);
+ *    them), and what the service worker precaches in the background for offline use (service workers are blocked
+ *    in the measured pages, so their figures are the page's own);
  * 3. training tokens/s of the baby transformer (nanoGPT's CPU "baby" config, batch 12, the same steps as
  *    bench/transformer_bench.ts) in Chromium on wasm against Deno on wasm (this process), and in Chromium on the
  *    browser's WebGPU adapter.
@@ -100,7 +102,28 @@ const browser = await chromium.launch({
 // deno-lint-ignore no-explicit-any
 type Json = any;
 try {
-  const context = await browser.newContext();
+  const context = await browser.newContext({ serviceWorkers: "block" });
+  const rel = (u: string) => decodeURIComponent(new URL(u).pathname.replace(/^\/lmbook\//, ""));
+  const diskSize = (path: string, reported: number) => {
+    try {
+      return Deno.statSync(join(siteDir, path)).size; // as served (uncompressed); a worker's script reports none
+    } catch {
+      return reported;
+    }
+  };
+  // Opening chapter 0 without running it: the page, its assets, and the plots in view.
+  const plain = await context.newPage();
+  const opened: { url: string; bytes: number }[] = [];
+  plain.on("requestfinished", async (req) => {
+    const sizes = await req.sizes().catch(() => undefined);
+    opened.push({ url: req.url(), bytes: diskSize(rel(req.url()), sizes?.responseBodySize ?? 0) });
+  });
+  await plain.goto(`${server.url}00_tour.html`, { waitUntil: "load" });
+  await new Promise((r) => setTimeout(r, 2000)); // plots in view drawn, nothing else pending
+  await plain.close();
+  const precached = JSON.parse(
+    /const PRECACHE = (\[.*\]);/.exec(Deno.readTextFileSync(join(siteDir, "sw.js")))![1],
+  ) as string[];
   const page = await context.newPage();
   const loaded: { url: string; bytes: number; at: number }[] = [];
   const t0 = performance.now();
@@ -121,13 +144,7 @@ try {
   const allCells = (performance.now() - t0) / 1000;
   const runState = await page.getAttribute("html", "data-lmbook-run");
   await new Promise((r) => setTimeout(r, 500)); // the last requestfinished events
-  const rel = (u: string) => decodeURIComponent(new URL(u).pathname.replace(/^\/lmbook\//, ""));
-  // Sizes of the files as served (uncompressed), from disk: a worker's own script reports no body size.
-  for (const l of loaded) {
-    try {
-      l.bytes = Deno.statSync(join(siteDir, rel(l.url))).size;
-    } catch { /* keep the reported size */ }
-  }
+  for (const l of loaded) l.bytes = diskSize(rel(l.url), l.bytes);
   // The page and what it loads by itself (the live toolbar included) against what only a Run loads.
   const isLazy = (u: string) => rel(u).startsWith("live/") && rel(u) !== "live/page.js";
   const initial = loaded.filter((l) => !isLazy(l.url));
@@ -167,7 +184,7 @@ try {
   });
 
   const mb = (n: number) => `${(n / 1e6).toFixed(2)} MB`;
-  const byFile = (xs: typeof loaded) =>
+  const byFile = (xs: { url: string; bytes: number }[]) =>
     Object.entries(xs.reduce<Record<string, number>>((m, x) => {
       const k = rel(x.url).startsWith("live/lib/") ? "live/lib/*" : rel(x.url);
       m[k] = (m[k] ?? 0) + x.bytes;
@@ -180,10 +197,21 @@ try {
       target: "< 5 s",
     },
     { what: "chapter 0: open to last cell done", value: `${allCells.toFixed(1)} s (${runState})`, target: "" },
-    { what: "page weight on opening chapter 0", value: mb(sum(initial)), target: "" },
+    { what: "page weight on opening chapter 0 (no Run; load + 2 s)", value: mb(sum(opened)), target: "" },
+    { what: "  of which", value: byFile(opened), target: "" },
+    {
+      what: "page weight on opening chapter 0 with autorun (its live plots load plotly.js)",
+      value: mb(sum(initial)),
+      target: "",
+    },
     { what: "  of which", value: byFile(initial), target: "" },
     { what: "loaded lazily by Run (chapter 0)", value: mb(sum(onRun)), target: "" },
     { what: "  of which", value: byFile(onRun), target: "" },
+    {
+      what: "precached by the service worker after a first visit (offline use)",
+      value: `${mb(precached.reduce((t, p) => t + diskSize(p, 0), 0))} in ${precached.length} files`,
+      target: "",
+    },
     {
       what: "Brown corpus, loaded when chapter 1's first cell runs",
       value: `${mb(sum(brown.map((b) => ({ bytes: b }))))} in ${brown.length} files`,
@@ -229,6 +257,8 @@ try {
       {
         firstOutput,
         allCells,
+        opened,
+        precached,
         runState,
         initial,
         onRun,
