@@ -202,17 +202,7 @@ async function readSaved(m: string): Promise<NeuralResult | null> {
 // Every per-token log-probability once; the summaries, the mixture weight and
 // the mixture's perplexity are computed from them (lm.evaluate does the same).
 const scores = (m: lm.LanguageModel, tokens: Int32Array, label: string) =>
-  lm.streamLogProbs(m, tokens, {
-    onProgress: (() => {
-      let bar: lm.ProgressBar | null = null, last = 0;
-      return (done: number, total: number) => {
-        bar ??= new lm.ProgressBar(total, { label, unit: "tok" });
-        bar.update(done - last);
-        last = done;
-        if (done === total) void bar.done();
-      };
-    })(),
-  });
+  lm.streamLogProbs(m, tokens, { progress: label });
 
 async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<NeuralResult> {
   const backend = await lm.initBackend(args.backend);

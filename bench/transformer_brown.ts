@@ -138,17 +138,8 @@ console.log(
 const t0 = performance.now();
 // Every per-token log-probability once (lm.evaluate does the same); the perplexities and the trigram mixture
 // (as the paper's MLP10 mixes its MLP) are computed from them.
-const bar = (label: string) => {
-  let b: lm.ProgressBar | null = null, last = 0;
-  return (done: number, total: number) => {
-    b ??= new lm.ProgressBar(total, { label, unit: "tok" });
-    b.update(done - last);
-    last = done;
-    if (done === total) void b.done();
-  };
-};
-const validLp = await lm.streamLogProbs(model, brown.valid.tokens, { onProgress: bar("score valid") });
-const testLp = await lm.streamLogProbs(model, brown.test.tokens, { onProgress: bar("score test") });
+const validLp = await lm.streamLogProbs(model, brown.valid.tokens, { progress: "score valid" });
+const testLp = await lm.streamLogProbs(model, brown.test.tokens, { progress: "score test" });
 const valid = lm.summarizeLogProbs(validLp, { model: model.name });
 const test = lm.summarizeLogProbs(testLp, { model: model.name });
 const evalSeconds = (performance.now() - t0) / 1000;

@@ -105,12 +105,16 @@ export interface LanguageModel {
 }
 
 /** Options of {@link evaluate}. */
-export interface EvaluateOptions extends LogProbsOptions {
+export interface StreamLogProbsOptions extends LogProbsOptions {
   /**
    * Show a {@link ProgressBar} while scoring: `true`, or a label for it
    * (default: no bar). Worth it for slow models (seconds or more).
    */
   progress?: boolean | string;
+}
+
+/** Options of {@link evaluate} (chapter 2). */
+export interface EvaluateOptions extends StreamLogProbsOptions {
   /**
    * Used to name the first zero-probability token in the message (e.g. a
    * {@link Vocabulary}); ids are shown otherwise.
@@ -264,18 +268,40 @@ function checkStream(tokens: ArrayLike<number>, vocabSize: number): Int32Array {
  *
  * @param model the model.
  * @param tokens token ids; the start is a sentence start.
- * @param options progress reporting.
+ * @param options a progress bar or callback.
  * @returns ln P(tokens[t] | tokens[0..t)) for every t.
  * @throws {RangeError} on an id outside `[0, model.vocabSize)`.
  */
 export async function streamLogProbs(
   model: LanguageModel,
   tokens: ArrayLike<number>,
-  options: LogProbsOptions = {},
+  options: StreamLogProbsOptions = {},
 ): Promise<Float64Array> {
   const stream = checkStream(tokens, model.vocabSize);
+  let bar: ProgressBar | null = null, last = 0;
+  const onProgress = options.progress
+    ? (done: number, total: number) => {
+      options.onProgress?.(done, total);
+      bar ??= new ProgressBar(total, {
+        label: typeof options.progress === "string" ? options.progress : `score ${model.name}`,
+        unit: "tok",
+      });
+      bar.update(done - last);
+      last = done;
+    }
+    : options.onProgress;
+  const out = await scoreStream(model, stream, onProgress);
+  if (bar) await (bar as ProgressBar).done();
+  return out;
+}
+
+async function scoreStream(
+  model: LanguageModel,
+  stream: Int32Array,
+  onProgress: ((done: number, total: number) => void) | undefined,
+): Promise<Float64Array> {
   if (model.logProbs) {
-    const out = await model.logProbs(stream, options);
+    const out = await model.logProbs(stream, { onProgress });
     if (out.length !== stream.length) {
       throw new RangeError(
         `${model.name}.logProbs returned ${out.length} values for ${stream.length} tokens`,
@@ -289,11 +315,9 @@ export async function streamLogProbs(
   for (let t = 0; t < stream.length; t++) {
     const start = Number.isFinite(k) ? Math.max(0, t - k) : 0;
     out[t] = model.logProb(stream[t], stream.subarray(start, t));
-    if (options.onProgress && (t + 1) % every === 0) {
-      options.onProgress(t + 1, stream.length);
-    }
+    if (onProgress && (t + 1) % every === 0) onProgress(t + 1, stream.length);
   }
-  options.onProgress?.(stream.length, stream.length);
+  onProgress?.(stream.length, stream.length);
   return out;
 }
 
@@ -332,21 +356,7 @@ export async function evaluate(
     );
   }
   const stream = checkStream(tokens, model.vocabSize);
-  let bar: ProgressBar | null = null;
-  let last = 0;
-  const onProgress = (done: number, total: number) => {
-    options.onProgress?.(done, total);
-    if (options.progress) {
-      bar ??= new ProgressBar(total, {
-        label: typeof options.progress === "string" ? options.progress : `score ${model.name}`,
-        unit: "tok",
-      });
-      bar.update(done - last);
-      last = done;
-    }
-  };
-  const lps = await streamLogProbs(model, stream, { onProgress });
-  if (bar) await (bar as ProgressBar).done();
+  const lps = await streamLogProbs(model, stream, { onProgress: options.onProgress, progress: options.progress });
   return summarizeLogProbs(lps, {
     model: model.name,
     isDistribution: model.isDistribution ?? true,

@@ -1,4 +1,11 @@
-import { assertAlmostEquals, assertEquals, assertRejects, assertStringIncludes, assertThrows } from "@std/assert";
+import {
+  assert,
+  assertAlmostEquals,
+  assertEquals,
+  assertRejects,
+  assertStringIncludes,
+  assertThrows,
+} from "@std/assert";
 import {
   contextWindow,
   evaluate,
@@ -144,6 +151,18 @@ Deno.test("evaluate: progress callback reaches the total", async () => {
     onProgress: (d) => seen.push(d),
   });
   assertEquals(seen.at(-1), 10_000);
+});
+
+Deno.test("streamLogProbs: with a progress bar, the callback still sees every report up to the total", async () => {
+  const seen: number[] = [];
+  const lps = await streamLogProbs(new UniformModel(4), new Int32Array(9000), {
+    progress: "uniform",
+    onProgress: (d, total) => seen.push(d / total),
+  });
+  assertEquals(lps.length, 9000);
+  assertAlmostEquals(lps[5], -Math.log(4));
+  assertEquals(seen.at(-1), 1);
+  assert(seen.length >= 2, `only ${seen.length} progress report(s)`);
 });
 
 Deno.test("evaluate: a progress bar can be asked for by label", async () => {
