@@ -9,6 +9,8 @@
  * - chapter 5's training cell, cut to 8 steps of the masked model, a loss per step, on the browser's WebGPU adapter gives
  *   losses within 1e-3 of wasm (lib/models/transformer_test.ts's BACKEND_TOLERANCE for the same 8 Adam steps);
  * - a planted error sets `data-lmbook-run` to `"error"`, and Stop ends an endless cell and leaves a working kernel;
+ * - a cell that saves a model keeps it in IndexedDB (a reloaded page loads it) and offers it as a download, which
+ *   Deno's `FixedWindowLM.load` reads back to the same probabilities;
  * - offline once loaded: after chapter 0 has been opened once, with the server stopped, chapter 0 reopens from the
  *   service worker's cache and `?autorun=1` still reaches `"done"`, and the index opens; a file never fetched is
  *   missing (the worker caches, it does not invent).
@@ -259,6 +261,49 @@ Deno.test({
             await offline.close();
             if (!stopped) await own.close();
           }
+        },
+      );
+
+      await t.step(
+        "a cell saves a model: kept in the browser across a reload, offered as a download Deno loads",
+        async () => {
+          const page = await context.newPage();
+          await page.goto(`${server.url}00_tour.html?backend=cpu`);
+          const probe = "const p = (m: lm.FixedWindowLM) => m.nextDistribution([2, 3])[4];\n";
+          const saved: { ok: boolean; texts: string[] } = await page.evaluate(
+            (code) => (window as Json).lmbook.runCode(code),
+            'import * as lm from "../lib/mod.ts";\n' + probe +
+              "const m = new lm.FixedWindowLM({ vocabSize: 12, blockSize: 2, nEmbd: 3, nHidden: 4 }, { seed: 5 });\n" +
+              'await m.save("../build/models/page_test.lmw", { meta: { from: "the page" } });\n' +
+              "console.log(JSON.stringify(p(m)));",
+          );
+          assert(saved.ok, saved.texts.join("\n"));
+          const expected = JSON.parse(saved.texts.join("").trim()) as number;
+          const link = page.locator("a.live-download").last();
+          assertEquals(await link.getAttribute("download"), "page_test.lmw");
+          const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
+          const file = await Deno.makeTempFile({ suffix: ".lmw" });
+          try {
+            await download.saveAs(file);
+            const { FixedWindowLM } = await import("../../lib/mod.ts");
+            const loaded = await FixedWindowLM.load(file);
+            assertAlmostEquals(loaded.model.nextDistribution([2, 3])[4], expected, 1e-6);
+            assertEquals(loaded.meta.from, "the page");
+            loaded.model.dispose();
+          } finally {
+            await Deno.remove(file);
+          }
+          // A fresh page (a new worker) reads the copy kept in IndexedDB.
+          await page.reload();
+          const again: { ok: boolean; texts: string[] } = await page.evaluate(
+            (code) => (window as Json).lmbook.runCode(code),
+            'import * as lm from "../lib/mod.ts";\n' + probe +
+              'const { model } = await lm.FixedWindowLM.load("../build/models/page_test.lmw");\n' +
+              "console.log(JSON.stringify(p(model)));",
+          );
+          assert(again.ok, again.texts.join("\n"));
+          assertEquals(JSON.parse(again.texts.join("").trim()), expected);
+          await page.close();
         },
       );
 
