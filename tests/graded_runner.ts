@@ -709,9 +709,13 @@ function functionExercises(names: string[]): Map<string, string> {
   return out;
 }
 
-/** The exercise a test-file line belongs to: the graded("N.M …") call around it. */
-function testExerciseAt(file: string, line: number): string | undefined {
-  const src = Deno.readTextFileSync(join(ROOT, file));
+/**
+ * The exercise a line of a graded test file belongs to: the `graded("N.M …")` call around it.
+ * @param src the test file's text.
+ * @param line 1-based line.
+ * @returns the exercise number, or undefined outside any graded test.
+ */
+export function testExerciseAtSource(src: string, line: number): string | undefined {
   const region = regionAt(topLevelRegions(src), line);
   if (!region) return undefined;
   const text = src.split("\n").slice(region.header - 1, region.header + 2).join("\n");
@@ -726,8 +730,11 @@ function stubLines(name: string, exported: boolean, count: number, why: string):
   return [head, ...Array(Math.max(0, count - 1)).fill("")];
 }
 
-interface Override {
+/** A verdict that replaces the results of one exercise's tests (a syntax or type error, a missing export). */
+export interface Override {
+  /** The status every test of the exercise gets. */
   status: GradedStatus;
+  /** The message every test of the exercise gets. */
   message: string;
   /** Keep the underlying result's verdict as a note ("ignoring the type error, …"). */
   noteUnderlying: boolean;
@@ -834,38 +841,87 @@ function syntaxFileError(text: string): { status: GradedStatus; message: string 
 
 /** Records a type error against the exercise it belongs to (or as a warning). */
 function blameTypeError(s: JobState, d: Diagnostic, text: string, where: "impl" | "test", mod?: string): void {
+  const blame = typeErrorBlame({
+    fnEx: s.fnEx,
+    where,
+    source: () => where === "impl" ? currentSource(s, mod!) : Deno.readTextFileSync(join(ROOT, s.job.file)),
+    hasModule: mod !== undefined,
+    line: d.line,
+    name: d.name,
+    text,
+    checkTarget: s.info.modules[0] ?? s.job.file,
+    overrides: s.overrides,
+  });
+  if (!blame) return;
+  if ("warning" in blame) s.warnings.push(blame.warning);
+  else s.overrides.set(blame.exercise, blame.override);
+}
+
+/** What {@link typeErrorBlame} needs to know about one type error. */
+export interface TypeErrorFacts {
+  /** Exercise number by function name (from the test names). */
+  fnEx: Map<string, string>;
+  /** Whether the error is in an exercise module or in the graded test file. */
+  where: "impl" | "test";
+  /** The text of the file the error is in (as checked), read only when needed. */
+  source: () => string;
+  /** For "impl": whether the exercise module is known. */
+  hasModule: boolean;
+  /** 1-based line of the error. */
+  line?: number;
+  /** For `has no exported member 'x'`: the name. */
+  name?: string;
+  /** The diagnostic as `deno check` words it (`TS2322: …` with its place), paths as the student knows them. */
+  text: string;
+  /** The file the hint tells the student to `deno check`. */
+  checkTarget: string;
+  /** The verdicts already given to exercises of this test file. */
+  overrides: Map<string, Override>;
+}
+
+/**
+ * The rule of `deno task grade` for one type error: the exercise whose function (or graded test) holds
+ * it scores 0, with the checker's words and a hint; outside any exercise function it is a warning that
+ * costs nothing. The command line and the page's type check (tools/web/grade_run.ts) both use it.
+ * @param f the error and what is known about the file.
+ * @returns the exercise and its new verdict, a warning, or undefined when the exercise already has a
+ *   verdict that a type error does not change (a syntax error, a missing export).
+ */
+export function typeErrorBlame(
+  f: TypeErrorFacts,
+): { exercise: string; override: Override } | { warning: string } | undefined {
   let ex: string | undefined;
-  if (d.name && s.fnEx.has(d.name)) ex = s.fnEx.get(d.name);
-  else if (where === "impl" && mod && d.line) {
-    const r = regionAt(topLevelRegions(currentSource(s, mod)), d.line);
-    if (r?.name) ex = s.fnEx.get(r.name);
-  } else if (where === "test" && d.line) {
-    ex = testExerciseAt(s.job.file, d.line);
+  if (f.name && f.fnEx.has(f.name)) ex = f.fnEx.get(f.name);
+  else if (f.where === "impl" && f.hasModule && f.line) {
+    const r = regionAt(topLevelRegions(f.source()), f.line);
+    if (r?.name) ex = f.fnEx.get(r.name);
+  } else if (f.where === "test" && f.line) {
+    ex = testExerciseAtSource(f.source(), f.line);
   }
+  const text = f.text;
   if (!ex) {
-    s.warnings.push(
-      `type error outside the exercise functions (it costs no points, but fix it):\n${indent(text)}`,
-    );
-    return;
+    return { warning: `type error outside the exercise functions (it costs no points, but fix it):\n${indent(text)}` };
   }
-  const prev = s.overrides.get(ex);
-  if (prev && !prev.noteUnderlying) return; // already a syntax error or a missing export
-  const missing = d.name !== undefined && s.fnEx.get(d.name) === ex;
+  const prev = f.overrides.get(ex);
+  if (prev && !prev.noteUnderlying) return undefined; // already a syntax error or a missing export
+  const d = { name: f.name };
+  const missing = d.name !== undefined && f.fnEx.get(d.name) === ex;
   const head = missing
     ? `error: your file no longer exports ${d.name} (renamed or deleted?). Keep the name and the ` +
       "signature the exercise file started with."
     : `error: type error in your code, so exercise ${ex} scores 0 (TypeScript found it; the other ` +
       "exercises are graded without it):";
-  const tail = missing
-    ? ""
-    : `\n  hint:     fix it: \`deno check ${s.info.modules[0] ?? s.job.file}\` lists every type error.`;
-  s.overrides.set(ex, {
-    status: "error",
-    message: prev
-      ? prev.message.replace(/\n {2}hint:[\s\S]*$/, "") + `\n${indent(text)}${tail}`
-      : `${head}\n${indent(text)}${tail}`,
-    noteUnderlying: !missing,
-  });
+  const tail = missing ? "" : `\n  hint:     fix it: \`deno check ${f.checkTarget}\` lists every type error.`;
+  return {
+    exercise: ex,
+    override: {
+      status: "error",
+      message: prev
+        ? prev.message.replace(/\n {2}hint:[\s\S]*$/, "") + `\n${indent(text)}${tail}`
+        : `${head}\n${indent(text)}${tail}`,
+      noteUnderlying: !missing,
+    },
+  };
 }
 
 /**
@@ -1060,14 +1116,7 @@ function finish(s: JobState, results: GradedResult[]): JobOutcome {
   }
   for (const r of out) {
     const o = s.overrides.get(r.exercise);
-    if (!o) continue;
-    const note = o.noteUnderlying
-      ? `\n  (ignoring the type error, this test ${
-        r.status === "passed" ? "passed" : `gave: ${r.message.split("\n")[0].slice(0, 200)}`
-      })`
-      : "";
-    r.status = o.status;
-    r.message = o.message + note;
+    if (o) applyOverride(r, o);
   }
   // An exercise that was cut out keeps its tests in the report even if nothing could run.
   for (const [ex, o] of s.overrides) {
@@ -1081,6 +1130,21 @@ function finish(s: JobState, results: GradedResult[]): JobOutcome {
     ...[...s.overrides.entries()].map(([ex, o]) => `exercise ${ex}: ${o.message}`),
   ];
   return { job, results: out, warnings: s.warnings, loadProblems };
+}
+
+/**
+ * Gives a test its exercise's verdict; after a type error, the note says what the test gave without it.
+ * @param r the test's result (changed in place).
+ * @param o the exercise's verdict.
+ */
+export function applyOverride(r: GradedResult, o: Override): void {
+  const note = o.noteUnderlying
+    ? `\n  (ignoring the type error, this test ${
+      r.status === "passed" ? "passed" : `gave: ${r.message.split("\n")[0].slice(0, 200)}`
+    })`
+    : "";
+  r.status = o.status;
+  r.message = o.message + note;
 }
 
 function indent(text: string): string {
