@@ -10,14 +10,19 @@
  * - {@link writeGradeAssets}: `grade/grade_panel.js` (the editors and the
  *   Grade button, `grade_panel.ts`, bundled with CodeMirror), and
  *   `grade/grade_worker.js` (lib, `@std/assert` and sucrase, `grade_worker.ts`),
- *   bundled with `deno bundle --platform browser`; and a copy of every graded
- *   test file under `grade/exercises/`, which the page sends to the worker.
+ *   bundled with `deno bundle --platform browser`; a copy of every graded
+ *   test file under `grade/exercises/`, which the page sends to the worker;
+ *   and the type check `deno task grade` applies: `grade/typecheck_worker.js`
+ *   (`typecheck_worker.ts` with the TypeScript compiler) and the files it
+ *   checks against, `grade/typecheck_files.json` (`typecheck_build.ts`), both
+ *   fetched only when Grade is pressed.
  *
  * @module
  */
 import { basename, dirname, join } from "node:path";
 import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "../../tests/graded_runner.ts";
 import type { PanelData } from "./grade_panel.ts";
+import { recordTypeCheckFiles } from "./typecheck_build.ts";
 
 /** Where the grading assets go inside the site. */
 export const GRADE_DIR = "grade";
@@ -170,10 +175,19 @@ async function bundle(entry: string, out: string, format: "esm", importMap: stri
 }
 
 /** The bundles of this process, built once (a render writes several sites in tests). */
-let built: Promise<{ worker: Uint8Array; panel: Uint8Array }> | undefined;
+let built: Promise<Bundles> | undefined;
+
+/** What {@link buildBundles} makes. */
+interface Bundles {
+  worker: Uint8Array;
+  panel: Uint8Array;
+  /** The type-check worker (with the TypeScript compiler) and the files it checks against. */
+  checker: Uint8Array;
+  checkFiles: Uint8Array;
+}
 
 /** Bundles the worker and the panel with `deno bundle --platform browser`. */
-async function buildBundles(): Promise<{ worker: Uint8Array; panel: Uint8Array }> {
+async function buildBundles(): Promise<Bundles> {
   // The offline import map (JSR is unreachable) with absolute paths, plus the node:path / node:url shim.
   const offline = JSON.parse(await Deno.readTextFile(join(ROOT, "tests/offline_import_map.json")));
   const imports: Record<string, string> = {};
@@ -202,10 +216,14 @@ async function buildBundles(): Promise<{ worker: Uint8Array; panel: Uint8Array }
     await Promise.all([
       bundle(join(ROOT, "tools/web/grade_worker.ts"), join(tmp, "grade_worker.js"), "esm", map),
       bundle(join(ROOT, "tools/web/grade_panel.ts"), join(tmp, "grade_panel.js"), "esm", map),
+      bundle(join(ROOT, "tools/web/typecheck_worker.ts"), join(tmp, "typecheck_worker.js"), "esm", map),
     ]);
     return {
       worker: await Deno.readFile(join(tmp, "grade_worker.js")),
       panel: await Deno.readFile(join(tmp, "grade_panel.js")),
+      checker: await Deno.readFile(join(tmp, "typecheck_worker.js")),
+      // After the bundles: they put the packages the recording reads into node_modules.
+      checkFiles: new TextEncoder().encode(JSON.stringify(recordTypeCheckFiles())),
     };
   } finally {
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
@@ -221,13 +239,15 @@ export async function writeGradeAssets(outDir: string): Promise<{ name: string; 
   const dir = join(outDir, GRADE_DIR);
   await Deno.mkdir(join(dir, "exercises"), { recursive: true });
   built ??= buildBundles();
-  const { worker, panel } = await built.catch((err) => {
+  const { worker, panel, checker, checkFiles } = await built.catch((err) => {
     built = undefined;
     throw err;
   });
   await Deno.writeFile(join(dir, "grade_worker.js"), worker);
   await Deno.writeFile(join(dir, "grade_panel.js"), panel);
-  const written = ["grade_worker.js", "grade_panel.js"];
+  await Deno.writeFile(join(dir, "typecheck_worker.js"), checker);
+  await Deno.writeFile(join(dir, "typecheck_files.json"), checkFiles);
+  const written = ["grade_worker.js", "grade_panel.js", "typecheck_worker.js", "typecheck_files.json"];
   for (const t of gradedTestFiles()) {
     const to = join(outDir, GRADE_DIR, t);
     await Deno.mkdir(dirname(to), { recursive: true });

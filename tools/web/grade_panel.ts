@@ -21,7 +21,8 @@ import { basicSetup, EditorView } from "codemirror";
 import { javascript } from "@codemirror/lang-javascript";
 import { zipSync } from "fflate";
 import { formatReport, type GradeReport } from "../../tests/grade.ts";
-import { gradeInWorker, reportOf, type TestFileData } from "./grade_run.ts";
+import { gradeInWorker, reportOf, type TestFileData, type TypeChecker } from "./grade_run.ts";
+import type { TypeCheckAnswer, TypeCheckRequest } from "./typecheck_worker.ts";
 import type { PointsSpec } from "../../tests/grade.ts";
 
 /** What the page embeds for its panel (see `grade_build.ts`). */
@@ -50,6 +51,8 @@ export interface GradePanelApi {
   grade(): Promise<GradeReport>;
   /** The last report. */
   report: GradeReport | null;
+  /** Seconds each type check took in its worker (the first includes parsing the libs), in order. */
+  typeCheckSeconds: number[];
 }
 
 const STORE = "lmbook:exercise:";
@@ -171,6 +174,31 @@ export function mountPanel(section: HTMLElement): GradePanelApi {
 
   let worker: Worker | undefined;
   let running: Promise<GradeReport> | null = null;
+  // The type-check worker: started on the first Grade (the compiler and its files load only then), kept after.
+  let checker: Worker | undefined;
+  let checkId = 0;
+  const typeCheck: TypeChecker = (req) => {
+    checker ??= new Worker(new URL(`${data.base}typecheck_worker.js`, location.href).href, { type: "module" });
+    const w = checker;
+    const id = ++checkId;
+    return new Promise((resolve, reject) => {
+      const onMessage = (e: MessageEvent<TypeCheckAnswer>) => {
+        if (e.data?.id !== id) return;
+        w.removeEventListener("message", onMessage);
+        if (e.data.type === "result") {
+          api.typeCheckSeconds.push(e.data.seconds);
+          resolve(e.data.diagnostics);
+        } else reject(new Error(e.data.message));
+      };
+      w.addEventListener("message", onMessage);
+      w.addEventListener("error", (e) => {
+        checker = undefined;
+        reject(new Error(`the type-check worker failed: ${e.message}`));
+      }, { once: true });
+      const msg: TypeCheckRequest = { type: "check", id, ...req };
+      w.postMessage(msg);
+    });
+  };
   const api: GradePanelApi = {
     files: () => data.files.map((f) => f.path),
     getSource: (path) => {
@@ -180,6 +208,7 @@ export function mountPanel(section: HTMLElement): GradePanelApi {
     },
     setSource,
     report: null,
+    typeCheckSeconds: [],
     grade: () => running ??= runGrade().finally(() => running = null),
   };
 
@@ -205,10 +234,11 @@ export function mountPanel(section: HTMLElement): GradePanelApi {
           if (e.type === "start") progress.textContent = `grading ${done + 1}/${total}: ${e.name}`;
         },
         onResult: () => done++,
+        typeCheck,
       });
       worker = run.worker;
       const seconds = (performance.now() - t0) / 1000;
-      const report = reportOf(run.results, data.points, `${data.chapter} in the page`, seconds);
+      const report = reportOf(run.results, data.points, `${data.chapter} in the page`, seconds, run.warnings);
       show(report);
       api.report = report;
       progress.textContent = `graded in ${seconds.toFixed(1)} s${

@@ -11,15 +11,19 @@
  * @module
  */
 import {
+  applyOverride,
   bracketsBalance,
   classify,
   type GradedResult,
+  type Override,
   parseTestName,
   tidyMessage,
   topLevelRegions,
+  typeErrorBlame,
 } from "../../tests/graded_runner.ts";
 import { type GradeReport, type PointsSpec, scoreResults } from "../../tests/grade.ts";
 import type { GradeRequest, SyntaxProblem, WorkerEvent } from "./grade_worker.ts";
+import type { TypeDiagnostic } from "./typecheck.ts";
 
 /** A graded test file as the page knows it (from the build). */
 export interface TestFileData {
@@ -43,7 +47,14 @@ export interface GradeInWorkerOptions {
   onResult?: (r: GradedResult) => void;
   /** A worker left ready by an earlier run, reused when given. */
   worker?: Worker;
+  /** The type check (`typecheck_worker.ts`), run beside the tests; without it nothing is type-checked. */
+  typeCheck?: TypeChecker;
 }
+
+/** Checks files with TypeScript: the diagnostics of `report` (see tools/web/typecheck.ts). */
+export type TypeChecker = (
+  req: { overlay: Record<string, string>; roots: string[]; report: string[] },
+) => Promise<TypeDiagnostic[]>;
 
 /** What {@link gradeInWorker} returns. */
 export interface WorkerGradeRun {
@@ -53,6 +64,8 @@ export interface WorkerGradeRun {
   worker: Worker;
   /** Workers stopped because a test or a load ran out of time. */
   restarts: number;
+  /** Remarks that cost no points (a type error outside the exercise functions), as `deno task grade` words them. */
+  warnings: string[];
 }
 
 const key = (file: string, name: string) => `${file}\u0000${name}`;
@@ -102,6 +115,16 @@ export async function gradeInWorker(
   const skip = new Set<string>();
   const skipFiles = new Set<string>();
   let restarts = 0;
+  // The type check runs beside the tests (its own worker): a type error costs the exercise that holds it.
+  const typePass = options.typeCheck
+    ? typeCheckVerdicts(files, tests, options.typeCheck).catch((err) => ({
+      overrides: new Map<string, Map<string, Override>>(),
+      warnings: [
+        `the page could not type-check (${err instanceof Error ? err.message : err}); type errors cost nothing ` +
+        "here, `deno task grade` is the grade of record.",
+      ],
+    }))
+    : undefined;
   let worker = options.worker ?? await startWorker(options.workerUrl);
   // Syntax errors inside one exercise function are cut out, as the command line does (that exercise
   // scores 0 with the parser's message; the file's other exercises are still graded).
@@ -227,11 +250,110 @@ export async function gradeInWorker(
     }
     for (const [k, r] of results) if (k.startsWith(`${t.file}\u0000`) && !t.names.includes(r.name)) ordered.push(r);
   }
+  const typed = await typePass;
   for (const r of ordered) {
+    const t = typed?.overrides.get(r.file)?.get(r.exercise);
+    if (t) applyOverride(r, t);
     const o = overrides.get(r.exercise);
     if (o) Object.assign(r, { status: "error", message: o });
   }
-  return { results: ordered, worker, restarts };
+  return { results: ordered, worker, restarts, warnings: typed?.warnings ?? [] };
+}
+
+/** The exercise files a graded test file imports (`./x.ts` beside it), in order. */
+export function importedModules(file: string, source: string): string[] {
+  const dir = file.split("/").slice(0, -1).join("/");
+  const out: string[] = [];
+  for (const m of source.matchAll(/\bfrom\s*["']\.\/([^"'/]+\.ts)["']/g)) {
+    const p = `${dir}/${m[1]}`;
+    if (!p.endsWith("_test.ts") && !out.includes(p)) out.push(p);
+  }
+  return out;
+}
+
+/**
+ * The type-check rule of `deno task grade`, in the page: checks the test files against the student's files,
+ * cuts out an exercise function with a syntax error and checks again (as the command line does), then blames
+ * each type error with graded_runner's {@link typeErrorBlame}: the exercise that holds it scores 0, one outside
+ * every exercise function is a warning.
+ * @param files the student's exercise files by root-relative path.
+ * @param tests the graded test files.
+ * @param check the type checker.
+ * @returns the verdicts by test file and exercise, and the warnings (`file: message`, as the command line).
+ */
+export async function typeCheckVerdicts(
+  files: Record<string, string>,
+  tests: (TestFileData & { source: string })[],
+  check: TypeChecker,
+): Promise<{ overrides: Map<string, Map<string, Override>>; warnings: string[] }> {
+  const current = { ...files };
+  const fnEx = new Map<string, string>();
+  for (const t of tests) {
+    for (const n of t.names) {
+      const { exercise, fn } = parseTestName(n);
+      if (fn && exercise !== "?" && !fnEx.has(fn)) fnEx.set(fn, exercise);
+    }
+  }
+  const cut = new Set<string>();
+  let live = tests.map((t) => ({ ...t, modules: importedModules(t.file, t.source) }));
+  for (let round = 0; round < 12 && live.length; round++) {
+    const modules = [...new Set(live.flatMap((t) => t.modules))].filter((m) => m in current);
+    const overlay: Record<string, string> = { ...current };
+    for (const t of live) overlay[t.file] = t.source;
+    const diags = await check({
+      overlay,
+      roots: live.map((t) => t.file),
+      report: [...modules, ...live.map((t) => t.file)],
+    });
+    const syntax = diags.find((d) => d.kind === "syntax");
+    if (syntax) {
+      const problem = { path: syntax.path, line: syntax.line, column: syntax.column, message: "" };
+      const patched = syntax.path in current ? cutOutSyntaxError(current[syntax.path], problem, fnEx, cut) : undefined;
+      if (patched) {
+        current[syntax.path] = patched.source;
+        cut.add(patched.exercise);
+      } else {
+        // Not an exercise function's: the file cannot be graded (the tests' run says so); the others go on.
+        live = live.filter((t) => t.file !== syntax.path && !t.modules.includes(syntax.path));
+      }
+      continue;
+    }
+    const overrides = new Map<string, Map<string, Override>>();
+    const warnings: string[] = [];
+    for (const t of live) {
+      const fnOf = new Map<string, string>();
+      for (const n of t.names) {
+        const { exercise, fn } = parseTestName(n);
+        if (fn && exercise !== "?" && !fnOf.has(fn)) fnOf.set(fn, exercise);
+      }
+      // Exercises cut out for a syntax error keep that verdict (the tests' run gives it).
+      const mine = new Map<string, Override>(
+        [...cut].map((ex) => [ex, { status: "error", message: "", noteUnderlying: false }]),
+      );
+      for (const d of diags) {
+        const where = d.path === t.file ? "test" : t.modules.includes(d.path) ? "impl" : undefined;
+        if (!where) continue;
+        const blame = typeErrorBlame({
+          fnEx: fnOf,
+          where,
+          source: () => where === "test" ? t.source : current[d.path],
+          hasModule: where === "impl",
+          line: d.line,
+          name: /has no exported member(?: named)? '([^']+)'/.exec(d.text)?.[1],
+          text: d.text,
+          checkTarget: t.modules[0] ?? t.file,
+          overrides: mine,
+        });
+        if (!blame) continue;
+        if ("warning" in blame) warnings.push(`${t.file}: ${blame.warning}`);
+        else mine.set(blame.exercise, blame.override);
+      }
+      for (const ex of cut) mine.delete(ex);
+      overrides.set(t.file, mine);
+    }
+    return { overrides, warnings };
+  }
+  return { overrides: new Map(), warnings: [] };
 }
 
 /**
@@ -311,6 +433,7 @@ function indent(text: string): string {
  * @param points `exercises/points.json`'s `exercises` table.
  * @param target what was graded (shown in the report's first line).
  * @param seconds how long grading took.
+ * @param warnings remarks found before scoring (the type check's), listed first as on the command line.
  * @returns the report {@link formatReport} prints.
  */
 export function reportOf(
@@ -318,6 +441,7 @@ export function reportOf(
   points: Record<string, number | PointsSpec>,
   target: string,
   seconds: number,
+  warnings: string[] = [],
 ): GradeReport {
   const table = new Map<string, PointsSpec>(
     Object.entries(points).map(([k, v]) => [k, typeof v === "number" ? { points: v } : v]),
@@ -329,7 +453,7 @@ export function reportOf(
     exercises: scored.exercises,
     score: round2(scored.exercises.reduce((s, e) => s + e.score, 0)),
     maxScore: round2(scored.exercises.reduce((s, e) => s + e.maxScore, 0)),
-    warnings: scored.warnings,
+    warnings: [...warnings, ...scored.warnings],
     seconds,
   };
 }

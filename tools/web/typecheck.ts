@@ -99,13 +99,14 @@ export interface FileSystemView {
  * @param t the TypeScript module.
  * @param fs where the compiler reads lib, the libs and packages (paths start with `/`, the repository root).
  * @param options `roots`: files to start from (test files, root-relative); `overlay`: texts that replace the
- *   view's (the student's exercise files); `report`: the root-relative files whose diagnostics are wanted.
+ *   view's (the student's exercise files and the test files); `report`: the root-relative files whose
+ *   diagnostics are wanted; `cache`: parsed files kept between checks (the overlay is never cached).
  * @returns the diagnostics of the reported files: per file in `report` order, each in source order.
  */
 export function typeCheck(
   t: TS,
   fs: FileSystemView,
-  options: { roots: string[]; overlay: Record<string, string>; report: string[] },
+  options: { roots: string[]; overlay: Record<string, string>; report: string[]; cache?: Map<string, ts.SourceFile> },
 ): TypeDiagnostic[] {
   const opts = compilerOptions(t);
   const overlay = new Map(Object.entries(options.overlay).map(([k, v]) => [abs(k), v]));
@@ -113,8 +114,14 @@ export function typeCheck(
   const exists = (p: string) => overlay.has(p) || p === AMBIENT_FILE || fs.fileExists(p);
   const host: ts.CompilerHost = {
     getSourceFile: (fileName, languageVersion) => {
+      // lib, the libs and the packages do not change between checks: parsed once when a cache is given.
+      const hit = overlay.has(fileName) ? undefined : options.cache?.get(fileName);
+      if (hit) return hit;
       const text = read(fileName);
-      return text === undefined ? undefined : t.createSourceFile(fileName, text, languageVersion, true);
+      if (text === undefined) return undefined;
+      const sf = t.createSourceFile(fileName, text, languageVersion, true);
+      if (!overlay.has(fileName)) options.cache?.set(fileName, sf);
+      return sf;
     },
     getDefaultLibFileName: () => `${TS_LIB_DIR}/lib.d.ts`,
     getDefaultLibLocation: () => TS_LIB_DIR,
