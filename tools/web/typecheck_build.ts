@@ -110,7 +110,26 @@ export function recordTypeCheckFiles(): RecordedFiles {
   typeCheck(ts, view, { roots: tests, overlay: {}, report: [...tests, ...exerciseModules()] });
   // The student's files and the test files come from the page, not from the recording.
   for (const f of [...tests, ...exerciseModules()]) delete recorded.files[`/${f}`];
+  for (const [path, text] of Object.entries(recorded.files)) {
+    if (/\.(d\.)?ts$/.test(path) && text) recorded.files[path] = withoutComments(path, text);
+  }
   return recorded;
+}
+
+/**
+ * A TypeScript file without its comments (JSDoc is most of lib's and the libs' weight, and nothing the
+ * checker needs: its diagnostics in these files are never shown), printed by the compiler itself, which
+ * keeps the `/// <reference …>` directives.
+ * @param path the file's path (its extension tells a `.d.ts`).
+ * @param text the file's text.
+ * @returns the same declarations and code, without comments.
+ */
+export function withoutComments(path: string, text: string): string {
+  const sf = ts.createSourceFile(path, text, ts.ScriptTarget.ESNext, false);
+  const printed = ts.createPrinter({ removeComments: true }).printFile(sf);
+  return sf.hasNoDefaultLib && !printed.includes("no-default-lib")
+    ? `/// <reference no-default-lib="true"/>\n${printed}`
+    : printed;
 }
 
 if (import.meta.main) {
