@@ -42,21 +42,33 @@ Deno.test("typeCheck over the recorded files: the stubs are clean, a planted err
   }
   const tests = gradedTestFiles();
   assertEquals(typeCheck(ts, view, { roots: tests, overlay, report: Object.keys(overlay) }), [], "stubs check clean");
-  // The planted errors, against what deno check prints for the same files.
+  // The planted errors, and a few more of other shapes (a chained message, a one-character mark, a module
+  // named in the message, a missing return), against what deno check prints for the same files.
+  const planted = TYPED + [
+    'const cfg: { a: { b: number }[] } = { a: [{ b: "x" }] };',
+    'export function missingReturn(x: number): string { if (x > 0) return "a"; }',
+    "const f: (x: number) => string = (x: string) => x;",
+    'import { nothing } from "../lib/mod.ts";',
+    "",
+  ].join("\n");
   const diags = typeCheck(ts, view, {
     roots: ["exercises/ch00_tour_test.ts"],
-    overlay: { ...overlay, "exercises/ch00_tour.ts": TYPED },
+    overlay: { ...overlay, "exercises/ch00_tour.ts": planted },
     report: ["exercises/ch00_tour.ts", "exercises/ch00_tour_test.ts"],
   });
   assertEquals(diags.map((d) => [d.kind, d.path, d.line, d.code]), [
     ["type", "exercises/ch00_tour.ts", 34, 2322],
     ["type", "exercises/ch00_tour.ts", 39, 2322],
+    ["type", "exercises/ch00_tour.ts", 40, 2322],
+    ["type", "exercises/ch00_tour.ts", 41, 2366],
+    ["type", "exercises/ch00_tour.ts", 42, 2322],
+    ["type", "exercises/ch00_tour.ts", 43, 2305],
   ]);
   const dir = await Deno.makeTempDir({ prefix: "lmbook-typecheck-" });
   try {
     await Deno.mkdir(join(dir, "exercises"));
     await Deno.symlink(join(ROOT, "lib"), join(dir, "lib"));
-    await Deno.writeTextFile(join(dir, "exercises/ch00_tour.ts"), TYPED);
+    await Deno.writeTextFile(join(dir, "exercises/ch00_tour.ts"), planted);
     await Deno.copyFile(join(ROOT, "exercises/ch00_tour_test.ts"), join(dir, "exercises/ch00_tour_test.ts"));
     const out = await new Deno.Command(Deno.execPath(), {
       args: ["check", "--import-map", join(ROOT, "tests/offline_import_map.json"), "exercises/ch00_tour_test.ts"],

@@ -6,7 +6,10 @@
  * a fresh one for the tests that remain, and turns what came back into the
  * same per-test results, statuses and messages as `deno task grade`
  * (`classify` and `tidyMessage` of tests/graded_runner.ts, `scoreResults` of
- * tests/grade.ts).
+ * tests/grade.ts). Beside the tests, the files are type-checked
+ * (`typecheck_worker.ts`) and each type error is blamed as the command line
+ * blames it ({@link typeCheckVerdicts}, through graded_runner's
+ * `typeErrorBlame`).
  *
  * @module
  */

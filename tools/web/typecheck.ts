@@ -182,13 +182,29 @@ function describeDiagnostic(
   const lineEnd = line + 1 < lineStarts.length ? lineStarts[line + 1] : sf.text.length;
   const src = sf.text.slice(lineStarts[line], lineEnd).replace(/\r?\n$/, "");
   const width = Math.max(1, Math.min(d.length ?? 1, src.length - character));
+  // deno check names a module by where it resolved (shown root-relative), not as written.
+  const message = chainText(t, d.messageText).replace(
+    /Module '"(\.{1,2}\/[^"]+)"'/g,
+    (_m, spec: string) => `Module '"${joinRelative(rel, spec)}"'`,
+  );
   const text = [
-    `TS${d.code}: ${chainText(t, d.messageText)}`,
+    `TS${d.code}: ${message}`,
     src,
-    `${" ".repeat(character)}${"~".repeat(width)}`,
+    // deno check marks one character with ^ and a longer span with ~~~.
+    `${" ".repeat(character)}${width === 1 ? "^" : "~".repeat(width)}`,
     `    at ${rel}:${line + 1}:${character + 1}`,
   ].join("\n");
   return { kind, path: rel, line: line + 1, column: character + 1, code: d.code, text };
+}
+
+/** `spec` resolved against the folder of the root-relative file `from`: `exercises/a.ts`, `../lib/mod.ts` → `lib/mod.ts`. */
+function joinRelative(from: string, spec: string): string {
+  const parts = from.split("/").slice(0, -1);
+  for (const p of spec.split("/")) {
+    if (p === "..") parts.pop();
+    else if (p !== ".") parts.push(p);
+  }
+  return parts.join("/");
 }
 
 /** A recorded file set (what `typecheck_build.ts` writes and the worker loads). */
