@@ -9,7 +9,15 @@
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import { join } from "node:path";
 import ts from "typescript";
-import { gradedTestFiles, type Override, ROOT, testFileInfo, typeErrorBlame } from "./graded_runner.ts";
+import {
+  gradedTestFiles,
+  offlineRequested,
+  type Override,
+  ROOT,
+  testFileInfo,
+  typeErrorBlame,
+} from "./graded_runner.ts";
+import { grade } from "./grade.ts";
 import { recordTypeCheckFiles } from "../tools/web/typecheck_build.ts";
 import { mapSpecifier, recordedView, typeCheck, type TypeDiagnostic } from "../tools/web/typecheck.ts";
 import { importedModules, type TypeChecker, typeCheckVerdicts } from "../tools/web/grade_run.ts";
@@ -170,4 +178,47 @@ Deno.test("typeCheckVerdicts: blames per test file, warns outside, cuts out a sy
   const clean = await typeCheckVerdicts({ "exercises/ch00_tour.ts": SOL }, tests, () => Promise.resolve([]));
   assertEquals([...clean.overrides.get(file)!.keys()], []);
   assertEquals(clean.warnings, []);
+});
+
+Deno.test("the page's verdicts equal deno task grade --submission's for an error in the test file and a rename", async () => {
+  // (c) softmax takes strings: the test file's calls no longer type-check (blamed on 0.1, still runs);
+  // (d) rowSoftmax renamed: the test file's import fails (0.2: "no longer exports").
+  const changed = SOL.replace("export function softmax(logits: number[])", "export function softmax(logits: string[])")
+    .replace(/\bMath\.max\(\.\.\.logits\)/, "Math.max(...logits.map(Number))")
+    .replace(/logits\.map\(\(x\) => Math\.exp\(x - max\)\)/, "logits.map((x) => Math.exp(Number(x) - max))")
+    .replace(/!Number\.isFinite\(x\)/, "!Number.isFinite(Number(x))")
+    .replace("export function rowSoftmax(", "export function rowSoftmaxRenamed(");
+  assert(changed.includes("logits: string[]") && changed.includes("rowSoftmaxRenamed"), "both changes planted");
+  const file = "exercises/ch00_tour_test.ts";
+  const tests = [{ file, names: testFileInfo(file).names, source: read(file) }];
+  const view = recordedView(recordTypeCheckFiles());
+  const cache = new Map<string, ts.SourceFile>();
+  const page = await typeCheckVerdicts(
+    { "exercises/ch00_tour.ts": changed },
+    tests,
+    (req) => Promise.resolve(typeCheck(ts, view, { ...req, cache })),
+  );
+  const dir = await Deno.makeTempDir({ prefix: "lmbook-typecheck-cli-" });
+  try {
+    Deno.writeTextFileSync(join(dir, "ch00_tour.ts"), changed);
+    const cli = await grade({ submission: dir, files: [file], offline: offlineRequested() });
+    const verdicts = page.overrides.get(file)!;
+    assertEquals([...verdicts.keys()].sort(), ["0.1", "0.2"]);
+    for (const e of cli.exercises) {
+      assertEquals(e.status, "error", `${e.exercise} on the command line`);
+      for (const t of e.tests) {
+        // The note that follows says what the test gave at run time: the page adds it after its own run.
+        // The command line checks a copy of the test file whose import points at the submission, and its
+        // code frame shows that rewritten line: the page shows the test file's own line.
+        const cliMessage = t.message.replace(/\n {2}\(ignoring the type error, this test [\s\S]*$/, "")
+          .replace(' from "exercises/ch00_tour.ts";', ' from "./ch00_tour.ts";');
+        assertEquals(verdicts.get(e.exercise)!.message, cliMessage, `${t.name}: the same verdict`);
+      }
+    }
+    assertMatch(verdicts.get("0.1")!.message, /^error: type error in your code, so exercise 0\.1 scores 0/);
+    assertMatch(verdicts.get("0.2")!.message, /^error: your file no longer exports rowSoftmax/);
+    assertEquals(page.warnings, cli.warnings.filter((w) => w.includes("type error")));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

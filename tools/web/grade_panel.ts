@@ -182,8 +182,16 @@ export function mountPanel(section: HTMLElement): GradePanelApi {
     const w = checker;
     const id = ++checkId;
     return new Promise((resolve, reject) => {
+      // The compiler always finishes; a worker that never answers (its files did not arrive) is given up.
+      const timer = setTimeout(() => {
+        w.removeEventListener("message", onMessage);
+        w.terminate();
+        checker = undefined;
+        reject(new Error("the type check did not answer within 120 s"));
+      }, 120_000);
       const onMessage = (e: MessageEvent<TypeCheckAnswer>) => {
         if (e.data?.id !== id) return;
+        clearTimeout(timer);
         w.removeEventListener("message", onMessage);
         if (e.data.type === "result") {
           api.typeCheckSeconds.push(e.data.seconds);
@@ -192,6 +200,7 @@ export function mountPanel(section: HTMLElement): GradePanelApi {
       };
       w.addEventListener("message", onMessage);
       w.addEventListener("error", (e) => {
+        clearTimeout(timer);
         checker = undefined;
         reject(new Error(`the type-check worker failed: ${e.message}`));
       }, { once: true });

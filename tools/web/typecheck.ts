@@ -184,8 +184,8 @@ function describeDiagnostic(
   const width = Math.max(1, Math.min(d.length ?? 1, src.length - character));
   // deno check names a module by where it resolved (shown root-relative), not as written.
   const message = chainText(t, d.messageText).replace(
-    /Module '"(\.{1,2}\/[^"]+)"'/g,
-    (_m, spec: string) => `Module '"${joinRelative(rel, spec)}"'`,
+    /'"(\.{1,2}\/[^"]+)"'/g,
+    (_m, spec: string) => `'"${joinRelative(rel, spec)}"'`,
   );
   const text = [
     `TS${d.code}: ${message}`,

@@ -108,6 +108,12 @@ export function recordTypeCheckFiles(): RecordedFiles {
   const { view, recorded } = recordingView();
   const tests = gradedTestFiles();
   typeCheck(ts, view, { roots: tests, overlay: {}, report: [...tests, ...exerciseModules()] });
+  // Without TensorFlow.js's types every tf value would be `any` and most type errors would go unseen.
+  if (!Object.keys(recorded.files).some((f) => /\/tfjs-core\/dist\/index\.d\.ts$/.test(f))) {
+    throw new Error(
+      "the page's type check found no @tensorflow/tfjs-core types under node_modules/ (run `deno install`)",
+    );
+  }
   // The student's files and the test files come from the page, not from the recording.
   for (const f of [...tests, ...exerciseModules()]) delete recorded.files[`/${f}`];
   for (const [path, text] of Object.entries(recorded.files)) {
