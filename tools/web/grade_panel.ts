@@ -5,7 +5,10 @@
  * stub or with the work saved in this browser, a Grade button that runs the
  * chapter's graded tests in a Web Worker ({@link gradeInWorker}), and the
  * results as `deno task grade` prints them (its `formatReport`), with every
- * test's status, points and message below.
+ * test's status, points and message below. The first Grade also starts the
+ * type-check worker (`typecheck_worker.js`, the TypeScript compiler and the
+ * files it checks against, fetched only then and kept for later runs): a type
+ * error costs its exercise as on the command line.
  *
  * Work is saved in `localStorage` under `lmbook:exercise:<path>` on every
  * edit. Download saves a file under its own name (`ch00_tour.ts`); "Download
