@@ -29,10 +29,10 @@ import type { Page } from "playwright-core";
 import { grade, type GradeReport } from "../grade.ts";
 import { exerciseModules, offlineRequested, ROOT } from "../graded_runner.ts";
 import { notebookFiles } from "../notebooks.ts";
-import { SITE_DIR, writeSite } from "../site.ts";
 import { serveSite } from "../serve.ts";
 import { chapterOf, panelData } from "../../tools/web/grade_build.ts";
-import { chromiumMissing, exists, launchChromium } from "./chromium.ts";
+import { chromiumMissing, launchChromium } from "./chromium.ts";
+import { getSource, gradeInPage, gradeSiteDir, setSource } from "./grade_page.ts";
 
 const missing = chromiumMissing();
 const isCI = Boolean(Deno.env.get("CI"));
@@ -42,19 +42,6 @@ if (missing && !isCI) console.warn(`skipping the in-page grading tests: ${missin
 const chapters = notebookFiles().flatMap((nb) =>
   panelData(nb) ? [{ page: nb.split("/").pop()!.replace(/\.ipynb$/, ".html"), chapter: chapterOf(nb)! }] : []
 );
-
-/** A site with the grading assets: build/site if it has them, else a temporary one. */
-async function siteDir(): Promise<{ dir: string; temp: boolean }> {
-  const dir = Deno.env.get("LMBOOK_SITE_DIR") ?? SITE_DIR;
-  if (exists(join(dir, "grade", "grade_worker.js"))) return { dir, temp: false };
-  const tmp = await Deno.makeTempDir({ prefix: "lmbook-grade-site-" });
-  const inputs = notebookFiles().map((notebook) => ({
-    notebook,
-    nb: JSON.parse(Deno.readTextFileSync(join(ROOT, notebook))),
-  }));
-  await writeSite(inputs, { outDir: join(tmp, "site"), api: false });
-  return { dir: join(tmp, "site"), temp: true };
-}
 
 /** Test name -> what matters for equality with the command line. */
 function byTest(report: GradeReport, files?: string[]) {
@@ -85,26 +72,6 @@ async function openPanel(page: Page, url: string): Promise<void> {
   );
 }
 
-/** Presses Grade and waits for the report. */
-async function gradeInPage(page: Page): Promise<GradeReport> {
-  await page.click(".lmbook-grade-run");
-  await page.waitForFunction(
-    () =>
-      ["done", "failed"].includes(
-        document.querySelector("[data-lmbook-grade]")?.getAttribute("data-lmbook-grade") ?? "",
-      ),
-    null,
-    { timeout: 240_000, polling: 200 },
-  );
-  const state = await page.evaluate(() => ({
-    state: document.querySelector("[data-lmbook-grade]")!.getAttribute("data-lmbook-grade"),
-    progress: document.querySelector(".lmbook-grade-progress")!.textContent,
-    report: (globalThis as unknown as { lmbookGrade: { report: unknown } }).lmbookGrade.report,
-  }));
-  if (state.state !== "done") throw new Error(`grading in the page failed: ${state.progress}`);
-  return state.report as GradeReport;
-}
-
 function compare(
   label: string,
   page: Map<string, { status: string; score: number; maxScore: number; message: string }>,
@@ -129,7 +96,7 @@ Deno.test({
   async fn(t) {
     if (missing) throw new Error(missing);
     assert(chapters.length >= 2, "chapters with exercises");
-    const site = await siteDir();
+    const site = await gradeSiteDir("grade/grade_worker.js");
     const server = serveSite(site.dir);
     const browser = await launchChromium();
     const offline = offlineRequested();
@@ -341,18 +308,3 @@ Deno.test({
     }
   },
 });
-
-async function getSource(page: Page, path: string): Promise<string> {
-  return await page.evaluate(
-    (p) => (globalThis as unknown as { lmbookGrade: { getSource(p: string): string } }).lmbookGrade.getSource(p),
-    path,
-  );
-}
-
-async function setSource(page: Page, path: string, text: string): Promise<void> {
-  await page.evaluate(
-    ([p, t]) =>
-      (globalThis as unknown as { lmbookGrade: { setSource(p: string, t: string): void } }).lmbookGrade.setSource(p, t),
-    [path, text] as const,
-  );
-}

@@ -16,13 +16,11 @@
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import { join } from "node:path";
-import type { Page } from "playwright-core";
 import { grade, type GradeReport } from "../grade.ts";
 import { offlineRequested, ROOT } from "../graded_runner.ts";
-import { notebookFiles } from "../notebooks.ts";
-import { SITE_DIR, writeSite } from "../site.ts";
 import { serveSite } from "../serve.ts";
-import { chromiumMissing, exists, launchChromium } from "./chromium.ts";
+import { chromiumMissing, launchChromium } from "./chromium.ts";
+import { gradeInPage, gradeSiteDir } from "./grade_page.ts";
 
 const missing = chromiumMissing();
 const isCI = Boolean(Deno.env.get("CI"));
@@ -36,42 +34,11 @@ const TYPED = SOL.replace(
   '    const e = shifted.exp(); // (rows, cols)\n    const unused: number = "not a number";',
 ) + "\nconst helperLabel: string = 42;\n";
 
-async function siteDir(): Promise<{ dir: string; temp: boolean }> {
-  const dir = Deno.env.get("LMBOOK_SITE_DIR") ?? SITE_DIR;
-  if (exists(join(dir, "grade", "typecheck_worker.js"))) return { dir, temp: false };
-  const tmp = await Deno.makeTempDir({ prefix: "lmbook-typecheck-site-" });
-  const inputs = notebookFiles().map((notebook) => ({
-    notebook,
-    nb: JSON.parse(Deno.readTextFileSync(join(ROOT, notebook))),
-  }));
-  await writeSite(inputs, { outDir: join(tmp, "site"), api: false });
-  return { dir: join(tmp, "site"), temp: true };
-}
-
 type Api = {
   setSource(p: string, t: string): void;
   report: GradeReport | null;
   typeCheckSeconds: number[];
 };
-
-async function gradeInPage(page: Page): Promise<GradeReport> {
-  await page.click(".lmbook-grade-run");
-  await page.waitForFunction(
-    () =>
-      ["done", "failed"].includes(
-        document.querySelector("[data-lmbook-grade]")?.getAttribute("data-lmbook-grade") ?? "",
-      ),
-    null,
-    { timeout: 240_000, polling: 200 },
-  );
-  const state = await page.evaluate(() => ({
-    state: document.querySelector("[data-lmbook-grade]")!.getAttribute("data-lmbook-grade"),
-    progress: document.querySelector(".lmbook-grade-progress")!.textContent,
-    report: (globalThis as unknown as { lmbookGrade: Api }).lmbookGrade.report,
-  }));
-  if (state.state !== "done") throw new Error(`grading in the page failed: ${state.progress}`);
-  return state.report as GradeReport;
-}
 
 function byTest(report: GradeReport) {
   return report.exercises.flatMap((e) =>
@@ -94,7 +61,7 @@ Deno.test({
   async fn() {
     if (missing) throw new Error(missing);
     assert(TYPED.includes('const unused: number = "not a number"'), "the error inside rowSoftmax was planted");
-    const site = await siteDir();
+    const site = await gradeSiteDir("grade/typecheck_worker.js");
     const server = serveSite(site.dir);
     const browser = await launchChromium();
     const dir = await Deno.makeTempDir({ prefix: "lmbook-typecheck-sub-" });
