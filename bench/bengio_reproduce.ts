@@ -22,7 +22,12 @@
  * (336); with the default command, one model per core under a load average
  * of 8 to 27: MLP9 290.3 after 2.81 epochs in 50.2 min, MLP10 253.2, MLP1
  * 295.4 after 1.18 epochs in 57.8 min (`--minutes 57`). The neural targets
- * are missed (see bench/README.md for what would close the gap).
+ * are missed. Runs from 13:02 to 14:58 with dropout (`--dropout 0.3` and
+ * `--dropout 0.15 --weight-decay 0.1`, `--epochs 4 --minutes 57`: MLP9 307.8
+ * and 297.4) and MLP1 with a schedule fitted to the budget (`--epochs 1.4`:
+ * 299.5) did not beat those on validation (bench/README.md says what would
+ * close the gap). The chapter 6 transformer (bench/transformer_brown.ts) beats
+ * both, alone (280.0) and mixed with the trigram (245.7).
  *
  * Trained models go to `build/models/bengio_<model>.lmw` (notebook 03 loads
  * MLP9), per-model figures to `build/bench/bengio_<model>.json`, and the whole
