@@ -18,7 +18,7 @@
  *
  * The service worker (written last, by {@link writeServiceWorker}) precaches the pages, the site's script and style,
  * plotly.js, everything Run needs (the bundles, the kernel, the wasm binaries) and the in-page grader, in the
- * background once a chapter has loaded (about 20 MB); whatever else a page fetches (the corpora, saved models, the
+ * background once a chapter has loaded (about 25 MB); whatever else a page fetches (the corpora, saved models, the
  * GPT tokenizers' tables, the API reference) is cached the first time it is fetched. Requests are answered from the
  * cache first, so a chapter opened once opens and runs offline. Its cache is named after a hash of the precached
  * files: a rebuilt site installs a new worker, which drops the old cache.
@@ -131,7 +131,8 @@ export function precacheList(files: { path: string; bytes: number }[]): string[]
     (!p.includes("/") && /\.(html|css|js)$/.test(p) && p !== "sw.js") ||
     /^live\/(page|kernel|markdown)\.js$/.test(p) || p === "live/lib/mod.js" ||
     (/^live\/lib\/[^/]+\.js$/.test(p) && bytes <= PRECACHE_CHUNK_LIMIT) ||
-    /^live\/wasm\/[^/]+\.wasm$/.test(p) || /^grade\/[^/]+\.js$/.test(p) || /^grade\/exercises\/[^/]+\.ts$/.test(p)
+    /^live\/wasm\/[^/]+\.wasm$/.test(p) || /^grade\/[^/]+\.(js|json)$/.test(p) ||
+    /^grade\/exercises\/[^/]+\.ts$/.test(p)
   ).map((f) => f.path).sort();
 }
 
