@@ -565,13 +565,16 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
    * @throws {RangeError} when `x` does not have `blockSize` columns.
    */
   logits(x: tf.Tensor2D): tf.Tensor2D {
-    return tf.tidy(() =>
-      tf.fused.matMul({
-        a: this.features(x),
-        b: this.#vars["output.weight"] as tf.Tensor2D,
-        bias: this.#outputBias(),
-      }) as tf.Tensor2D // (B, V)
-    );
+    return tf.tidy(() => this.#outputLogits(this.features(x)));
+  }
+
+  /** The output layer on features (B, h [+ n*m]): logits (B, V). */
+  #outputLogits(f: tf.Tensor2D): tf.Tensor2D {
+    return tf.fused.matMul({
+      a: f,
+      b: this.#vars["output.weight"] as tf.Tensor2D,
+      bias: this.#outputBias(),
+    }) as tf.Tensor2D; // (B, V)
   }
 
   /**
@@ -590,14 +593,7 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
       const rate = options?.training ? this.dropout : 0;
       let f = this.features(x); // (B, h [+ n*m])
       if (rate > 0) f = tf.dropout(f, rate, undefined, options!.seed) as tf.Tensor2D; // (B, h [+ n*m])
-      if (this.lossPath === "autodiff") {
-        const logits = tf.fused.matMul({
-          a: f,
-          b: this.#vars["output.weight"] as tf.Tensor2D,
-          bias: this.#outputBias(),
-        }) as tf.Tensor2D; // (B, V)
-        return crossEntropy(logits, y);
-      }
+      if (this.lossPath === "autodiff") return crossEntropy(this.#outputLogits(f), y);
       return linearCrossEntropy(
         f,
         this.#vars["output.weight"] as tf.Tensor2D,
