@@ -25,6 +25,7 @@ import "./grade_worker_env.ts";
 import * as lib from "../../lib/mod.ts";
 import * as assert from "@std/assert";
 import { transform } from "sucrase";
+import { joinRelative } from "./paths.ts";
 
 /** What the page asks for: grade these test files against these exercise files. */
 export interface GradeRequest {
@@ -103,16 +104,6 @@ function compile(source: string, path: string): string {
   }).code;
 }
 
-/** Resolves `./x.ts` / `../lib/mod.ts` against the importing file's folder. */
-function resolvePath(from: string, spec: string): string {
-  const parts = from.split("/").slice(0, -1);
-  for (const p of spec.split("/")) {
-    if (p === "..") parts.pop();
-    else if (p !== ".") parts.push(p);
-  }
-  return parts.join("/");
-}
-
 /** Loads modules for one test file: the test and the exercise files it imports. */
 function makeLoader(files: Record<string, string>) {
   const cache = new Map<string, Record<string, unknown>>();
@@ -132,7 +123,7 @@ function makeLoader(files: Record<string, string>) {
   };
   const requireFrom = (from: string, spec: string): unknown => {
     if (spec === "@std/assert" || spec.startsWith("jsr:@std/assert")) return assert;
-    const path = spec.startsWith(".") ? resolvePath(from, spec) : spec;
+    const path = spec.startsWith(".") ? joinRelative(from, spec) : spec;
     if (path === "lib/mod.ts") return lib;
     if (path in files) return load(path, files[path]);
     throw new Error(

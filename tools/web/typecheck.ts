@@ -17,6 +17,7 @@
  * @module
  */
 import type ts from "typescript";
+import { joinRelative } from "./paths.ts";
 
 /** The TypeScript module (`import ts from "typescript"`). */
 export type TS = typeof ts;
@@ -195,16 +196,6 @@ function describeDiagnostic(
     `    at ${rel}:${line + 1}:${character + 1}`,
   ].join("\n");
   return { kind, path: rel, line: line + 1, column: character + 1, code: d.code, text };
-}
-
-/** `spec` resolved against the folder of the root-relative file `from`: `exercises/a.ts`, `../lib/mod.ts` → `lib/mod.ts`. */
-function joinRelative(from: string, spec: string): string {
-  const parts = from.split("/").slice(0, -1);
-  for (const p of spec.split("/")) {
-    if (p === "..") parts.pop();
-    else if (p !== ".") parts.push(p);
-  }
-  return parts.join("/");
 }
 
 /** A recorded file set (what `typecheck_build.ts` writes and the worker loads). */
