@@ -57,6 +57,8 @@ const { values: args } = parseArgs({
     lr: { type: "string", default: "2e-3" },
     "min-lr": { type: "string", default: "1e-4" },
     "weight-decay": { type: "string", default: "0.05" },
+    beta1: { type: "string", default: "0.9" },
+    beta2: { type: "string", default: "0.999" },
     dropout: { type: "string", default: "0" },
     "embedding-init-std": { type: "string", default: "0.1" },
     "eval-examples": { type: "string", default: "50000" },
@@ -237,9 +239,9 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
     const stepsPerEpoch = Math.ceil(train.length / batchSize);
     console.log(
       `${modelName}: ${model.name}, ${model.parameterCount} parameters; ${nEpochs} epochs of ${stepsPerEpoch} steps, ` +
-        `batch ${batchSize}, AdamW lr ${args.lr} cosine to ${args["min-lr"]}, weight decay ${
-          args["weight-decay"]
-        }, dropout ${args.dropout}; ` +
+        `batch ${batchSize}, AdamW (betas ${args.beta1}, ${args.beta2}) lr ${args.lr} cosine to ${
+          args["min-lr"]
+        }, weight decay ${args["weight-decay"]}, dropout ${args.dropout}; ` +
         `budget ${args.minutes} min`,
     );
     const trainer = new lm.Trainer(model, train, {
@@ -250,6 +252,7 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
       warmupSteps: 200,
       minLr: Number(args["min-lr"]),
       weightDecay: Number(args["weight-decay"]),
+      betas: [Number(args.beta1), Number(args.beta2)],
       valData: valid,
       evalEvery: Math.ceil(stepsPerEpoch / Number(args["evals-per-epoch"])),
       evalExamples: Number(args["eval-examples"]),
@@ -305,10 +308,11 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
     valid: { mlp: lm.summarizeLogProbs(mlpValidLp).perplexity, mixed: fit.perplexity },
     mixtureWeight: fit.weight,
     training: Object.fromEntries(
-      ["epochs", "minutes", "batch", "lr", "min-lr", "weight-decay", "dropout", "patience", "seed"].map((k) => [
-        k,
-        Number(args[k as keyof typeof args]),
-      ]),
+      ["epochs", "minutes", "batch", "lr", "min-lr", "weight-decay", "beta1", "beta2", "dropout", "patience", "seed"]
+        .map((k) => [
+          k,
+          Number(args[k as keyof typeof args]),
+        ]),
     ),
     history,
   };
