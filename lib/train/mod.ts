@@ -1,6 +1,6 @@
 /**
  * The training layer (chapter 3, shared with chapters 4-6): the trainer loop
- * (`train.ts`), its datasets (`dataset.ts`), AdamW (`adamw.ts`),
+ * (`train.ts`), its datasets (`dataset.ts`), AdamW (`adamw.ts`) and SGD (`sgd.ts`),
  * learning-rate schedules and gradient clipping (`schedule.ts`), checkpoints
  * (`checkpoint.ts`) and loss curves (`curves.ts`), for any model that
  * implements {@link TrainableModel}.
@@ -9,6 +9,7 @@
  */
 export * from "./dataset.ts";
 export * from "./adamw.ts";
+export * from "./sgd.ts";
 export * from "./schedule.ts";
 export * from "./train.ts";
 export * from "./checkpoint.ts";

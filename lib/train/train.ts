@@ -214,6 +214,28 @@ export interface TrainHistory {
   examplesPerSecond: number;
 }
 
+/**
+ * What the {@link Trainer} needs of an optimiser ({@link AdamW} and
+ * {@link SGD} are two; chapter 3).
+ */
+export interface Optimizer {
+  /** The steps taken so far. */
+  readonly step: number;
+  /**
+   * Updates each variable from its gradient (the gradients are not disposed).
+   * @param variables the variables by name.
+   * @param grads the gradient for each name; a variable without one is left unchanged.
+   * @param options the learning rate, and an optional scalar multiplying every gradient.
+   */
+  applyGradients(
+    variables: Record<string, tf.Variable>,
+    grads: Record<string, tf.Tensor>,
+    options: { lr: number; scale?: tf.Scalar },
+  ): void;
+  /** Frees the optimiser's state. */
+  dispose(): void;
+}
+
 /** Options of {@link Trainer}. */
 export interface TrainerOptions {
   /** Examples per step (default 64). */
@@ -244,10 +266,10 @@ export interface TrainerOptions {
   decay?: (name: string, variable: tf.Variable) => boolean;
   /**
    * An optimiser to use instead of a new {@link AdamW} built from the options
-   * above (e.g. one configured with `implementation`, or one whose state
-   * should carry over from another trainer).
+   * above (e.g. one configured with `implementation`, one whose state
+   * should carry over from another trainer, or an {@link SGD}).
    */
-  optimizer?: AdamW;
+  optimizer?: Optimizer;
   /** Clip the global gradient norm to this (default 1; `Infinity` to switch off). */
   gradClip?: number;
   /** Validation data: evaluated every `evalEvery` steps and at the end; drives early stopping. */
@@ -325,7 +347,7 @@ export class Trainer {
   /** The training examples. */
   readonly data: Dataset;
   /** The optimiser (its state persists across calls to {@link Trainer.run}). */
-  readonly optimizer: AdamW;
+  readonly optimizer: Optimizer;
   /** The options, with defaults filled in. */
   readonly options: Readonly<
     & Required<
