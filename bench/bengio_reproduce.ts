@@ -57,6 +57,10 @@ const { values: args } = parseArgs({
     lr: { type: "string", default: "2e-3" },
     "min-lr": { type: "string", default: "1e-4" },
     "weight-decay": { type: "string", default: "0.05" },
+    optimizer: { type: "string", default: "adamw" },
+    momentum: { type: "string", default: "0.9" },
+    warmup: { type: "string", default: "200" },
+    init: { type: "string" },
     beta1: { type: "string", default: "0.9" },
     beta2: { type: "string", default: "0.999" },
     dropout: { type: "string", default: "0" },
@@ -78,6 +82,14 @@ for (const m of modelNames) {
       `--model must be a comma-separated list of ${Object.keys(lm.BENGIO_MODELS).join(", ")}: model=${args.model}`,
     );
   }
+}
+if (!["adamw", "sgd"].includes(args.optimizer)) {
+  throw new RangeError(`--optimizer must be adamw or sgd: optimizer=${args.optimizer}`);
+}
+if (args.init !== undefined && (modelNames.length !== 1 || Number(args.dropout) > 0)) {
+  throw new RangeError(
+    `--init continues one saved model without dropout: model=${args.model}, dropout=${args.dropout}, init=${args.init}`,
+  );
 }
 const t0 = performance.now();
 const since = () => `${((performance.now() - t0) / 60000).toFixed(1)} min`;
@@ -191,7 +203,9 @@ interface NeuralResult {
   valid: { mlp: number; mixed: number };
   mixtureWeight: number;
   /** The training options that are not part of the architecture. */
-  training?: Record<string, number>;
+  training?: Record<string, number | string>;
+  /** The run this one continued (`--init`); `trainMinutes` and `epochs` include it. */
+  earlier?: { trainMinutes: number; epochs: number; training: unknown; history: unknown } | null;
   history: lm.TrainHistory | null;
 }
 const resultsPath = (m: string) => `build/bench/bengio_${m.toLowerCase()}.json`;
@@ -219,6 +233,8 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
   let model: lm.FixedWindowLM;
   let history: lm.TrainHistory | null = null;
   let trainMinutes = NaN, epochs: number | null = null;
+  /** The training before this run, when it continues a saved model (--init). */
+  let earlier: { trainMinutes: number; epochs: number; training: unknown; history: unknown } | null = null;
   if (args["evaluate-only"]) {
     const loaded = await lm.FixedWindowLM.load(weightsPath(modelName));
     model = loaded.model;
@@ -226,12 +242,37 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
     history = (loaded.meta.history as lm.TrainHistory) ?? null;
     console.log(`loaded ${weightsPath(modelName)} (${model.name})`);
   } else {
-    // One stream: windows run on across sentence ends, as the paper's do.
-    model = new lm.FixedWindowLM({ vocabSize: V, ...cfg, window: "stream" }, {
-      seed: Number(args.seed),
-      embeddingInitStd: Number(args["embedding-init-std"]),
-      dropout: Number(args.dropout),
-    });
+    if (args.init !== undefined) {
+      const loaded = await lm.FixedWindowLM.load(args.init);
+      model = loaded.model;
+      const m = loaded.meta;
+      if (m.preparation !== "bengio2003" || model.config.vocabSize !== V) {
+        throw new RangeError(`--init must be a ${modelName} trained on the bengio2003 preparation: init=${args.init}`);
+      }
+      const h = m.history as lm.TrainHistory | undefined;
+      earlier = {
+        trainMinutes: Number(m.trainMinutes),
+        // Saved before epochs were stored: from the examples it saw.
+        epochs: Number(
+          m.epochs ??
+            (h ? h.examples / lm.windowDataset(brown.train.tokens, cfg.blockSize, { window: "stream" }).length : NaN),
+        ),
+        training: m.training ?? null,
+        history: h ?? null,
+      };
+      console.log(
+        `continuing ${args.init}: ${earlier.trainMinutes.toFixed(1)} min and ${
+          earlier.epochs.toFixed(2)
+        } epochs of training so far`,
+      );
+    } else {
+      // One stream: windows run on across sentence ends, as the paper's do.
+      model = new lm.FixedWindowLM({ vocabSize: V, ...cfg, window: "stream" }, {
+        seed: Number(args.seed),
+        embeddingInitStd: Number(args["embedding-init-std"]),
+        dropout: Number(args.dropout),
+      });
+    }
     const n = cfg.blockSize;
     const train = lm.windowDataset(brown.train.tokens, n, { window: "stream" });
     const valid = lm.windowDataset(brown.valid.tokens, n, { window: "stream" });
@@ -239,9 +280,9 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
     const stepsPerEpoch = Math.ceil(train.length / batchSize);
     console.log(
       `${modelName}: ${model.name}, ${model.parameterCount} parameters; ${nEpochs} epochs of ${stepsPerEpoch} steps, ` +
-        `batch ${batchSize}, AdamW (betas ${args.beta1}, ${args.beta2}) lr ${args.lr} cosine to ${
-          args["min-lr"]
-        }, weight decay ${args["weight-decay"]}, dropout ${args.dropout}; ` +
+        `batch ${batchSize}, ${
+          args.optimizer === "sgd" ? `SGD (momentum ${args.momentum})` : `AdamW (betas ${args.beta1}, ${args.beta2})`
+        } lr ${args.lr} cosine to ${args["min-lr"]}, weight decay ${args["weight-decay"]}, dropout ${args.dropout}; ` +
         `budget ${args.minutes} min`,
     );
     const trainer = new lm.Trainer(model, train, {
@@ -249,15 +290,19 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
       epochs: nEpochs,
       lr: Number(args.lr),
       schedule: "cosine",
-      warmupSteps: 200,
+      warmupSteps: Number(args.warmup),
       minLr: Number(args["min-lr"]),
       weightDecay: Number(args["weight-decay"]),
       betas: [Number(args.beta1), Number(args.beta2)],
+      optimizer: args.optimizer === "sgd"
+        ? new lm.SGD({ momentum: Number(args.momentum), weightDecay: Number(args["weight-decay"]) })
+        : undefined,
       valData: valid,
       evalEvery: Math.ceil(stepsPerEpoch / Number(args["evals-per-epoch"])),
       evalExamples: Number(args["eval-examples"]),
       patience: Number(args.patience),
-      maxSeconds: Number(args.minutes) * 60,
+      // --minutes is the whole training's budget, the continued run's included.
+      maxSeconds: (Number(args.minutes) - (earlier?.trainMinutes ?? 0)) * 60,
       logEvery: 50,
       seed: Number(args.seed),
       progress: `train ${modelName}`,
@@ -269,13 +314,13 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
         ),
     });
     history = await trainer.run();
-    trainMinutes = history.seconds / 60;
-    epochs = history.examples / train.length;
+    trainMinutes = history.seconds / 60 + (earlier?.trainMinutes ?? 0);
+    epochs = history.examples / train.length + (earlier?.epochs ?? 0);
     console.log(
       `[${since()}] ${modelName} stopped (${history.stopReason}) after ${history.steps} steps, ${
         epochs.toFixed(2)
       } epochs, ` +
-        `${trainMinutes.toFixed(1)} min, ${
+        `${trainMinutes.toFixed(1)} min${earlier ? " (with the run it continues)" : ""}, ${
           history.examplesPerSecond.toFixed(0)
         } examples/s; best validation perplexity ${history.best?.perplexity.toFixed(1)} at step ${history.best?.step}${
           history.restoredBest ? " (weights restored)" : ""
@@ -307,13 +352,26 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
     },
     valid: { mlp: lm.summarizeLogProbs(mlpValidLp).perplexity, mixed: fit.perplexity },
     mixtureWeight: fit.weight,
-    training: Object.fromEntries(
-      ["epochs", "minutes", "batch", "lr", "min-lr", "weight-decay", "beta1", "beta2", "dropout", "patience", "seed"]
-        .map((k) => [
-          k,
-          Number(args[k as keyof typeof args]),
-        ]),
-    ),
+    training: {
+      optimizer: args.optimizer,
+      ...Object.fromEntries(
+        [
+          "epochs",
+          "minutes",
+          "batch",
+          "lr",
+          "min-lr",
+          "warmup",
+          "weight-decay",
+          ...(args.optimizer === "sgd" ? ["momentum"] : ["beta1", "beta2"]),
+          "dropout",
+          "patience",
+          "seed",
+        ].map((k) => [k, Number(args[k as keyof typeof args])]),
+      ),
+      ...(args.init !== undefined ? { init: args.init } : {}),
+    },
+    earlier,
     history,
   };
   console.log(
@@ -325,6 +383,9 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
     await model.save(weightsPath(modelName), {
       meta: {
         trainMinutes,
+        epochs,
+        training: result.training,
+        earlier,
         testPerplexity: result.test.mlp,
         validPerplexity: result.valid.mlp,
         history,
