@@ -8,6 +8,7 @@
  */
 import * as tf from "../core/tf.ts";
 import { type AdamWStep, fusedAdamW, wasmSimdReady } from "../kernels/mod.ts";
+import { checkStep, type Optimizer } from "./optimizer.ts";
 
 /** Hyper-parameters of {@link AdamW}. */
 export interface AdamWOptions {
@@ -71,7 +72,7 @@ export interface AdamWOptions {
  * assertAlmostEquals(w.dataSync()[0], 0.95, 1e-6);
  * ```
  */
-export class AdamW {
+export class AdamW implements Optimizer {
   /** Exponential decay of the mean of gradients. */
   readonly beta1: number;
   /** Exponential decay of the mean of squared gradients. */
@@ -155,17 +156,7 @@ export class AdamW {
     options: { lr: number; scale?: tf.Scalar },
   ): void {
     const lr = options.lr;
-    if (!(lr >= 0) || !Number.isFinite(lr)) {
-      throw new RangeError(`lr must be a non-negative finite number: lr=${lr}`);
-    }
-    for (const [name, p] of Object.entries(variables)) {
-      const g = grads[name];
-      if (g && g.shape.join() !== p.shape.join()) {
-        throw new RangeError(
-          `gradient of ${name} has shape [${g.shape}], variable has [${p.shape}]`,
-        );
-      }
-    }
+    checkStep(variables, grads, lr);
     this.step++;
     const t = this.step;
     const bc1 = 1 - this.beta1 ** t, bc2 = 1 - this.beta2 ** t;

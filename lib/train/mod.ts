@@ -10,6 +10,7 @@
 export * from "./dataset.ts";
 export * from "./adamw.ts";
 export * from "./sgd.ts";
+export * from "./optimizer.ts";
 export * from "./schedule.ts";
 export * from "./train.ts";
 export * from "./checkpoint.ts";

@@ -6,6 +6,7 @@
  * @module
  */
 import * as tf from "../core/tf.ts";
+import { checkStep, type Optimizer } from "./optimizer.ts";
 
 /** Hyper-parameters of {@link SGD}. */
 export interface SGDOptions {
@@ -48,7 +49,7 @@ export interface SGDOptions {
  * opt.dispose();
  * ```
  */
-export class SGD {
+export class SGD implements Optimizer {
   /** Heavy-ball momentum. */
   readonly momentum: number;
   /** L2 penalty coefficient. */
@@ -93,15 +94,7 @@ export class SGD {
     options: { lr: number; scale?: tf.Scalar },
   ): void {
     const lr = options.lr;
-    if (!(lr >= 0) || !Number.isFinite(lr)) {
-      throw new RangeError(`lr must be a non-negative finite number: lr=${lr}`);
-    }
-    for (const [name, p] of Object.entries(variables)) {
-      const g = grads[name];
-      if (g && g.shape.join() !== p.shape.join()) {
-        throw new RangeError(`gradient of ${name} has shape [${g.shape}], variable has [${p.shape}]`);
-      }
-    }
+    checkStep(variables, grads, lr);
     this.step++;
     tf.tidy(() => {
       for (const [name, p] of Object.entries(variables)) {

@@ -56,6 +56,7 @@ import { Rng } from "../core/random.ts";
 import { ProgressBar } from "../display/progress.ts";
 import type { Batch, Dataset } from "./dataset.ts";
 import { AdamW } from "./adamw.ts";
+import type { Optimizer } from "./optimizer.ts";
 import { clipScale, learningRateAt, type ScheduleOptions } from "./schedule.ts";
 
 /** What the trainer tells the model's loss function (chapter 3). */
@@ -212,28 +213,6 @@ export interface TrainHistory {
   seconds: number;
   /** Training examples per second, counting training steps only (not evaluation). */
   examplesPerSecond: number;
-}
-
-/**
- * What the {@link Trainer} needs of an optimiser ({@link AdamW} and
- * {@link SGD} are two; chapter 3).
- */
-export interface Optimizer {
-  /** The steps taken so far. */
-  readonly step: number;
-  /**
-   * Updates each variable from its gradient (the gradients are not disposed).
-   * @param variables the variables by name.
-   * @param grads the gradient for each name; a variable without one is left unchanged.
-   * @param options the learning rate, and an optional scalar multiplying every gradient.
-   */
-  applyGradients(
-    variables: Record<string, tf.Variable>,
-    grads: Record<string, tf.Tensor>,
-    options: { lr: number; scale?: tf.Scalar },
-  ): void;
-  /** Frees the optimiser's state. */
-  dispose(): void;
 }
 
 /** Options of {@link Trainer}. */
