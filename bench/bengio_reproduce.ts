@@ -40,6 +40,10 @@
  *     deno run -A bench/bengio_reproduce.ts --evaluate-only  # score the saved models again
  *     deno run -A bench/bengio_reproduce.ts --minutes 45     # training budget per model (default 50)
  *     deno run -A bench/bengio_reproduce.ts --dropout 0.2    # dropout on the output layer's inputs in training (default 0)
+ *     deno run -A bench/bengio_reproduce.ts --model MLP9 --optimizer sgd --lr 0.05 --weight-decay 1e-4
+ *                                                            # the paper's optimiser (SGD, --momentum 0.9) instead of AdamW
+ *     deno run -A bench/bengio_reproduce.ts --model MLP9 --init build/models/bengio_mlp9.lmw --optimizer sgd
+ *                                                            # continue a saved model (its minutes count toward --minutes)
  *     deno run -A bench/bengio_reproduce.ts --json           # also one JSON object per row ({ model, variant, paper, ours, ... })
  *
  * @module
