@@ -19,7 +19,8 @@
  * Measured 2026-11-24 with `--minutes 55`, the other core training MLP1:
  * about 2 s per step, 1,346 steps (2.6 passes) in 43.1 min, then 9 min of
  * scoring; test perplexity 280.0 (validation 310.8), 245.7 mixed with the
- * trigram: below the fixed-window rows (MLP9 290.3, MLP10 253.2).
+ * trigram: below the fixed-window rows measured before it (MLP9 290.3, MLP10
+ * 253.2), but not below those of the later MLP9 recipe (272.9 and 240.3).
  *
  * Run:
  *   deno run -A bench/transformer_brown.ts [--minutes 105] [--layers 4] [--heads 4]
