@@ -298,6 +298,13 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
     const batchSize = setting(modelName, "batch"), nEpochs = setting(modelName, "epochs");
     const lr = setting(modelName, "lr"), minutes = setting(modelName, "minutes");
     const stepsPerEpoch = Math.ceil(train.length / batchSize);
+    if (earlier && !(minutes > earlier.trainMinutes)) {
+      throw new RangeError(
+        `--init's model has trained ${
+          earlier.trainMinutes.toFixed(1)
+        } min already, which --minutes ${minutes} leaves no time after`,
+      );
+    }
     console.log(
       `${modelName}: ${model.name}, ${model.parameterCount} parameters; ${nEpochs} epochs of ${stepsPerEpoch} steps, ` +
         `batch ${batchSize}, ${
