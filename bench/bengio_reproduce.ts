@@ -157,6 +157,8 @@ interface Row {
   /** Minutes to count, tune or train the model (and, for the n-grams, to score it). */
   "train min"?: number | null;
   source: string;
+  /** The command that trained the row's model, when an earlier run did (else this run's command). */
+  command?: string;
 }
 const rows: Row[] = [];
 const add = (r: Row) => {
@@ -169,6 +171,7 @@ const add = (r: Row) => {
     "vs paper": paper === null ? "" : diff(ours, paper),
     "train min": r["train min"],
     source,
+    ...(r.command === undefined ? {} : { command: r.command }),
   });
 };
 
@@ -449,6 +452,7 @@ if (!args["ngram-only"]) {
     ours: mixed ? r.test.mixed : r.test.mlp,
     "train min": r.trainMinutes,
     source: `${resultsPath(r.model)} (${r.date.slice(0, 16)}, load ${r.loadAverage.start[0].toFixed(1)} at start)`,
+    command: r.command,
   });
   for (const r of neural.values()) add(neuralRow(r, false));
   for (const r of neural.values()) add(neuralRow(r, true));
@@ -485,9 +489,11 @@ const shown = rows.map((r) => ({
 }));
 console.log(
   "\n" +
-    lm.formatTable(shown, { title: "Bengio et al. (2003), Table 1 (Brown, test perplexity): the paper beside lmbook" }),
+    lm.formatTable(shown.map(({ command: _, ...r }) => r), {
+      title: "Bengio et al. (2003), Table 1 (Brown, test perplexity): the paper beside lmbook",
+    }),
 );
-if (args.json) { for (const r of shown) console.log(JSON.stringify({ ...r, command })); }
+if (args.json) { for (const r of shown) console.log(JSON.stringify({ ...r, command: r.command ?? command })); }
 console.log(`total ${since()}; load average now ${Deno.loadavg().map((v) => v.toFixed(2)).join(" ")}`);
 
 if (!args["ngram-only"]) {
