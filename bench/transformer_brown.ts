@@ -8,23 +8,26 @@
  * mixes MLP9), and saves the model and a JSON summary that notebook 06 shows.
  *
  * This is the long, opt-in run behind the chapter's results table. The
- * defaults (4 layers, 4 heads, C = 128, context 128 words, dropout 0.1) train
- * for a 105-minute budget on one core of a 2-core laptop CPU with the wasm
- * backend (about 1.1 s per step of 12 x 128 tokens, some 8 passes over the
- * training words), then score validation and test (about 10 minutes more).
- * The best weights by validation perplexity are kept. A wider model
- * (`--embd 256`) is 2.4 times slower per step and sees only 3 passes in the
- * same time.
+ * defaults (4 layers, 4 heads, C = 128, context 128 words, dropout 0.1,
+ * AdamW at lr 3e-3 on a cosine schedule) train for a 57-minute budget on one
+ * core of a 2-core laptop CPU with the wasm backend: the script times a few
+ * steps and plans a schedule that ends inside the budget with room for the
+ * validation checks (about 1.8 s per step of 12 x 128 tokens with the other
+ * core busy, some 2.6 passes over the training words), then scores
+ * validation and test (about 3 minutes more). The best weights by
+ * validation perplexity are kept. A wider model (`--embd 256`) is 2.4 times
+ * slower per step and sees fewer than half as many passes.
  *
- * Measured 2026-11-24 with `--minutes 55`, the other core training MLP1:
- * about 2 s per step, 1,346 steps (2.6 passes) in 43.1 min, then 9 min of
- * scoring; test perplexity 280.0 (validation 310.8), 245.7 mixed with the
- * trigram: below the fixed-window rows measured before it (MLP9 290.3, MLP10
- * 253.2), but not below those of the later MLP9 recipe (272.9 and 240.3).
+ * Measured 2026-11-24 with `--minutes 57 --lr 3e-3` (today's defaults), the
+ * other core training MLP1: 1,379 steps (2.65 passes) in 44.1 min, then 3 min
+ * of scoring; test perplexity 256.8 (validation 286.4), 228.4 mixed with the
+ * trigram: below every fixed-window row (MLP9 272.9, MLP10 240.3, MLP1
+ * 276.7). The same model at `--lr 1e-3` (the old default) reached 280.0 and
+ * 245.7 in 43.1 min (`--minutes 55`).
  *
  * Run:
- *   deno run -A bench/transformer_brown.ts [--minutes 105] [--layers 4] [--heads 4]
- *     [--embd 128] [--block 128] [--batch 12] [--dropout 0.1] [--lr 1e-3]
+ *   deno run -A bench/transformer_brown.ts [--minutes 57] [--layers 4] [--heads 4]
+ *     [--embd 128] [--block 128] [--batch 12] [--dropout 0.1] [--lr 3e-3]
  *     [--backend wasm] [--out build/models/transformer_brown]
  *
  * Writes `<out>.lmbw` (weights and config, see TransformerLM.load) and
@@ -42,7 +45,7 @@ function arg(name: string, fallback: string): string {
 }
 const num = (name: string, fallback: number) => Number(arg(name, String(fallback)));
 
-const minutes = num("minutes", 105);
+const minutes = num("minutes", 57);
 const out = arg("out", "build/models/transformer_brown");
 const backend = await lm.initBackend(arg("backend", "wasm"));
 console.log(lm.formatBackendReport(backend));
@@ -101,7 +104,7 @@ console.log(
   `about ${secondsPerStep.toFixed(2)} s per step: planning ${maxSteps} steps ` +
     `(${((maxSteps * batchSize * T) / trainStream.length).toFixed(1)} passes over the training tokens)`,
 );
-const lr = num("lr", 1e-3);
+const lr = num("lr", 3e-3);
 const trainer = new lm.Trainer(model, data, {
   batchSize,
   maxSteps,
