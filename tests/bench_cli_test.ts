@@ -1,0 +1,94 @@
+/**
+ * The command line of `bench/bengio_reproduce.ts`, the one command behind the
+ * workbook's Table 1 (issue 13): `--ngram-only --json` prints every n-gram row
+ * as one JSON object per line, with the paper's figure beside ours, and a bad
+ * `--model` is refused before any work starts. Training runs are benchmarks,
+ * not tests: nothing here trains a network.
+ *
+ * Run: `deno test -A tests/bench_cli_test.ts`.
+ * @module
+ */
+import { assert, assertEquals, assertMatch } from "@std/assert";
+import { join } from "node:path";
+import { ROOT } from "./graded_runner.ts";
+
+const SCRIPT = join(ROOT, "bench", "bengio_reproduce.ts");
+
+async function runBench(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const offline = Deno.env.get("LMBOOK_OFFLINE") === "1";
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      ...(offline ? ["--import-map", join(ROOT, "tests", "offline_import_map.json")] : []),
+      SCRIPT,
+      ...args,
+    ],
+    cwd: ROOT,
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+Deno.test({
+  name: "bengio_reproduce --ngram-only --json: one JSON object per n-gram row, each beside the paper's figure",
+  sanitizeResources: false,
+  async fn() {
+    const table = join(ROOT, "build", "bench", "bengio_table.json");
+    const before = await Deno.stat(table).then((s) => s.mtime?.getTime(), () => null);
+    const { code, stdout, stderr } = await runBench(["--ngram-only", "--json"]);
+    assertEquals(code, 0, `the command failed:\n${stderr.slice(-2000)}`);
+    const rows = stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+    for (const r of rows) {
+      assert(typeof r.model === "string" && r.model.length > 0, `a row without a model name: ${JSON.stringify(r)}`);
+      assert(
+        r.paper === null || Number.isFinite(r.paper),
+        `row ${r.model}: paper must be a number or null, not ${r.paper}`,
+      );
+      assert(Number.isFinite(r.ours) && r.ours > 0, `row ${r.model}: ours must be a positive number, not ${r.ours}`);
+      assert(
+        typeof r.command === "string" && r.command.includes("--ngram-only"),
+        `row ${r.model}: command ${r.command}`,
+      );
+    }
+    const names = rows.map((r) => `${r.model} (${r.variant})`);
+    assert(!rows.some((r) => r.model.startsWith("MLP")), `--ngram-only printed a neural row: ${names.join("; ")}`);
+    // The paper's rows: Kneser-Ney back-off 3-, 4- and 5-gram (323, 321, 321) and deleted interpolation (336).
+    for (
+      const [model, paper] of [["Kneser-Ney 3-gram", 323], ["Kneser-Ney 4-gram", 321], [
+        "Kneser-Ney 5-gram",
+        321,
+      ]] as const
+    ) {
+      const mine = rows.filter((r) => r.model === model);
+      assertEquals(mine.length, 2, `${model}: expected an interpolated and a back-off row, got ${names.join("; ")}`);
+      for (const r of mine) assertEquals(r.paper, paper, `${model} (${r.variant}): the paper's figure`);
+      const interp = mine.find((r) => r.variant.startsWith("interpolated"));
+      assert(interp, `${model}: no interpolated modified Kneser-Ney row`);
+      assert(
+        Math.abs(interp.ours / paper - 1) <= 0.05,
+        `${model} interpolated: ${interp.ours} is not within 5% of ${paper}`,
+      );
+    }
+    const di = rows.find((r) => r.model.startsWith("deleted-interpolation"));
+    assert(di, `no deleted-interpolation row among ${names.join("; ")}`);
+    assertEquals(di.paper, 336);
+    assert(Math.abs(di.ours / 336 - 1) <= 0.05, `deleted interpolation: ${di.ours} is not within 5% of 336`);
+    // --ngram-only leaves the saved table (and the neural rows in it) alone.
+    const after = await Deno.stat(table).then((s) => s.mtime?.getTime(), () => null);
+    assertEquals(after, before, "--ngram-only must not rewrite build/bench/bengio_table.json");
+  },
+});
+
+Deno.test({
+  name: "bengio_reproduce: an unknown --model is a RangeError naming the value and the valid models, before any work",
+  async fn() {
+    const { code, stdout, stderr } = await runBench(["--model", "MLP7", "--ngram-only"]);
+    assert(code !== 0, "an unknown model must fail the command");
+    assertMatch(stderr, /RangeError: --model must be .*MLP1.*MLP9.*model=MLP7/);
+    assertEquals(stdout.includes("load average at start"), false, "the check must come before loading the corpus");
+  },
+});
