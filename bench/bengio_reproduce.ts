@@ -56,6 +56,7 @@
  */
 import { parseArgs } from "node:util";
 import * as lm from "../lib/mod.ts";
+import { DataParallel } from "./data_parallel.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -70,6 +71,7 @@ const { values: args } = parseArgs({
     optimizer: { type: "string", default: "adamw" },
     momentum: { type: "string", default: "0.9" },
     warmup: { type: "string" },
+    workers: { type: "string" },
     init: { type: "string" },
     beta1: { type: "string", default: "0.9" },
     beta2: { type: "string", default: "0.999" },
@@ -108,8 +110,8 @@ if (args.init !== undefined && (modelNames.length !== 1 || Number(args.dropout) 
  * cosine schedule is as long as the passes that fit in the budget.
  */
 const RECIPES = {
-  MLP1: { epochs: 1.65, minutes: 57, batch: 256, lr: 6e-3, warmup: 200 },
-  MLP9: { epochs: 4.2, minutes: 57, batch: 256, lr: 4e-3, warmup: 200 },
+  MLP1: { epochs: 1.65, minutes: 57, batch: 256, lr: 6e-3, warmup: 200, workers: 1 },
+  MLP9: { epochs: 4.2, minutes: 57, batch: 256, lr: 4e-3, warmup: 200, workers: 1 },
 } as const;
 type RecipeKey = keyof typeof RECIPES.MLP9;
 /** A training setting for a model: its flag if given, else the model's recipe. */
@@ -319,7 +321,31 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
         } lr ${lr} cosine to ${args["min-lr"]}, weight decay ${args["weight-decay"]}, dropout ${args.dropout}; ` +
         `budget ${minutes} min`,
     );
+    const workers = setting(modelName, "workers");
+    if (!Number.isInteger(workers) || workers < 1) {
+      throw new RangeError(`--workers must be a whole number of at least 1: workers=${args.workers}`);
+    }
+    // With more than one worker, helper workers differentiate part of every
+    // batch on the other cores (bench/data_parallel.ts). With two, this
+    // process takes 55% of each batch: it balanced the helper's extra copying
+    // best at batch 1,024 (bench/README.md).
+    const share = workers > 1
+      ? await DataParallel.start(model, {
+        module: import.meta.resolve("../lib/mod.ts"),
+        exportName: "FixedWindowLM",
+        config: model.config,
+        options: { dropout: model.dropout },
+      }, {
+        data: train,
+        batchSize,
+        helpers: workers - 1,
+        backend: backend.name,
+        localShare: workers === 2 ? 0.55 : undefined,
+      })
+      : undefined;
+    if (share) console.log(`data parallel: this process and ${share.helpers} helper worker(s) share each batch`);
     const trainer = new lm.Trainer(model, train, {
+      share,
       batchSize,
       epochs: nEpochs,
       lr,
@@ -347,7 +373,11 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
           } (${args["eval-examples"]} windows); load ${Deno.loadavg()[0].toFixed(2)}`,
         ),
     });
-    history = await trainer.run();
+    try {
+      history = await trainer.run();
+    } finally {
+      share?.close();
+    }
     trainMinutes = history.seconds / 60 + (earlier?.trainMinutes ?? 0);
     epochs = history.examples / train.length + (earlier?.epochs ?? 0);
     console.log(
@@ -399,7 +429,7 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
         ].map((k) => [k, Number(args[k as keyof typeof args])]),
       ),
       ...Object.fromEntries(
-        (["epochs", "minutes", "batch", "lr", "warmup"] as const).map((k) => [k, setting(modelName, k)]),
+        (["epochs", "minutes", "batch", "lr", "warmup", "workers"] as const).map((k) => [k, setting(modelName, k)]),
       ),
       ...(args.init !== undefined ? { init: args.init } : {}),
     },

@@ -279,6 +279,39 @@ export interface TrainerOptions {
   onLog?: (record: TrainRecord, history: TrainHistory) => void | Promise<void>;
   /** Called after each evaluation (may be async). */
   onEval?: (record: EvalRecord, history: TrainHistory) => void | Promise<void>;
+  /**
+   * Shares each step's gradient work with other workers (data parallelism,
+   * e.g. `bench/data_parallel.ts`, which gives part of every batch to a
+   * second core). Default: none, the whole batch is differentiated here.
+   */
+  share?: StepShare;
+}
+
+/**
+ * A way to split each training step across workers (data parallelism;
+ * chapter 3's trainer, used by `bench/`). The trainer calls `split` with the
+ * step's whole batch, differentiates the part it returns, then calls
+ * `combine` with that part's gradients and loss (inside `tf.tidy`) and
+ * steps the optimiser on what `combine` returns: the gradients and loss of
+ * the whole batch, as if it had been differentiated in one piece.
+ */
+export interface StepShare {
+  /**
+   * Hands the rest of a batch to the other workers, with the current weights.
+   * @param batch the step's whole batch (not disposed by the callee).
+   * @param variables the model's variables, by name.
+   * @param seed this step's seed for the loss's randomness.
+   * @returns the part this process differentiates (a new batch, which the
+   *   trainer disposes, or `batch` itself).
+   */
+  split(batch: Batch, variables: Record<string, tf.Variable>, seed: number): Batch;
+  /**
+   * Waits for the other workers and combines their gradients with these.
+   * @param grads the local part's gradients, by variable name.
+   * @param loss the local part's mean loss.
+   * @returns the whole batch's mean gradients and loss.
+   */
+  combine(grads: Record<string, tf.Tensor>, loss: tf.Scalar): { grads: Record<string, tf.Tensor>; loss: tf.Scalar };
 }
 
 /**
@@ -462,15 +495,19 @@ export class Trainer {
     const names = Object.keys(vars);
     const byTfName = new Map(names.map((n) => [vars[n].name, n]));
     const seed = this.#rng.uint32();
+    const share = this.options.share;
+    const local = share ? share.split(batch, vars, seed) : batch;
     const out = tf.tidy(() => {
-      const { value, grads } = tf.variableGrads(
-        () => this.model.loss(batch, { training: true, seed }),
+      const { value: localLoss, grads } = tf.variableGrads(
+        () => this.model.loss(local, { training: true, seed }),
         names.map((n) => vars[n]),
       );
-      const named: Record<string, tf.Tensor> = {};
+      let value = localLoss;
+      let named: Record<string, tf.Tensor> = {};
       for (const [tfName, g] of Object.entries(grads)) {
         named[byTfName.get(tfName)!] = g;
       }
+      if (share) ({ grads: named, loss: value } = share.combine(named, value));
       const gradList = Object.values(named);
       const { scale, norm } = clipScale(gradList, this.options.gradClip);
       this.optimizer.applyGradients(vars, named, {
@@ -479,6 +516,7 @@ export class Trainer {
       });
       return { loss: value, gradNorm: norm };
     });
+    if (local !== batch) tf.dispose([local.x, local.y]);
     this.#stepsDone++;
     return out;
   }

@@ -1,0 +1,337 @@
+/**
+ * Data parallelism for the {@link lm.Trainer} on a machine with more than one
+ * core (bench only: the Table 1 reproduction uses it to give MLP1 both cores).
+ *
+ * TensorFlow.js's wasm backend runs on one thread in Deno (it turns its
+ * threads off when it sees Node's globals), so one training run uses one
+ * core. {@link DataParallel} starts helper workers, each with its own wasm
+ * backend and a copy of the model built from a {@link ModelSpec}. On every
+ * step it writes the current weights and a part of the batch into shared
+ * memory, differentiates its own part while the helpers differentiate
+ * theirs, then averages the gradients (weighted by the parts' sizes), so the
+ * optimiser steps as if the whole batch had been differentiated in one
+ * piece. Only this process keeps optimiser state and evaluates; helpers are
+ * pure gradient servers and receive the weights anew on every step.
+ *
+ *     const dp = await DataParallel.start(model, spec, { data: train, batchSize: 256 });
+ *     const trainer = new lm.Trainer(model, train, { batchSize: 256, share: dp, ... });
+ *     try { await trainer.run(); } finally { dp.close(); }
+ *
+ * @module
+ */
+import * as tf from "../lib/core/tf.ts";
+import type { Batch, Dataset, StepShare, TrainableModel } from "../lib/mod.ts";
+
+/** How a helper builds its copy of the model: `new (await import(module))[exportName](config, options)`. */
+export interface ModelSpec {
+  /** An absolute module URL (e.g. `import.meta.resolve("../lib/mod.ts")`). */
+  module: string;
+  /** The exported class, e.g. `"FixedWindowLM"`. */
+  exportName: string;
+  /** Its first constructor argument (structured-cloneable). */
+  config: unknown;
+  /** Its second constructor argument (structured-cloneable). */
+  options?: unknown;
+}
+
+/** Options of {@link DataParallel.start}. */
+export interface DataParallelOptions {
+  /** The training data (one example sets the size of the shared batch buffers). */
+  data: Dataset;
+  /** The largest batch a step will split. */
+  batchSize: number;
+  /** Helper workers (default 1: this process and one helper, two cores). */
+  helpers?: number;
+  /** The helpers' TensorFlow.js backend (default: this process's). */
+  backend?: string;
+  /** How long to wait for a helper's gradients before giving up (default 600 s). */
+  timeoutSeconds?: number;
+  /**
+   * The fraction of each batch this process differentiates (default: an equal
+   * part, 1 / (helpers + 1)). A little more than that balances the helpers'
+   * extra work (loading the weights, writing the gradients).
+   */
+  localShare?: number;
+}
+
+// Control words, one Int32Array per helper.
+const CMD = 0, DONE = 1, COUNT = 2, STATUS = 3, SEED = 4, QUIT = 5;
+const CONTROL_WORDS = 8;
+const ERROR_BYTES = 4096;
+
+/** Where a variable lives in the flat shared weight and gradient buffers. */
+interface Slot {
+  name: string;
+  shape: number[];
+  offset: number;
+  size: number;
+}
+
+/** The shared buffers of one helper (the weights buffer is common to all). */
+interface HelperBuffers {
+  control: SharedArrayBuffer;
+  grads: SharedArrayBuffer;
+  x: SharedArrayBuffer;
+  y: SharedArrayBuffer;
+  loss: SharedArrayBuffer;
+  error: SharedArrayBuffer;
+}
+
+/** The message that starts a helper (`data_parallel_worker.ts`). */
+export interface HelperInit {
+  spec: ModelSpec;
+  backend: string;
+  slots: Slot[];
+  weights: SharedArrayBuffer;
+  buffers: HelperBuffers;
+  /** The shape of one example's x and y, without the batch dimension. */
+  xShape: number[];
+  yShape: number[];
+}
+
+interface Helper {
+  worker: Worker;
+  control: Int32Array;
+  grads: Float32Array;
+  x: Int32Array;
+  y: Int32Array;
+  loss: Float32Array;
+  error: Uint8Array;
+  /** Examples given to it this step. */
+  count: number;
+}
+
+/**
+ * Splits `n` examples into a local part of about `localShare * n` (at least
+ * one example) and `helpers` near-equal parts of the rest (larger first).
+ * @param n the batch's examples.
+ * @param helpers the helper count.
+ * @param localShare the local fraction.
+ * @returns the counts, local first; they sum to `n`.
+ */
+export function partSizes(n: number, helpers: number, localShare = 1 / (helpers + 1)): number[] {
+  const local = Math.min(n, Math.max(1, Math.round(n * localShare)));
+  const rest = n - local;
+  return [
+    local,
+    ...Array.from({ length: helpers }, (_, i) => Math.floor(rest / helpers) + (i < rest % helpers ? 1 : 0)),
+  ];
+}
+
+/**
+ * A {@link StepShare} that differentiates part of every batch in helper
+ * workers (see the module documentation).
+ */
+export class DataParallel implements StepShare {
+  readonly #helpers: Helper[];
+  readonly #slots: Slot[];
+  readonly #weights: Float32Array;
+  readonly #timeoutMs: number;
+  readonly #localShare: number;
+  #localCount = 0;
+  #closed = false;
+
+  private constructor(helpers: Helper[], slots: Slot[], weights: Float32Array, timeoutMs: number, localShare: number) {
+    this.#localShare = localShare;
+    this.#helpers = helpers;
+    this.#slots = slots;
+    this.#weights = weights;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /**
+   * Starts the helpers and waits until each has built its model.
+   * @param model this process's model (its variables set the shared layout).
+   * @param spec how each helper builds its copy.
+   * @param options the data, the batch size, how many helpers.
+   * @returns the share, to pass as the trainer's `share` option; call
+   *   {@link DataParallel.close} when training ends.
+   * @throws {RangeError} on a helper count below 1 or a bad batch size;
+   *   {@link Error} when a helper fails to start (with its message).
+   */
+  static async start(model: TrainableModel, spec: ModelSpec, options: DataParallelOptions): Promise<DataParallel> {
+    const helpers = options.helpers ?? 1;
+    if (!Number.isInteger(helpers) || helpers < 1) {
+      throw new RangeError(`helpers must be a whole number of at least 1: helpers=${options.helpers}`);
+    }
+    const localShare = options.localShare ?? 1 / (helpers + 1);
+    if (!(localShare > 0 && localShare < 1)) {
+      throw new RangeError(`localShare must be a fraction in (0, 1): localShare=${options.localShare}`);
+    }
+    if (!Number.isInteger(options.batchSize) || options.batchSize < helpers + 1) {
+      throw new RangeError(
+        `batchSize must be a whole number of at least helpers + 1 = ${helpers + 1}: batchSize=${options.batchSize}`,
+      );
+    }
+    const slots: Slot[] = [];
+    let total = 0;
+    for (const [name, v] of Object.entries(model.variables())) {
+      slots.push({ name, shape: [...v.shape], offset: total, size: v.size });
+      total += v.size;
+    }
+    const one = options.data.batch(Int32Array.of(0));
+    const xShape = one.x.shape.slice(1), yShape = one.y.shape.slice(1);
+    const xPer = one.x.size, yPer = one.y.size;
+    tf.dispose([one.x, one.y]);
+    const weightsBuffer = new SharedArrayBuffer(4 * total);
+    const most = Math.max(...partSizes(options.batchSize, helpers, localShare).slice(1));
+    const started: Helper[] = [];
+    const ready: Promise<void>[] = [];
+    for (let h = 0; h < helpers; h++) {
+      const buffers: HelperBuffers = {
+        control: new SharedArrayBuffer(4 * CONTROL_WORDS),
+        grads: new SharedArrayBuffer(4 * total),
+        x: new SharedArrayBuffer(4 * most * xPer),
+        y: new SharedArrayBuffer(4 * most * yPer),
+        loss: new SharedArrayBuffer(4),
+        error: new SharedArrayBuffer(ERROR_BYTES),
+      };
+      const worker = new Worker(new URL("./data_parallel_worker.ts", import.meta.url).href, { type: "module" });
+      ready.push(
+        new Promise<void>((resolve, reject) => {
+          worker.onmessage = (e: MessageEvent) => {
+            if (e.data?.ready) resolve();
+            else if (e.data?.error) reject(new Error(`data-parallel helper ${h + 1} failed to start: ${e.data.error}`));
+          };
+          worker.onerror = (e: ErrorEvent) => {
+            e.preventDefault();
+            reject(new Error(`data-parallel helper ${h + 1} failed to start: ${e.message}`));
+          };
+        }),
+      );
+      const init: HelperInit = {
+        spec,
+        backend: options.backend ?? tf.getBackend(),
+        slots,
+        weights: weightsBuffer,
+        buffers,
+        xShape,
+        yShape,
+      };
+      worker.postMessage(init);
+      started.push({
+        worker,
+        control: new Int32Array(buffers.control),
+        grads: new Float32Array(buffers.grads),
+        x: new Int32Array(buffers.x),
+        y: new Int32Array(buffers.y),
+        loss: new Float32Array(buffers.loss),
+        error: new Uint8Array(buffers.error),
+        count: 0,
+      });
+    }
+    try {
+      await Promise.all(ready);
+    } catch (e) {
+      for (const s of started) s.worker.terminate();
+      throw e;
+    }
+    return new DataParallel(
+      started,
+      slots,
+      new Float32Array(weightsBuffer),
+      1000 * (options.timeoutSeconds ?? 600),
+      localShare,
+    );
+  }
+
+  /** Helper workers running (0 after {@link DataParallel.close}). */
+  get helpers(): number {
+    return this.#closed ? 0 : this.#helpers.length;
+  }
+
+  /**
+   * Writes the weights and the helpers' parts of the batch, wakes the
+   * helpers, and returns this process's part (the first rows).
+   */
+  split(batch: Batch, variables: Record<string, tf.Variable>, seed: number): Batch {
+    if (this.#closed) throw new Error("the data-parallel helpers were closed");
+    const B = batch.x.shape[0];
+    if (batch.y.shape[0] !== B) {
+      throw new RangeError(`batch.x and batch.y differ in examples: x [${batch.x.shape}], y [${batch.y.shape}]`);
+    }
+    const sizes = partSizes(B, this.#helpers.length, this.#localShare);
+    for (const s of this.#slots) {
+      const v = variables[s.name];
+      if (!v || v.size !== s.size) {
+        throw new RangeError(`variable ${s.name} is missing or changed size since the helpers started`);
+      }
+      this.#weights.set(v.dataSync() as Float32Array, s.offset);
+    }
+    let start = sizes[0];
+    this.#helpers.forEach((h, i) => {
+      const n = sizes[i + 1];
+      h.count = n;
+      if (n > 0) {
+        const [x, y] = tf.tidy(() => [
+          batch.x.slice(start, n).dataSync() as Int32Array,
+          batch.y.slice(start, n).dataSync() as Int32Array,
+        ]);
+        if (x.length > h.x.length || y.length > h.y.length) {
+          throw new RangeError(`a part of ${n} examples exceeds the buffers sized for the batch size given to start`);
+        }
+        h.x.set(x);
+        h.y.set(y);
+      }
+      start += n;
+      Atomics.store(h.control, COUNT, n);
+      Atomics.store(h.control, SEED, (seed + i + 1) >>> 0 | 0);
+      Atomics.add(h.control, CMD, 1);
+      Atomics.notify(h.control, CMD);
+    });
+    this.#localCount = sizes[0];
+    return { x: batch.x.slice(0, sizes[0]), y: batch.y.slice(0, sizes[0]) };
+  }
+
+  /** Waits for every helper, then returns the size-weighted mean of all parts' gradients and losses. */
+  combine(grads: Record<string, tf.Tensor>, loss: tf.Scalar): { grads: Record<string, tf.Tensor>; loss: tf.Scalar } {
+    for (const [i, h] of this.#helpers.entries()) this.#wait(h, i);
+    const total = this.#localCount + this.#helpers.reduce((a, h) => a + h.count, 0);
+    const out: Record<string, tf.Tensor> = {};
+    for (const s of this.#slots) {
+      let g = grads[s.name].mul(this.#localCount / total);
+      for (const h of this.#helpers) {
+        if (h.count === 0) continue;
+        const part = tf.tensor(h.grads.subarray(s.offset, s.offset + s.size), s.shape, "float32");
+        g = g.add(part.mul(h.count / total));
+      }
+      out[s.name] = g;
+    }
+    let l: tf.Tensor = loss.mul(this.#localCount / total);
+    for (const h of this.#helpers) if (h.count > 0) l = l.add(h.loss[0] * (h.count / total));
+    return { grads: out, loss: l as tf.Scalar };
+  }
+
+  /** Blocks until helper `i` has answered this step's command, or throws its error. */
+  #wait(h: Helper, i: number): void {
+    const want = Atomics.load(h.control, CMD);
+    const t0 = performance.now();
+    while (Atomics.load(h.control, DONE) !== want) {
+      const seen = Atomics.load(h.control, DONE);
+      Atomics.wait(h.control, DONE, seen, 1000);
+      if (performance.now() - t0 > this.#timeoutMs) {
+        throw new Error(`data-parallel helper ${i + 1} gave no gradients in ${this.#timeoutMs / 1000} s`);
+      }
+    }
+    if (Atomics.load(h.control, STATUS) !== 0) {
+      const bytes = h.error.slice();
+      const text = new TextDecoder().decode(bytes.subarray(0, bytes.indexOf(0) < 0 ? bytes.length : bytes.indexOf(0)));
+      throw new Error(`data-parallel helper ${i + 1} failed: ${text}`);
+    }
+  }
+
+  /** Stops the helpers (idempotent). */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const h of this.#helpers) {
+      Atomics.store(h.control, QUIT, 1);
+      Atomics.add(h.control, CMD, 1);
+      Atomics.notify(h.control, CMD);
+      h.worker.terminate();
+    }
+  }
+}
+
+/** The control-word indices (for the worker). */
+export const CONTROL = { CMD, DONE, COUNT, STATUS, SEED, QUIT } as const;

@@ -1,0 +1,92 @@
+/**
+ * A data-parallel helper (started by `data_parallel.ts`): builds its copy of
+ * the model, then on every command loads the shared weights, differentiates
+ * its part of the batch and writes the gradients and the mean loss back.
+ *
+ * @module
+ */
+/// <reference lib="deno.worker" />
+import * as tf from "../lib/core/tf.ts";
+import { initBackend, type TrainableModel } from "../lib/mod.ts";
+import { CONTROL, type HelperInit } from "./data_parallel.ts";
+
+const { CMD, DONE, COUNT, STATUS, SEED, QUIT } = CONTROL;
+
+function fail(error: Uint8Array, control: Int32Array, e: unknown): void {
+  const text = new TextEncoder().encode(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+  error.fill(0);
+  error.set(text.subarray(0, error.length - 1));
+  Atomics.store(control, STATUS, 1);
+}
+
+self.onmessage = async (e: MessageEvent<HelperInit>) => {
+  const init = e.data;
+  let model: TrainableModel;
+  try {
+    await initBackend(init.backend);
+    const mod = await import(init.spec.module);
+    const Cls = mod[init.spec.exportName];
+    if (typeof Cls !== "function") {
+      throw new RangeError(`${init.spec.module} has no export ${init.spec.exportName}`);
+    }
+    model = new Cls(init.spec.config, init.spec.options) as TrainableModel;
+    const vars = model.variables();
+    for (const s of init.slots) {
+      if (!vars[s.name] || vars[s.name].shape.join() !== s.shape.join()) {
+        throw new RangeError(
+          `the helper's model has ${vars[s.name] ? `[${vars[s.name].shape}]` : "no variable"} for ${s.name}, ` +
+            `the trainer's has [${s.shape}]`,
+        );
+      }
+    }
+  } catch (err) {
+    self.postMessage({ error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
+    return;
+  }
+  self.postMessage({ ready: true });
+
+  const b = init.buffers;
+  const control = new Int32Array(b.control), weights = new Float32Array(init.weights);
+  const grads = new Float32Array(b.grads), xs = new Int32Array(b.x), ys = new Int32Array(b.y);
+  const loss = new Float32Array(b.loss), error = new Uint8Array(b.error);
+  const vars = model.variables();
+  const names = init.slots.map((s) => s.name);
+  const byTfName = new Map(names.map((n) => [vars[n].name, n]));
+  let seen = 0;
+  for (;;) {
+    while (Atomics.load(control, CMD) === seen) Atomics.wait(control, CMD, seen);
+    seen = Atomics.load(control, CMD);
+    if (Atomics.load(control, QUIT) === 1) break;
+    try {
+      const n = Atomics.load(control, COUNT);
+      if (n > 0) {
+        tf.tidy(() => {
+          for (const s of init.slots) {
+            vars[s.name].assign(tf.tensor(weights.subarray(s.offset, s.offset + s.size), s.shape, "float32"));
+          }
+          const xSize = init.xShape.reduce((a, d) => a * d, 1), ySize = init.yShape.reduce((a, d) => a * d, 1);
+          const batch = {
+            x: tf.tensor(xs.subarray(0, n * xSize), [n, ...init.xShape], "int32"),
+            y: tf.tensor(ys.subarray(0, n * ySize), [n, ...init.yShape], "int32"),
+          };
+          const seed = Atomics.load(control, SEED) >>> 0;
+          const { value, grads: g } = tf.variableGrads(
+            () => model.loss(batch, { training: true, seed }),
+            names.map((name) => vars[name]),
+          );
+          for (const [tfName, t] of Object.entries(g)) {
+            const s = init.slots[names.indexOf(byTfName.get(tfName)!)];
+            grads.set(t.dataSync() as Float32Array, s.offset);
+          }
+          loss[0] = value.dataSync()[0];
+        });
+      }
+      Atomics.store(control, STATUS, 0);
+    } catch (err) {
+      fail(error, control, err);
+    }
+    Atomics.store(control, DONE, seen);
+    Atomics.notify(control, DONE);
+  }
+  self.close();
+};
