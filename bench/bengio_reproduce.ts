@@ -326,9 +326,7 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
       throw new RangeError(`--workers must be a whole number of at least 1: workers=${args.workers}`);
     }
     // With more than one worker, helper workers differentiate part of every
-    // batch on the other cores (bench/data_parallel.ts). With two, this
-    // process takes 55% of each batch: it balanced the helper's extra copying
-    // best at batch 1,024 (bench/README.md).
+    // batch on the other cores (bench/data_parallel.ts).
     const share = workers > 1
       ? await DataParallel.start(model, {
         module: import.meta.resolve("../lib/mod.ts"),
@@ -340,7 +338,6 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
         batchSize,
         helpers: workers - 1,
         backend: backend.name,
-        localShare: workers === 2 ? 0.55 : undefined,
       })
       : undefined;
     if (share) console.log(`data parallel: this process and ${share.helpers} helper worker(s) share each batch`);
@@ -477,7 +474,7 @@ if (!args["ngram-only"]) {
       ? `weight ${r.mixtureWeight.toFixed(2)} on the MLP, fitted on validation; 3-gram = interpolated modified KN`
       : `${(r.config as lm.FixedWindowConfig).direct ? "direct connections, " : ""}${
         r.epochs === null ? "" : `${r.epochs.toFixed(2)} epochs, `
-      }${r.backend}`,
+      }${r.backend}${Number(r.training?.workers ?? 1) > 1 ? ` on ${r.training!.workers} cores` : ""}`,
     paper: mixed
       ? (r.model === "MLP9" ? T1["MLP10 (mixed with trigram)"] : null)
       : r.model === "MLP1"

@@ -16,6 +16,8 @@
  *     deno run -A bench/bengio_throughput.ts                # MLP9, 3 rounds of 15 s
  *     deno run -A bench/bengio_throughput.ts --model MLP1 --rounds 5 --seconds 20
  *     deno run -A bench/bengio_throughput.ts --variants     # also the slower lmbook paths
+ *     deno run -A bench/bengio_throughput.ts --model MLP1 --batch 1024 --workers 2
+ *                                                           # lmbook on both cores (bench/data_parallel.ts)
  *
  * `--variants` also times the alternatives the library avoids: one-hot
  * embeddings, tfjs's automatic gradient of the output layer, and AdamW with
@@ -25,6 +27,7 @@
  */
 import { parseArgs } from "node:util";
 import * as lm from "../lib/mod.ts";
+import { DataParallel } from "./data_parallel.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -35,6 +38,7 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "3" },
     python: { type: "string", default: "/usr/bin/python3" },
     variants: { type: "boolean", default: false },
+    workers: { type: "string", default: "1" },
     "no-torch": { type: "boolean", default: false },
   },
 });
@@ -46,6 +50,10 @@ if (!(modelName in lm.BENGIO_MODELS)) {
 }
 const cfg = lm.BENGIO_MODELS[modelName];
 const batchSize = Number(args.batch), seconds = Number(args.seconds), rounds = Number(args.rounds);
+const workers = Number(args.workers);
+if (!Number.isInteger(workers) || workers < 1) {
+  throw new RangeError(`--workers must be a whole number of at least 1: workers=${args.workers}`);
+}
 
 const report = await lm.initBackend(args.backend);
 console.log(lm.formatBackendReport(report));
@@ -66,7 +74,8 @@ await Deno.writeFile(windowsPath, new Uint8Array(file.buffer));
 const load = () => Deno.loadavg()[0].toFixed(2);
 console.log(
   `${modelName}: vocabSize=${V}, blockSize=${n}, nEmbd=${cfg.nEmbd}, nHidden=${cfg.nHidden}, direct=${cfg.direct}; ` +
-    `batch ${batchSize}; ${N} training windows; ${rounds} rounds of ${seconds} s; load average ${load()}`,
+    `batch ${batchSize}; ${N} training windows; ${rounds} rounds of ${seconds} s; ` +
+    `lmbook on ${workers} worker${workers > 1 ? "s" : ""}; load average ${load()}`,
 );
 
 interface Variant {
@@ -83,27 +92,42 @@ async function lmbook(v: Variant, secs: number): Promise<number> {
     lossPath: v.lossPath,
   });
   const data = lm.arrayDataset(x, y, { xWidth: n });
-  const trainer = new lm.Trainer(model, data, {
-    batchSize,
-    maxSteps: 1e9,
-    maxSeconds: 3,
-    progress: false,
-    seed: 1,
-    optimizer: new lm.AdamW({ implementation: v.optimizer ?? "auto" }),
-  });
-  await trainer.run(); // warm-up (3 s)
-  const timed = new lm.Trainer(model, data, {
-    batchSize,
-    maxSteps: 1e9,
-    maxSeconds: secs,
-    progress: false,
-    seed: 2,
-    optimizer: trainer.optimizer, // keeps the warmed-up moments
-  });
-  const h = await timed.run();
-  trainer.dispose();
-  model.dispose();
-  return h.examplesPerSecond;
+  // With --workers above 1, helper workers differentiate part of each batch.
+  const share = workers > 1
+    ? await DataParallel.start(model, {
+      module: import.meta.resolve("../lib/mod.ts"),
+      exportName: "FixedWindowLM",
+      config: model.config,
+      options: { embeddingPath: v.embeddingPath, lossPath: v.lossPath },
+    }, { data, batchSize, helpers: workers - 1, backend: report.name })
+    : undefined;
+  try {
+    const trainer = new lm.Trainer(model, data, {
+      batchSize,
+      maxSteps: 1e9,
+      maxSeconds: 3,
+      progress: false,
+      seed: 1,
+      share,
+      optimizer: new lm.AdamW({ implementation: v.optimizer ?? "auto" }),
+    });
+    await trainer.run(); // warm-up (3 s)
+    const timed = new lm.Trainer(model, data, {
+      batchSize,
+      maxSteps: 1e9,
+      maxSeconds: secs,
+      progress: false,
+      seed: 2,
+      share,
+      optimizer: trainer.optimizer, // keeps the warmed-up moments
+    });
+    const h = await timed.run();
+    trainer.dispose();
+    return h.examplesPerSecond;
+  } finally {
+    share?.close();
+    model.dispose();
+  }
 }
 
 async function torch(threads: number, secs: number): Promise<number> {
@@ -161,7 +185,11 @@ for (let r = 0; r < rounds; r++) {
 
 const ours = median(results.lmbook);
 const rows: Record<string, unknown>[] = [
-  { run: `lmbook (${report.name})`, "examples/s": Math.round(ours), "relative to lmbook": 1 },
+  {
+    run: `lmbook (${report.name}${workers > 1 ? `, ${workers} workers` : ""})`,
+    "examples/s": Math.round(ours),
+    "relative to lmbook": 1,
+  },
 ];
 if (!args["no-torch"]) {
   for (const k of ["pytorch 2 threads", "pytorch 1 thread"]) {

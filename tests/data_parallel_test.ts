@@ -1,0 +1,189 @@
+/**
+ * `bench/data_parallel.ts`: training with helper workers that differentiate
+ * part of every batch must give the same weights as training in one piece
+ * (up to float rounding), keep the tensor count flat, split batches as
+ * documented, refuse bad options by name, and turn a helper's failure into
+ * an error rather than a hang.
+ *
+ * Run: `deno test -A tests/data_parallel_test.ts`.
+ * @module
+ */
+import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
+import * as tf from "../lib/core/tf.ts";
+import * as lm from "../lib/mod.ts";
+import { DataParallel, type ModelSpec, partSizes } from "../bench/data_parallel.ts";
+
+await tf.setBackend("cpu");
+
+const CFG = { vocabSize: 40, blockSize: 3, nEmbd: 4, nHidden: 5, direct: true, window: "stream" as const };
+const SPEC: ModelSpec = { module: import.meta.resolve("../lib/mod.ts"), exportName: "FixedWindowLM", config: CFG };
+
+/** 203 windows of a pseudo-random stream (never predicting `<s>`, id 1). */
+function data(): lm.Dataset {
+  const rng = new lm.Rng(11);
+  const n = 203;
+  const xs = Int32Array.from({ length: n * 3 }, () => rng.int(40));
+  const ys = Int32Array.from({ length: n }, () => 2 + rng.int(38));
+  return lm.arrayDataset(xs, ys, { xWidth: 3 });
+}
+
+async function train(
+  opts: { helpers?: number; localShare?: number; batchSize: number; steps: number },
+): Promise<{ weights: Record<string, Float32Array>; losses: number[]; tensorsAfter: number[] }> {
+  const d = data();
+  const model = new lm.FixedWindowLM(CFG, { seed: 5 });
+  const share = opts.helpers
+    ? await DataParallel.start(model, SPEC, {
+      data: d,
+      batchSize: opts.batchSize,
+      helpers: opts.helpers,
+      localShare: opts.localShare,
+      backend: "cpu",
+    })
+    : undefined;
+  try {
+    const trainer = new lm.Trainer(model, d, {
+      batchSize: opts.batchSize,
+      epochs: 100,
+      lr: 2e-2,
+      seed: 3,
+      share,
+      progress: false,
+    });
+    const losses: number[] = [], tensorsAfter: number[] = [];
+    // 203 windows in batches of 15 or 16: the last batch of each epoch is smaller.
+    for (let s = 0; s < opts.steps; s++) {
+      const idx = Int32Array.from({ length: opts.batchSize - (s % 5 === 4 ? 4 : 0) }, (_, i) => (s * 37 + i * 7) % 203);
+      const batch = d.batch(idx);
+      const out = trainer.step(batch);
+      losses.push(out.loss.dataSync()[0]);
+      tf.dispose([batch.x, batch.y, out.loss, out.gradNorm]);
+      tensorsAfter.push(tf.memory().numTensors);
+    }
+    const weights = Object.fromEntries(
+      Object.entries(model.variables()).map(([k, v]) => [k, (v.dataSync() as Float32Array).slice()]),
+    );
+    trainer.dispose();
+    return { weights, losses, tensorsAfter };
+  } finally {
+    share?.close();
+    model.dispose();
+  }
+}
+
+function maxDiff(a: Record<string, Float32Array>, b: Record<string, Float32Array>): number {
+  let m = 0;
+  for (const k of Object.keys(a)) for (let i = 0; i < a[k].length; i++) m = Math.max(m, Math.abs(a[k][i] - b[k][i]));
+  return m;
+}
+
+Deno.test({
+  name: "DataParallel: training with helpers gives the one-piece weights and losses; tensors stay flat",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const plain = await train({ batchSize: 15, steps: 12 });
+    for (const setup of [{ helpers: 1 }, { helpers: 1, localShare: 0.3 }, { helpers: 2 }]) {
+      const shared = await train({ batchSize: 15, steps: 12, ...setup });
+      const d = maxDiff(plain.weights, shared.weights);
+      assert(d < 1e-5, `${JSON.stringify(setup)}: weights differ from one-piece training by up to ${d}`);
+      for (let s = 0; s < plain.losses.length; s++) {
+        assert(
+          Math.abs(plain.losses[s] - shared.losses[s]) < 1e-5,
+          `${JSON.stringify(setup)}: step ${s} loss ${shared.losses[s]}, one-piece ${plain.losses[s]}`,
+        );
+      }
+      const after = shared.tensorsAfter;
+      assertEquals(
+        after.at(-1),
+        after[1],
+        `${JSON.stringify(setup)}: live tensors grew from ${after[1]} to ${after.at(-1)}`,
+      );
+    }
+    // The weights did move: the comparison is not between two untrained models.
+    const untrained = await train({ batchSize: 15, steps: 0 });
+    assert(maxDiff(plain.weights, untrained.weights) > 1e-3, "twelve steps left the weights unchanged");
+  },
+});
+
+Deno.test("partSizes: the local part is about localShare of the batch, the helpers share the rest evenly", () => {
+  assertEquals(partSizes(1024, 1), [563, 461]); // the default: a tenth more than an equal part here
+  assertEquals(partSizes(15, 2, 1 / 3), [5, 5, 5]);
+  assertEquals(partSizes(16, 2, 1 / 3), [5, 6, 5]);
+  assertEquals(partSizes(3, 4, 0.1), [1, 1, 1, 0, 0]); // helpers may get nothing; this process gets at least one
+  const rng = new lm.Rng(2);
+  for (let t = 0; t < 200; t++) {
+    const n = 1 + rng.int(3000), helpers = 1 + rng.int(4), share = 0.05 + 0.9 * rng.next();
+    const parts = partSizes(n, helpers, share);
+    assertEquals(parts.length, helpers + 1);
+    assertEquals(parts.reduce((a, b) => a + b, 0), n, `parts of ${n}: ${parts}`);
+    assert(parts[0] >= 1 && Math.abs(parts[0] - n * share) <= 1, `local part ${parts[0]} of ${n} at share ${share}`);
+    assert(parts.every((p) => Number.isInteger(p) && p >= 0), `parts ${parts}`);
+    const rest = parts.slice(1);
+    assert(Math.max(...rest) - Math.min(...rest) <= 1, `uneven helper parts ${rest}`);
+  }
+});
+
+Deno.test({
+  name: "DataParallel: bad options are named; a helper that cannot build its model or fails mid-run is an error",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const d = data();
+    const model = new lm.FixedWindowLM(CFG, { seed: 5 });
+    await assertRejects(
+      () => DataParallel.start(model, SPEC, { data: d, batchSize: 16, helpers: 0 }),
+      RangeError,
+      "helpers=0",
+    );
+    await assertRejects(
+      () => DataParallel.start(model, SPEC, { data: d, batchSize: 16, localShare: 1 }),
+      RangeError,
+      "localShare=1",
+    );
+    await assertRejects(() => DataParallel.start(model, SPEC, { data: d, batchSize: 1 }), RangeError, "batchSize=1");
+    await assertRejects(
+      () =>
+        DataParallel.start(model, { ...SPEC, config: { ...CFG, nEmbd: 6 } }, {
+          data: d,
+          batchSize: 16,
+          backend: "cpu",
+        }),
+      Error,
+      "embedding",
+    );
+    await assertRejects(
+      () =>
+        DataParallel.start(model, { ...SPEC, exportName: "NoSuchModel" }, { data: d, batchSize: 16, backend: "cpu" }),
+      Error,
+      "no export NoSuchModel",
+    );
+    model.dispose();
+
+    // The fixture's loss succeeds twice in the helper, then throws.
+    const { FailingModel } = await import("./data_parallel_fixture.ts");
+    const failing = new FailingModel({ failAfter: 1e9 });
+    const xs = Int32Array.from({ length: 32 }, (_, i) => i % 4);
+    const small = lm.arrayDataset(xs, xs.map((v) => 2 * v), { xWidth: 1 });
+    const share = await DataParallel.start(failing, {
+      module: import.meta.resolve("./data_parallel_fixture.ts"),
+      exportName: "FailingModel",
+      config: { failAfter: 2 },
+    }, { data: small, batchSize: 8, backend: "cpu", timeoutSeconds: 60 });
+    try {
+      const trainer = new lm.Trainer(failing, small, { batchSize: 8, maxSteps: 10, lr: 0.05, share, progress: false });
+      const batch = small.batch(Int32Array.from({ length: 8 }, (_, i) => i));
+      for (let s = 0; s < 2; s++) tf.dispose(Object.values(trainer.step(batch)));
+      assertThrows(() => trainer.step(batch), Error, "the fixture's loss failed on call 3");
+      tf.dispose([batch.x, batch.y]);
+    } finally {
+      share.close();
+    }
+    assertEquals(share.helpers, 0);
+    assertThrows(
+      () => share.split({ x: tf.zeros([2, 1]), y: tf.zeros([2]) }, failing.variables(), 0),
+      Error,
+      "closed",
+    );
+  },
+});
