@@ -4,7 +4,7 @@ import { AdamW } from "./adamw.ts";
 import { arrayDataset, type Batch, sequenceDataset } from "./dataset.ts";
 import { assignWeights, loadWeights, saveWeights } from "./checkpoint.ts";
 import { clipScale, learningRateAt } from "./schedule.ts";
-import { evaluateLoss, type TrainableModel, Trainer } from "./train.ts";
+import { evaluateLoss, type StepShare, type TrainableModel, Trainer } from "./train.ts";
 import { Rng } from "../core/random.ts";
 import { initBackend } from "../core/backend.ts";
 
@@ -295,6 +295,65 @@ Deno.test("Trainer: the same seed gives the same run; another seed does not", as
   const a = await run(1), b = await run(1), c = await run(2);
   assertEquals(a, b);
   assert(a.some((x, i) => x !== c[i]));
+});
+
+Deno.test("Trainer share: a split batch whose parts' gradients are combined by size trains like the whole batch", async () => {
+  // An in-process stand-in for bench/data_parallel.ts: the "helper" part is
+  // differentiated on the same model between split and combine.
+  const run = async (shared: boolean) => {
+    const model = bigram(5, 9);
+    const vars = model.variables();
+    let rest: Batch | null = null, localCount = 0, restCount = 0, splits = 0;
+    const share: StepShare = {
+      split(batch) {
+        splits++;
+        const B = batch.x.shape[0];
+        localCount = Math.max(1, Math.floor(B / 3)); // unequal parts: a third here
+        restCount = B - localCount;
+        rest = { x: batch.x.slice(localCount, restCount), y: batch.y.slice(localCount, restCount) };
+        return { x: batch.x.slice(0, localCount), y: batch.y.slice(0, localCount) };
+      },
+      combine(grads, loss) {
+        const other = rest!;
+        const { value, grads: g } = tf.variableGrads(() => model.loss(other, { training: true, seed: 0 }));
+        tf.dispose([other.x, other.y]);
+        const names = new Map(Object.entries(vars).map(([n, v]) => [v.name, n]));
+        const B = localCount + restCount;
+        const out: Record<string, tf.Tensor> = {};
+        for (const [tfName, t] of Object.entries(g)) {
+          const n = names.get(tfName)!;
+          out[n] = grads[n].mul(localCount / B).add(t.mul(restCount / B));
+        }
+        return { grads: out, loss: loss.mul(localCount / B).add(value.mul(restCount / B)) as tf.Scalar };
+      },
+    };
+    const trainer = new Trainer(model, pairs(stream(400, 5)), {
+      batchSize: 16,
+      maxSteps: 30,
+      lr: 0.05,
+      logEvery: 1,
+      seed: 4,
+      progress: false,
+      share: shared ? share : undefined,
+    });
+    const before = tf.memory().numTensors; // the optimiser's state lives in plain arrays on cpu
+    const h = await trainer.run();
+    const after = tf.memory().numTensors;
+    const table = (model.table.dataSync() as Float32Array).slice();
+    trainer.dispose();
+    tf.dispose(Object.values(vars));
+    return { losses: h.train.map((r) => r.loss), table, splits, before, after };
+  };
+  const plain = await run(false), shared = await run(true);
+  assertEquals(shared.splits, 30, "split was not called once per step");
+  assertEquals(plain.splits, 0);
+  assertEquals(shared.after, shared.before, "the split parts leaked tensors");
+  for (let i = 0; i < plain.losses.length; i++) {
+    assertAlmostEquals(shared.losses[i], plain.losses[i], 1e-5, `step ${i}: the combined loss differs`);
+  }
+  for (let i = 0; i < plain.table.length; i++) {
+    assertAlmostEquals(shared.table[i], plain.table[i], 1e-5, `weight ${i} differs from whole-batch training`);
+  }
 });
 
 Deno.test("Trainer: no tensor leaks across steps, evaluations and runs", async () => {
