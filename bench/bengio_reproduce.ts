@@ -26,7 +26,9 @@
  * run): 274.5 after 1.65 epochs in 53.2 min, 2.4% above the paper's 268, so
  * missed; at lr 4e-3 it reached 276.7 (1.4 epochs) and 275.1 (1.65). Its
  * direct connections make each step about three times dearer than MLP9's,
- * so an hour on one core is under two passes. bench/README.md lists the
+ * so an hour on one core is under two passes; three passes on both cores
+ * (`--workers 2 --batch 1024`) did no better, since validation perplexity
+ * rises at each pass boundary (bench/README.md). bench/README.md lists the
  * runs that led to the recipes (lower beta2, SGD, smaller batches and
  * dropout did worse). The chapter 6 transformer (bench/transformer_brown.ts,
  * lr 3e-3: 256.8 alone, 228.4 mixed) is below every fixed-window row.
@@ -46,6 +48,10 @@
  *                                                            # with lr 4e-3 on a 4.2-pass cosine schedule, MLP1 with
  *                                                            # lr 6e-3 on a 1.65-pass one)
  *     deno run -A bench/bengio_reproduce.ts --dropout 0.2    # dropout on the output layer's inputs in training (default 0)
+ *     deno run -A bench/bengio_reproduce.ts --model MLP1 --workers 2 --batch 1024
+ *                                                            # both cores: a helper worker differentiates part of every
+ *                                                            # batch (bench/data_parallel.ts; --workers 1, one core, is
+ *                                                            # each recipe's default)
  *     deno run -A bench/bengio_reproduce.ts --model MLP9 --optimizer sgd --lr 0.05 --weight-decay 1e-4
  *                                                            # the paper's optimiser (SGD, --momentum 0.9) instead of AdamW
  *     deno run -A bench/bengio_reproduce.ts --model MLP9 --init build/models/bengio_mlp9.lmw --optimizer sgd

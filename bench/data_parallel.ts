@@ -103,9 +103,8 @@ interface Helper {
 /**
  * The default local fraction of a batch: a tenth more than an equal part,
  * 1.1 / (helpers + 1), because each helper also loads the weights and writes
- * its gradients. With one helper, MLP1 at batch 1,024: 0.55 left this
- * process waiting 9 ms a step for the helper, an equal split 149 ms
- * (bench/README.md).
+ * its gradients (with MLP1 at batch 1,024, an equal split left this process
+ * waiting for its helper at every step; 0.55 balanced the two).
  * @param helpers the helper count.
  * @returns the fraction.
  */
@@ -266,7 +265,9 @@ export class DataParallel implements StepShare {
     for (const s of this.#slots) {
       const v = variables[s.name];
       if (!v || v.size !== s.size) {
-        throw new RangeError(`variable ${s.name} is missing or changed size since the helpers started`);
+        throw new RangeError(
+          `variable ${s.name} has size ${v?.size ?? "(missing)"}; the helpers were started with ${s.size}`,
+        );
       }
       this.#weights.set(v.dataSync() as Float32Array, s.offset);
     }
