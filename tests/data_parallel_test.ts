@@ -174,7 +174,9 @@ Deno.test({
       const trainer = new lm.Trainer(failing, small, { batchSize: 8, maxSteps: 10, lr: 0.05, share, progress: false });
       const batch = small.batch(Int32Array.from({ length: 8 }, (_, i) => i));
       for (let s = 0; s < 2; s++) tf.dispose(Object.values(trainer.step(batch)));
+      const live = tf.memory().numTensors;
       assertThrows(() => trainer.step(batch), Error, "the fixture's loss failed on call 3");
+      assertEquals(tf.memory().numTensors, live, "the failed step leaked tensors (its part of the batch?)");
       tf.dispose([batch.x, batch.y]);
     } finally {
       share.close();

@@ -497,26 +497,30 @@ export class Trainer {
     const seed = this.#rng.uint32();
     const share = this.options.share;
     const local = share ? share.split(batch, vars, seed) : batch;
-    const out = tf.tidy(() => {
-      const { value: localLoss, grads } = tf.variableGrads(
-        () => this.model.loss(local, { training: true, seed }),
-        names.map((n) => vars[n]),
-      );
-      let value = localLoss;
-      let named: Record<string, tf.Tensor> = {};
-      for (const [tfName, g] of Object.entries(grads)) {
-        named[byTfName.get(tfName)!] = g;
-      }
-      if (share) ({ grads: named, loss: value } = share.combine(named, value));
-      const gradList = Object.values(named);
-      const { scale, norm } = clipScale(gradList, this.options.gradClip);
-      this.optimizer.applyGradients(vars, named, {
-        lr: rate,
-        scale: Number.isFinite(this.options.gradClip) ? scale : undefined,
+    let out: { loss: tf.Scalar; gradNorm: tf.Scalar };
+    try {
+      out = tf.tidy(() => {
+        const { value: localLoss, grads } = tf.variableGrads(
+          () => this.model.loss(local, { training: true, seed }),
+          names.map((n) => vars[n]),
+        );
+        let value = localLoss;
+        let named: Record<string, tf.Tensor> = {};
+        for (const [tfName, g] of Object.entries(grads)) {
+          named[byTfName.get(tfName)!] = g;
+        }
+        if (share) ({ grads: named, loss: value } = share.combine(named, value));
+        const gradList = Object.values(named);
+        const { scale, norm } = clipScale(gradList, this.options.gradClip);
+        this.optimizer.applyGradients(vars, named, {
+          lr: rate,
+          scale: Number.isFinite(this.options.gradClip) ? scale : undefined,
+        });
+        return { loss: value, gradNorm: norm };
       });
-      return { loss: value, gradNorm: norm };
-    });
-    if (local !== batch) tf.dispose([local.x, local.y]);
+    } finally {
+      if (local !== batch) tf.dispose([local.x, local.y]); // also when a share's combine throws
+    }
     this.#stepsDone++;
     return out;
   }
