@@ -62,7 +62,7 @@
  */
 import { parseArgs } from "node:util";
 import * as lm from "../lib/mod.ts";
-import { DataParallel } from "./data_parallel.ts";
+import { fixedWindowShare } from "./data_parallel.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -327,25 +327,14 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
         } lr ${lr} cosine to ${args["min-lr"]}, weight decay ${args["weight-decay"]}, dropout ${args.dropout}; ` +
         `budget ${minutes} min`,
     );
-    const workers = setting(modelName, "workers");
-    if (!Number.isInteger(workers) || workers < 1) {
-      throw new RangeError(`--workers must be a whole number of at least 1: workers=${args.workers}`);
-    }
     // With more than one worker, helper workers differentiate part of every
     // batch on the other cores (bench/data_parallel.ts).
-    const share = workers > 1
-      ? await DataParallel.start(model, {
-        module: import.meta.resolve("../lib/mod.ts"),
-        exportName: "FixedWindowLM",
-        config: model.config,
-        options: { dropout: model.dropout },
-      }, {
-        data: train,
-        batchSize,
-        helpers: workers - 1,
-        backend: backend.name,
-      })
-      : undefined;
+    const share = await fixedWindowShare(model, setting(modelName, "workers"), {
+      data: train,
+      batchSize,
+      backend: backend.name,
+      modelOptions: { dropout: model.dropout },
+    });
     if (share) console.log(`data parallel: this process and ${share.helpers} helper worker(s) share each batch`);
     const trainer = new lm.Trainer(model, train, {
       share,

@@ -27,7 +27,7 @@
  */
 import { parseArgs } from "node:util";
 import * as lm from "../lib/mod.ts";
-import { DataParallel } from "./data_parallel.ts";
+import { fixedWindowShare } from "./data_parallel.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -51,9 +51,6 @@ if (!(modelName in lm.BENGIO_MODELS)) {
 const cfg = lm.BENGIO_MODELS[modelName];
 const batchSize = Number(args.batch), seconds = Number(args.seconds), rounds = Number(args.rounds);
 const workers = Number(args.workers);
-if (!Number.isInteger(workers) || workers < 1) {
-  throw new RangeError(`--workers must be a whole number of at least 1: workers=${args.workers}`);
-}
 
 const report = await lm.initBackend(args.backend);
 console.log(lm.formatBackendReport(report));
@@ -93,14 +90,12 @@ async function lmbook(v: Variant, secs: number): Promise<number> {
   });
   const data = lm.arrayDataset(x, y, { xWidth: n });
   // With --workers above 1, helper workers differentiate part of each batch.
-  const share = workers > 1
-    ? await DataParallel.start(model, {
-      module: import.meta.resolve("../lib/mod.ts"),
-      exportName: "FixedWindowLM",
-      config: model.config,
-      options: { embeddingPath: v.embeddingPath, lossPath: v.lossPath },
-    }, { data, batchSize, helpers: workers - 1, backend: report.name })
-    : undefined;
+  const share = await fixedWindowShare(model, workers, {
+    data,
+    batchSize,
+    backend: report.name,
+    modelOptions: { embeddingPath: v.embeddingPath, lossPath: v.lossPath },
+  });
   try {
     const trainer = new lm.Trainer(model, data, {
       batchSize,
