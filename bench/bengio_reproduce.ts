@@ -48,6 +48,9 @@
  *                                                            # with lr 4e-3 on a 4.2-pass cosine schedule, MLP1 with
  *                                                            # lr 6e-3 on a 1.65-pass one)
  *     deno run -A bench/bengio_reproduce.ts --dropout 0.2    # dropout on the output layer's inputs in training (default 0)
+ *     deno run -A bench/bengio_reproduce.ts --word-dropout 0.1
+ *                                                            # each training context word becomes <unk> with this
+ *                                                            # probability (Xie et al.'s blank noising)
  *     deno run -A bench/bengio_reproduce.ts --model MLP1 --workers 2 --batch 1024
  *                                                            # both cores: a helper worker differentiates part of every
  *                                                            # batch (bench/data_parallel.ts; --workers 1, one core, is
@@ -82,6 +85,7 @@ const { values: args } = parseArgs({
     beta1: { type: "string", default: "0.9" },
     beta2: { type: "string", default: "0.999" },
     dropout: { type: "string", default: "0" },
+    "word-dropout": { type: "string" },
     "embedding-init-std": { type: "string", default: "0.1" },
     "eval-examples": { type: "string", default: "50000" },
     "evals-per-epoch": { type: "string", default: "4" },
@@ -104,9 +108,13 @@ for (const m of modelNames) {
 if (!["adamw", "sgd"].includes(args.optimizer)) {
   throw new RangeError(`--optimizer must be adamw or sgd: optimizer=${args.optimizer}`);
 }
-if (args.init !== undefined && (modelNames.length !== 1 || Number(args.dropout) > 0)) {
+if (
+  args.init !== undefined &&
+  (modelNames.length !== 1 || Number(args.dropout) > 0 || Number(args["word-dropout"] ?? 0) > 0)
+) {
   throw new RangeError(
-    `--init continues one saved model without dropout: model=${args.model}, dropout=${args.dropout}, init=${args.init}`,
+    `--init continues one saved model without dropout: model=${args.model}, dropout=${args.dropout}, ` +
+      `word-dropout=${args["word-dropout"]}, init=${args.init}`,
   );
 }
 /**
@@ -116,8 +124,8 @@ if (args.init !== undefined && (modelNames.length !== 1 || Number(args.dropout) 
  * cosine schedule is as long as the passes that fit in the budget.
  */
 const RECIPES = {
-  MLP1: { epochs: 1.65, minutes: 57, batch: 256, lr: 6e-3, warmup: 200, workers: 1 },
-  MLP9: { epochs: 4.2, minutes: 57, batch: 256, lr: 4e-3, warmup: 200, workers: 1 },
+  MLP1: { epochs: 1.65, minutes: 57, batch: 256, lr: 6e-3, warmup: 200, workers: 1, "word-dropout": 0 },
+  MLP9: { epochs: 4.2, minutes: 57, batch: 256, lr: 4e-3, warmup: 200, workers: 1, "word-dropout": 0 },
 } as const;
 type RecipeKey = keyof typeof RECIPES.MLP9;
 /** A training setting for a model: its flag if given, else the model's recipe. */
@@ -305,6 +313,7 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
         seed: Number(args.seed),
         embeddingInitStd: Number(args["embedding-init-std"]),
         dropout: Number(args.dropout),
+        wordDropout: setting(modelName, "word-dropout"),
       });
     }
     const n = cfg.blockSize;
@@ -324,7 +333,8 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
       `${modelName}: ${model.name}, ${model.parameterCount} parameters; ${nEpochs} epochs of ${stepsPerEpoch} steps, ` +
         `batch ${batchSize}, ${
           args.optimizer === "sgd" ? `SGD (momentum ${args.momentum})` : `AdamW (betas ${args.beta1}, ${args.beta2})`
-        } lr ${lr} cosine to ${args["min-lr"]}, weight decay ${args["weight-decay"]}, dropout ${args.dropout}; ` +
+        } lr ${lr} cosine to ${args["min-lr"]}, weight decay ${args["weight-decay"]}, dropout ${args.dropout}, ` +
+        `word dropout ${model.wordDropout}; ` +
         `budget ${minutes} min`,
     );
     // With more than one worker, helper workers differentiate part of every
@@ -333,7 +343,7 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
       data: train,
       batchSize,
       backend: backend.name,
-      modelOptions: { dropout: model.dropout },
+      modelOptions: { dropout: model.dropout, wordDropout: model.wordDropout },
     });
     if (share) console.log(`data parallel: this process and ${share.helpers} helper worker(s) share each batch`);
     const trainer = new lm.Trainer(model, train, {
@@ -421,7 +431,7 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
         ].map((k) => [k, Number(args[k as keyof typeof args])]),
       ),
       ...Object.fromEntries(
-        (["epochs", "minutes", "batch", "lr", "warmup", "workers"] as const).map((k) => [k, setting(modelName, k)]),
+        (Object.keys(RECIPES.MLP9) as RecipeKey[]).map((k) => [k, setting(modelName, k)]),
       ),
       ...(args.init !== undefined ? { init: args.init } : {}),
     },
@@ -469,6 +479,8 @@ if (!args["ngram-only"]) {
       ? `weight ${r.mixtureWeight.toFixed(2)} on the MLP, fitted on validation; 3-gram = interpolated modified KN`
       : `${(r.config as lm.FixedWindowConfig).direct ? "direct connections, " : ""}${
         r.epochs === null ? "" : `${r.epochs.toFixed(2)} epochs, `
+      }${
+        Number(r.training?.["word-dropout"] ?? 0) > 0 ? `word dropout ${r.training!["word-dropout"]}, ` : ""
       }${r.backend}${Number(r.training?.workers ?? 1) > 1 ? ` on ${r.training!.workers} cores` : ""}`,
     paper: mixed
       ? (r.model === "MLP9" ? T1["MLP10 (mixed with trigram)"] : null)

@@ -32,7 +32,7 @@
  */
 import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
-import { BOS_ID, EOS_ID } from "../data/vocab.ts";
+import { BOS_ID, EOS_ID, UNK_ID } from "../data/vocab.ts";
 import { crossEntropyFromLogits, linear } from "../kernels/mod.ts";
 import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
 import { arrayDataset, type Batch, type Dataset } from "../train/dataset.ts";
@@ -361,6 +361,15 @@ export interface FixedWindowOptions {
    * (the Table 1 reproduction, `bench/bengio_reproduce.ts --dropout`).
    */
   dropout?: number;
+  /**
+   * Word dropout: the probability with which each context word of a training
+   * window is replaced by `<unk>` (default 0). What Xie et al. (2017, "Data
+   * noising as smoothing in neural network language models") call blank
+   * noising, with `<unk>` as the blank: the model must often predict from
+   * fewer words, as a back-off n-gram does, and cannot learn a training
+   * window by heart from one exposure. Evaluation and scoring never replace.
+   */
+  wordDropout?: number;
 }
 
 /** ln(1e-30): log-probabilities below this are recomputed exactly by {@link FixedWindowLM.logProbs}. */
@@ -424,6 +433,8 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
   lossPath: "fused" | "autodiff";
   /** Dropout rate on the output layer's inputs in training steps (see {@link FixedWindowOptions.dropout}). */
   dropout: number;
+  /** Rate at which training contexts' words become `<unk>` (see {@link FixedWindowOptions.wordDropout}). */
+  wordDropout: number;
   #vars: Record<string, tf.Variable>;
   #mask: tf.Tensor1D;
 
@@ -472,6 +483,10 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
     this.dropout = options.dropout ?? 0;
     if (!(this.dropout >= 0 && this.dropout < 1)) {
       throw new RangeError(`dropout must be a rate in [0, 1): dropout=${options.dropout}`);
+    }
+    this.wordDropout = options.wordDropout ?? 0;
+    if (!(this.wordDropout >= 0 && this.wordDropout < 1)) {
+      throw new RangeError(`wordDropout must be a rate in [0, 1): wordDropout=${options.wordDropout}`);
     }
     this.name = options.name ??
       `fixed-window MLP (n=${c.blockSize + 1}, m=${c.nEmbd}, h=${c.nHidden}${c.direct ? ", direct" : ""})`;
@@ -583,14 +598,20 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
    * (no per-example cap), in training and evaluation alike;
    * {@link FixedWindowLM.logProbs}, which {@link evaluate} uses, is exact too.
    * @param batch `x` (B, blockSize) contexts, `y` (B,) next words.
-   * @param options training or evaluation (dropout, when set, only in
-   *   training), and the seed of the dropout mask.
+   * @param options training or evaluation (dropout and word dropout, when
+   *   set, only in training), and the seed of their masks.
    * @returns a scalar.
    */
   loss(batch: Batch, options?: LossOptions): tf.Scalar {
     return tf.tidy(() => {
-      const x = batch.x as tf.Tensor2D, y = batch.y as tf.Tensor1D;
+      let x = batch.x as tf.Tensor2D;
+      const y = batch.y as tf.Tensor1D;
       const rate = options?.training ? this.dropout : 0;
+      if (options?.training && this.wordDropout > 0) {
+        // Its own stream of the step's seed, apart from the feature dropout's.
+        const drop = tf.randomUniform(x.shape, 0, 1, "float32", `${options.seed}:words`).less(this.wordDropout); // (B, n)
+        x = tf.where(drop, tf.fill(x.shape, UNK_ID, "int32"), x) as tf.Tensor2D; // (B, n)
+      }
       let f = this.features(x); // (B, h [+ n*m])
       if (rate > 0) f = tf.dropout(f, rate, undefined, options!.seed) as tf.Tensor2D; // (B, h [+ n*m])
       if (this.lossPath === "autodiff") return crossEntropy(this.#outputLogits(f), y);

@@ -15,7 +15,7 @@ import { contextWindow, evaluate, sentenceContext } from "../lm/lm.ts";
 import { Rng } from "../core/random.ts";
 import { evaluateLoss, Trainer } from "../train/train.ts";
 import { initBackend } from "../core/backend.ts";
-import { BOS_ID, EOS_ID } from "../data/vocab.ts";
+import { BOS_ID, EOS_ID, UNK_ID } from "../data/vocab.ts";
 
 tf.env().set("PROD", true);
 await tf.setBackend("cpu");
@@ -269,6 +269,54 @@ Deno.test("FixedWindowLM dropout: only in training steps, seeded, the expected s
   }
   tf.dispose([x, y]);
   [plain, dropped].forEach((m) => m.dispose());
+});
+
+Deno.test("FixedWindowLM wordDropout: training contexts' words become <unk> at the rate, seeded; never in evaluation", async () => {
+  await initBackend("cpu");
+  const cfg = { vocabSize: 15, blockSize: 2, nEmbd: 4, nHidden: 6, direct: true };
+  const rate = 0.3;
+  const model = new FixedWindowLM(cfg, { seed: 5, wordDropout: rate });
+  const rows = [[3, 4], [5, 6], [7, 8]], targets = [9, 10, 11];
+  const y = tf.tensor1d(targets, "int32");
+  const before = tf.memory().numTensors;
+  const lossOf = (ids: number[][], training: boolean, seed: number) =>
+    tf.tidy(() => model.loss({ x: tf.tensor2d(ids, [3, 2], "int32"), y }, { training, seed }).dataSync()[0]);
+  // The evaluation loss of every way of replacing some of the six context
+  // words by <unk> (bit i of the mask replaces word i, row-major).
+  const variants = Array.from({ length: 64 }, (_, mask) => {
+    const ids = rows.map((r, i) => r.map((w, j) => (mask >> (2 * i + j)) & 1 ? UNK_ID : w));
+    return { mask, loss: lossOf(ids, false, 0) };
+  });
+  const plain = variants[0].loss;
+  assertAlmostEquals(lossOf(rows, false, 7), plain, 1e-7, "evaluation replaced words");
+  let dropped = 0, partial = 0;
+  const seeds = 60;
+  for (let seed = 1; seed <= seeds; seed++) {
+    const a = lossOf(rows, true, seed);
+    assertEquals(lossOf(rows, true, seed), a, `seed ${seed} gave two different training losses`);
+    const match = variants.filter((v) => Math.abs(v.loss - a) < 1e-5);
+    assertEquals(
+      match.length,
+      1,
+      `the training loss with seed ${seed} (${a}) is not the evaluation loss of exactly one way of replacing ` +
+        `context words by <unk> (${match.length} match)`,
+    );
+    const bits = match[0].mask.toString(2).split("").filter((b) => b === "1").length;
+    dropped += bits;
+    if ([0, 1, 2].some((i) => ((match[0].mask >> (2 * i)) & 3) === 1 || ((match[0].mask >> (2 * i)) & 3) === 2)) {
+      partial++;
+    }
+  }
+  const share = dropped / (6 * seeds);
+  // 360 draws at p = 0.3: the standard deviation of the share is 0.024.
+  assert(Math.abs(share - rate) < 0.1, `words replaced at rate ${share.toFixed(3)}, expected about ${rate}`);
+  assert(partial > 0, "words were only ever replaced a whole window at a time, not one by one");
+  assertEquals(tf.memory().numTensors, before, "word dropout leaked tensors");
+  for (const bad of [-0.1, 1, Number.NaN]) {
+    assertThrows(() => new FixedWindowLM(cfg, { wordDropout: bad }), RangeError, `wordDropout=${bad}`);
+  }
+  tf.dispose([y]);
+  model.dispose();
 });
 
 Deno.test("FixedWindowLM + Trainer: learns the toy grammar on cpu; no leaks; save/load round trip", async () => {
