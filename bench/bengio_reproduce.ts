@@ -29,8 +29,8 @@
  * so an hour on one core is under two passes; three passes on both cores
  * (`--workers 2 --batch 1024`) did no better, since validation perplexity
  * rises at each pass boundary (bench/README.md). bench/README.md lists the
- * runs that led to the recipes (lower beta2, SGD, smaller batches and
- * dropout did worse). The chapter 6 transformer (bench/transformer_brown.ts,
+ * runs that led to the recipes (lower beta2, SGD, smaller batches, dropout and
+ * word dropout did worse). The chapter 6 transformer (bench/transformer_brown.ts,
  * lr 3e-3: 256.8 alone, 228.4 mixed) is below every fixed-window row.
  *
  * Trained models go to `build/models/bengio_<model>.lmw` (notebook 03 loads
