@@ -366,8 +366,9 @@ export interface FixedWindowOptions {
    * window is replaced by `<unk>` (default 0). What Xie et al. (2017, "Data
    * noising as smoothing in neural network language models") call blank
    * noising, with `<unk>` as the blank: the model must often predict from
-   * fewer words, as a back-off n-gram does, and cannot learn a training
-   * window by heart from one exposure. Evaluation and scoring never replace.
+   * fewer words, as a back-off n-gram does. Evaluation and scoring never
+   * replace. In the Table 1 reproduction it slowed MLP1's first pass more
+   * than it helped later ones (`bench/README.md`, seventh measurement).
    */
   wordDropout?: number;
 }
