@@ -569,7 +569,8 @@ export function initLearnedPositions(
   options: LearnedPositionsOptions = {},
 ): tf.Variable<tf.Rank.R2> {
   const rng = options.rng ?? new Rng(options.seed ?? 0);
-  return tf.variable(normalMatrix([blockSize, nEmbd], rng, options.std ?? 0.02), true) as tf.Variable<
+  // In a tidy, so that the initial tensor is freed (the variable keeps its own copy).
+  return tf.tidy(() => tf.variable(normalMatrix([blockSize, nEmbd], rng, options.std ?? 0.02), true)) as tf.Variable<
     tf.Rank.R2
   >;
 }

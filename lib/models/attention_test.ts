@@ -260,3 +260,10 @@ Deno.test("attention helpers leave no tensors behind", () => {
   tf.dispose([r.output, r.weights, r.present.k, r.present.v, r2.output, r2.weights]);
   assertEquals(tf.memory().numTensors, before);
 });
+
+Deno.test("initLearnedPositions: the variable is the only tensor it leaves", () => {
+  const before = tf.memory().numTensors;
+  const wpe = initLearnedPositions(6, 4, { seed: 2 });
+  assertEquals(tf.memory().numTensors, before + 1, "the initial tensor leaked");
+  wpe.dispose();
+});

@@ -196,11 +196,15 @@ class Params {
   vars: Record<string, tf.Variable> = {};
   constructor(readonly rng: Rng) {}
   matrix(name: string, rows: number, cols: number): tf.Variable {
-    const t = normalMatrix([rows, cols], this.rng, 0.02);
-    return (this.vars[name] = tf.variable(t, true, `families.${name}_${familyVarId++}`));
+    // In a tidy, so that the initial tensor is freed (the variable keeps its own copy).
+    return (this.vars[name] = tf.tidy(() =>
+      tf.variable(normalMatrix([rows, cols], this.rng, 0.02), true, `families.${name}_${familyVarId++}`)
+    ));
   }
   fill(name: string, n: number, value: number): tf.Variable {
-    return (this.vars[name] = tf.variable(tf.fill([n], value), true, `families.${name}_${familyVarId++}`));
+    return (this.vars[name] = tf.tidy(() =>
+      tf.variable(tf.fill([n], value), true, `families.${name}_${familyVarId++}`)
+    ));
   }
 }
 let familyVarId = 0;

@@ -137,3 +137,11 @@ Deno.test("the families' variables never clash with a TransformerLM's names", as
   assert([enc, s2s].every((m) => Object.values(m.variables()).every((v) => v.name.startsWith("families."))));
   [lmModel, enc, s2s].forEach((m) => m.dispose());
 });
+
+Deno.test("families: creating and disposing a model leaves no tensors behind", () => {
+  const before = tf.memory().numTensors;
+  new TransformerEncoder(small, { seed: 1 }).dispose();
+  assertEquals(tf.memory().numTensors, before, "TransformerEncoder: the initial tensors leaked");
+  new EncoderDecoder({ ...small, bosId: 1 }, { seed: 1 }).dispose();
+  assertEquals(tf.memory().numTensors, before, "EncoderDecoder: the initial tensors leaked");
+});

@@ -125,14 +125,15 @@ export class RnnLM implements TrainableModel {
     const G = cell === "lstm" ? 4 : 1;
     const b = new Float32Array(G * H);
     if (cell === "lstm") b.fill(1, H, 2 * H); // forget-gate bias 1: remember by default
-    this.#vars = {
+    // In a tidy, so that the initial tensors are freed (each variable keeps its own copy).
+    this.#vars = tf.tidy(() => ({
       embedding: tf.variable(glorot(rng, V, D), true, undefined),
       wx: tf.variable(glorot(rng, D, G * H)),
       wh: tf.variable(glorot(rng, H, G * H)),
       b: tf.variable(tf.tensor1d(b)),
       wOut: tf.variable(glorot(rng, H, V)),
       bOut: tf.variable(tf.zeros([V])),
-    };
+    }));
   }
 
   /** Returns the trainable variables by name. */

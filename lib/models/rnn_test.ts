@@ -65,3 +65,11 @@ Deno.test("bad configurations are RangeErrors naming the value", () => {
   assertThrows(() => new RnnLM({ vocabSize: 3, nEmbd: 2, hidden: 2, cell: "gru" as any }), RangeError, "cell=gru");
   assertThrows(() => gradientFlow({ scale: 0 }), RangeError, "scale=0");
 });
+
+Deno.test("RnnLM: creating and disposing a model leaves no tensors behind", () => {
+  for (const cell of ["rnn", "lstm"] as const) {
+    const before = tf.memory().numTensors;
+    new RnnLM({ vocabSize: 7, nEmbd: 3, hidden: 5, cell }, { seed: 1 }).dispose();
+    assertEquals(tf.memory().numTensors, before, `${cell}: the initial tensors leaked`);
+  }
+});
