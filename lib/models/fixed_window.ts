@@ -371,6 +371,15 @@ export interface FixedWindowOptions {
    * than it helped later ones (`bench/README.md`, seventh measurement).
    */
   wordDropout?: number;
+  /**
+   * The output bias b to start from, one number per id (default: random, as
+   * the other weights). Passing the log of each word's training frequency
+   * makes the untrained model the unigram model, so training need not spend
+   * its first steps learning how common each word is (with Adam each bias
+   * moves by about the learning rate per step, so a rare word's takes
+   * hundreds of steps to fall).
+   */
+  outputBias?: ArrayLike<number>;
 }
 
 /** ln(1e-30): log-probabilities below this are recomputed exactly by {@link FixedWindowLM.logProbs}. */
@@ -499,6 +508,15 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
         `embeddingInitStd must be a finite number >= 0: embeddingInitStd=${embStd}`,
       );
     }
+    const b0 = options.outputBias;
+    if (b0 !== undefined) {
+      if (b0.length !== V) {
+        throw new RangeError(`outputBias must have vocabSize=${V} numbers: outputBias.length=${b0.length}`);
+      }
+      for (let i = 0; i < V; i++) {
+        if (!Number.isFinite(b0[i])) throw new RangeError(`outputBias must be finite: outputBias[${i}]=${b0[i]}`);
+      }
+    }
     const normal = (n: number) => {
       const a = new Float32Array(n);
       for (let i = 0; i < n; i++) a[i] = rng.normal(0, embStd);
@@ -510,19 +528,21 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
       return a;
     };
     const outIn = h + (c.direct ? nm : 0);
-    this.#vars = {
-      embedding: tf.variable(tf.tensor2d(normal(V * m), [V, m])),
-    };
-    if (h > 0) {
-      this.#vars["hidden.weight"] = tf.variable(
-        tf.tensor2d(uniform(nm * h, 1 / Math.sqrt(nm)), [nm, h]),
-      );
-      this.#vars["hidden.bias"] = tf.variable(tf.tensor1d(uniform(h, 1 / Math.sqrt(nm))));
-    }
-    this.#vars["output.weight"] = tf.variable(
-      tf.tensor2d(uniform(outIn * V, 1 / Math.sqrt(outIn)), [outIn, V]),
-    );
-    this.#vars["output.bias"] = tf.variable(tf.tensor1d(uniform(V, 1 / Math.sqrt(outIn))));
+    // In a tidy, so that the initial tensors are freed (each variable keeps its own copy).
+    this.#vars = tf.tidy(() => {
+      const vars: Record<string, tf.Variable> = {
+        embedding: tf.variable(tf.tensor2d(normal(V * m), [V, m])),
+      };
+      if (h > 0) {
+        vars["hidden.weight"] = tf.variable(tf.tensor2d(uniform(nm * h, 1 / Math.sqrt(nm)), [nm, h]));
+        vars["hidden.bias"] = tf.variable(tf.tensor1d(uniform(h, 1 / Math.sqrt(nm))));
+      }
+      vars["output.weight"] = tf.variable(tf.tensor2d(uniform(outIn * V, 1 / Math.sqrt(outIn)), [outIn, V]));
+      const bias = uniform(V, 1 / Math.sqrt(outIn));
+      if (options.outputBias !== undefined) bias.set(options.outputBias);
+      vars["output.bias"] = tf.variable(tf.tensor1d(bias));
+      return vars;
+    });
     const mask = new Float32Array(V);
     mask[BOS_ID] = -1e9;
     this.#mask = tf.tensor1d(mask);

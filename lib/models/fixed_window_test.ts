@@ -235,6 +235,38 @@ Deno.test("FixedWindowLM: same seed, same weights; bad configs are named", () =>
   [a, b, c].forEach((m) => m.dispose());
 });
 
+Deno.test("FixedWindowLM outputBias: the untrained model starts from it, other weights as without; bad biases named", () => {
+  const before = tf.memory().numTensors;
+  // No hidden layer and zero embeddings: the logits are the output bias alone.
+  const cfg = { vocabSize: 6, blockSize: 2, nEmbd: 3, nHidden: 0, direct: true };
+  const p = [0.1, 0, 0.2, 0.3, 0.15, 0.25]; // id 1 is <s>, never predicted
+  assertEquals(BOS_ID, 1);
+  const bias = p.map((q) => Math.log(q + 1e-9));
+  const m = new FixedWindowLM(cfg, { seed: 3, embeddingInitStd: 0, outputBias: bias });
+  const got = m.nextDistribution([4, 5]);
+  for (let i = 0; i < 6; i++) assertAlmostEquals(got[i], i === BOS_ID ? 0 : p[i], 1e-6, `p(${i})`);
+  // The bias replaces only the bias: every other weight is the seed's.
+  const big = { vocabSize: 12, blockSize: 2, nEmbd: 3, nHidden: 4, direct: true };
+  const b = Array.from({ length: 12 }, (_, i) => -i / 3);
+  const withBias = new FixedWindowLM(big, { seed: 9, outputBias: b }), without = new FixedWindowLM(big, { seed: 9 });
+  const vw = withBias.variables(), vo = without.variables();
+  for (const k of Object.keys(vo)) {
+    const a = Array.from(vw[k].dataSync()), c = Array.from(vo[k].dataSync());
+    if (k === "output.bias") {
+      a.forEach((x, i) => assertAlmostEquals(x, b[i], 1e-6, `output.bias[${i}]`));
+      assert(c.some((x, i) => Math.abs(x - b[i]) > 1e-3), "the default bias is not the given one");
+    } else assertEquals(a, c, `${k} changed with outputBias`);
+  }
+  assertThrows(() => new FixedWindowLM(big, { outputBias: [1, 2] }), RangeError, "outputBias.length=2");
+  assertThrows(
+    () => new FixedWindowLM(big, { outputBias: b.map((x, i) => i === 5 ? NaN : x) }),
+    RangeError,
+    "outputBias[5]=NaN",
+  );
+  [m, withBias, without].forEach((x) => x.dispose());
+  assertEquals(tf.memory().numTensors, before, "tensors leaked");
+});
+
 Deno.test("FixedWindowLM dropout: only in training steps, seeded, the expected scaling; bad rates named", async () => {
   await initBackend("cpu");
   const cfg = { vocabSize: 15, blockSize: 2, nEmbd: 4, nHidden: 6, direct: true };
