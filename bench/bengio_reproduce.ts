@@ -51,6 +51,8 @@
  *     deno run -A bench/bengio_reproduce.ts --word-dropout 0.1
  *                                                            # each training context word becomes <unk> with this
  *                                                            # probability (Xie et al.'s blank noising)
+ *     deno run -A bench/bengio_reproduce.ts --unigram-bias   # start the output bias at the log unigram frequencies of
+ *                                                            # the training text (the untrained model is the unigram model)
  *     deno run -A bench/bengio_reproduce.ts --model MLP1 --workers 2 --batch 1024
  *                                                            # both cores: a helper worker differentiates part of every
  *                                                            # batch (bench/data_parallel.ts; --workers 1, one core, is
@@ -86,6 +88,7 @@ const { values: args } = parseArgs({
     beta2: { type: "string", default: "0.999" },
     dropout: { type: "string", default: "0" },
     "word-dropout": { type: "string" },
+    "unigram-bias": { type: "boolean" },
     "embedding-init-std": { type: "string", default: "0.1" },
     "eval-examples": { type: "string", default: "50000" },
     "evals-per-epoch": { type: "string", default: "4" },
@@ -97,6 +100,13 @@ const { values: args } = parseArgs({
     json: { type: "boolean", default: false },
   },
 });
+// Every numeric flag is checked here, so that a typo is named as typed
+// instead of reaching the model as NaN.
+for (const [k, v] of Object.entries(args)) {
+  if (typeof v === "string" && !["model", "backend", "optimizer", "init"].includes(k)) {
+    if (v.trim() === "" || !Number.isFinite(Number(v))) throw new RangeError(`--${k} must be a number: ${k}=${v}`);
+  }
+}
 const modelNames = args.model.split(",").map((s) => s.trim()).filter(Boolean);
 for (const m of modelNames) {
   if (!(m in lm.BENGIO_MODELS)) {
@@ -110,11 +120,13 @@ if (!["adamw", "sgd"].includes(args.optimizer)) {
 }
 if (
   args.init !== undefined &&
-  (modelNames.length !== 1 || Number(args.dropout) > 0 || Number(args["word-dropout"] ?? 0) > 0)
+  (modelNames.length !== 1 || Number(args.dropout) > 0 || Number(args["word-dropout"] ?? 0) > 0 ||
+    args["unigram-bias"])
 ) {
   throw new RangeError(
-    `--init continues one saved model without dropout: model=${args.model}, dropout=${args.dropout}, ` +
-      `word-dropout=${args["word-dropout"]}, init=${args.init}`,
+    `--init continues one saved model without dropout or a new initial bias: model=${args.model}, ` +
+      `dropout=${args.dropout}, word-dropout=${args["word-dropout"]}, unigram-bias=${args["unigram-bias"]}, ` +
+      `init=${args.init}`,
   );
 }
 /**
@@ -124,8 +136,26 @@ if (
  * cosine schedule is as long as the passes that fit in the budget.
  */
 const RECIPES = {
-  MLP1: { epochs: 1.65, minutes: 57, batch: 256, lr: 6e-3, warmup: 200, workers: 1, "word-dropout": 0 },
-  MLP9: { epochs: 4.2, minutes: 57, batch: 256, lr: 4e-3, warmup: 200, workers: 1, "word-dropout": 0 },
+  MLP1: {
+    epochs: 1.65,
+    minutes: 57,
+    batch: 256,
+    lr: 6e-3,
+    warmup: 200,
+    workers: 1,
+    "word-dropout": 0,
+    "unigram-bias": 0,
+  },
+  MLP9: {
+    epochs: 4.2,
+    minutes: 57,
+    batch: 256,
+    lr: 4e-3,
+    warmup: 200,
+    workers: 1,
+    "word-dropout": 0,
+    "unigram-bias": 0,
+  },
 } as const;
 type RecipeKey = keyof typeof RECIPES.MLP9;
 /** A training setting for a model: its flag if given, else the model's recipe. */
@@ -267,6 +297,14 @@ async function readSaved(m: string): Promise<NeuralResult | null> {
 const scores = (m: lm.LanguageModel, tokens: Int32Array, label: string) =>
   lm.streamLogProbs(m, tokens, { progress: label });
 
+/** Log relative frequency of each id in `tokens`, add-one smoothed: the output bias of the unigram model. */
+function logUnigram(tokens: Int32Array, vocabSize: number): Float32Array {
+  const counts = new Float64Array(vocabSize).fill(1);
+  for (const t of tokens) counts[t]++;
+  const total = tokens.length + vocabSize;
+  return Float32Array.from(counts, (c) => Math.log(c / total));
+}
+
 async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<NeuralResult> {
   const backend = await lm.initBackend(args.backend);
   console.log(lm.formatBackendReport(backend));
@@ -314,6 +352,7 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
         embeddingInitStd: Number(args["embedding-init-std"]),
         dropout: Number(args.dropout),
         wordDropout: setting(modelName, "word-dropout"),
+        outputBias: setting(modelName, "unigram-bias") ? logUnigram(brown.train.tokens, V) : undefined,
       });
     }
     const n = cfg.blockSize;
@@ -334,7 +373,9 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
         `batch ${batchSize}, ${
           args.optimizer === "sgd" ? `SGD (momentum ${args.momentum})` : `AdamW (betas ${args.beta1}, ${args.beta2})`
         } lr ${lr} cosine to ${args["min-lr"]}, weight decay ${args["weight-decay"]}, dropout ${args.dropout}, ` +
-        `word dropout ${model.wordDropout}; ` +
+        `word dropout ${model.wordDropout}, output bias ${
+          setting(modelName, "unigram-bias") ? "log unigram" : "random"
+        }; ` +
         `budget ${minutes} min`,
     );
     // With more than one worker, helper workers differentiate part of every
@@ -479,8 +520,8 @@ if (!args["ngram-only"]) {
       ? `weight ${r.mixtureWeight.toFixed(2)} on the MLP, fitted on validation; 3-gram = interpolated modified KN`
       : `${(r.config as lm.FixedWindowConfig).direct ? "direct connections, " : ""}${
         r.epochs === null ? "" : `${r.epochs.toFixed(2)} epochs, `
-      }${
-        Number(r.training?.["word-dropout"] ?? 0) > 0 ? `word dropout ${r.training!["word-dropout"]}, ` : ""
+      }${Number(r.training?.["word-dropout"] ?? 0) > 0 ? `word dropout ${r.training!["word-dropout"]}, ` : ""}${
+        Number(r.training?.["unigram-bias"] ?? 0) > 0 ? "unigram bias, " : ""
       }${r.backend}${Number(r.training?.workers ?? 1) > 1 ? ` on ${r.training!.workers} cores` : ""}`,
     paper: mixed
       ? (r.model === "MLP9" ? T1["MLP10 (mixed with trigram)"] : null)

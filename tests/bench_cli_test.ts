@@ -92,3 +92,20 @@ Deno.test({
     assertEquals(stdout.includes("load average at start"), false, "the check must come before loading the corpus");
   },
 });
+
+Deno.test({
+  name:
+    "bengio_reproduce: a numeric flag that is not a number is a RangeError naming the flag and the text, before any work",
+  async fn() {
+    for (const [flag, text] of [["--word-dropout", "abc"], ["--lr", "6e-3x"], ["--epochs", ""]]) {
+      const { code, stdout, stderr } = await runBench(["--model", "MLP1", flag, text, "--ngram-only"]);
+      assert(code !== 0, `${flag} ${JSON.stringify(text)} must fail the command`);
+      const name = flag.slice(2);
+      assert(
+        stderr.includes(`RangeError: ${flag} must be a number: ${name}=${text}`),
+        `${flag} ${JSON.stringify(text)}: expected a RangeError naming it, got:\n${stderr.slice(-600)}`,
+      );
+      assertEquals(stdout.includes("load average at start"), false, "the check must come before loading the corpus");
+    }
+  },
+});
