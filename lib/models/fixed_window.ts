@@ -377,7 +377,9 @@ export interface FixedWindowOptions {
    * makes the untrained model the unigram model, so training need not spend
    * its first steps learning how common each word is (with Adam each bias
    * moves by about the learning rate per step, so a rare word's takes
-   * hundreds of steps to fall).
+   * hundreds of steps to fall). In the Table 1 reproduction it did not help:
+   * MLP1's validation perplexity after a quarter pass was 444 with it and
+   * 433 without (`bench/README.md`, eighth measurement).
    */
   outputBias?: ArrayLike<number>;
 }

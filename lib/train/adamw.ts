@@ -16,7 +16,14 @@ export interface AdamWOptions {
   beta1?: number;
   /** Exponential decay of the mean of squared gradients (default 0.999). */
   beta2?: number;
-  /** Added to the denominator for numerical stability (default 1e-8). */
+  /**
+   * Added to the denominator (default 1e-8, as PyTorch). Besides keeping the
+   * division finite, it bounds the step of a weight whose gradients are
+   * nearly always zero (a rare word's embedding or output row): at 1e-8 one
+   * occurrence moves such a weight by many times the learning rate. Chapter
+   * 3's MLP1 reproduction trains with 1e-4, which leaves frequent words'
+   * steps nearly unchanged (`bench/README.md`, eighth measurement).
+   */
   epsilon?: number;
   /** Decoupled weight decay per unit of learning rate (default 0.01, as PyTorch). */
   weightDecay?: number;
