@@ -30,7 +30,11 @@
  * Run:
  *   deno run -A bench/transformer_brown.ts [--minutes 57] [--layers 4] [--heads 4]
  *     [--embd 128] [--block 128] [--batch 12] [--dropout 0.1] [--lr 3e-3]
- *     [--epsilon 1e-8] [--backend wasm] [--out build/models/transformer_brown]
+ *     [--epsilon 1e-8] [--workers 1] [--backend wasm] [--out build/models/transformer_brown]
+ *
+ * `--workers 2` gives the run both cores: a helper worker differentiates part
+ * of every batch (`bench/data_parallel.ts`, checked against one-piece training
+ * in `tests/data_parallel_test.ts`), and the planner times the shared step.
  *
  * Writes `<out>.lmbw` (weights and config, see TransformerLM.load) and
  * `build/bench/transformer_brown.json` (figures, history, command line,
@@ -39,6 +43,7 @@
  * @module
  */
 import * as lm from "../lib/mod.ts";
+import { DataParallel } from "./data_parallel.ts";
 const { tf } = lm;
 
 function arg(name: string, fallback: string): string {
@@ -47,6 +52,30 @@ function arg(name: string, fallback: string): string {
 }
 const num = (name: string, fallback: number) => Number(arg(name, String(fallback)));
 
+// Every numeric flag is checked before any work: a typo is a RangeError naming the flag and its text.
+for (
+  const [name, ok, rule] of [
+    ["minutes", (v: number) => v > 0, "a number > 0"],
+    ["steps", (v: number) => Number.isInteger(v) && v >= 1, "a whole number >= 1"],
+    ["layers", (v: number) => Number.isInteger(v) && v >= 1, "a whole number >= 1"],
+    ["heads", (v: number) => Number.isInteger(v) && v >= 1, "a whole number >= 1"],
+    ["embd", (v: number) => Number.isInteger(v) && v >= 1, "a whole number >= 1"],
+    ["block", (v: number) => Number.isInteger(v) && v >= 1, "a whole number >= 1"],
+    ["batch", (v: number) => Number.isInteger(v) && v >= 1, "a whole number >= 1"],
+    ["dropout", (v: number) => v >= 0 && v < 1, "a number in [0, 1)"],
+    ["lr", (v: number) => v > 0, "a number > 0"],
+    ["epsilon", (v: number) => v >= 0, "a number >= 0"],
+    ["seed", (v: number) => Number.isInteger(v), "a whole number"],
+    ["workers", (v: number) => Number.isInteger(v) && v >= 1, "a whole number >= 1"],
+  ] as const
+) {
+  const i = Deno.args.indexOf(`--${name}`);
+  if (i < 0) continue;
+  const text = Deno.args[i + 1];
+  if (text === undefined || text.trim() === "" || !ok(Number(text))) {
+    throw new RangeError(`--${name} must be ${rule}: ${name}=${text ?? "(missing)"}`);
+  }
+}
 const minutes = num("minutes", 57);
 const out = arg("out", "build/models/transformer_brown");
 const backend = await lm.initBackend(arg("backend", "wasm"));
@@ -60,11 +89,8 @@ const config = lm.transformerConfig({
   nEmbd: num("embd", 128),
   blockSize: num("block", 128),
 }, { vocabSize: V, dropout: num("dropout", 0.1) });
-const model = new lm.TransformerLM(config, {
-  seed: num("seed", 1),
-  bosId: lm.BOS_ID,
-  name: "transformer (word-level)",
-});
+const modelOptions = { seed: num("seed", 1), bosId: lm.BOS_ID, name: "transformer (word-level)" };
+const model = new lm.TransformerLM(config, modelOptions);
 const counts = model.parameterCount();
 console.log(
   `Brown: |V| = ${V}, train ${brown.train.tokens.length} tokens, valid ${brown.valid.tokens.length}, test ${brown.test.tokens.length}`,
@@ -83,33 +109,56 @@ const batchSize = num("batch", 12);
 const data = lm.sequenceDataset(trainStream, T);
 const valData = lm.sequenceDataset(brown.valid.tokens, T, { stride: T });
 const stepsPerEpoch = Math.ceil(trainStream.length / (batchSize * T)); // one pass over the tokens
+// --workers N: N - 1 helper workers (each with its own wasm backend, so its
+// own core) differentiate part of every batch (bench/data_parallel.ts); the
+// optimiser steps as if the whole batch had been differentiated in one piece.
+const workers = num("workers", 1);
+const share = workers > 1
+  ? await DataParallel.start(
+    model,
+    { module: import.meta.resolve("../lib/mod.ts"), exportName: "TransformerLM", config, options: modelOptions },
+    { data, batchSize, helpers: workers - 1, backend: backend.name },
+  )
+  : undefined;
+if (share) console.log(`data parallel: this process and ${share.helpers} helper worker(s) share each batch`);
 // Fit the cosine schedule to the time budget: time a few gradient computations
-// (not applied) and plan the number of steps that fit, leaving room for evaluations.
+// (not applied; shared with the helpers as in training) and plan the number of
+// steps that fit, leaving room for the validation checks. (A real step took
+// 1.05 times the probe's time, validation checks included, in the runs of
+// 2026-11-24; the margins below allow 1.1 times and 8% of the budget.)
 const probe = data.batch(Array.from({ length: batchSize }, (_, i) => i * 997));
 let secondsPerStep = Infinity;
 for (let i = 0; i < 3; i++) {
   const s0 = performance.now();
+  const vars = model.variables();
+  const names = Object.keys(vars);
+  const local = share ? share.split(probe, vars, i) : probe;
   const g = tf.tidy(() => {
     const { value, grads } = tf.variableGrads(
-      () => model.loss(probe, { training: true, seed: i }),
-      Object.values(model.variables()),
+      () => model.loss(local, { training: true, seed: i }),
+      names.map((n) => vars[n]),
     );
-    return [value, ...Object.values(grads)];
+    let named: Record<string, lm.tf.Tensor> = {};
+    names.forEach((n) => named[n] = grads[vars[n].name]);
+    let loss = value;
+    if (share) ({ grads: named, loss } = share.combine(named, value));
+    return [loss, ...Object.values(named)];
   });
   await g[0].data();
   tf.dispose(g);
+  if (local !== probe) tf.dispose([local.x, local.y]);
   secondsPerStep = Math.min(secondsPerStep, (performance.now() - s0) / 1000);
 }
 tf.dispose([probe.x, probe.y]);
-const maxSteps = num("steps", Math.max(100, Math.floor((minutes * 60 * 0.85) / (secondsPerStep * 1.15))));
+const maxSteps = num("steps", Math.max(100, Math.floor((minutes * 60 * 0.92) / (secondsPerStep * 1.1))));
 console.log(
   `about ${secondsPerStep.toFixed(2)} s per step: planning ${maxSteps} steps ` +
     `(${((maxSteps * batchSize * T) / trainStream.length).toFixed(1)} passes over the training tokens)`,
 );
 const lr = num("lr", 3e-3);
 const epsilon = num("epsilon", 1e-8);
-if (!(epsilon >= 0)) throw new RangeError(`--epsilon must be a number >= 0: epsilon=${arg("epsilon", "")}`);
 const trainer = new lm.Trainer(model, data, {
+  share,
   batchSize,
   maxSteps,
   sampling: "random",
@@ -141,7 +190,12 @@ const trainer = new lm.Trainer(model, data, {
   },
 });
 const load0 = Deno.loadavg();
-const history = await trainer.run();
+let history: lm.TrainHistory;
+try {
+  history = await trainer.run();
+} finally {
+  share?.close();
+}
 console.log(
   `trained ${history.steps} steps in ${(history.seconds / 60).toFixed(1)} min (${history.stopReason}); ` +
     `${(history.examplesPerSecond * T).toFixed(0)} tokens/s`,
@@ -183,6 +237,7 @@ const summary = {
     batchSize,
     lr,
     epsilon,
+    workers,
     restoredBest: history.restoredBest,
     bestStep: history.best?.step,
   },

@@ -14,14 +14,14 @@ import { ROOT } from "./graded_runner.ts";
 
 const SCRIPT = join(ROOT, "bench", "bengio_reproduce.ts");
 
-async function runBench(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function runBench(args: string[], script = SCRIPT): Promise<{ code: number; stdout: string; stderr: string }> {
   const offline = Deno.env.get("LMBOOK_OFFLINE") === "1";
   const out = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "-A",
       ...(offline ? ["--import-map", join(ROOT, "tests", "offline_import_map.json")] : []),
-      SCRIPT,
+      script,
       ...args,
     ],
     cwd: ROOT,
@@ -106,6 +106,24 @@ Deno.test({
         `${flag} ${JSON.stringify(text)}: expected a RangeError naming it, got:\n${stderr.slice(-600)}`,
       );
       assertEquals(stdout.includes("load average at start"), false, "the check must come before loading the corpus");
+    }
+  },
+});
+
+Deno.test({
+  name: "transformer_brown: a bad numeric flag is a RangeError naming the flag and the text, before any work",
+  async fn() {
+    const script = join(ROOT, "bench", "transformer_brown.ts");
+    for (const [flag, text] of [["--workers", "0"], ["--workers", "1.5"], ["--lr", "3e-3x"], ["--dropout", "1"]]) {
+      const { code, stdout, stderr } = await runBench([flag, text, "--minutes", "1"], script);
+      assert(code !== 0, `${flag} ${JSON.stringify(text)} must fail the command`);
+      const name = flag.slice(2);
+      assertMatch(
+        stderr,
+        new RegExp(`RangeError: ${flag} must be [^:]+: ${name}=${text.replace(".", "\\.")}`),
+        `${flag} ${JSON.stringify(text)}: expected a RangeError naming it, got:\n${stderr.slice(-600)}`,
+      );
+      assertEquals(stdout.includes("Brown:"), false, "the check must come before loading the corpus");
     }
   },
 });
