@@ -33,8 +33,7 @@
  * measurement). bench/README.md lists the runs that led to the recipes
  * (lower beta2, SGD, smaller batches, dropout, word dropout and a unigram
  * output bias did worse). The chapter 6 transformer (bench/transformer_brown.ts,
- * lr 3e-3: 256.8 alone, 228.4 mixed) is below MLP9 and MLP10 but, alone,
- * above MLP1.
+ * on both cores: 213.8 alone, 202.3 mixed) is below every neural row.
  *
  * Trained models go to `build/models/bengio_<model>.lmw` (notebook 03 loads
  * MLP9), per-model figures to `build/bench/bengio_<model>.json`, and the whole
