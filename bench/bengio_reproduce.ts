@@ -431,7 +431,7 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
     try {
       history = await trainer.run();
     } finally {
-      share?.close();
+      await share?.close();
     }
     trainMinutes = history.seconds / 60 + (earlier?.trainMinutes ?? 0);
     epochs = history.examples / train.length + (earlier?.epochs ?? 0);

@@ -120,7 +120,7 @@ async function lmbook(v: Variant, secs: number): Promise<number> {
     trainer.dispose();
     return h.examplesPerSecond;
   } finally {
-    share?.close();
+    await share?.close();
     model.dispose();
   }
 }

@@ -15,7 +15,7 @@
  *
  *     const dp = await DataParallel.start(model, spec, { data: train, batchSize: 256 });
  *     const trainer = new lm.Trainer(model, train, { batchSize: 256, share: dp, ... });
- *     try { await trainer.run(); } finally { dp.close(); }
+ *     try { await trainer.run(); } finally { await dp.close(); }
  *
  * @module
  */
@@ -99,6 +99,56 @@ interface Helper {
   error: Uint8Array;
   /** Examples given to it this step. */
   count: number;
+  /** The name of its operating-system thread (`worker-N`), where it could be seen; see {@link helperThreads}. */
+  thread?: string;
+}
+
+/**
+ * The names of this process's threads that run workers (`worker-N`, as Deno
+ * names them), or undefined where they cannot be listed (no `/proc`, as on
+ * macOS and Windows, or no read permission).
+ */
+export function helperThreads(): Set<string> | undefined {
+  try {
+    const names = new Set<string>();
+    for (const e of Deno.readDirSync("/proc/self/task")) {
+      try {
+        const name = Deno.readTextFileSync(`/proc/self/task/${e.name}/comm`).trim();
+        if (name.startsWith("worker-")) names.add(name);
+      } catch { /* the thread ended while we looked */ }
+    }
+    return names;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Ends helper workers and waits until their threads are gone.
+ *
+ * `Worker.terminate()` only asks: the worker's thread then tears down its
+ * JavaScript engine (and, where it loaded one, the GPU driver) on its own.
+ * If the process exits meanwhile, that teardown races with the exit handlers
+ * of the main thread, which crashed `deno test` at exit now and then (heap
+ * corruption, or a jump into a just-unloaded library). So after terminating,
+ * this waits until no thread of the helpers' names is left (up to
+ * `timeoutMs`), which makes the exit safe. Where threads cannot be listed it
+ * returns after terminating.
+ * @throws {Error} when a helper's thread is still there after `timeoutMs`.
+ */
+export async function endHelpers(helpers: { worker: Worker; thread?: string }[], timeoutMs = 30_000): Promise<void> {
+  for (const h of helpers) h.worker.terminate();
+  const names = helpers.map((h) => h.thread).filter((t): t is string => t !== undefined);
+  const t0 = performance.now();
+  for (;;) {
+    const live = helperThreads();
+    const left = live ? names.filter((n) => live.has(n)) : [];
+    if (!left.length) return;
+    if (performance.now() - t0 > timeoutMs) {
+      throw new Error(`data-parallel helper threads ${left.join(", ")} did not end within ${timeoutMs / 1000} s`);
+    }
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }
 
 /**
@@ -198,7 +248,10 @@ export class DataParallel implements StepShare {
         loss: new SharedArrayBuffer(4),
         error: new SharedArrayBuffer(ERROR_BYTES),
       };
+      const threadsBefore = helperThreads();
       const worker = new Worker(new URL("./data_parallel_worker.ts", import.meta.url).href, { type: "module" });
+      // Deno spawns the worker's thread before the constructor returns: the new name is this helper's.
+      const thread = threadsBefore && [...(helperThreads() ?? [])].find((n) => !threadsBefore.has(n));
       ready.push(
         new Promise<void>((resolve, reject) => {
           worker.onmessage = (e: MessageEvent) => {
@@ -230,12 +283,13 @@ export class DataParallel implements StepShare {
         loss: new Float32Array(buffers.loss),
         error: new Uint8Array(buffers.error),
         count: 0,
+        thread,
       });
     }
     try {
       await Promise.all(ready);
     } catch (e) {
-      for (const s of started) s.worker.terminate();
+      await endHelpers(started);
       throw e;
     }
     return new DataParallel(
@@ -334,16 +388,19 @@ export class DataParallel implements StepShare {
     }
   }
 
-  /** Stops the helpers (idempotent). */
-  close(): void {
+  /**
+   * Stops the helpers and waits until their threads have ended (idempotent):
+   * await it before the process may exit (see {@link endHelpers}).
+   */
+  async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     for (const h of this.#helpers) {
       Atomics.store(h.control, QUIT, 1);
       Atomics.add(h.control, CMD, 1);
       Atomics.notify(h.control, CMD);
-      h.worker.terminate();
     }
+    await endHelpers(this.#helpers);
   }
 }
 

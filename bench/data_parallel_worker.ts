@@ -23,7 +23,7 @@ self.onmessage = async (e: MessageEvent<HelperInit>) => {
   const init = e.data;
   let model: TrainableModel;
   try {
-    await initBackend(init.backend);
+    await initBackend(init.backend, { probeWebGpu: false }); // a CPU helper need not load the GPU driver
     const mod = await import(init.spec.module);
     const Cls = mod[init.spec.exportName];
     if (typeof Cls !== "function") {

@@ -198,7 +198,7 @@ let history: lm.TrainHistory;
 try {
   history = await trainer.run();
 } finally {
-  share?.close();
+  await share?.close();
 }
 console.log(
   `trained ${history.steps} steps in ${(history.seconds / 60).toFixed(1)} min (${history.stopReason}); ` +

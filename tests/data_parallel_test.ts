@@ -11,7 +11,7 @@
 import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import * as tf from "../lib/core/tf.ts";
 import * as lm from "../lib/mod.ts";
-import { DataParallel, type ModelSpec, partSizes } from "../bench/data_parallel.ts";
+import { DataParallel, helperThreads, type ModelSpec, partSizes } from "../bench/data_parallel.ts";
 
 await tf.setBackend("cpu");
 
@@ -84,7 +84,7 @@ async function train(
     trainer.dispose();
     return { weights, losses, tensorsAfter };
   } finally {
-    share?.close();
+    await share?.close();
     model.dispose();
   }
 }
@@ -221,7 +221,7 @@ Deno.test({
       assertEquals(tf.memory().numTensors, live, "the failed step leaked tensors (its part of the batch?)");
       tf.dispose([batch.x, batch.y]);
     } finally {
-      share.close();
+      await share.close();
     }
     assertEquals(share.helpers, 0);
     assertThrows(
@@ -229,5 +229,40 @@ Deno.test({
       Error,
       "closed",
     );
+  },
+});
+
+Deno.test({
+  name:
+    "DataParallel.close: the helpers' threads have ended when it resolves, and CPU helpers never load the GPU driver (the crash at exit)",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  ignore: helperThreads() === undefined, // threads can be listed only where /proc exists
+  async fn() {
+    // `deno test` used to die now and then after every test had passed (heap corruption, or a jump into an
+    // unloaded library): the process exited while a terminated helper's thread was still tearing down its engine
+    // and unloading the GPU driver (Mesa) it had loaded only to look for a WebGPU adapter. Both causes are checked here.
+    // The libraries a WebGPU probe loads here: Mesa's EGL and DRI driver (llvmpipe), or a Vulkan loader.
+    const gpuDriver = /libEGL|_dri\.so|libvulkan/;
+    const driverBefore = gpuDriver.test(await Deno.readTextFile("/proc/self/maps"));
+    const d = data();
+    const model = new lm.FixedWindowLM(CFG, { seed: 5 });
+    const share = await DataParallel.start(model, SPEC, { data: d, batchSize: 16, helpers: 2, backend: "cpu" });
+    const ours = [...(helperThreads() ?? [])];
+    assertEquals(ours.length, 2, `expected two helper threads, saw ${ours.join(", ")}`);
+    if (!driverBefore) {
+      const maps = await Deno.readTextFile("/proc/self/maps");
+      assert(
+        !gpuDriver.test(maps),
+        `a helper with the cpu backend loaded a GPU driver (${
+          maps.match(gpuDriver)?.[0]
+        }): it probed for a WebGPU adapter`,
+      );
+    }
+    await share.close();
+    const left = [...(helperThreads() ?? [])].filter((n) => ours.includes(n));
+    assertEquals(left, [], `helper threads still running after close() resolved: ${left.join(", ")}`);
+    await share.close(); // idempotent
+    model.dispose();
   },
 });

@@ -118,6 +118,14 @@ export interface InitBackendOptions {
   useEnv?: boolean;
   /** Print the report to the console (default false). */
   verbose?: boolean;
+  /**
+   * Look for a WebGPU adapter (default true). With `false` and a CPU
+   * backend requested, no adapter is requested, so the GPU driver (on Linux
+   * Mesa's EGL and DRI libraries, or the Vulkan loader) is never loaded: for short-lived
+   * workers that compute on the CPU (the trainer's data-parallel helpers). The
+   * report's `adapter` is then undefined.
+   */
+  probeWebGpu?: boolean;
 }
 
 /**
@@ -160,7 +168,8 @@ export async function initBackend(
       source = "environment";
     }
   }
-  const adapter = await probeWebGpu();
+  const probe = (options.probeWebGpu ?? true) || wanted === undefined || wanted === "webgpu";
+  const adapter = probe ? await probeWebGpu() : undefined;
   let report: BackendReport;
   if (wanted) {
     if (wanted === "webgpu" && !adapter) {

@@ -53,3 +53,25 @@ Deno.test("initBackend: automatic choice prefers wasm over cpu without a hardwar
     await initBackend("cpu");
   }
 });
+
+Deno.test("initBackend: probeWebGpu false with a CPU backend requests no adapter (no GPU driver loaded)", async () => {
+  // deno-lint-ignore no-explicit-any
+  const gpu = (globalThis.navigator as any)?.gpu;
+  if (!gpu) return; // no WebGPU in this runtime: nothing could be requested anyway
+  const original = gpu.requestAdapter;
+  let calls = 0;
+  gpu.requestAdapter = (...args: unknown[]) => {
+    calls++;
+    return original.apply(gpu, args);
+  };
+  try {
+    const quiet = await initBackend("cpu", { probeWebGpu: false });
+    assertEquals([quiet.name, quiet.adapter, calls], ["cpu", undefined, 0]);
+    await initBackend("cpu");
+    assertEquals(calls, 1, "by default the adapter is still probed and reported");
+    await initBackend("auto", { probeWebGpu: false, useEnv: false });
+    assertEquals(calls, 2, "the automatic choice needs the probe, so it still asks");
+  } finally {
+    gpu.requestAdapter = original;
+  }
+});
