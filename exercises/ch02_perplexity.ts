@@ -132,3 +132,48 @@ export function interpolatedProb(
 ): number {
   return notImplemented("interpolatedProb");
 }
+
+/** One candidate correction of a typed word, with its two scores (exercise 2.5). */
+export interface ChannelCandidate {
+  /** The candidate word y. */
+  word: string;
+  /** ln p(x | y): how likely the channel is to turn y into the typed x. A log-probability: <= 0 or -Infinity. */
+  logChannel: number;
+  /** ln p(y): how likely the language model finds y here. A log-probability: <= 0 or -Infinity. */
+  logPrior: number;
+}
+
+/**
+ * Exercise 2.5: the noisy channel's decision.
+ *
+ * We typed x and meant some y. Bayes' rule turns "which y is most likely
+ * given x?" into a product of two models we can build,
+ *
+ *     argmax_y p(y | x) = argmax_y p(x | y) p(y),
+ *
+ * the channel p(x | y) (typos) times the language model p(y), the prior.
+ * With log-probabilities the product is a sum: return the index of the
+ * candidate with the largest logChannel + logPrior.
+ *
+ * - Add the two log-probabilities; do not add probabilities, and do not drop
+ *   either model.
+ * - Ties (equal sums, compared exactly with ===) go to the earliest candidate:
+ *   the smallest index.
+ * - -Infinity is a valid score (probability 0): a candidate whose sum is
+ *   -Infinity loses to any candidate with a finite sum. If every sum is
+ *   -Infinity they all tie, so the answer is 0.
+ * - Every score must be a log-probability: NaN, or a number above 0 (which
+ *   includes Infinity), is a RangeError naming the candidate, the field and
+ *   the value, e.g. `candidates[2].logPrior must be a log-probability <= 0:
+ *   candidates[2].logPrior=NaN`. Check every candidate, not only the best.
+ * - An empty list has no answer: a RangeError (`candidates must not be
+ *   empty: candidates.length=0`).
+ * - The candidates are only read: do not sort, reorder or add fields to them.
+ *
+ * @param candidates the candidates with their scores.
+ * @returns the index of the chosen candidate.
+ * @throws {RangeError} for an empty list or a score that is not a log-probability.
+ */
+export function noisyChannelChoice(candidates: ChannelCandidate[]): number {
+  return notImplemented("noisyChannelChoice");
+}

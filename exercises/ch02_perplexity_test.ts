@@ -8,7 +8,14 @@
  * @module
  */
 import { expectClose, expectEqual, expectThrows, graded, Rng } from "../lib/mod.ts";
-import { addKProb, crossEntropyBits, interpolatedProb, perplexity } from "./ch02_perplexity.ts";
+import {
+  addKProb,
+  type ChannelCandidate,
+  crossEntropyBits,
+  interpolatedProb,
+  noisyChannelChoice,
+  perplexity,
+} from "./ch02_perplexity.ts";
 
 // ------------------------------------------------------------ from-scratch references for the random checks
 
@@ -700,4 +707,181 @@ graded("2.4 interpolatedProb: unigrams only, and nothing passed in is modified",
     hint: "only read the arguments: do not sort or reverse the weights in place, pop words off the n-gram or " +
       "add keys to the count maps",
   });
+});
+
+// ------------------------------------------------------------ 2.5 noisyChannelChoice
+// Spec: the index of the largest logChannel + logPrior; equal sums (===) go to the smallest index; -Infinity is a
+// valid score, a sum of -Infinity loses to any finite one and when all are -Infinity the answer is 0; NaN or a score
+// > 0 (Infinity included), in any candidate, is a RangeError naming `candidates[i].field=value`; [] is a RangeError
+// naming candidates.length=0; the candidates are not modified.
+
+/** Reference 2.5, with switches that reproduce the usual mistakes. */
+function choicePlain(
+  cands: ChannelCandidate[],
+  mistake: "none" | "argmin" | "noPrior" | "noChannel" | "lastTie" | "addProbs" = "none",
+): number {
+  const score = (c: ChannelCandidate) =>
+    mistake === "noPrior"
+      ? c.logChannel
+      : mistake === "noChannel"
+      ? c.logPrior
+      : mistake === "addProbs"
+      ? Math.exp(c.logChannel) + Math.exp(c.logPrior)
+      : c.logChannel + c.logPrior;
+  let best = 0;
+  for (let i = 1; i < cands.length; i++) {
+    const s = score(cands[i]), b = score(cands[best]);
+    if (mistake === "argmin" ? s < b : mistake === "lastTie" ? s >= b : s > b) best = i;
+  }
+  return best;
+}
+
+/** The wrong answers the usual mistakes give on these candidates, each with its hint. */
+function choiceMistakes(cands: ChannelCandidate[]) {
+  return [
+    { value: choicePlain(cands, "noPrior"), hint: "that is the candidate with the best channel score: add logPrior" },
+    { value: choicePlain(cands, "noChannel"), hint: "that is the candidate the prior likes best: add logChannel" },
+    {
+      value: choicePlain(cands, "addProbs"),
+      hint: "add the log-probabilities (multiply the probabilities), " +
+        "not the probabilities exp(logChannel) + exp(logPrior)",
+    },
+    { value: choicePlain(cands, "argmin"), hint: "that is the smallest sum: the best candidate has the largest" },
+    { value: choicePlain(cands, "lastTie"), hint: "among equal sums take the earliest: compare with >, not >=" },
+  ];
+}
+
+const cand = (word: string, logChannel: number, logPrior: number): ChannelCandidate => ({ word, logChannel, logPrior });
+
+graded("2.5 noisyChannelChoice: the channel and the prior together pick the word", () => {
+  // typed "acress": sums -5, -6, -6.5, -12. The channel alone would pick "across" (-0.5), the prior
+  // alone "access" (-2), adding probabilities "across" again (0.61 against 0.39).
+  const cands = [cand("actress", -1, -4), cand("access", -4, -2), cand("across", -0.5, -6), cand("acres", -6, -6)];
+  expectEqual(noisyChannelChoice(cands), 0, {
+    what: "noisyChannelChoice for the typed word acress",
+    input: cands,
+    hint: "return the index of the largest logChannel + logPrior",
+    mistakes: choiceMistakes(cands),
+  });
+  const single = [cand("the", -0.1, -3)];
+  expectEqual(noisyChannelChoice(single), 0, {
+    what: "noisyChannelChoice with one candidate",
+    input: single,
+    hint: "one candidate is the answer: index 0",
+  });
+});
+
+graded("2.5 noisyChannelChoice: a context that changes the prior changes the choice", () => {
+  // typed "form": keeping it costs ln 0.9 in the channel, "from" one edit (-8). After "he came" the prior
+  // prefers "from" by more than the channel's 7.9; after "fill in the" it prefers "form".
+  const afterCame = [cand("form", Math.log(0.9), -12), cand("from", -8, -2)];
+  expectEqual(noisyChannelChoice(afterCame), 1, {
+    what: 'noisyChannelChoice for "he came form": form, from',
+    input: afterCame,
+    hint: "ln 0.9 - 12 is about -12.1 and -8 - 2 is -10: add the two scores of each candidate and take the largest",
+    mistakes: choiceMistakes(afterCame),
+  });
+  const afterThe = [cand("form", Math.log(0.9), -4), cand("from", -8, -9)];
+  expectEqual(noisyChannelChoice(afterThe), 0, {
+    what: 'noisyChannelChoice for "fill in the form": form, from',
+    input: afterThe,
+    hint: "add the two scores of each candidate and take the largest",
+    mistakes: choiceMistakes(afterThe),
+  });
+});
+
+graded("2.5 noisyChannelChoice: ties go to the earliest candidate", () => {
+  const cases: [ChannelCandidate[], number][] = [
+    [[cand("a", -1, -3), cand("b", -2, -2)], 0],
+    [[cand("a", -9, -9), cand("b", -1, -3), cand("c", -5, -5), cand("d", -3, -1), cand("e", -0.5, -3.5)], 1],
+    [[cand("zeta", -2, -2), cand("alpha", -2, -2)], 0],
+  ];
+  for (const [cands, want] of cases) {
+    expectEqual(noisyChannelChoice(cands), want, {
+      what: "noisyChannelChoice with equal sums",
+      input: cands,
+      hint: "equal sums go to the smallest index (not the last one, and not the word first in alphabetical order): " +
+        "replace the best only when a sum is strictly larger",
+      mistakes: choiceMistakes(cands),
+    });
+  }
+});
+
+graded("2.5 noisyChannelChoice: -Infinity scores", () => {
+  const impossible = [cand("teh", 0, -Infinity), cand("the", -9, -1), cand("tech", -9, -Infinity)];
+  expectEqual(noisyChannelChoice(impossible), 1, {
+    what: "noisyChannelChoice when the prior calls two candidates impossible",
+    input: impossible,
+    hint: "a log-probability of -Infinity (probability 0) makes the sum -Infinity: it loses to any finite sum, " +
+      "however good its other score",
+  });
+  const channelZero = [cand("a", -Infinity, -0.5), cand("b", -30, -20)];
+  expectEqual(noisyChannelChoice(channelZero), 1, {
+    what: "noisyChannelChoice when the channel calls the first candidate impossible",
+    input: channelZero,
+    hint: "-Infinity + a finite number is -Infinity: the second candidate wins",
+  });
+  const allImpossible = [cand("a", -Infinity, -1), cand("b", -2, -Infinity), cand("c", -Infinity, -Infinity)];
+  expectEqual(noisyChannelChoice(allImpossible), 0, {
+    what: "noisyChannelChoice when every sum is -Infinity",
+    input: allImpossible,
+    hint: "every sum is -Infinity, so all tie and the earliest wins: 0 (start from candidate 0 as the best, not " +
+      "from a best score of -Infinity with no index)",
+  });
+});
+
+graded("2.5 noisyChannelChoice: random candidate lists match a from-scratch argmax", () => {
+  const rng = new Rng(25);
+  // a score is a random log-probability, or from a small grid (to make exact ties), or -Infinity
+  const score = () => {
+    const r = rng.int(6);
+    return r === 0 ? -Infinity : r < 3 ? -rng.int(8) / 2 : -20 * rng.next();
+  };
+  for (let t = 0; t < 300; t++) {
+    const cands = Array.from({ length: 1 + rng.int(8) }, (_, i) => cand(`w${i}`, score(), score()));
+    const before = structuredClone(cands);
+    expectEqual(noisyChannelChoice(cands), choicePlain(cands), {
+      what: `noisyChannelChoice of ${cands.length} candidates`,
+      input: cands,
+      hint: "the index of the largest logChannel + logPrior, the earliest among equal sums",
+      mistakes: choiceMistakes(cands),
+    });
+    expectEqual(cands, before, {
+      what: "the candidates after noisyChannelChoice(candidates)",
+      hint: "only read the candidates: do not sort them, reorder them or add fields to them",
+    });
+  }
+});
+
+graded("2.5 noisyChannelChoice: leaves the candidates alone", () => {
+  const cands = [cand("c", -3, -3), cand("a", -1, -1), cand("b", -2, -2)];
+  noisyChannelChoice(cands);
+  expectEqual(cands, [cand("c", -3, -3), cand("a", -1, -1), cand("b", -2, -2)], {
+    what: "the candidates after noisyChannelChoice(candidates)",
+    hint: "only read the candidates: do not sort them (the index you return must point into the list as given), " +
+      "reorder them or store the sum on them",
+  });
+});
+
+graded("2.5 noisyChannelChoice: an empty list and scores that are not log-probabilities throw", () => {
+  expectThrows(() => noisyChannelChoice([]), RangeError, {
+    what: "noisyChannelChoice([])",
+    includes: "candidates.length=0",
+    hint: "no candidate, no answer: throw a RangeError naming candidates.length",
+  });
+  const bad: [ChannelCandidate[], string][] = [
+    [[cand("a", -1, -1), cand("b", -2, -2), cand("c", -1, NaN)], "candidates[2].logPrior=NaN"],
+    [[cand("a", 0.5, -1)], "candidates[0].logChannel=0.5"],
+    [[cand("a", -1, -1), cand("b", Infinity, -2)], "candidates[1].logChannel=Infinity"],
+    [[cand("a", -1, -1), cand("b", -9, -9), cand("c", -9, -9), cand("d", NaN, -9)], "candidates[3].logChannel=NaN"],
+  ];
+  for (const [cands, includes] of bad) {
+    expectThrows(() => noisyChannelChoice(cands), RangeError, {
+      what: "noisyChannelChoice with a score that is not a log-probability",
+      input: cands,
+      includes,
+      hint: "check both scores of every candidate (not only the best one): NaN and numbers above 0 are not " +
+        "log-probabilities; name the candidate, the field and the value, e.g. candidates[2].logPrior=NaN",
+    });
+  }
 });

@@ -135,3 +135,41 @@ export function interpolatedProb(
   }
   return p;
 }
+
+/** One candidate correction of a typed word, with its two scores (exercise 2.5). */
+export interface ChannelCandidate {
+  /** The candidate word y. */
+  word: string;
+  /** ln p(x | y). */
+  logChannel: number;
+  /** ln p(y). */
+  logPrior: number;
+}
+
+/**
+ * Exercise 2.5: the noisy channel's decision.
+ *
+ * @param candidates the candidates with their scores.
+ * @returns the index of the candidate with the largest logChannel + logPrior, the earliest among equals.
+ */
+export function noisyChannelChoice(candidates: ChannelCandidate[]): number {
+  if (candidates.length === 0) {
+    throw new RangeError(`candidates must not be empty: candidates.length=0`);
+  }
+  candidates.forEach((c, i) => {
+    for (const field of ["logChannel", "logPrior"] as const) {
+      const v = c[field];
+      if (Number.isNaN(v) || v > 0) {
+        throw new RangeError(
+          `candidates[${i}].${field} must be a log-probability <= 0: candidates[${i}].${field}=${v}`,
+        );
+      }
+    }
+  });
+  let best = 0;
+  for (let i = 1; i < candidates.length; i++) {
+    const s = candidates[i].logChannel + candidates[i].logPrior;
+    if (s > candidates[best].logChannel + candidates[best].logPrior) best = i;
+  }
+  return best;
+}
