@@ -1,7 +1,8 @@
 /**
  * Internal helpers shared by the BPE encoder (`bpe.ts`) and trainer
- * (`bpe_train.ts`), chapter 8: pair keys, UTF-8 conversion to base-token ids
- * and the regular expressions for pre-tokens and special tokens. Not part of
+ * (`bpe_train.ts`), chapter 8: pair keys, UTF-8 conversion to base-token ids,
+ * the regular expressions for pre-tokens and special tokens, and the
+ * translation of the reference tokenizers' patterns to JavaScript's. Not part of
  * lib's public API.
  *
  * @module
@@ -20,6 +21,58 @@ export function globalCopy(pattern: RegExp, name: string): RegExp {
 }
 
 export const utf8Encoder = new TextEncoder();
+
+/**
+ * The characters the reference tokenizers' regular expressions count as
+ * whitespace (`\s` in Rust's `regex` crate, which tiktoken uses: Unicode's
+ * White_Space property), written out as the inside of a character class.
+ * JavaScript's `\s` differs from it in two characters: it also matches
+ * U+FEFF (the byte-order mark, not White_Space) and misses U+0085 (NEXT
+ * LINE, which is). Every pre-tokenization pattern of the workbook uses this
+ * class instead of `\s`. Chapter 8.
+ */
+export const WHITE_SPACE_CLASS = String.raw`\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000`;
+
+/**
+ * A pattern from the reference tokenizers' regex syntax to JavaScript's:
+ * `\s`, `\S` and `\s` inside a character class become
+ * {@link WHITE_SPACE_CLASS} (see there why), and a case-insensitive group of
+ * contractions `(?i:'s|'t|...)` becomes explicit classes (`'[sS\u017f]`:
+ * under Unicode simple case folding, as Rust's `(?i)` uses it, `s` also
+ * matches U+017F LATIN SMALL LETTER LONG S). Chapter 8.
+ */
+export function fromReferencePattern(source: string): RegExp {
+  const ws = WHITE_SPACE_CLASS;
+  let out = "", inClass = false;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i];
+    if (c === "\\") {
+      const d = source[i + 1];
+      i++;
+      if (d === "s") out += inClass ? ws : `[${ws}]`;
+      else if (d === "S") {
+        if (inClass) throw new SyntaxError(`\\S inside a character class is not supported: ${source}`);
+        out += `[^${ws}]`;
+      } else out += c + d;
+      continue;
+    }
+    if (c === "[" && !inClass) inClass = true;
+    else if (c === "]" && inClass) inClass = false;
+    out += c;
+  }
+  out = out.replaceAll("(?i:'s|'t|'re|'ve|'m|'ll|'d)", caseless("'s|'t|'re|'ve|'m|'ll|'d"));
+  if (out.includes("(?i")) throw new SyntaxError(`an unsupported case-insensitive group: ${source}`);
+  return new RegExp(out, "gu");
+}
+
+/** `'s|'t|...` with each letter as the class of the letters it folds with. */
+function caseless(alternatives: string): string {
+  const letter = (ch: string) => {
+    const folds = ch.toLowerCase() === "s" ? "\\u017f" : "";
+    return /\p{L}/u.test(ch) ? `[${ch.toLowerCase()}${ch.toUpperCase()}${folds}]` : ch;
+  };
+  return `(?:${alternatives.split("|").map((a) => [...a].map(letter).join("")).join("|")})`;
+}
 
 /**
  * A global RegExp matching any of the given special tokens: the longest

@@ -95,6 +95,10 @@ Deno.test("encodeStream: async iterables and ReadableStreams, strings and bytes"
     await collect(ReadableStream.from(chunks).pipeThrough(new TextEncoderStream())),
     want,
   );
+  // A leading byte-order mark in byte chunks is the character U+FEFF, encoded like the rest.
+  const bom = "\ufeff\ufeffHello";
+  const bytes = new TextEncoder().encode(bom);
+  assertEquals(await collect([bytes.subarray(0, 2), bytes.subarray(2)]), tok.encode(bom));
 });
 
 Deno.test("encodeStream: lazy, with a bounded buffer", async () => {
