@@ -3,9 +3,9 @@ import * as r50k from "gpt-tokenizer/encoding/r50k_base";
 import * as cl100k from "gpt-tokenizer/encoding/cl100k_base";
 import * as o200k from "gpt-tokenizer/encoding/o200k_base";
 import { encode as gpt3Encode } from "gpt-3-encoder";
-import tiktokenGpt2 from "tiktoken/encoders/gpt2";
-import tiktokenCl100k from "tiktoken/encoders/cl100k_base";
-import tiktokenO200k from "tiktoken/encoders/o200k_base";
+import gpt2Encoder from "tiktoken/encoders/gpt2";
+import cl100kEncoder from "tiktoken/encoders/cl100k_base";
+import o200kEncoder from "tiktoken/encoders/o200k_base";
 import { Cl100KBase } from "gpt-tokenizer/encodingParams/cl100k_base";
 import { O200KBase } from "gpt-tokenizer/encodingParams/o200k_base";
 import {
@@ -23,6 +23,12 @@ import {
 import { GPT2_PATTERN, pretokenize } from "./pretokenize.ts";
 import { fromReferencePattern } from "./bpe_bytes.ts";
 import { Rng } from "../core/random.ts";
+
+/** tiktoken's encoder files: its pattern strings and special tokens (typed by hand: their d.ts reads as a namespace). */
+type TiktokenEncoderFile = { pat_str: string; special_tokens: Record<string, number> };
+const tiktokenGpt2 = gpt2Encoder as unknown as TiktokenEncoderFile;
+const tiktokenCl100k = cl100kEncoder as unknown as TiktokenEncoderFile;
+const tiktokenO200k = o200kEncoder as unknown as TiktokenEncoderFile;
 
 /** Unicode, numbers, whitespace runs, code, emoji, contractions, case changes, special-token text. */
 const VARIED_TEXTS: readonly string[] = [
