@@ -23,42 +23,35 @@ export function globalCopy(pattern: RegExp, name: string): RegExp {
 export const utf8Encoder = new TextEncoder();
 
 /**
- * The characters the reference tokenizers' regular expressions count as
- * whitespace (`\s` in Rust's `regex` crate, which tiktoken uses: Unicode's
- * White_Space property), written out as the inside of a character class.
- * JavaScript's `\s` differs from it in two characters: it also matches
- * U+FEFF (the byte-order mark, not White_Space) and misses U+0085 (NEXT
- * LINE, which is). Every pre-tokenization pattern of the workbook uses this
- * class instead of `\s`. Chapter 8.
- */
-export const WHITE_SPACE_CLASS = String.raw`\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000`;
-
-/**
- * A pattern from the reference tokenizers' regex syntax to JavaScript's:
- * `\s`, `\S` and `\s` inside a character class become
- * {@link WHITE_SPACE_CLASS} (see there why), and a case-insensitive group of
- * contractions `(?i:'s|'t|...)` becomes explicit classes (`'[sS\u017f]`:
- * under Unicode simple case folding, as Rust's `(?i)` uses it, `s` also
- * matches U+017F LATIN SMALL LETTER LONG S). Chapter 8.
+ * A pattern from the reference tokenizers' regex syntax to JavaScript's.
+ * Two things read differently in JavaScript and are rewritten:
+ *
+ * - `\s` (and `\S`): in Rust's `regex` crate, which tiktoken uses, it is
+ *   Unicode's White_Space property; JavaScript's `\s` also matches U+FEFF
+ *   (the byte-order mark, not White_Space) and misses U+0085 (NEXT LINE,
+ *   which is). Both become `\p{White_Space}` (`\P{White_Space}`), which
+ *   means the same in both engines, inside a character class too.
+ * - a case-insensitive group of contractions `(?i:'s|'t|...)`, which
+ *   JavaScript engines before 2025 cannot parse, becomes explicit classes
+ *   (`'[sS\u017f]`: under Unicode simple case folding, as Rust's `(?i)` uses
+ *   it, `s` also matches U+017F LATIN SMALL LETTER LONG S).
+ *
+ * Chapter 8.
+ *
+ * @param source a pattern string as tiktoken's encoder files give it.
+ * @returns the same pattern as a global, Unicode-aware JavaScript RegExp.
+ * @throws {SyntaxError} on another case-insensitive group.
  */
 export function fromReferencePattern(source: string): RegExp {
-  const ws = WHITE_SPACE_CLASS;
-  let out = "", inClass = false;
+  let out = "";
   for (let i = 0; i < source.length; i++) {
     const c = source[i];
-    if (c === "\\") {
-      const d = source[i + 1];
-      i++;
-      if (d === "s") out += inClass ? ws : `[${ws}]`;
-      else if (d === "S") {
-        if (inClass) throw new SyntaxError(`\\S inside a character class is not supported: ${source}`);
-        out += `[^${ws}]`;
-      } else out += c + d;
+    if (c !== "\\") {
+      out += c;
       continue;
     }
-    if (c === "[" && !inClass) inClass = true;
-    else if (c === "]" && inClass) inClass = false;
-    out += c;
+    const d = source[++i];
+    out += d === "s" ? String.raw`\p{White_Space}` : d === "S" ? String.raw`\P{White_Space}` : c + d;
   }
   out = out.replaceAll("(?i:'s|'t|'re|'ve|'m|'ll|'d)", caseless("'s|'t|'re|'ve|'m|'ll|'d"));
   if (out.includes("(?i")) throw new SyntaxError(`an unsupported case-insensitive group: ${source}`);

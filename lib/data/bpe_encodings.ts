@@ -24,8 +24,8 @@ import { fromReferencePattern } from "./bpe_bytes.ts";
  * optional leading space and trailing newlines, then whitespace (runs ending
  * in newlines together; a run of spaces before a word leaves its last space
  * to the word). Written from tiktoken's pattern string with two changes that
- * keep its meaning in JavaScript: `\s` spelled out as Rust's whitespace
- * (Unicode's White_Space: JavaScript's `\s` also matches U+FEFF and misses
+ * keep its meaning in JavaScript: `\s` written as `\p{White_Space}`, what
+ * it means in Rust (JavaScript's `\s` also matches U+FEFF and misses
  * U+0085), and the case-insensitive group `(?i:'s|...)`, which JavaScript
  * engines before 2025 lack, as explicit classes (`'[sS\u017f]`: case folding
  * also maps U+017F, the long s, to `s`). Chapter 8.

@@ -89,8 +89,14 @@ function randomText(rng: Rng, length: number): string {
   return s;
 }
 
-Deno.test("patterns: tiktoken's pattern strings, with whitespace and case-insensitive groups spelled out", () => {
+Deno.test("patterns: tiktoken's pattern strings, with \\s as \\p{White_Space} and case-insensitive groups spelled out", () => {
   assertEquals(GPT2_PATTERN.source, fromReferencePattern(tiktokenGpt2.pat_str).source);
+  assertEquals(
+    CL100K_PATTERN.source,
+    String.raw`(?:'[sS\u017f]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|` +
+      String.raw` ?[^\p{White_Space}\p{L}\p{N}]+[\r\n]*|\p{White_Space}*[\r\n]+|` +
+      String.raw`\p{White_Space}+(?!\P{White_Space})|\p{White_Space}+`,
+  );
   assertEquals(CL100K_PATTERN.source, fromReferencePattern(tiktokenCl100k.pat_str).source);
   assertEquals(O200K_PATTERN.source, fromReferencePattern(tiktokenO200k.pat_str).source);
   for (const p of [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN]) assertEquals(p.flags, "gu");
