@@ -11,17 +11,19 @@
  *    (r50k_base) beside them. The GPT-2 ids of both are compared on the whole
  *    split.
  *
- * 3. (issue 17) Encoding MB/s of the workbook's encoder against OpenAI's
- *    `tiktoken` (its WebAssembly build, npm `tiktoken`) and `gpt-tokenizer`
- *    on the same text, for GPT-2 (r50k_base) and cl100k_base, cold and warm,
+ * 3. (issue 17, issue 33) Encoding MB/s of the workbook's encoder against
+ *    OpenAI's `tiktoken` (its WebAssembly build, npm `tiktoken`) and
+ *    `gpt-tokenizer` on the same text, for GPT-2 (r50k_base), cl100k_base and
+ *    o200k_base, cold and warm, in one process, the encoders taking turns,
  *    with the ids of all three compared. Target: at least the fastest of them.
  * 4. (issue 17) Training to 10,000 merges on all of Brown plus Moby Dick.
  * 5. (issue 17) Memory of the streaming encoder ({@link encodeStream}) on a
  *    100 MB synthetic stream: RSS and V8 heap every 10 MB (should stay flat).
  *
- * Run the report (a few minutes; `--stream-mb 0` skips part 5):
+ * Run the report (a few minutes; `--stream-mb 0` skips part 5,
+ * `--encoders-only` runs part 3 alone):
  *
- *     deno run -A bench/bpe_bench.ts [--repeats 3] [--merges 5000] [--stream-mb 100]
+ *     deno run -A bench/bpe_bench.ts [--repeats 3] [--merges 5000] [--stream-mb 100] [--encoders-only]
  *
  * Or the Deno benchmarks:
  *
@@ -31,6 +33,7 @@
  */
 import { clearMergeCache, encode as referenceEncode } from "gpt-tokenizer/encoding/r50k_base";
 import * as gtCl100k from "gpt-tokenizer/encoding/cl100k_base";
+import * as gtO200k from "gpt-tokenizer/encoding/o200k_base";
 import { get_encoding } from "tiktoken";
 import { type BpeTokenizer } from "../lib/data/bpe.ts";
 import { loadGpt2Tokenizer } from "../lib/data/bpe_gpt2.ts";
@@ -96,6 +99,11 @@ if (import.meta.main) {
     `Brown train: ${brown.words.train} words, ${trainMB.toFixed(2)} MB in ${trainText.length} pieces; ` +
       `valid: ${brown.words.valid} words, ${validMB.toFixed(2)} MB`,
   );
+  if (Deno.args.includes("--encoders-only")) {
+    await compareEncoders(repeats);
+    console.log(`load average after: ${Deno.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+    Deno.exit(0);
+  }
 
   const trainTimes: number[] = [];
   let tok: BpeTokenizer | undefined;
@@ -154,17 +162,18 @@ if (import.meta.main) {
   console.log(`load average after: ${Deno.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
 }
 
-/** Part 3: the workbook's encoder against tiktoken (WebAssembly) and gpt-tokenizer, GPT-2 and cl100k_base. */
+/** Part 3: the workbook's encoder against tiktoken (WebAssembly) and gpt-tokenizer, GPT-2, cl100k_base, o200k_base. */
 async function compareEncoders(repeats: number): Promise<void> {
   const rows: Record<string, string>[] = [];
   const verdicts: string[] = [];
-  for (const name of ["gpt2", "cl100k_base"] as const) {
+  for (const name of ["gpt2", "cl100k_base", "o200k_base"] as const) {
     const ours = await loadEncoding(name);
     const tk = get_encoding(name);
-    const gt = name === "gpt2" ? { encode: referenceEncode, clear: clearMergeCache } : {
-      encode: gtCl100k.encode,
-      clear: gtCl100k.clearMergeCache,
-    };
+    const gt = name === "gpt2"
+      ? { encode: referenceEncode, clear: clearMergeCache }
+      : name === "cl100k_base"
+      ? { encode: gtCl100k.encode, clear: gtCl100k.clearMergeCache }
+      : { encode: gtO200k.encode, clear: gtO200k.clearMergeCache };
     const plain = { disallowedSpecial: new Set<string>() };
     const encoders: [string, (s: string) => ArrayLike<number>, () => void][] = [
       [`workbook (${name})`, (s) => ours.encode(s), () => ours.clearCache()],

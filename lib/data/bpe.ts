@@ -100,7 +100,8 @@ export interface Gpt2FilesOptions {
   pattern?: RegExp;
 }
 
-const utf8Decoder = new TextDecoder("utf-8", { fatal: false });
+/** Keeps a leading U+FEFF: by default TextDecoder drops it as a byte-order mark, losing a character of the text. */
+const utf8Decoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
 
 /**
  * A byte-level BPE tokenizer: a vocabulary of byte strings, a ranked list of
@@ -109,9 +110,10 @@ const utf8Decoder = new TextDecoder("utf-8", { fatal: false });
  * {@link BpeTokenizer.fromGpt2Files}. Chapter 8.
  *
  * Guarantee: `decode(encode(s)) === s` for every well-formed string `s`
- * (any language, emoji, control characters, characters never seen in
- * training). A string with an unpaired UTF-16 surrogate is not well-formed
- * Unicode; like `TextEncoder`, the encoder reads such a surrogate as U+FFFD.
+ * (any language, emoji, control characters, a leading U+FEFF, characters
+ * never seen in training). A string with an unpaired UTF-16 surrogate is not
+ * well-formed Unicode; like `TextEncoder` and tiktoken's JavaScript binding,
+ * the encoder reads such a surrogate as U+FFFD, so it comes back as U+FFFD.
  *
  * @example
  * ```ts
@@ -517,7 +519,8 @@ export class BpeTokenizer {
 
   /**
    * Decodes token ids back into text. A sequence that ends inside a
-   * multi-byte character decodes that character as U+FFFD.
+   * multi-byte character decodes that character as U+FFFD; a leading U+FEFF
+   * is kept (it is text, not a byte-order mark, here).
    * @param ids token ids.
    * @returns the text.
    * @throws {RangeError} on an id that is not in the vocabulary.

@@ -1,7 +1,8 @@
 /**
  * Internal helpers shared by the BPE encoder (`bpe.ts`) and trainer
- * (`bpe_train.ts`), chapter 8: pair keys, UTF-8 conversion to base-token ids
- * and the regular expressions for pre-tokens and special tokens. Not part of
+ * (`bpe_train.ts`), chapter 8: pair keys, UTF-8 conversion to base-token ids,
+ * the regular expressions for pre-tokens and special tokens, and the
+ * translation of the reference tokenizers' patterns to JavaScript's. Not part of
  * lib's public API.
  *
  * @module
@@ -20,6 +21,51 @@ export function globalCopy(pattern: RegExp, name: string): RegExp {
 }
 
 export const utf8Encoder = new TextEncoder();
+
+/**
+ * A pattern from the reference tokenizers' regex syntax to JavaScript's.
+ * Two things read differently in JavaScript and are rewritten:
+ *
+ * - `\s` (and `\S`): in Rust's `regex` crate, which tiktoken uses, it is
+ *   Unicode's White_Space property; JavaScript's `\s` also matches U+FEFF
+ *   (the byte-order mark, not White_Space) and misses U+0085 (NEXT LINE,
+ *   which is). Both become `\p{White_Space}` (`\P{White_Space}`), which
+ *   means the same in both engines, inside a character class too.
+ * - a case-insensitive group of contractions `(?i:'s|'t|...)`, which
+ *   JavaScript engines before 2025 cannot parse, becomes explicit classes
+ *   (`'[sS\u017f]`: under Unicode simple case folding, as Rust's `(?i)` uses
+ *   it, `s` also matches U+017F LATIN SMALL LETTER LONG S).
+ *
+ * Chapter 8.
+ *
+ * @param source a pattern string as tiktoken's encoder files give it.
+ * @returns the same pattern as a global, Unicode-aware JavaScript RegExp.
+ * @throws {SyntaxError} on another case-insensitive group.
+ */
+export function fromReferencePattern(source: string): RegExp {
+  let out = "";
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i];
+    if (c !== "\\") {
+      out += c;
+      continue;
+    }
+    const d = source[++i];
+    out += d === "s" ? String.raw`\p{White_Space}` : d === "S" ? String.raw`\P{White_Space}` : c + d;
+  }
+  out = out.replaceAll("(?i:'s|'t|'re|'ve|'m|'ll|'d)", caseless("'s|'t|'re|'ve|'m|'ll|'d"));
+  if (out.includes("(?i")) throw new SyntaxError(`an unsupported case-insensitive group: ${source}`);
+  return new RegExp(out, "gu");
+}
+
+/** `'s|'t|...` with each letter as the class of the letters it folds with. */
+function caseless(alternatives: string): string {
+  const letter = (ch: string) => {
+    const folds = ch.toLowerCase() === "s" ? "\\u017f" : "";
+    return /\p{L}/u.test(ch) ? `[${ch.toLowerCase()}${ch.toUpperCase()}${folds}]` : ch;
+  };
+  return `(?:${alternatives.split("|").map((a) => [...a].map(letter).join("")).join("|")})`;
+}
 
 /**
  * A global RegExp matching any of the given special tokens: the longest

@@ -3,21 +3,32 @@ import * as r50k from "gpt-tokenizer/encoding/r50k_base";
 import * as cl100k from "gpt-tokenizer/encoding/cl100k_base";
 import * as o200k from "gpt-tokenizer/encoding/o200k_base";
 import { encode as gpt3Encode } from "gpt-3-encoder";
-import { CL100K_TOKEN_SPLIT_REGEX, O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants";
+import gpt2Encoder from "tiktoken/encoders/gpt2";
+import cl100kEncoder from "tiktoken/encoders/cl100k_base";
+import o200kEncoder from "tiktoken/encoders/o200k_base";
 import { Cl100KBase } from "gpt-tokenizer/encodingParams/cl100k_base";
 import { O200KBase } from "gpt-tokenizer/encodingParams/o200k_base";
 import {
+  CL100K_CHAT_TOKENS,
   CL100K_PATTERN,
   CL100K_SPECIAL_TOKENS,
   type EncodingName,
   fromRanks,
   loadEncoding,
+  O200K_CHAT_TOKENS,
   O200K_PATTERN,
   O200K_SPECIAL_TOKENS,
   parseTiktokenRanks,
 } from "./bpe_encodings.ts";
-import { pretokenize } from "./pretokenize.ts";
+import { GPT2_PATTERN, pretokenize } from "./pretokenize.ts";
+import { fromReferencePattern } from "./bpe_bytes.ts";
 import { Rng } from "../core/random.ts";
+
+/** tiktoken's encoder files: its pattern strings and special tokens (typed by hand: their d.ts reads as a namespace). */
+type TiktokenEncoderFile = { pat_str: string; special_tokens: Record<string, number> };
+const tiktokenGpt2 = gpt2Encoder as unknown as TiktokenEncoderFile;
+const tiktokenCl100k = cl100kEncoder as unknown as TiktokenEncoderFile;
+const tiktokenO200k = o200kEncoder as unknown as TiktokenEncoderFile;
 
 /** Unicode, numbers, whitespace runs, code, emoji, contractions, case changes, special-token text. */
 const VARIED_TEXTS: readonly string[] = [
@@ -78,21 +89,57 @@ function randomText(rng: Rng, length: number): string {
   return s;
 }
 
-Deno.test("patterns: the same regular expressions as gpt-tokenizer's cl100k_base and o200k_base", () => {
-  assertEquals(CL100K_PATTERN.source, CL100K_TOKEN_SPLIT_REGEX.source);
-  assertEquals(CL100K_PATTERN.flags, "gu");
-  assertEquals(O200K_PATTERN.source, O200K_TOKEN_SPLIT_REGEX.source);
-  assertEquals(O200K_PATTERN.flags, "gu");
+Deno.test("patterns: tiktoken's pattern strings, with \\s as \\p{White_Space} and case-insensitive groups spelled out", () => {
+  assertEquals(GPT2_PATTERN.source, fromReferencePattern(tiktokenGpt2.pat_str).source);
+  assertEquals(
+    CL100K_PATTERN.source,
+    String.raw`(?:'[sS\u017f]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|` +
+      String.raw` ?[^\p{White_Space}\p{L}\p{N}]+[\r\n]*|\p{White_Space}*[\r\n]+|` +
+      String.raw`\p{White_Space}+(?!\P{White_Space})|\p{White_Space}+`,
+  );
+  assertEquals(CL100K_PATTERN.source, fromReferencePattern(tiktokenCl100k.pat_str).source);
+  assertEquals(O200K_PATTERN.source, fromReferencePattern(tiktokenO200k.pat_str).source);
+  for (const p of [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN]) assertEquals(p.flags, "gu");
   // Hand-checked splits that tell the three patterns apart.
   assertEquals(pretokenize("I'LL pay 12345!!\n\n", CL100K_PATTERN), ["I", "'LL", " pay", " ", "123", "45", "!!\n\n"]);
   assertEquals(pretokenize("HTMLParser don't", O200K_PATTERN), ["HTMLParser", " don't"]);
   assertEquals(pretokenize("getHTTPResponse", O200K_PATTERN), ["get", "HTTPResponse"]);
   assertEquals(pretokenize("a  b", CL100K_PATTERN), ["a", " ", " b"]);
+  // Rust's whitespace, not JavaScript's: U+0085 is whitespace, U+FEFF is not.
+  for (const p of [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN]) {
+    assertEquals(pretokenize("a\u0085\u0085b", p).slice(0, 2), ["a", "\u0085"], `U+0085 in ${p.source.slice(0, 20)}`);
+    assertEquals(pretokenize("\ufeff\ufeffx", p), ["\ufeff\ufeff", "x"], "U+FEFF is a symbol");
+  }
+  // Case folding: (?i:'s) also matches the long s, U+017F.
+  assertEquals(pretokenize("IT'\u017f", CL100K_PATTERN), ["IT", "'\u017f"]);
+  assertEquals(pretokenize("1'\u017fa", CL100K_PATTERN), ["1", "'\u017f", "a"]);
+  assertThrows(() => fromReferencePattern(String.raw`(?i:abc)`), SyntaxError, "case-insensitive");
 });
 
-Deno.test("special tokens: the ids gpt-tokenizer gives", () => {
-  assertEquals([...CL100K_SPECIAL_TOKENS], [...Cl100KBase([]).specialTokensEncoder]);
-  assertEquals([...O200K_SPECIAL_TOKENS], [...O200KBase([]).specialTokensEncoder]);
+Deno.test("special tokens: exactly tiktoken's tables; the chat extension is gpt-tokenizer's extra tokens", () => {
+  assertEquals(Object.fromEntries(CL100K_SPECIAL_TOKENS), tiktokenCl100k.special_tokens);
+  assertEquals(Object.fromEntries(O200K_SPECIAL_TOKENS), tiktokenO200k.special_tokens);
+  const extras = (all: Map<string, number>, base: ReadonlyMap<string, number>) =>
+    [...all].filter(([t]) => !base.has(t));
+  assertEquals([...CL100K_CHAT_TOKENS], extras(Cl100KBase([]).specialTokensEncoder, CL100K_SPECIAL_TOKENS));
+  assertEquals([...O200K_CHAT_TOKENS], extras(O200KBase([]).specialTokensEncoder, O200K_SPECIAL_TOKENS));
+});
+
+Deno.test("loadEncoding: chatTokens adds the extension, off by default; bad values rejected", async () => {
+  const cl = await loadEncoding("cl100k_base"), clChat = await loadEncoding("cl100k_base", { chatTokens: true });
+  assertEquals(cl.specialTokens, new Map(CL100K_SPECIAL_TOKENS));
+  assertEquals(clChat.specialTokens, new Map([...CL100K_SPECIAL_TOKENS, ...CL100K_CHAT_TOKENS]));
+  assertEquals(cl.encode("<|im_start|>", { allowedSpecial: "all" }), cl.encode("<|im_start|>"));
+  assertEquals(clChat.encode("<|im_start|>x", { allowedSpecial: "all" }), [100264, 87]);
+  const oChat = await loadEncoding("o200k_base", { chatTokens: true });
+  assertEquals(oChat.encode("<|fim_prefix|><|endofprompt|>", { allowedSpecial: "all" }), [200000, 200018]);
+  assert((await loadEncoding("o200k_base", { chatTokens: false })) === (await loadEncoding("o200k_base")));
+  await assertRejects(() => loadEncoding("gpt2", { chatTokens: true }), RangeError, "chatTokens=true");
+  await assertRejects(
+    () => loadEncoding("o200k_base", { chatTokens: 1 as unknown as boolean }),
+    TypeError,
+    "chatTokens=1",
+  );
 });
 
 /**
@@ -154,10 +201,12 @@ Deno.test("cl100k_base and o200k_base: known ids, vocabulary sizes, holes", asyn
   const cl = await loadEncoding("cl100k_base"), o = await loadEncoding("o200k_base");
   assertEquals(cl.mergeRule, "ranks");
   assertEquals(cl.vocabSize, 100277);
-  assertEquals(o.vocabSize, 200007);
+  assertEquals(o.vocabSize, 200019);
   assertEquals(cl.encode("<|endoftext|>", { allowedSpecial: "all" }), [100257]);
   assertEquals(o.encode("<|endoftext|>", { allowedSpecial: "all" }), [199999]);
   assertThrows(() => o.tokenBytes(199998), RangeError, "id=199998"); // the hole before <|endoftext|>
+  assertThrows(() => o.tokenBytes(200000), RangeError, "id=200000"); // unused up to <|endofprompt|>
+  assertEquals(o.encode("<|endofprompt|>", { allowedSpecial: "all" }), [200018]);
   assertEquals(cl.tokenText(cl.encode(" the")[0]), " the");
   assertThrows(() => cl.truncate(10), TypeError, "ranks");
   assertThrows(() => cl.toGpt2Files(), TypeError, "ranks");

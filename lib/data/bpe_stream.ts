@@ -42,8 +42,8 @@ const HOLD_BACK = 2;
  * batch per chunk that lets some text be committed, and a last one at the
  * end), whose concatenation equals `tok.encode(wholeText, options)`. Byte
  * chunks may split a multi-byte character (they are decoded as one UTF-8
- * stream); string chunks may split a surrogate pair, a word or a special
- * token. Chapter 8.
+ * stream, a leading byte-order mark kept as the character U+FEFF); string
+ * chunks may split a surrogate pair, a word or a special token. Chapter 8.
  *
  * @param tok the tokenizer.
  * @param source the chunks.
@@ -128,7 +128,8 @@ class StreamState {
   #maxSpecial: number;
   #checkDisallowed: boolean;
   #pattern: RegExp;
-  #decoder = new TextDecoder("utf-8");
+  /** ignoreBOM: a leading U+FEFF is text to encode, as in `tok.encode` and tiktoken, not a mark to drop. */
+  #decoder = new TextDecoder("utf-8", { ignoreBOM: true });
   #buf = "";
   /** The last committed characters, kept to catch a disallowed special token across a cut. */
   #committedTail = "";

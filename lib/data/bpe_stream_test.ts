@@ -16,6 +16,7 @@ const VARIED_TEXTS = [
   "CamelCaseWords HTMLParser getHTTPResponse snake_case",
   "The <|endoftext|> token and <|fim_prefix|>x<|fim_suffix|>",
   "x".repeat(200) + " " + "\n".repeat(30) + "  z",
+  "\ufeffBOM, next line\u0085\u0085 and\u2028line separators; IT'\u017f \ufeff\ufeff",
 ];
 
 /** Pieces that stress the cut: word runs, digit runs, whitespace runs, specials and their prefixes, emoji. */
@@ -38,6 +39,10 @@ const POOL = [
   "|>",
   "<|fim_prefix|>",
   "HTMLParser",
+  "\u0085",
+  "\ufeff",
+  "\u2028",
+  "'\u017f",
 ];
 
 function randomText(rng: Rng, length: number): string {
@@ -95,6 +100,10 @@ Deno.test("encodeStream: async iterables and ReadableStreams, strings and bytes"
     await collect(ReadableStream.from(chunks).pipeThrough(new TextEncoderStream())),
     want,
   );
+  // A leading byte-order mark in byte chunks is the character U+FEFF, encoded like the rest.
+  const bom = "\ufeff\ufeffHello";
+  const bytes = new TextEncoder().encode(bom);
+  assertEquals(await collect([bytes.subarray(0, 2), bytes.subarray(2)]), tok.encode(bom));
 });
 
 Deno.test("encodeStream: lazy, with a bounded buffer", async () => {

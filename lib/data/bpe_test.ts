@@ -228,6 +228,8 @@ Deno.test("round trip: decode(encode(s)) === s for any text, seen or not", () =>
   const all = [0x00, 0x7f, 0x80, 0x7ff, 0x800, 0xfffd, 0xffff, 0x10000, 0x1f600, 0x10ffff]
     .map((c) => String.fromCodePoint(c)).join("");
   assertEquals(tok.decode(tok.encode(all)), all);
+  // A leading U+FEFF is text, not a byte-order mark to drop.
+  for (const s of ["\ufeff", "\ufeffabc", "\ufeff\ufeff x"]) assertEquals(tok.decode(tok.encode(s)), s);
 });
 
 Deno.test("round trip: a lone surrogate is read as U+FFFD, like TextEncoder", () => {

@@ -5,16 +5,21 @@
  *
  * @module
  */
-import { globalCopy } from "./bpe_bytes.ts";
+import { fromReferencePattern, globalCopy } from "./bpe_bytes.ts";
 
 /**
  * GPT-2's pre-tokenization pattern (Radford et al., 2019): English
  * contractions, letters with an optional leading space, digits with an
  * optional leading space, other symbols with an optional leading space, and
  * whitespace (a run of spaces before a word leaves its last space to the word).
- * Introduced in chapter 8.
+ * It is tiktoken's `r50k_base` pattern, with `\s` written as
+ * `\p{White_Space}`, what it means in Rust's regular expressions (which
+ * tiktoken uses): JavaScript's `\s` also matches U+FEFF, the byte-order
+ * mark, and misses U+0085, NEXT LINE. Introduced in chapter 8.
  */
-export const GPT2_PATTERN: RegExp = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
+export const GPT2_PATTERN: RegExp = fromReferencePattern(
+  String.raw`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`,
+);
 
 /** GPT-2's end-of-text special token (id 50256 in GPT-2's vocabulary). Chapter 8. */
 export const GPT2_END_OF_TEXT = "<|endoftext|>";
