@@ -12,7 +12,7 @@
  */
 import * as tf from "../lib/core/tf.ts";
 import * as lm from "../lib/mod.ts";
-import { DataParallel, type ModelSpec } from "./data_parallel.ts";
+import { DataParallel, type ModelSpec } from "../lib/train/data_parallel.ts";
 
 function flag(name: string, fallback: string): string {
   const i = Deno.args.indexOf(`--${name}`);

@@ -47,7 +47,7 @@
  * @module
  */
 import * as lm from "../lib/mod.ts";
-import { DataParallel } from "./data_parallel.ts";
+import { DataParallel } from "../lib/train/data_parallel.ts";
 const { tf } = lm;
 
 function arg(name: string, fallback: string): string {

@@ -1,5 +1,5 @@
 /**
- * `bench/data_parallel.ts`: training with helper workers that differentiate
+ * `lib/train/data_parallel.ts`: training with helper workers that differentiate
  * part of every batch must give the same weights as training in one piece
  * (up to float rounding), keep the tensor count flat, split batches as
  * documented, refuse bad options by name, and turn a helper's failure into
@@ -11,7 +11,7 @@
 import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import * as tf from "../lib/core/tf.ts";
 import * as lm from "../lib/mod.ts";
-import { DataParallel, helperThreads, type ModelSpec, partSizes } from "../bench/data_parallel.ts";
+import { DataParallel, helperThreads, type ModelSpec, partSizes } from "../lib/train/data_parallel.ts";
 
 await tf.setBackend("cpu");
 
@@ -263,6 +263,112 @@ Deno.test({
     const left = [...(helperThreads() ?? [])].filter((n) => ours.includes(n));
     assertEquals(left, [], `helper threads still running after close() resolved: ${left.join(", ")}`);
     await share.close(); // idempotent
+    model.dispose();
+  },
+});
+
+Deno.test({
+  name: "Trainer workers: 2 cores train like one, the history says so, and the helpers are gone after run()",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const fit = async (workers: number | "auto") => {
+      const d = data();
+      const model = new lm.FixedWindowLM(CFG, { seed: 5 });
+      const trainer = new lm.Trainer(model, d, {
+        batchSize: 16,
+        maxSteps: 6,
+        lr: 2e-2,
+        seed: 3,
+        workers,
+        progress: false,
+      });
+      const before = tf.memory().numTensors;
+      const history = await trainer.run();
+      const after = tf.memory().numTensors;
+      const weights = Object.fromEntries(
+        Object.entries(model.variables()).map(([k, v]) => [k, (v.dataSync() as Float32Array).slice()]),
+      );
+      trainer.dispose();
+      model.dispose();
+      return { history, weights, grew: after - before };
+    };
+    const one = await fit(1);
+    const two = await fit(2);
+    assertEquals([one.history.workers, two.history.workers], [1, 2]);
+    assert(two.history.workersReason.includes("2 workers"), two.history.workersReason);
+    const d = maxDiff(one.weights, two.weights);
+    assert(d < 1e-5, `two workers' weights differ from one worker's by up to ${d}`);
+    for (let i = 0; i < one.history.train.length; i++) {
+      assert(Math.abs(one.history.train[i].loss - two.history.train[i].loss) < 1e-5, `logged loss ${i} differs`);
+    }
+    assert(two.grew <= one.grew, `two workers left ${two.grew} more tensors, one worker ${one.grew}`);
+    const left = helperThreads();
+    if (left) assertEquals([...left], [], "helper threads still running after run() returned");
+    // "auto" on a run far too short to repay a helper keeps one worker and says why, changing nothing.
+    const auto = await fit("auto");
+    assertEquals(auto.history.workers, 1);
+    assert(auto.history.workersReason.includes("too short"), auto.history.workersReason);
+    assert(maxDiff(one.weights, auto.weights) === 0, "the auto probe changed the training");
+  },
+});
+
+Deno.test("Trainer workers: bad counts are named; more than one worker needs a model that a helper can rebuild", async () => {
+  const d = data();
+  const model = new lm.FixedWindowLM(CFG, { seed: 5 });
+  for (const workers of [0, 1.5, -1]) {
+    assertThrows(
+      () => new lm.Trainer(model, d, { batchSize: 16, maxSteps: 2, workers, progress: false }),
+      RangeError,
+      `workers=${workers}`,
+    );
+  }
+  const noSpec: lm.TrainableModel = { variables: () => model.variables(), loss: (b, o) => model.loss(b, o) };
+  const trainer = new lm.Trainer(noSpec, d, { batchSize: 16, maxSteps: 2, workers: 2, progress: false });
+  await assertRejects(() => trainer.run(), RangeError, "workerSpec");
+  const auto = new lm.Trainer(noSpec, d, { batchSize: 16, maxSteps: 2, workers: "auto", progress: false });
+  const h = await auto.run();
+  assertEquals(h.workers, 1);
+  trainer.dispose();
+  auto.dispose();
+  model.dispose();
+});
+
+Deno.test({
+  name: "chooseWorkers auto: keeps helpers only when the timed shared step is clearly faster, else closes them",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  ignore: (navigator.hardwareConcurrency ?? 1) < 2,
+  async fn() {
+    let now = 0; // a stand-in clock: each fake gradient step advances it by a known time
+    const d = data();
+    const model = new lm.FixedWindowLM(CFG, { seed: 5 });
+    const choose = (aloneMs: number, sharedMs: number, steps = 10_000) =>
+      lm.chooseWorkers(model, {
+        workers: "auto",
+        data: d,
+        batchSize: 16,
+        spec: model.spec(),
+        steps,
+        backend: "cpu",
+        differentiate: (_batch, share) => void (now += share ? sharedMs : aloneMs),
+        clock: () => now,
+      });
+    const faster = await choose(30, 10);
+    assert(
+      faster.workers >= 2 && faster.share,
+      `a 3x faster shared step kept ${faster.workers} worker(s): ${faster.reason}`,
+    );
+    assert(faster.reason.includes("shared step took"), faster.reason);
+    await faster.share.close();
+    const slower = await choose(10, 30);
+    assertEquals([slower.workers, slower.share], [1, undefined], slower.reason);
+    assert(slower.reason.includes("slower"), slower.reason);
+    const short = await choose(10, 1, 5);
+    assertEquals(short.workers, 1);
+    assert(short.reason.includes("too short"), short.reason);
+    const left = helperThreads();
+    if (left) assertEquals([...left], [], "chooseWorkers left helper threads running");
     model.dispose();
   },
 });

@@ -38,6 +38,7 @@ import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
 import { arrayDataset, type Batch, type Dataset } from "../train/dataset.ts";
 import { assignWeights, loadWeights, saveWeights } from "../train/checkpoint.ts";
 import { type LossOptions, type TrainableModel } from "../train/train.ts";
+import type { ModelSpec } from "../train/data_parallel.ts";
 
 // ---------------------------------------------------------------------------
 // Windows
@@ -449,6 +450,7 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
   wordDropout: number;
   #vars: Record<string, tf.Variable>;
   #mask: tf.Tensor1D;
+  #specOptions: FixedWindowOptions;
 
   /**
    * Creates the model with seeded initial weights.
@@ -459,6 +461,9 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
    * be 0 with direct connections).
    */
   constructor(config: FixedWindowConfig, options: FixedWindowOptions = {}) {
+    // A helper's copy needs the options that shape the loss, not the initial weights (it gets the current ones).
+    const { rng: _rng, outputBias: _bias, ...specOptions } = options;
+    this.#specOptions = specOptions;
     const c: Required<FixedWindowConfig> = { direct: false, window: "sentence", ...config };
     for (const k of ["vocabSize", "blockSize", "nEmbd"] as const) {
       if (!Number.isInteger(c[k]) || c[k] < 1) {
@@ -553,6 +558,14 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
   /** The number of trainable numbers. */
   get parameterCount(): number {
     return Object.values(this.#vars).reduce((s, v) => s + v.size, 0);
+  }
+
+  /**
+   * How a data-parallel helper rebuilds this model (the trainer's `workers` option).
+   * @returns this module, the class, the configuration and the options that shape the loss.
+   */
+  spec(): ModelSpec {
+    return { module: import.meta.url, exportName: "FixedWindowLM", config: this.config, options: this.#specOptions };
   }
 
   /** Returns the variables by name (see the class documentation). */

@@ -2,7 +2,7 @@
  * The training layer (chapter 3, shared with chapters 4-6): the trainer loop
  * (`train.ts`), its datasets (`dataset.ts`), AdamW (`adamw.ts`) and SGD (`sgd.ts`),
  * learning-rate schedules and gradient clipping (`schedule.ts`), checkpoints
- * (`checkpoint.ts`) and loss curves (`curves.ts`), for any model that
+ * (`checkpoint.ts`), loss curves (`curves.ts`) and data parallelism over several cores (`data_parallel.ts`), for any model that
  * implements {@link TrainableModel}.
  *
  * @module
@@ -15,3 +15,4 @@ export * from "./schedule.ts";
 export * from "./train.ts";
 export * from "./checkpoint.ts";
 export * from "./curves.ts";
+export { chooseWorkers, DataParallel, type ModelSpec, type WorkersChoice } from "./data_parallel.ts";

@@ -58,6 +58,7 @@ import type { Batch, Dataset } from "./dataset.ts";
 import { AdamW } from "./adamw.ts";
 import type { Optimizer } from "./optimizer.ts";
 import { clipScale, learningRateAt, type ScheduleOptions } from "./schedule.ts";
+import { chooseWorkers, type ModelSpec, type WorkersChoice } from "./data_parallel.ts";
 
 /** What the trainer tells the model's loss function (chapter 3). */
 export interface LossOptions {
@@ -94,6 +95,12 @@ export interface TrainableModel {
    * @returns a scalar tensor.
    */
   loss(batch: Batch, options: LossOptions): tf.Scalar;
+  /**
+   * How a data-parallel helper rebuilds this model in a worker (optional):
+   * `new (await import(module))[exportName](config, options)`. Models that
+   * have it can train on several cores (the trainer's `workers` option).
+   */
+  spec?(): ModelSpec;
 }
 
 /** Options of {@link evaluateLoss}. */
@@ -213,6 +220,10 @@ export interface TrainHistory {
   seconds: number;
   /** Training examples per second, counting training steps only (not evaluation). */
   examplesPerSecond: number;
+  /** Workers that differentiated each batch (1: this process alone; see {@link TrainerOptions.workers}). */
+  workers: number;
+  /** Why that many, in a sentence. */
+  workersReason: string;
 }
 
 /** Options of {@link Trainer}. */
@@ -285,6 +296,17 @@ export interface TrainerOptions {
    * second core). Default: none, the whole batch is differentiated here.
    */
   share?: StepShare;
+  /**
+   * Workers (cores) that differentiate each batch during {@link Trainer.run}:
+   * a whole number (this process counts as one), or `"auto"` (default): a
+   * helper per other core where a short timed probe shows that it makes
+   * steps faster, for models that can be rebuilt in a helper (`spec()`,
+   * or `workerSpec`). Results equal one-piece training up to float rounding.
+   * The history says how many ran and why. Ignored when `share` is given.
+   */
+  workers?: number | "auto";
+  /** How helpers rebuild the model, for a model without `spec()`. */
+  workerSpec?: ModelSpec;
 }
 
 /**
@@ -374,6 +396,8 @@ export class Trainer {
   #cursor = 0;
   #examplesSeen = 0;
   #stepsDone = 0;
+  /** The helpers of the current run, when it uses more than one worker. */
+  #share: (StepShare & { close(): Promise<void> }) | undefined;
 
   /**
    * Sets up training of `model` on `data`; nothing runs until {@link Trainer.run} or {@link Trainer.step}.
@@ -397,6 +421,9 @@ export class Trainer {
     };
     positiveInt("batchSize", o.batchSize);
     positiveInt("logEvery", o.logEvery);
+    if (o.workers !== undefined && o.workers !== "auto" && !(Number.isInteger(o.workers) && o.workers >= 1)) {
+      throw new RangeError(`workers must be "auto" or a whole number of at least 1: workers=${o.workers}`);
+    }
     if (o.maxSteps !== undefined) positiveInt("maxSteps", o.maxSteps);
     if (o.epochs !== undefined && !(o.epochs > 0)) {
       throw new RangeError(`epochs must be positive: epochs=${o.epochs}`);
@@ -492,37 +519,66 @@ export class Trainer {
   step(batch: Batch, lr?: number): { loss: tf.Scalar; gradNorm: tf.Scalar } {
     const rate = lr ?? this.learningRate(this.#stepsDone);
     const vars = this.model.variables();
+    const out = this.#differentiate(batch, this.#rng.uint32(), this.#share ?? this.options.share, (named, value) => {
+      const { scale, norm } = clipScale(Object.values(named), this.options.gradClip);
+      this.optimizer.applyGradients(vars, named, {
+        lr: rate,
+        scale: Number.isFinite(this.options.gradClip) ? scale : undefined,
+      });
+      return { loss: value, gradNorm: norm };
+    });
+    this.#stepsDone++;
+    return out;
+  }
+
+  /**
+   * The gradient half of a step: the batch's gradients by variable name and
+   * its mean loss (with a share, of the whole batch), handed to `use` inside
+   * `tf.tidy`, which frees everything `use` does not return.
+   */
+  #differentiate<T extends tf.TensorContainer>(
+    batch: Batch,
+    seed: number,
+    share: StepShare | undefined,
+    use: (grads: Record<string, tf.Tensor>, loss: tf.Scalar) => T,
+  ): T {
+    const vars = this.model.variables();
     const names = Object.keys(vars);
     const byTfName = new Map(names.map((n) => [vars[n].name, n]));
-    const seed = this.#rng.uint32();
-    const share = this.options.share;
     const local = share ? share.split(batch, vars, seed) : batch;
-    let out: { loss: tf.Scalar; gradNorm: tf.Scalar };
     try {
-      out = tf.tidy(() => {
+      return tf.tidy(() => {
         const { value: localLoss, grads } = tf.variableGrads(
           () => this.model.loss(local, { training: true, seed }),
           names.map((n) => vars[n]),
         );
         let value = localLoss;
         let named: Record<string, tf.Tensor> = {};
-        for (const [tfName, g] of Object.entries(grads)) {
-          named[byTfName.get(tfName)!] = g;
-        }
+        for (const [tfName, g] of Object.entries(grads)) named[byTfName.get(tfName)!] = g;
         if (share) ({ grads: named, loss: value } = share.combine(named, value));
-        const gradList = Object.values(named);
-        const { scale, norm } = clipScale(gradList, this.options.gradClip);
-        this.optimizer.applyGradients(vars, named, {
-          lr: rate,
-          scale: Number.isFinite(this.options.gradClip) ? scale : undefined,
-        });
-        return { loss: value, gradNorm: norm };
+        return use(named, value);
       });
     } finally {
       if (local !== batch) tf.dispose([local.x, local.y]); // also when a share's combine throws
     }
-    this.#stepsDone++;
-    return out;
+  }
+
+  /**
+   * Decides the workers of a run ({@link TrainerOptions.workers}); the probe
+   * differentiates without stepping and with its own seed, so it changes
+   * neither the weights nor the batch order.
+   */
+  async #chooseWorkers(steps: number): Promise<WorkersChoice> {
+    const o = this.options;
+    if (o.share) return { workers: 1, reason: "the share given as an option splits each step" };
+    return await chooseWorkers(this.model, {
+      workers: o.workers ?? "auto",
+      data: this.data,
+      batchSize: o.batchSize,
+      spec: o.workerSpec ?? this.model.spec?.(),
+      steps,
+      differentiate: (batch, share) => this.#differentiate(batch, 0, share, () => undefined),
+    });
   }
 
   /**
@@ -541,6 +597,12 @@ export class Trainer {
     const startStep = this.#stepsDone;
     const stepsLeft = total - startStep;
     const history = (this.history = emptyHistory());
+    if (stepsLeft > 0) {
+      const choice = await this.#chooseWorkers(stepsLeft);
+      this.#share = choice.share;
+      history.workers = choice.workers;
+      history.workersReason = choice.reason;
+    }
     if (stepsLeft <= 0) {
       history.stopReason = o.maxSteps !== undefined && startStep >= o.maxSteps ? "steps" : "epochs";
       return history;
@@ -685,6 +747,9 @@ export class Trainer {
         ) t.dispose();
       }
       await bar?.done();
+      const helpers = this.#share;
+      this.#share = undefined;
+      await helpers?.close();
     }
     history.seconds = (performance.now() - t0) / 1000;
     history.examplesPerSecond = history.examples / (trainMs / 1000);
@@ -759,6 +824,8 @@ function emptyHistory(): TrainHistory {
     restoredBest: false,
     seconds: 0,
     examplesPerSecond: 0,
+    workers: 1,
+    workersReason: "no steps were taken",
   };
 }
 

@@ -1,16 +1,17 @@
 /**
- * A data-parallel helper (started by `data_parallel.ts`): builds its copy of
+ * A data-parallel helper (started by `data_parallel.ts`, chapter 3's trainer): builds its copy of
  * the model, then on every command loads the shared weights, differentiates
  * its part of the batch and writes the gradients and the mean loss back.
  *
  * @module
  */
 /// <reference lib="deno.worker" />
-import * as tf from "../lib/core/tf.ts";
-import { initBackend, type TrainableModel } from "../lib/mod.ts";
+import * as tf from "../core/tf.ts";
+import { initBackend } from "../core/backend.ts";
+import type { TrainableModel } from "./train.ts";
 import { CONTROL, type HelperInit } from "./data_parallel.ts";
 
-const { CMD, DONE, COUNT, STATUS, SEED, QUIT } = CONTROL;
+const { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS } = CONTROL;
 
 function fail(error: Uint8Array, control: Int32Array, e: unknown): void {
   const text = new TextEncoder().encode(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
@@ -59,6 +60,7 @@ self.onmessage = async (e: MessageEvent<HelperInit>) => {
     if (Atomics.load(control, QUIT) === 1) break;
     try {
       const n = Atomics.load(control, COUNT);
+      const t0 = performance.now();
       if (n > 0) {
         tf.tidy(() => {
           for (const s of init.slots) {
@@ -81,6 +83,7 @@ self.onmessage = async (e: MessageEvent<HelperInit>) => {
           loss[0] = value.dataSync()[0];
         });
       }
+      Atomics.store(control, MICROS, Math.round(1000 * (performance.now() - t0)));
       Atomics.store(control, STATUS, 0);
     } catch (err) {
       fail(error, control, err);

@@ -1,0 +1,576 @@
+/**
+ * Data parallelism for the {@link Trainer} (chapter 3; every model the
+ * trainer trains): the trainer's `workers` option uses it to give part of
+ * every batch to the machine's other cores.
+ *
+ * TensorFlow.js's wasm backend runs on one thread in Deno (it turns its
+ * threads off when it sees Node's globals), so one training run uses one
+ * core. {@link DataParallel} starts helper workers, each with its own
+ * backend and a copy of the model built from a {@link ModelSpec}. On every
+ * step it writes the current weights and a part of the batch into shared
+ * memory, differentiates its own part while the helpers differentiate
+ * theirs, then averages the gradients (weighted by the parts' sizes), so the
+ * optimiser steps as if the whole batch had been differentiated in one
+ * piece. Only this process keeps optimiser state and evaluates; helpers are
+ * pure gradient servers and receive the weights anew on every step.
+ * {@link chooseWorkers} decides how many workers pay off (`workers: "auto"`).
+ *
+ *     const dp = await DataParallel.start(model, spec, { data: train, batchSize: 256 });
+ *     const trainer = new Trainer(model, train, { batchSize: 256, share: dp, ... });
+ *     try { await trainer.run(); } finally { await dp.close(); }
+ *
+ * @module
+ */
+import * as tf from "../core/tf.ts";
+import type { Batch, Dataset } from "./dataset.ts";
+import type { StepShare, TrainableModel } from "./train.ts";
+
+/** How a helper builds its copy of the model: `new (await import(module))[exportName](config, options)`. */
+export interface ModelSpec {
+  /** An absolute module URL (e.g. `import.meta.resolve("../mod.ts")`). */
+  module: string;
+  /** The exported class, e.g. `"FixedWindowLM"`. */
+  exportName: string;
+  /** Its first constructor argument (structured-cloneable). */
+  config: unknown;
+  /** Its second constructor argument (structured-cloneable). */
+  options?: unknown;
+}
+
+/** Options of {@link DataParallel.start}. */
+export interface DataParallelOptions {
+  /** The training data (one example sets the size of the shared batch buffers). */
+  data: Dataset;
+  /** The largest batch a step will split. */
+  batchSize: number;
+  /** Helper workers (default 1: this process and one helper, two cores). */
+  helpers?: number;
+  /** The helpers' TensorFlow.js backend (default: this process's). */
+  backend?: string;
+  /** How long to wait for a helper's gradients before giving up (default 600 s). */
+  timeoutSeconds?: number;
+  /**
+   * The fraction of each batch this process differentiates (default
+   * {@link defaultLocalShare}: a tenth more than an equal part).
+   */
+  localShare?: number;
+}
+
+// Control words, one Int32Array per helper.
+const CMD = 0, DONE = 1, COUNT = 2, STATUS = 3, SEED = 4, QUIT = 5, MICROS = 6;
+const CONTROL_WORDS = 8;
+const ERROR_BYTES = 4096;
+
+/** Where a variable lives in the flat shared weight and gradient buffers. */
+interface Slot {
+  name: string;
+  shape: number[];
+  offset: number;
+  size: number;
+}
+
+/** The shared buffers of one helper (the weights buffer is common to all). */
+interface HelperBuffers {
+  control: SharedArrayBuffer;
+  grads: SharedArrayBuffer;
+  x: SharedArrayBuffer;
+  y: SharedArrayBuffer;
+  loss: SharedArrayBuffer;
+  error: SharedArrayBuffer;
+}
+
+/** The message that starts a helper (`data_parallel_worker.ts`). */
+export interface HelperInit {
+  spec: ModelSpec;
+  backend: string;
+  slots: Slot[];
+  weights: SharedArrayBuffer;
+  buffers: HelperBuffers;
+  /** The shape of one example's x and y, without the batch dimension. */
+  xShape: number[];
+  yShape: number[];
+}
+
+interface Helper {
+  worker: Worker;
+  control: Int32Array;
+  grads: Float32Array;
+  x: Int32Array;
+  y: Int32Array;
+  loss: Float32Array;
+  error: Uint8Array;
+  /** Examples given to it this step. */
+  count: number;
+  /** The name of its operating-system thread (`worker-N`), where it could be seen; see {@link helperThreads}. */
+  thread?: string;
+}
+
+/**
+ * The names of this process's threads that run workers (`worker-N`, as Deno
+ * names them), or undefined where they cannot be listed (no `/proc`, as on
+ * macOS and Windows, or no read permission).
+ */
+export function helperThreads(): Set<string> | undefined {
+  try {
+    const names = new Set<string>();
+    for (const e of Deno.readDirSync("/proc/self/task")) {
+      try {
+        const name = Deno.readTextFileSync(`/proc/self/task/${e.name}/comm`).trim();
+        if (name.startsWith("worker-")) names.add(name);
+      } catch { /* the thread ended while we looked */ }
+    }
+    return names;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Ends helper workers and waits until their threads are gone.
+ *
+ * `Worker.terminate()` only asks: the worker's thread then tears down its
+ * JavaScript engine (and, where it loaded one, the GPU driver) on its own.
+ * If the process exits meanwhile, that teardown races with the exit handlers
+ * of the main thread, which crashed `deno test` at exit now and then (heap
+ * corruption, or a jump into a just-unloaded library). So after terminating,
+ * this waits until no thread of the helpers' names is left (up to
+ * `timeoutMs`), which makes the exit safe. Where threads cannot be listed it
+ * returns after terminating.
+ * @throws {Error} when a helper's thread is still there after `timeoutMs`.
+ */
+export async function endHelpers(helpers: { worker: Worker; thread?: string }[], timeoutMs = 30_000): Promise<void> {
+  for (const h of helpers) h.worker.terminate();
+  const names = helpers.map((h) => h.thread).filter((t): t is string => t !== undefined);
+  const t0 = performance.now();
+  for (;;) {
+    const live = helperThreads();
+    const left = live ? names.filter((n) => live.has(n)) : [];
+    if (!left.length) return;
+    if (performance.now() - t0 > timeoutMs) {
+      throw new Error(`data-parallel helper threads ${left.join(", ")} did not end within ${timeoutMs / 1000} s`);
+    }
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/**
+ * The default local fraction of a batch: a tenth more than an equal part,
+ * 1.1 / (helpers + 1), because each helper also loads the weights and writes
+ * its gradients (with MLP1 at batch 1,024, an equal split left this process
+ * waiting for its helper at every step; 0.55 balanced the two).
+ * @param helpers the helper count.
+ * @returns the fraction.
+ */
+export function defaultLocalShare(helpers: number): number {
+  return Math.min(0.9, 1.1 / (helpers + 1));
+}
+
+/**
+ * Splits `n` examples into a local part of about `localShare * n` (at least
+ * one example) and `helpers` near-equal parts of the rest (larger first).
+ * @param n the batch's examples.
+ * @param helpers the helper count.
+ * @param localShare the local fraction.
+ * @returns the counts, local first; they sum to `n`.
+ */
+export function partSizes(n: number, helpers: number, localShare: number = defaultLocalShare(helpers)): number[] {
+  const local = Math.min(n, Math.max(1, Math.round(n * localShare)));
+  const rest = n - local;
+  return [
+    local,
+    ...Array.from({ length: helpers }, (_, i) => Math.floor(rest / helpers) + (i < rest % helpers ? 1 : 0)),
+  ];
+}
+
+/**
+ * A {@link StepShare} that differentiates part of every batch in helper
+ * workers (see the module documentation).
+ */
+export class DataParallel implements StepShare {
+  readonly #helpers: Helper[];
+  readonly #slots: Slot[];
+  readonly #weights: Float32Array;
+  readonly #timeoutMs: number;
+  #localShare: number;
+  #localCount = 0;
+  #closed = false;
+
+  private constructor(helpers: Helper[], slots: Slot[], weights: Float32Array, timeoutMs: number, localShare: number) {
+    this.#localShare = localShare;
+    this.#helpers = helpers;
+    this.#slots = slots;
+    this.#weights = weights;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /**
+   * Starts the helpers and waits until each has built its model.
+   * @param model this process's model (its variables set the shared layout).
+   * @param spec how each helper builds its copy.
+   * @param options the data, the batch size, how many helpers.
+   * @returns the share, to pass as the trainer's `share` option; call
+   *   {@link DataParallel.close} when training ends.
+   * @throws {RangeError} on a helper count below 1 or a bad batch size;
+   *   {@link Error} when a helper fails to start (with its message).
+   */
+  static async start(model: TrainableModel, spec: ModelSpec, options: DataParallelOptions): Promise<DataParallel> {
+    const helpers = options.helpers ?? 1;
+    if (!Number.isInteger(helpers) || helpers < 1) {
+      throw new RangeError(`helpers must be a whole number of at least 1: helpers=${options.helpers}`);
+    }
+    const localShare = options.localShare ?? defaultLocalShare(helpers);
+    if (!(localShare > 0 && localShare < 1)) {
+      throw new RangeError(`localShare must be a fraction in (0, 1): localShare=${options.localShare}`);
+    }
+    if (!Number.isInteger(options.batchSize) || options.batchSize < helpers + 1) {
+      throw new RangeError(
+        `batchSize must be a whole number of at least helpers + 1 = ${helpers + 1}: batchSize=${options.batchSize}`,
+      );
+    }
+    const slots: Slot[] = [];
+    let total = 0;
+    for (const [name, v] of Object.entries(model.variables())) {
+      slots.push({ name, shape: [...v.shape], offset: total, size: v.size });
+      total += v.size;
+    }
+    const one = options.data.batch(Int32Array.of(0));
+    const xShape = one.x.shape.slice(1), yShape = one.y.shape.slice(1);
+    const xPer = one.x.size, yPer = one.y.size;
+    tf.dispose([one.x, one.y]);
+    const weightsBuffer = new SharedArrayBuffer(4 * total);
+    // Sized for the largest part a helper can get at any local share (the local part keeps at least one).
+    const most = options.batchSize - 1;
+    const started: Helper[] = [];
+    const ready: Promise<void>[] = [];
+    for (let h = 0; h < helpers; h++) {
+      const buffers: HelperBuffers = {
+        control: new SharedArrayBuffer(4 * CONTROL_WORDS),
+        grads: new SharedArrayBuffer(4 * total),
+        x: new SharedArrayBuffer(4 * most * xPer),
+        y: new SharedArrayBuffer(4 * most * yPer),
+        loss: new SharedArrayBuffer(4),
+        error: new SharedArrayBuffer(ERROR_BYTES),
+      };
+      const threadsBefore = helperThreads();
+      const worker = new Worker(new URL("./data_parallel_worker.ts", import.meta.url).href, { type: "module" });
+      // Deno spawns the worker's thread before the constructor returns: the new name is this helper's.
+      const thread = threadsBefore && [...(helperThreads() ?? [])].find((n) => !threadsBefore.has(n));
+      ready.push(
+        new Promise<void>((resolve, reject) => {
+          worker.onmessage = (e: MessageEvent) => {
+            if (e.data?.ready) resolve();
+            else if (e.data?.error) reject(new Error(`data-parallel helper ${h + 1} failed to start: ${e.data.error}`));
+          };
+          worker.onerror = (e: ErrorEvent) => {
+            e.preventDefault();
+            reject(new Error(`data-parallel helper ${h + 1} failed to start: ${e.message}`));
+          };
+        }),
+      );
+      const init: HelperInit = {
+        spec,
+        backend: options.backend ?? tf.getBackend(),
+        slots,
+        weights: weightsBuffer,
+        buffers,
+        xShape,
+        yShape,
+      };
+      worker.postMessage(init);
+      started.push({
+        worker,
+        control: new Int32Array(buffers.control),
+        grads: new Float32Array(buffers.grads),
+        x: new Int32Array(buffers.x),
+        y: new Int32Array(buffers.y),
+        loss: new Float32Array(buffers.loss),
+        error: new Uint8Array(buffers.error),
+        count: 0,
+        thread,
+      });
+    }
+    try {
+      await Promise.all(ready);
+    } catch (e) {
+      await endHelpers(started);
+      throw e;
+    }
+    return new DataParallel(
+      started,
+      slots,
+      new Float32Array(weightsBuffer),
+      1000 * (options.timeoutSeconds ?? 600),
+      localShare,
+    );
+  }
+
+  /** The fraction of each batch this process differentiates; the helpers share the rest evenly. */
+  get localShare(): number {
+    return this.#localShare;
+  }
+  set localShare(f: number) {
+    if (!(f > 0 && f < 1)) throw new RangeError(`localShare must be a fraction in (0, 1): localShare=${f}`);
+    this.#localShare = f;
+  }
+
+  /** Each helper's milliseconds spent differentiating its part of the last step (0 for an empty part). */
+  helperMilliseconds(): number[] {
+    return this.#helpers.map((h) => h.count > 0 ? Atomics.load(h.control, MICROS) / 1000 : 0);
+  }
+
+  /** Helper workers running (0 after {@link DataParallel.close}). */
+  get helpers(): number {
+    return this.#closed ? 0 : this.#helpers.length;
+  }
+
+  /**
+   * Writes the weights and the helpers' parts of the batch, wakes the
+   * helpers, and returns this process's part (the first rows).
+   */
+  split(batch: Batch, variables: Record<string, tf.Variable>, seed: number): Batch {
+    if (this.#closed) throw new Error("the data-parallel helpers were closed");
+    const B = batch.x.shape[0];
+    if (batch.y.shape[0] !== B) {
+      throw new RangeError(`batch.x and batch.y differ in examples: x [${batch.x.shape}], y [${batch.y.shape}]`);
+    }
+    const sizes = partSizes(B, this.#helpers.length, this.#localShare);
+    for (const s of this.#slots) {
+      const v = variables[s.name];
+      if (!v || v.size !== s.size) {
+        throw new RangeError(
+          `variable ${s.name} has size ${v?.size ?? "(missing)"}; the helpers were started with ${s.size}`,
+        );
+      }
+      this.#weights.set(v.dataSync() as Float32Array, s.offset);
+    }
+    let start = sizes[0];
+    this.#helpers.forEach((h, i) => {
+      const n = sizes[i + 1];
+      h.count = n;
+      if (n > 0) {
+        const [x, y] = tf.tidy(() => [
+          batch.x.slice(start, n).dataSync() as Int32Array,
+          batch.y.slice(start, n).dataSync() as Int32Array,
+        ]);
+        if (x.length > h.x.length || y.length > h.y.length) {
+          throw new RangeError(`a part of ${n} examples exceeds the buffers sized for the batch size given to start`);
+        }
+        h.x.set(x);
+        h.y.set(y);
+      }
+      start += n;
+      Atomics.store(h.control, COUNT, n);
+      Atomics.store(h.control, SEED, (seed + i + 1) >>> 0 | 0);
+      Atomics.add(h.control, CMD, 1);
+      Atomics.notify(h.control, CMD);
+    });
+    this.#localCount = sizes[0];
+    return { x: batch.x.slice(0, sizes[0]), y: batch.y.slice(0, sizes[0]) };
+  }
+
+  /** Waits for every helper, then returns the size-weighted mean of all parts' gradients and losses. */
+  combine(grads: Record<string, tf.Tensor>, loss: tf.Scalar): { grads: Record<string, tf.Tensor>; loss: tf.Scalar } {
+    for (const [i, h] of this.#helpers.entries()) this.#wait(h, i);
+    const total = this.#localCount + this.#helpers.reduce((a, h) => a + h.count, 0);
+    const out: Record<string, tf.Tensor> = {};
+    for (const s of this.#slots) {
+      let g = grads[s.name].mul(this.#localCount / total);
+      for (const h of this.#helpers) {
+        if (h.count === 0) continue;
+        const part = tf.tensor(h.grads.subarray(s.offset, s.offset + s.size), s.shape, "float32");
+        g = g.add(part.mul(h.count / total));
+      }
+      out[s.name] = g;
+    }
+    let l: tf.Tensor = loss.mul(this.#localCount / total);
+    for (const h of this.#helpers) if (h.count > 0) l = l.add(h.loss[0] * (h.count / total));
+    return { grads: out, loss: l as tf.Scalar };
+  }
+
+  /** Blocks until helper `i` has answered this step's command, or throws its error. */
+  #wait(h: Helper, i: number): void {
+    const want = Atomics.load(h.control, CMD);
+    const t0 = performance.now();
+    while (Atomics.load(h.control, DONE) !== want) {
+      const seen = Atomics.load(h.control, DONE);
+      Atomics.wait(h.control, DONE, seen, 1000);
+      if (performance.now() - t0 > this.#timeoutMs) {
+        throw new Error(`data-parallel helper ${i + 1} gave no gradients in ${this.#timeoutMs / 1000} s`);
+      }
+    }
+    if (Atomics.load(h.control, STATUS) !== 0) {
+      const bytes = h.error.slice();
+      const text = new TextDecoder().decode(bytes.subarray(0, bytes.indexOf(0) < 0 ? bytes.length : bytes.indexOf(0)));
+      throw new Error(`data-parallel helper ${i + 1} failed: ${text}`);
+    }
+  }
+
+  /**
+   * Stops the helpers and waits until their threads have ended (idempotent):
+   * await it before the process may exit (see {@link endHelpers}).
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const h of this.#helpers) {
+      Atomics.store(h.control, QUIT, 1);
+      Atomics.add(h.control, CMD, 1);
+      Atomics.notify(h.control, CMD);
+    }
+    await endHelpers(this.#helpers);
+  }
+}
+
+/** Options of {@link chooseWorkers}. */
+export interface ChooseWorkersOptions {
+  /** A whole number of workers (this process counts as one), or `"auto"`: as many as measurably pay off. */
+  workers: number | "auto";
+  /** The training data and the batch size the steps will use. */
+  data: Dataset;
+  batchSize: number;
+  /** How a helper rebuilds the model (without one, `"auto"` chooses one worker and a number is an error). */
+  spec?: ModelSpec;
+  /** The helpers' backend (default: this process's). */
+  backend?: string;
+  /** Steps the run will take: `"auto"` starts no helper for a run too short to repay it. */
+  steps: number;
+  /**
+   * Differentiates a batch, with a share or in one piece, without changing
+   * the model (the trainer's gradient step, not applied); `"auto"` times it.
+   */
+  differentiate: (batch: Batch, share?: StepShare) => void;
+  /** The clock the probe reads, in milliseconds (default `performance.now`; tests pass a stand-in). */
+  clock?: () => number;
+}
+
+/** What {@link chooseWorkers} decided. */
+export interface WorkersChoice {
+  /** Workers that will differentiate each batch (1: this process alone). */
+  workers: number;
+  /** Why, in a sentence (e.g. for a notebook to say how many cores ran). */
+  reason: string;
+  /** The started helpers when `workers` > 1: pass as the trainer's share, close when done. */
+  share?: DataParallel;
+}
+
+/** Below this many seconds of estimated training, `"auto"` keeps one worker (a helper takes a second or two to start). */
+const AUTO_MIN_SECONDS = 20;
+
+function medianMs(run: () => void, times: number, clock: () => number): number {
+  const ms: number[] = [];
+  for (let i = 0; i < times; i++) {
+    const t0 = clock();
+    run();
+    ms.push(clock() - t0);
+  }
+  return ms.sort((a, b) => a - b)[Math.floor(ms.length / 2)];
+}
+
+/**
+ * Decides how many workers differentiate each batch, and starts the helpers
+ * (chapter 3; the trainer's `workers` option). A number is taken as given.
+ * `"auto"` measures rather than guesses: it keeps one worker where shared
+ * memory or a second core is missing, the model cannot be rebuilt in a
+ * helper, or the run is too short to repay a helper's start; otherwise it
+ * times the trainer's gradient step in one piece, starts one helper per
+ * other core, balances the split from the measured times of each part, and
+ * keeps the helpers only when a shared step is clearly faster (else, e.g.
+ * when another program holds the other cores, it closes them).
+ * @param model the model being trained.
+ * @param options the request, the data, the spec and the timed step.
+ * @returns the workers, why, and the started share (close it when done).
+ * @throws {RangeError} for a worker count that is not a whole number of at
+ *   least 1, or more than one worker for a model without a spec.
+ */
+export async function chooseWorkers(model: TrainableModel, options: ChooseWorkersOptions): Promise<WorkersChoice> {
+  const { workers, spec } = options;
+  // Deno always shares memory with its workers; a browser page only when cross-origin isolated.
+  const isDeno = typeof (globalThis as { Deno?: unknown }).Deno === "object";
+  const sharedMemory = typeof SharedArrayBuffer === "function" && typeof Worker === "function" &&
+    (isDeno || (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true);
+  if (workers !== "auto") {
+    if (!Number.isInteger(workers) || workers < 1) {
+      throw new RangeError(`workers must be "auto" or a whole number of at least 1: workers=${workers}`);
+    }
+    if (workers === 1) return { workers: 1, reason: "one worker was requested" };
+    if (!spec) {
+      throw new RangeError(
+        `workers=${workers} needs a way to rebuild the model in a helper: a model with spec(), or the trainer's workerSpec`,
+      );
+    }
+    const share = await DataParallel.start(model, spec, {
+      data: options.data,
+      batchSize: options.batchSize,
+      helpers: workers - 1,
+      backend: options.backend,
+    });
+    return { workers, reason: `${workers} workers were requested`, share };
+  }
+  if (!sharedMemory || !isDeno) {
+    return {
+      workers: 1,
+      reason: isDeno
+        ? "shared memory (SharedArrayBuffer) is not available here"
+        : "helpers run only under Deno: in a browser page the training runs on one core",
+    };
+  }
+  const cores = (globalThis.navigator as { hardwareConcurrency?: number } | undefined)?.hardwareConcurrency ?? 1;
+  if (cores < 2) return { workers: 1, reason: "this machine has one core" };
+  if (!spec) return { workers: 1, reason: "the model has no spec() to rebuild it in a helper" };
+  if (options.batchSize < 2) return { workers: 1, reason: "a batch of one example cannot be split" };
+  const n = Math.min(options.batchSize, options.data.length);
+  const batch = options.data.batch(Int32Array.from({ length: n }, (_, i) => i));
+  try {
+    options.differentiate(batch); // warm-up: kernels compiled, memory allocated
+    const clock = options.clock ?? (() => performance.now());
+    const alone = medianMs(() => options.differentiate(batch), 3, clock);
+    const estimate = (alone * options.steps) / 1000;
+    if (estimate < AUTO_MIN_SECONDS) {
+      return {
+        workers: 1,
+        reason: `the run (about ${estimate.toFixed(0)} s on one core) is too short to repay starting a helper`,
+      };
+    }
+    const helpers = Math.min(cores - 1, 3, n - 1);
+    let share: DataParallel;
+    try {
+      share = await DataParallel.start(model, spec, {
+        data: options.data,
+        batchSize: options.batchSize,
+        helpers,
+        backend: options.backend,
+      });
+    } catch (e) {
+      return { workers: 1, reason: `a helper could not start (${(e as Error).message})` };
+    }
+    options.differentiate(batch, share); // the helpers' warm-up
+    // Balance: give each worker examples in inverse proportion to its measured time per example.
+    const sizes = partSizes(n, helpers, share.localShare);
+    const perLocal = alone / n;
+    const perHelper = share.helperMilliseconds().reduce((a, ms, i) => a + ms / Math.max(1, sizes[i + 1]), 0) /
+      helpers;
+    if (perHelper > 0) {
+      share.localShare = Math.min(0.95, Math.max(0.05, 1 / (1 + (helpers * perLocal) / perHelper)));
+    }
+    const shared = medianMs(() => options.differentiate(batch, share), 3, clock);
+    if (shared < 0.9 * alone) {
+      return {
+        workers: helpers + 1,
+        reason: `${helpers + 1} workers: a shared step took ${shared.toFixed(0)} ms, one core ${alone.toFixed(0)} ms`,
+        share,
+      };
+    }
+    await share.close();
+    return {
+      workers: 1,
+      reason: `helpers made steps slower (${shared.toFixed(0)} ms shared, ${
+        alone.toFixed(0)
+      } ms on one core): the other cores seem busy`,
+    };
+  } finally {
+    tf.dispose([batch.x, batch.y]);
+  }
+}
+
+/** The control-word indices (for the worker). */
+export const CONTROL = { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS } as const;
