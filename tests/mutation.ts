@@ -22,7 +22,7 @@ import {
   ROOT,
   runJobs,
   testFileInfo,
-} from "./graded_runner.ts";
+} from "../tools/graded_runner.ts";
 
 /** Folder of the mutants. */
 export const MUTANTS_DIR = "tests/mutants";

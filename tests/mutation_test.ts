@@ -10,7 +10,7 @@
  */
 import { assertEquals } from "@std/assert";
 import { join } from "node:path";
-import { ROOT } from "./graded_runner.ts";
+import { ROOT } from "../tools/graded_runner.ts";
 import {
   findMutants,
   formatMutationReport,

@@ -1,5 +1,5 @@
 /**
- * Tests of `deno task release` (tests/release.ts): the student folder has no
+ * Tests of `deno task release` (tools/release.ts): the student folder has no
  * solutions or mutants, and grading inside it reports every exercise as not
  * attempted. Builds into a throwaway folder under build/.
  *
@@ -8,16 +8,26 @@
  */
 import { assert, assertEquals } from "@std/assert";
 import { dirname, join } from "node:path";
-import { ROOT } from "./graded_runner.ts";
-import { bareImports, buildRelease, checkRelease, COURSE, forbidden, usedImports, writeArchive } from "./release.ts";
+import { ROOT } from "../tools/graded_runner.ts";
+import {
+  bareImports,
+  buildRelease,
+  checkRelease,
+  COURSE,
+  forbidden,
+  usedImports,
+  writeArchive,
+} from "../tools/release.ts";
 
 Deno.test("forbidden() keeps solutions, mutants and instructor tests out", () => {
   assert(forbidden("solutions/ch00_tour.ts"));
   assert(forbidden("tests/mutants/ch00_tour/softmax__no_max_subtraction.ts"));
   assert(forbidden("tests/mutation_test.ts"));
   assert(forbidden("tests/suite.ts"));
+  assert(forbidden("tools/release.ts"));
+  assert(forbidden("tools/site.ts"));
   assertEquals(forbidden("exercises/ch00_tour.ts"), null);
-  assertEquals(forbidden("tests/grade.ts"), null);
+  assertEquals(forbidden("tools/grade.ts"), null);
   assertEquals(forbidden("lib/mod.ts"), null);
 });
 
@@ -29,7 +39,7 @@ Deno.test({
     try {
       const manifest = await buildRelease({ out });
       for (
-        const need of ["README.md", "deno.json", "deno.lock", "lib/mod.ts", "tests/grade.ts", "exercises/points.json"]
+        const need of ["README.md", "deno.json", "deno.lock", "lib/mod.ts", "tools/grade.ts", "exercises/points.json"]
       ) {
         assert(manifest.files.includes(need), `${need} is missing from the release`);
       }
@@ -37,7 +47,7 @@ Deno.test({
       assert(manifest.files.some((f) => /^exercises\/ch\d+_\w+_test\.ts$/.test(f)), "no graded tests");
       assert(!manifest.files.some((f) => f.startsWith("solutions/") || f.startsWith("tests/mutants/")));
       const cfg = JSON.parse(await Deno.readTextFile(join(ROOT, out, "deno.json")));
-      assertEquals(cfg.tasks.grade, "deno run -A tests/grade.ts");
+      assertEquals(cfg.tasks.grade, "deno run -A tools/grade.ts");
       // Only what students need: the library's packages, not the instructor's browser, site or zip tools.
       // Every package the released code and notebooks import by bare name is mapped (else buildRelease throws).
       assertEquals(typeof cfg.imports, "object");

@@ -3,7 +3,7 @@
  * `build/site/` on 127.0.0.1, optionally under a path prefix, as any static
  * host would. No server code is needed by the site itself.
  *
- * CLI: `deno run -A tests/serve.ts [--dir build/site] [--port 8000] [--prefix /course/lmbook/]`
+ * CLI: `deno run -A tools/serve.ts [--dir build/site] [--port 8000] [--prefix /course/lmbook/]`
  *
  * @module
  */

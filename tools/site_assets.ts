@@ -1,6 +1,6 @@
 /**
  * The static site's shared files: `style.css` and `site.js` (written beside the
- * pages by `tests/site.ts`). Kept as strings so the renderer is one import.
+ * pages by `tools/site.ts`). Kept as strings so the renderer is one import.
  *
  * `site.js` draws every `.lmbook-plot[data-figure]` container from the JSON
  * element it names, when the container comes within a screen's height of view

@@ -46,9 +46,10 @@ export function forbidden(path: string): string | null {
   if (/^solutions\//.test(path)) return "a reference solution";
   if (/^tests\/mutants\//.test(path)) return "a mutant (a solution with one mistake)";
   if (/^(\.ci|bench)\//.test(path)) return "an instructor tool";
-  if (/^tests\/(suite|mutation|mutation_test|release|grade_test|grade_fixtures)\.ts$/.test(path)) {
+  if (/^tests\/(suite|mutation|mutation_test|grade_test|grade_fixtures)\.ts$/.test(path)) {
     return "an instructor test";
   }
+  if (/^tools\/(release|gradescope|site\w*|serve|mutants_to_patches)\.ts$/.test(path)) return "an instructor tool";
   if (/\.ipynb$/.test(path) && /^build\//.test(path)) return "an executed notebook";
   return null;
 }
@@ -147,7 +148,7 @@ function studentDenoJson(codeFiles: string[], notebooks: string[]): string {
   const cfg = JSON.parse(Deno.readTextFileSync(join(ROOT, "deno.json")));
   const tasks: Record<string, string> = {};
   if (cfg.tasks?.lab && Deno.statSync(join(ROOT, "tools/lab.ts")).isFile) tasks.lab = cfg.tasks.lab;
-  tasks.grade = "deno run -A tests/grade.ts";
+  tasks.grade = "deno run -A tools/grade.ts";
   tasks.test = "deno test exercises/";
   // Only the packages the released code imports (not the instructor's browser, site or benchmark tools).
   const specifiers = [
@@ -264,7 +265,7 @@ export async function buildRelease(options: ReleaseOptions = {}): Promise<Releas
     .filter((e) => e.isFile && e.name.endsWith(".ipynb")).map((e) => `notebooks/${e.name}`).sort();
   const entries = new Set<string>([
     "lib/mod.ts",
-    "tests/grade.ts",
+    "tools/grade.ts",
     ...gradedTestFiles(),
     ...exerciseModules(),
     ...notebooks.flatMap(notebookImports),
@@ -368,7 +369,7 @@ export async function checkRelease(
   let report: GradeReport | null = null;
   try {
     const res = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "tests/grade.ts", "--json"],
+      args: ["run", "-A", "tools/grade.ts", "--json"],
       cwd: dir,
       env: { NO_COLOR: "1" },
       stdout: "piped",

@@ -7,7 +7,7 @@
  *   Deno kernel through `jupyter nbconvert --execute`; the executed copy goes
  *   to the ignored folder `build/executed/`. A cell error or time-out fails.
  *
- * CLI: `deno run -A tests/notebooks.ts [notebooks/NN_x.ipynb ...]` executes the
+ * CLI: `deno run -A tools/notebooks.ts [notebooks/NN_x.ipynb ...]` executes the
  * given notebooks (default: all) and exits non-zero on any failure.
  *
  * @module

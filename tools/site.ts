@@ -2,7 +2,7 @@
  * `deno task render`: the workbook as a static site in `build/site/` (ignored by git).
  *
  * Executes every notebook under the real Deno kernel (through
- * `tests/notebooks.ts`, into `build/executed/`), then writes:
+ * `tools/notebooks.ts`, into `build/executed/`), then writes:
  * - `index.html`: the chapter list (titles from each notebook's first heading);
  * - one page per chapter, `NN_slug.html`: prose, highlighted code, and the
  *   outputs (text, tables, Markdown, images, interactive plotly plots);
@@ -19,7 +19,7 @@
  * still gets a page, from its source, with a red banner; the command then
  * exits 1 and the browser test (tests/browser/) fails on that page.
  *
- * CLI: `deno run -A tests/site.ts [--from-executed] [--out DIR] [notebooks/NN_x.ipynb ...]`
+ * CLI: `deno run -A tools/site.ts [--from-executed] [--out DIR] [notebooks/NN_x.ipynb ...]`
  * - `--from-executed`: render the copies already in `build/executed/` (as
  *   left by `deno task notebooks` or the suite's notebook stage) instead of
  *   executing again;
@@ -174,7 +174,7 @@ async function prepareOutDir(outDir: string): Promise<void> {
   }
   if (entries.length) await Deno.remove(outDir, { recursive: true });
   await Deno.mkdir(outDir, { recursive: true });
-  await Deno.writeTextFile(join(outDir, MARKER), "written by tests/site.ts (deno task render); safe to delete\n");
+  await Deno.writeTextFile(join(outDir, MARKER), "written by tools/site.ts (deno task render); safe to delete\n");
 }
 
 /**
