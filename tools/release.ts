@@ -49,7 +49,7 @@ export function forbidden(path: string): string | null {
   if (/^tests\/(suite|mutation|mutation_test|grade_test|grade_fixtures)\.ts$/.test(path)) {
     return "an instructor test";
   }
-  if (/^tools\/(release|gradescope|site\w*|serve|mutants_to_patches)\.ts$/.test(path)) return "an instructor tool";
+  if (/^tools\/(release|gradescope|site\w*|serve)\.ts$/.test(path)) return "an instructor tool";
   if (/\.ipynb$/.test(path) && /^build\//.test(path)) return "an executed notebook";
   return null;
 }
