@@ -49,7 +49,7 @@ export function forbidden(path: string): string | null {
   if (/^tests\/(suite|mutation|mutation_test|grade_test|grade_fixtures)\.ts$/.test(path)) {
     return "an instructor test";
   }
-  if (/^tools\/(release|gradescope|site\w*|serve)\.ts$/.test(path)) return "an instructor tool";
+  if (/^tools\/(release|release_cli|gradescope|site\w*|serve)\.ts$/.test(path)) return "an instructor tool";
   if (/\.ipynb$/.test(path) && /^build\//.test(path)) return "an executed notebook";
   return null;
 }
@@ -406,53 +406,4 @@ export async function checkRelease(
     if (!(report.maxScore > 0)) problems.push("the release has no points to earn");
   }
   return { problems, report, seconds };
-}
-
-if (import.meta.main) {
-  const args = new Set(Deno.args);
-  const unknown = Deno.args.filter((a) => !["--archive", "--gradescope"].includes(a) && !a.startsWith("--out="));
-  if (unknown.length) {
-    console.error(
-      `deno task release: unknown option ${unknown.join(" ")}\n` +
-        "options: --out=build/DIR (the release folder), --archive (a .tar.gz of it), " +
-        "--gradescope (build/gradescope/autograder.zip)",
-    );
-    Deno.exit(2);
-  }
-  const outArg = Deno.args.find((a) => a.startsWith("--out="))?.slice(6);
-  const t0 = performance.now();
-  const manifest = await buildRelease({ out: outArg });
-  console.log(`built ${relative(ROOT, manifest.dir)}/: ${manifest.files.length} files`);
-  const groups = new Map<string, number>();
-  for (const f of manifest.files) {
-    const top = f.includes("/") ? f.split("/")[0] + "/" : f;
-    groups.set(top, (groups.get(top) ?? 0) + 1);
-  }
-  for (const [g, n] of groups) console.log(`  ${g.padEnd(16)} ${n} file${n === 1 ? "" : "s"}`);
-  console.log("checking: no solutions or mutants, clean notebooks, grading inside the folder …");
-  const { problems, report, seconds } = await checkRelease(manifest);
-  if (report) {
-    console.log(
-      `  grading in the release: ${report.exercises.length} exercises, all "not attempted" = ${
-        report.exercises.every((e) => e.status === "not attempted")
-      }, ${report.score} / ${report.maxScore} points (${seconds.toFixed(1)} s)`,
-    );
-  }
-  if (args.has("--archive") && !problems.length) {
-    try {
-      console.log(`  wrote ${relative(ROOT, await writeArchive(manifest))}`);
-    } catch (e) {
-      problems.push((e as Error).message);
-    }
-  }
-  if (args.has("--gradescope") && !problems.length) {
-    const { buildGradescope } = await import("./gradescope.ts");
-    const b = await buildGradescope();
-    console.log(`  wrote ${relative(ROOT, b.zip)}: the Gradescope autograder (${b.files.length} files)`);
-  }
-  if (problems.length) {
-    console.log(`\nrelease check FAILED:\n  - ${problems.join("\n  - ")}`);
-    Deno.exit(1);
-  }
-  console.log(`release OK (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
 }
