@@ -287,7 +287,10 @@ export function writeIfChanged(path: string, text: string): void {
     if (Deno.readTextFileSync(path) === text) return;
   } catch { /* not there yet */ }
   Deno.mkdirSync(dirname(path), { recursive: true });
-  Deno.writeTextFileSync(path, text);
+  // Written aside, then renamed: a check running beside this one never reads half a module.
+  const tmp = `${path}.${Deno.pid}.tmp`;
+  Deno.writeTextFileSync(tmp, text);
+  Deno.renameSync(tmp, path);
 }
 
 /** Root-relative form of an absolute path, `/`-separated. */
