@@ -11,11 +11,11 @@
  * @module
  */
 import { join } from "node:path";
-import { grade } from "../tests/grade.ts";
-import { offlineRequested, ROOT } from "../tests/graded_runner.ts";
-import { notebookFiles } from "../tests/notebooks.ts";
-import { serveSite } from "../tests/serve.ts";
-import { writeSite } from "../tests/site.ts";
+import { grade } from "../tools/grade.ts";
+import { offlineRequested, ROOT } from "../tools/graded_runner.ts";
+import { notebookFiles } from "../tools/notebooks.ts";
+import { serveSite } from "../tools/serve.ts";
+import { writeSite } from "../tools/site.ts";
 import { panelData } from "../tools/web/grade_build.ts";
 import { launchChromium } from "../tests/browser/chromium.ts";
 

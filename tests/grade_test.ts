@@ -1,5 +1,5 @@
 /**
- * Tests of `deno task grade` (tests/grade.ts) and the graded runner: points,
+ * Tests of `deno task grade` (tools/grade.ts) and the graded runner: points,
  * scores, the Gradescope and JUnit outputs, and grading runs on the real
  * exercises and in throwaway copies of the project where student code is
  * broken on purpose (a syntax error, an infinite loop, NaN, a wrong shape, a
@@ -20,7 +20,7 @@ import {
   toGradescope,
   toJunit,
   validateGradescope,
-} from "./grade.ts";
+} from "../tools/grade.ts";
 import {
   bracketsBalance,
   type GradedResult,
@@ -29,7 +29,7 @@ import {
   ROOT,
   testFileInfo,
   topLevelRegions,
-} from "./graded_runner.ts";
+} from "../tools/graded_runner.ts";
 import { brokenProject, hangProject, MARKER } from "./grade_fixtures.ts";
 
 const offlineArgs: Record<string, string> = Deno.env.get("LMBOOK_OFFLINE") === "1" ? { LMBOOK_OFFLINE: "1" } : {};
@@ -179,10 +179,10 @@ Deno.test("topLevelRegions and bracketsBalance find the function a line belongs 
 // ---------------------------------------------------------------------------
 // Grading the real exercises.
 
-/** Runs `deno task grade` (tests/grade.ts of the project in `cwd`) with `args`, as a student or instructor would. */
+/** Runs `deno task grade` (tools/grade.ts of the project in `cwd`) with `args`, as a student or instructor would. */
 async function runGrader(cwd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", join(cwd, "tests/grade.ts"), ...args],
+    args: ["run", "-A", join(cwd, "tools/grade.ts"), ...args],
     cwd,
     env: { NO_COLOR: "1", ...offlineArgs },
     stdout: "piped",

@@ -16,8 +16,8 @@ import {
   ROOT,
   testFileInfo,
   typeErrorBlame,
-} from "./graded_runner.ts";
-import { grade } from "./grade.ts";
+} from "../tools/graded_runner.ts";
+import { grade } from "../tools/grade.ts";
 import { recordTypeCheckFiles } from "../tools/web/typecheck_build.ts";
 import { mapSpecifier, recordedView, typeCheck, type TypeDiagnostic } from "../tools/web/typecheck.ts";
 import { importedModules, type TypeChecker, typeCheckVerdicts } from "../tools/web/grade_run.ts";

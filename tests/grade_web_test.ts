@@ -11,7 +11,7 @@ import { assert, assertEquals, assertMatch } from "@std/assert";
 import { join } from "node:path";
 import { chapterOf, gradeSectionHtml, panelData } from "../tools/web/grade_build.ts";
 import { cutOutSyntaxError, reportOf, resultOf } from "../tools/web/grade_run.ts";
-import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "./graded_runner.ts";
+import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "../tools/graded_runner.ts";
 
 Deno.test("chapterOf: the exercise chapter of a notebook", () => {
   assertEquals(chapterOf("notebooks/00_tour.ipynb"), "ch00");

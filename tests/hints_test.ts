@@ -14,8 +14,8 @@
  */
 import { assertEquals } from "@std/assert";
 import { join } from "node:path";
-import { gradedTestFiles, ROOT } from "./graded_runner.ts";
-import { maskLiterals, splitItems } from "./source_scan.ts";
+import { gradedTestFiles, ROOT } from "../tools/graded_runner.ts";
+import { maskLiterals, splitItems } from "../tools/source_scan.ts";
 
 /** The checks of lib/grading/grading.ts; each takes its options (`what`, `input`, `hint`, …) as the third argument. */
 export const CHECKS = ["expectClose", "expectEqual", "expectShape", "expectThrows"];

@@ -7,7 +7,7 @@
  */
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { join } from "node:path";
-import { ROOT } from "./notebooks.ts";
+import { ROOT } from "../tools/notebooks.ts";
 import { PLOTLY_ASSET_DIR, plotlyAssetName } from "../lib/display/plot.ts";
 
 async function denoDir(): Promise<string> {

@@ -1,18 +1,33 @@
 /**
  * The mutation check: the graded tests must catch the wrong implementations
- * students really write. Each mutant under `tests/mutants/chNN_<slug>/` is a
- * copy of the reference solution with one mistake; it is *caught* when it
- * loses points on its exercise (some graded test of that exercise fails).
- * A mutant that earns full points means the tests have a hole.
+ * students really write. A mutant is the reference solution with one
+ * mistake: a patch in `tests/mutants/chNN_<slug>.json` (see
+ * `mutant_patches.ts`; applied here, written under `build/mutants/`), or a
+ * whole changed copy, `tests/mutants/chNN_<slug>/<fnName>__<mistake>.ts`. It
+ * is *caught* when it loses points on its exercise (some graded test of that
+ * exercise fails). A mutant that earns full points means the tests have a
+ * hole; a patch that no longer applies to its solution is a problem, named.
  *
  * Mutants of one exercise file share a `deno test` process (with only the
  * mutated exercise's tests registered), two processes run at a time, and the
  * reference solution runs alongside as the baseline the mutants are judged
- * against. CLI: `deno run -A tests/mutation.ts [chNN ...]`.
+ * against. CLI: `deno run -A tests/mutation.ts [chNN ...]`
+ * (`deno task mutation`); `--convert [chNN ...]` stores whole-file mutants as
+ * patches (each file deleted once its patch rebuilds it byte for byte).
  *
  * @module
  */
-import { basename, join } from "node:path";
+import { basename, dirname, isAbsolute, join } from "node:path";
+import {
+  BUILT_MUTANTS_DIR,
+  convertWholeFiles,
+  HEADER,
+  type MutantPatch,
+  readPatchFile,
+  rootRelative,
+  wholeFileOf,
+  writeIfChanged,
+} from "./mutant_patches.ts";
 import {
   type GradedResult,
   gradedTestFiles,
@@ -22,7 +37,7 @@ import {
   ROOT,
   runJobs,
   testFileInfo,
-} from "./graded_runner.ts";
+} from "../tools/graded_runner.ts";
 
 /** Folder of the mutants. */
 export const MUTANTS_DIR = "tests/mutants";
@@ -31,8 +46,16 @@ export const MIN_MUTANTS = 6;
 
 /** One wrong implementation. */
 export interface Mutant {
-  /** Root-relative path, e.g. `tests/mutants/ch00_tour/softmax__no_max_subtraction.ts`. */
+  /**
+   * Root-relative path of the module that runs: a whole-file mutant itself
+   * (`tests/mutants/ch00_tour/softmax__no_max_subtraction.ts`), or where a
+   * patch is written (`build/mutants/ch00_tour/softmax__no_max_subtraction.ts`).
+   */
   path: string;
+  /** Where it is declared: the whole file's path, or `tests/mutants/ch00_tour.json: <name>` for a patch. */
+  source: string;
+  /** For a patch: the module's text, to be written at `path` ({@link writeMutants}). */
+  text?: string;
   /** The exercise module it replaces, e.g. `exercises/ch00_tour.ts`. */
   module: string;
   /** The graded test file of that module. */
@@ -43,59 +66,156 @@ export interface Mutant {
   fn: string;
   /** The mistake, in words (from its first line). */
   mistake: string;
-  /** What is wrong with the mutant file itself (bad header, unknown exercise, …). */
+  /** What is wrong with the mutant itself (bad header, unknown exercise, a patch that no longer applies, …). */
   problems: string[];
 }
 
-const HEADER = /^\/\/ mutant of (\d+\.\d+) ([A-Za-z_$][\w$]*): (.+)$/;
+/** Options of {@link findMutants}. */
+export interface FindOptions {
+  /** The mutants' folder, root-relative or absolute (default {@link MUTANTS_DIR}). */
+  dir?: string;
+  /** Where patches are written, root-relative or absolute (default {@link BUILT_MUTANTS_DIR}). */
+  builtDir?: string;
+}
 
 /**
- * Finds every mutant and checks its header against the graded tests.
- * @param chapters only these folders (e.g. `["ch00"]`); default all.
- * @returns the mutants, sorted by path.
+ * Finds every mutant, whole files (`<dir>/chNN_<slug>/<fnName>__<mistake>.ts`)
+ * and patches (`<dir>/chNN_<slug>.json`), applies the patches, and checks each
+ * one against the graded tests.
+ * @param chapters only these chapters (e.g. `["ch00"]`); default all.
+ * @param options the folders.
+ * @returns the mutants, sorted by chapter, then name.
  */
-export function findMutants(chapters: string[] = []): Mutant[] {
+export function findMutants(chapters: string[] = [], options: FindOptions = {}): Mutant[] {
   const out: Mutant[] = [];
-  const dir = join(ROOT, MUTANTS_DIR);
-  let folders: string[] = [];
+  const abs = (d: string) => isAbsolute(d) ? d : join(ROOT, d);
+  const dirAbs = abs(options.dir ?? MUTANTS_DIR);
+  const dirRel = rootRelative(ROOT, dirAbs);
+  const builtRel = rootRelative(ROOT, abs(options.builtDir ?? BUILT_MUTANTS_DIR));
+  const chosen = new Set<string>();
   try {
-    folders = [...Deno.readDirSync(dir)].filter((e) => e.isDirectory).map((e) => e.name).sort();
+    for (const e of Deno.readDirSync(dirAbs)) {
+      if (e.isDirectory) chosen.add(e.name);
+      else if (e.isFile && e.name.endsWith(".json")) chosen.add(e.name.replace(/\.json$/, ""));
+    }
   } catch { /* no mutants yet */ }
   const testFiles = gradedTestFiles();
-  for (const folder of folders) {
-    if (chapters.length && !chapters.some((c) => folder.startsWith(`${c}_`) || folder === c)) continue;
-    const module = `exercises/${folder}.ts`;
-    const testFile = `exercises/${folder}_test.ts`;
+  for (const chapter of [...chosen].sort()) {
+    if (chapters.length && !chapters.some((c) => chapter.startsWith(`${c}_`) || chapter === c)) continue;
+    const module = `exercises/${chapter}.ts`;
+    const testFile = `exercises/${chapter}_test.ts`;
     const hasTests = testFiles.includes(testFile);
     const names = hasTests ? testFileInfo(testFile).names : [];
-    for (const e of [...Deno.readDirSync(join(dir, folder))].sort((a, b) => a.name.localeCompare(b.name))) {
+    const check = (exercise: string | undefined, fn: string | undefined, name: string, problems: string[]) => {
+      const fileFn = name.split("__")[0];
+      if (!name.includes("__")) problems.push("its name must be <fnName>__<mistake>");
+      if (fn && fn !== fileFn) problems.push(`its header names ${fn} but its name starts with ${fileFn}`);
+      if (!hasTests) problems.push(`there is no graded test file ${testFile} for this chapter`);
+      else if (exercise && !names.some((n) => parseTestName(n).exercise === exercise && parseTestName(n).fn === fn)) {
+        problems.push(`no graded test is named "${exercise} ${fn}: …" in ${testFile}`);
+      }
+    };
+    const seen = new Map<string, string>();
+    const folder = join(dirAbs, chapter);
+    let files: Deno.DirEntry[] = [];
+    try {
+      files = [...Deno.readDirSync(folder)].sort((a, b) => a.name.localeCompare(b.name));
+    } catch { /* patches only */ }
+    for (const e of files) {
       if (!e.isFile || !e.name.endsWith(".ts")) continue;
-      const path = `${MUTANTS_DIR}/${folder}/${e.name}`;
+      const path = `${dirRel}/${chapter}/${e.name}`;
       const first = Deno.readTextFileSync(join(ROOT, path)).split("\n")[0];
       const m = HEADER.exec(first);
       const problems: string[] = [];
-      const fileFn = e.name.split("__")[0];
+      const name = e.name.replace(/\.ts$/, "");
       if (!m) {
         problems.push(`first line must be "// mutant of N.M fnName: <the mistake>": got ${JSON.stringify(first)}`);
       }
-      if (!e.name.includes("__")) problems.push("file name must be <fnName>__<mistake>.ts");
-      if (m && m[2] !== fileFn) problems.push(`header names ${m[2]} but the file name starts with ${fileFn}`);
-      if (!hasTests) problems.push(`there is no graded test file ${testFile} for this folder`);
-      else if (m && !names.some((n) => parseTestName(n).exercise === m[1] && parseTestName(n).fn === m[2])) {
-        problems.push(`no graded test is named "${m[1]} ${m[2]}: …" in ${testFile}`);
-      }
+      check(m?.[1], m?.[2], name, problems);
+      seen.set(name, path);
       out.push({
         path,
+        source: path,
         module,
         testFile,
         exercise: m?.[1] ?? "?",
-        fn: m?.[2] ?? fileFn,
+        fn: m?.[2] ?? name.split("__")[0],
         mistake: m?.[3] ?? e.name,
+        problems,
+      });
+    }
+    const jsonRel = `${dirRel}/${chapter}.json`;
+    let patches: MutantPatch[] = [];
+    let solution = "";
+    try {
+      if (exists(join(ROOT, jsonRel))) {
+        patches = readPatchFile(join(ROOT, jsonRel)).mutants;
+        solution = Deno.readTextFileSync(join(ROOT, "solutions", `${chapter}.ts`));
+      }
+    } catch (err) {
+      out.push({
+        path: jsonRel,
+        source: jsonRel,
+        module,
+        testFile,
+        exercise: "?",
+        fn: "?",
+        mistake: "?",
+        problems: [`cannot be read: ${(err as Error).message}`],
+      });
+      continue;
+    }
+    for (const p of patches) {
+      const name = typeof p?.name === "string" ? p.name : "?";
+      const source = `${jsonRel}: ${name}`;
+      const problems: string[] = [];
+      const m = /^(\d+\.\d+) ([A-Za-z_$][\w$]*)$/.exec(typeof p?.exercise === "string" ? p.exercise : "");
+      if (!/^[\w$]+$/.test(name)) problems.push(`"name" must be <fnName>__<mistake> (letters, digits, _): got ${name}`);
+      if (!m) problems.push(`"exercise" must be "N.M fnName": got ${JSON.stringify(p?.exercise)}`);
+      if (typeof p?.mistake !== "string" || !p.mistake.trim()) problems.push(`"mistake" must say what is wrong`);
+      if (!Array.isArray(p?.edits) || !p.edits.length) problems.push(`"edits" must be a non-empty list`);
+      if (seen.has(name)) problems.push(`the name is taken by ${seen.get(name)}`);
+      check(m?.[1], m?.[2], name, problems);
+      seen.set(name, source);
+      const path = `${builtRel}/${chapter}/${name}.ts`;
+      let text: string | undefined;
+      if (!problems.length) {
+        try {
+          text = wholeFileOf(solution, p, dirname(path));
+        } catch (err) {
+          problems.push(`${(err as Error).message} in solutions/${chapter}.ts`);
+        }
+      }
+      out.push({
+        path,
+        source,
+        text,
+        module,
+        testFile,
+        exercise: m?.[1] ?? "?",
+        fn: m?.[2] ?? name.split("__")[0],
+        mistake: typeof p?.mistake === "string" ? p.mistake : "?",
         problems,
       });
     }
   }
   return out;
+}
+
+function exists(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Writes every patched mutant to its `path` (skipping files that already hold its text).
+ * @param mutants what {@link findMutants} returned.
+ */
+export function writeMutants(mutants: Mutant[]): void {
+  for (const m of mutants) if (m.text !== undefined && !m.problems.length) writeIfChanged(join(ROOT, m.path), m.text);
 }
 
 /** A mutant's verdict. */
@@ -128,6 +248,8 @@ export interface MutationOptions {
   offline?: boolean;
   /** Parallel processes (default 2). */
   concurrency?: number;
+  /** The mutants' folder and where patches are written (defaults: `tests/mutants`, `build/mutants`). */
+  find?: FindOptions;
 }
 
 /**
@@ -138,9 +260,10 @@ export interface MutationOptions {
 export async function runMutationCheck(options: MutationOptions = {}): Promise<MutationReport> {
   const t0 = performance.now();
   const chapters = options.chapters ?? [];
-  const mutants = findMutants(chapters);
-  const problems = mutants.flatMap((m) => m.problems.map((p) => `${m.path}: ${p}`));
+  const mutants = findMutants(chapters, options.find);
+  const problems = mutants.flatMap((m) => m.problems.map((p) => `${m.source}: ${p}`));
   const good = mutants.filter((m) => !m.problems.length);
+  writeMutants(good);
   // Coverage: every graded exercise of the chosen chapters needs MIN_MUTANTS mutants.
   const coverage = new Map<string, number>();
   const exerciseFile = new Map<string, string>();
@@ -208,12 +331,13 @@ export async function runMutationCheck(options: MutationOptions = {}): Promise<M
   good.forEach((m, i) => {
     const o = byId.get(`m${i}`)!;
     if (o.loadProblems.length) {
-      problems.push(`${m.path} does not run as written, so it proves nothing:\n    ${o.loadProblems.join("\n    ")}`);
+      const at = m.source === m.path ? m.path : `${m.source} (written to ${m.path})`;
+      problems.push(`${at} does not run as written, so it proves nothing:\n    ${o.loadProblems.join("\n    ")}`);
       return;
     }
     const rs = o.results.filter((r) => r.exercise === m.exercise);
     if (!rs.length) {
-      problems.push(`${m.path}: no graded test of exercise ${m.exercise} ran`);
+      problems.push(`${m.source}: no graded test of exercise ${m.exercise} ran`);
       return;
     }
     if (baselineOk.get(`${m.testFile} ${m.exercise}`) === false) return;
@@ -253,7 +377,7 @@ export function formatMutationReport(report: MutationReport): string {
   if (escaped.length) {
     out.push("");
     out.push("Mutants that earn full points (the graded tests miss these mistakes):");
-    for (const r of escaped) out.push(`  - ${r.mutant.path}: ${r.mutant.mistake}`);
+    for (const r of escaped) out.push(`  - ${r.mutant.source}: ${r.mutant.mistake}`);
   }
   if (report.problems.length) {
     out.push("");
@@ -267,7 +391,19 @@ export function formatMutationReport(report: MutationReport): string {
 }
 
 if (import.meta.main) {
-  const report = await runMutationCheck({ chapters: Deno.args.filter((a) => /^ch\d+$/.test(a)) });
+  const chapters = Deno.args.filter((a) => /^ch\d+$/.test(a));
+  const unknown = Deno.args.filter((a) => !/^ch\d+$/.test(a) && a !== "--convert");
+  if (unknown.length) {
+    console.error(`unknown argument ${unknown.join(" ")}; usage: deno task mutation [--convert] [chNN ...]`);
+    Deno.exit(2);
+  }
+  if (Deno.args.includes("--convert")) {
+    const r = convertWholeFiles(ROOT, { mutantsDir: MUTANTS_DIR, chapters });
+    for (const k of r.kept) console.log(`kept ${k.path}: ${k.why}`);
+    console.log(`${r.converted.length} whole-file mutants stored as patches and deleted; ${r.kept.length} kept`);
+    Deno.exit(r.kept.length ? 1 : 0);
+  }
+  const report = await runMutationCheck({ chapters });
   console.log(formatMutationReport(report));
   if (report.problems.length || report.results.some((r) => !r.caught)) Deno.exit(1);
 }

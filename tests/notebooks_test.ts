@@ -8,7 +8,7 @@ import {
   notebookFiles,
   plainMath,
   ROOT,
-} from "./notebooks.ts";
+} from "../tools/notebooks.ts";
 
 Deno.test("every committed notebook is nbformat 4, uses the Deno kernel, and has no outputs", () => {
   const files = notebookFiles();

@@ -1,7 +1,7 @@
-// Tests of the static-site renderer (tests/site.ts, site_render.ts, site_markdown.ts): no browser, no kernel.
+// Tests of the static-site renderer (tools/site.ts, site_render.ts, site_markdown.ts): no browser, no kernel.
 import { assert, assertEquals, assertFalse, assertMatch, assertRejects, assertStringIncludes } from "@std/assert";
 import { join } from "node:path";
-import { MarkdownRenderer, markdownToHtml, slugify } from "./site_markdown.ts";
+import { MarkdownRenderer, markdownToHtml, slugify } from "../tools/site_markdown.ts";
 import {
   applyCarriageReturns,
   chapterCrumb,
@@ -15,10 +15,10 @@ import {
   renderOutputs,
   stripAnsi,
   stripPlotlyLibrary,
-} from "./site_render.ts";
-import { PLOTLY_FILE, renderSite, writeSite } from "./site.ts";
+} from "../tools/site_render.ts";
+import { PLOTLY_FILE, renderSite, writeSite } from "../tools/site.ts";
 import { sampleNotebook } from "./site_fixtures.ts";
-import { ROOT } from "./notebooks.ts";
+import { ROOT } from "../tools/notebooks.ts";
 
 Deno.test("markdown: headings get unique ids and anchors; emphasis, code and links render", () => {
   const r = new MarkdownRenderer();

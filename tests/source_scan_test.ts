@@ -1,6 +1,6 @@
 import { assert, assertEquals } from "@std/assert";
-import { maskLiterals, scanLiterals } from "./source_scan.ts";
-import { bracketsBalance } from "./graded_runner.ts";
+import { maskLiterals, scanLiterals } from "../tools/source_scan.ts";
+import { bracketsBalance } from "../tools/graded_runner.ts";
 
 Deno.test("scanLiterals blanks literal contents, keeps offsets, and knows when one is left open", () => {
   const src = 'f("a(", `x${g({ y: ")" })}z`, /[)]/, 1 / 2); // )\n/* ( */';

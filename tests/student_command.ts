@@ -17,7 +17,7 @@
  */
 import { cp } from "node:fs/promises";
 import { join } from "node:path";
-import { gradedTestFiles, ROOT, testFileInfo } from "./graded_runner.ts";
+import { gradedTestFiles, ROOT, testFileInfo } from "../tools/graded_runner.ts";
 import { denoTestCounts } from "./proc.ts";
 
 /** The outcome of one run of `deno test exercises/`. */

@@ -24,8 +24,8 @@
  * @module
  */
 import { join } from "node:path";
-import { runGraded, solutionReplacements } from "./graded_runner.ts";
-import { executeNotebooks, jupyterMissing, notebookFiles, reportRun, ROOT } from "./notebooks.ts";
+import { runGraded, solutionReplacements } from "../tools/graded_runner.ts";
+import { executeNotebooks, jupyterMissing, notebookFiles, reportRun, ROOT } from "../tools/notebooks.ts";
 import { runSiteStage } from "./site_stage.ts";
 import { denoTestCounts, runEcho } from "./proc.ts";
 import { checkStudentCommand, declaredGradedTests } from "./student_command.ts";

@@ -11,7 +11,7 @@
  * @module
  */
 import { join } from "node:path";
-import { jupyterMissing, ROOT } from "../tests/notebooks.ts";
+import { jupyterMissing, ROOT } from "./notebooks.ts";
 import { ensurePlotlyAsset } from "../lib/display/plot.ts";
 
 async function works(cmd: string, args: string[]): Promise<boolean> {

@@ -135,7 +135,7 @@ export function explainFailure(err: unknown): Error {
 
 /** Makes `file:///…/exercises/x.ts:3:4` read as `exercises/x.ts:3:4`. */
 function shortenPath(text: string): string {
-  return text.replace(/file:\/\/\/\S*?\/((?:exercises|solutions|tests\/mutants)\/)/g, "$1");
+  return text.replace(/file:\/\/\/\S*?\/((?:exercises|solutions|(?:tests|build)\/mutants)\/)/g, "$1");
 }
 
 /**

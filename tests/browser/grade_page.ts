@@ -7,10 +7,10 @@
  */
 import { join } from "node:path";
 import type { Page } from "playwright-core";
-import type { GradeReport } from "../grade.ts";
-import { ROOT } from "../graded_runner.ts";
-import { notebookFiles } from "../notebooks.ts";
-import { SITE_DIR, writeSite } from "../site.ts";
+import type { GradeReport } from "../../tools/grade.ts";
+import { ROOT } from "../../tools/graded_runner.ts";
+import { notebookFiles } from "../../tools/notebooks.ts";
+import { SITE_DIR, writeSite } from "../../tools/site.ts";
 import { exists } from "./chromium.ts";
 
 /**

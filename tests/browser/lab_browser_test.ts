@@ -28,7 +28,7 @@
  */
 /// <reference lib="dom" />
 import { join } from "node:path";
-import { jupyterMissing, ROOT } from "../notebooks.ts";
+import { jupyterMissing, ROOT } from "../../tools/notebooks.ts";
 import { chromiumMissing, launchChromium } from "./chromium.ts";
 
 const NOTEBOOK = Deno.env.get("LMBOOK_LAB_NOTEBOOK") ?? "00_tour.ipynb";

@@ -1,5 +1,5 @@
 /**
- * Builds the live part of the site (called by `deno task render`, tests/site.ts): everything a chapter page needs
+ * Builds the live part of the site (called by `deno task render`, tools/site.ts): everything a chapter page needs
  * to run its own code in the browser, written to `SITE/live/` (generated, never committed):
  *
  * | file                           | what                                                        | loaded            |

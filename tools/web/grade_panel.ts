@@ -23,10 +23,10 @@
 import { basicSetup, EditorView } from "codemirror";
 import { javascript } from "@codemirror/lang-javascript";
 import { zipSync } from "fflate";
-import { formatReport, type GradeReport } from "../../tests/grade.ts";
+import { formatReport, type GradeReport } from "../grade.ts";
 import { gradeInWorker, reportOf, type TestFileData, type TypeChecker } from "./grade_run.ts";
 import type { TypeCheckAnswer, TypeCheckRequest } from "./typecheck_worker.ts";
-import type { PointsSpec } from "../../tests/grade.ts";
+import type { PointsSpec } from "../grade.ts";
 
 /** What the page embeds for its panel (see `grade_build.ts`). */
 export interface PanelData {
