@@ -1,5 +1,8 @@
 #!/usr/bin/python3
-"""PyTorch peer of lmbook's fixed-window model (chapter 3): training throughput.
+"""
+Hold every thread pool to the count: OPENBLAS_NUM_THREADS=N OMP_NUM_THREADS=N MKL_NUM_THREADS=N, one thread
+count per process (bench/torch_peer.ts does this; set_num_threads alone leaves OpenBLAS a thread per core).
+PyTorch peer of lmbook's fixed-window model (chapter 3): training throughput.
 
 The same network as lib/models/fixed_window.ts (Bengio et al., 2003: embeddings,
 concatenation, tanh hidden layer, optional direct connections, softmax over

@@ -32,6 +32,7 @@
  *
  * @module
  */
+import { runTorchPeer } from "./torch_peer.ts";
 import { formatBackendReport, initBackend, tf } from "../lib/mod.ts";
 import { transformerConfig } from "../lib/models/transformer_config.ts";
 import { TransformerLM } from "../lib/models/transformer.ts";
@@ -84,28 +85,17 @@ interface TorchResult {
 }
 
 async function torchPeer(newTokens: number, repeats: number): Promise<TorchResult[] | string> {
-  try {
-    const out = await new Deno.Command("/usr/bin/python3", {
-      args: [
-        new URL("./decode_torch.py", import.meta.url).pathname,
-        "--json",
-        "--new-tokens",
-        String(newTokens),
-        "--repeats",
-        String(repeats),
-        "--threads",
-        "1,2",
-      ],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const text = new TextDecoder().decode(out.stdout);
-    if (!out.success) return `decode_torch.py failed: ${new TextDecoder().decode(out.stderr).slice(-400)}`;
-    for (const line of text.trim().split("\n")) console.log(`  [torch] ${line.startsWith("{") ? "(json)" : line}`);
-    return JSON.parse(text.trim().split("\n").at(-1)!).results as TorchResult[];
-  } catch (e) {
-    return `could not run /usr/bin/python3 bench/decode_torch.py: ${(e as Error).message}`;
+  // One process per thread count, each held to it (OPENBLAS_NUM_THREADS too): see torch_peer.ts.
+  const runs = await runTorchPeer<{ results: TorchResult[] }>(
+    new URL("./decode_torch.py", import.meta.url).pathname,
+    ["--json", "--new-tokens", String(newTokens), "--repeats", String(repeats)],
+    [1, 2],
+  );
+  if ("error" in runs) return `decode_torch.py failed: ${runs.error}`;
+  for (const r of runs) {
+    if (r.threads > 1) console.log(`  [torch] ${r.threads} threads ran at load ${r.loadBefore.toFixed(2)}`);
   }
+  return runs.flatMap((r) => r.result.results);
 }
 
 /** Decoding speed of MHA, GQA and MQA, interleaved; prints a table. */

@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""PyTorch peer of bench/decode_bench.ts (chapter 7): generation speed, in new tokens
+"""
+Hold every thread pool to the count: OPENBLAS_NUM_THREADS=N OMP_NUM_THREADS=N MKL_NUM_THREADS=N, one thread
+count per process (bench/torch_peer.ts does this; set_num_threads alone leaves OpenBLAS a thread per core).
+PyTorch peer of bench/decode_bench.ts (chapter 7): generation speed, in new tokens
 per second, of the same decoder-only transformer (nanoGPT's CPU "baby" config by
 default), with a KV cache and without one (recomputing the whole window every step).
 On demand only, never in CI.

@@ -32,6 +32,7 @@
  *
  * @module
  */
+import { runTorchPeer } from "./torch_peer.ts";
 import * as lm from "../lib/mod.ts";
 const { tf } = lm;
 
@@ -176,10 +177,9 @@ async function runTorch(
   batchSize: number,
   threads: string,
   steps: number,
-): Promise<{ version: string; results: TorchResult[] } | { error: string }> {
+): Promise<{ version: string; results: (TorchResult & { loadBefore: number })[] } | { error: string }> {
   const p = lm.TRANSFORMER_PRESETS[preset];
   const args = [
-    new URL("./transformer_torch.py", import.meta.url).pathname,
     "--json",
     "--layers",
     String(p.nLayer),
@@ -193,20 +193,20 @@ async function runTorch(
     String(batchSize),
     "--vocab",
     String(vocabSize),
-    "--threads",
-    threads,
     "--steps",
     String(steps),
   ];
-  try {
-    const out = await new Deno.Command("/usr/bin/python3", { args, stdout: "piped", stderr: "piped" }).output();
-    const text = new TextDecoder().decode(out.stdout);
-    if (!out.success) return { error: new TextDecoder().decode(out.stderr).trim().split("\n").at(-1) ?? "failed" };
-    const last = JSON.parse(text.trim().split("\n").at(-1)!);
-    return { version: last.torch, results: last.results };
-  } catch (e) {
-    return { error: (e as Error).message };
-  }
+  // One process per thread count, each held to it (OPENBLAS_NUM_THREADS too): see torch_peer.ts.
+  const runs = await runTorchPeer<{ torch: string; results: TorchResult[] }>(
+    new URL("./transformer_torch.py", import.meta.url).pathname,
+    args,
+    threads.split(",").map(Number),
+  );
+  if ("error" in runs) return runs;
+  return {
+    version: runs[0]?.result.torch ?? "?",
+    results: runs.flatMap((r) => r.result.results.map((x) => ({ ...x, loadBefore: r.loadBefore }))),
+  };
 }
 
 function arg(name: string, fallback: string): string {
@@ -348,7 +348,9 @@ if (import.meta.main && Deno.args.includes("--modern")) {
     for (const r of torch.results) {
       torchBy.set(r.threads, { median: r.tokens_per_second, best: r.best_tokens_per_second });
       rows.push({
-        implementation: `PyTorch ${torch.version}, ${r.threads} thread${r.threads > 1 ? "s" : ""}`,
+        implementation: `PyTorch ${torch.version}, ${r.threads} thread${r.threads > 1 ? "s" : ""}${
+          r.threads > 1 ? ` (load ${r.loadBefore.toFixed(2)} before it)` : " (the reference)"
+        }`,
         "ms/step (median)": +(r.seconds_per_step * 1000).toFixed(1),
         "ms/step (best)": +(r.best_seconds_per_step * 1000).toFixed(1),
         "tokens/s (best)": Math.round(r.best_tokens_per_second),
