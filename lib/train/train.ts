@@ -53,7 +53,7 @@
  */
 import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
-import { ProgressBar } from "../display/progress.ts";
+import { pacer, ProgressBar } from "../display/progress.ts";
 import type { Batch, Dataset } from "./dataset.ts";
 import { AdamW } from "./adamw.ts";
 import type { Optimizer } from "./optimizer.ts";
@@ -556,6 +556,7 @@ export class Trainer {
     const label = typeof o.progress === "string" ? o.progress : "train";
     const bar = o.progress === false ? null : new ProgressBar(stepsLeft, { label });
     const t0 = performance.now();
+    const pace = pacer(100);
     let trainMs = 0;
     let pendingLoss: tf.Scalar[] = [];
     let lastNorm: tf.Scalar | null = null;
@@ -641,10 +642,7 @@ export class Trainer {
         history.steps++;
         const done = this.#stepsDone - startStep;
         const logNow = done % o.logEvery === 0 || done === stepsLeft;
-        if (logNow) {
-          await flushLog();
-          await new Promise((r) => setTimeout(r, 0)); // let a notebook draw
-        }
+        if (logNow) await flushLog();
         trainMs += performance.now() - s0;
         if (done >= stepsLeft) {
           history.stopReason = o.maxSteps !== undefined && this.#stepsDone >= o.maxSteps ? "steps" : "epochs";
@@ -664,6 +662,7 @@ export class Trainer {
           }
         }
         bar?.update(1, logNow || stop ? { ...metrics } : undefined);
+        await pace(); // every ~100 ms: lets a notebook or a live page draw the bar (it redraws every 250 ms)
       }
       if (restoreBest && bestWeights && history.best) {
         const vars = this.model.variables();
