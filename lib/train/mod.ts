@@ -2,7 +2,8 @@
  * The training layer (chapter 3, shared with chapters 4-6): the trainer loop
  * (`train.ts`), its datasets (`dataset.ts`), AdamW (`adamw.ts`) and SGD (`sgd.ts`),
  * learning-rate schedules and gradient clipping (`schedule.ts`), checkpoints
- * (`checkpoint.ts`) and loss curves (`curves.ts`), for any model that
+ * (`checkpoint.ts`), runs that resume after a stop (`resume.ts`) and loss
+ * curves (`curves.ts`), for any model that
  * implements {@link TrainableModel}.
  *
  * @module
@@ -14,4 +15,5 @@ export * from "./optimizer.ts";
 export * from "./schedule.ts";
 export * from "./train.ts";
 export * from "./checkpoint.ts";
+export { type CheckpointOptions, fingerprintDiff, loadRun, runFingerprint, type SavedRun, saveRun } from "./resume.ts";
 export * from "./curves.ts";

@@ -58,6 +58,8 @@ import type { Batch, Dataset } from "./dataset.ts";
 import { AdamW } from "./adamw.ts";
 import type { Optimizer } from "./optimizer.ts";
 import { clipScale, learningRateAt, type ScheduleOptions } from "./schedule.ts";
+import { assignWeights } from "./checkpoint.ts";
+import { type CheckpointOptions, openRun, type SavedRun, saveRun } from "./resume.ts";
 
 /** What the trainer tells the model's loss function (chapter 3). */
 export interface LossOptions {
@@ -285,6 +287,12 @@ export interface TrainerOptions {
    * second core). Default: none, the whole batch is differentiated here.
    */
   share?: StepShare;
+  /**
+   * Save the run to a file as it goes, and resume from it when the same run
+   * starts again (a notebook cell run again after its kernel was stopped):
+   * see {@link CheckpointOptions}. A finished run is reused without training.
+   */
+  checkpoint?: CheckpointOptions;
 }
 
 /**
@@ -536,11 +544,16 @@ export class Trainer {
    * step, to help lower the learning rate).
    */
   async run(): Promise<TrainHistory> {
-    const o = this.options;
+    const o = this.options, ck = o.checkpoint;
     const total = this.totalSteps;
-    const startStep = this.#stepsDone;
+    const label = typeof o.progress === "string" ? o.progress : "train";
+    const opened = ck && await openRun(ck, this); // says so when it resumes or reuses a run
+    const saved = opened ? opened.saved : undefined;
+    if (saved) this.#restore(saved);
+    const startStep = saved?.runStart ?? this.#stepsDone;
     const stepsLeft = total - startStep;
-    const history = (this.history = emptyHistory());
+    const history = (this.history = saved?.history ?? emptyHistory());
+    if (saved?.finished) return history;
     if (stepsLeft <= 0) {
       history.stopReason = o.maxSteps !== undefined && startStep >= o.maxSteps ? "steps" : "epochs";
       return history;
@@ -551,13 +564,20 @@ export class Trainer {
     const patience = o.patience ?? Infinity;
     const minRel = o.minRelativeImprovement ?? 0;
     const restoreBest = o.restoreBest ?? Boolean(o.valData);
-    let bestWeights: Record<string, tf.Tensor> | null = null;
-    let sinceBest = 0;
-    const label = typeof o.progress === "string" ? o.progress : "train";
+    let bestWeights = saved?.best ?? null;
+    let sinceBest = saved?.sinceBest ?? 0;
     const bar = o.progress === false ? null : new ProgressBar(stepsLeft, { label });
-    const t0 = performance.now();
+    if (saved) bar?.update(saved.stepsDone - startStep);
+    const t0 = performance.now() - (saved?.seconds ?? 0) * 1000;
     const pace = pacer(100);
-    let trainMs = 0;
+    let trainMs = saved?.trainMs ?? 0, lastSave = performance.now();
+    const save = (finished: boolean) => {
+      const seconds = (performance.now() - t0) / 1000, best = finished ? null : bestWeights;
+      const at = { stepsDone: this.#stepsDone, examplesSeen: this.#examplesSeen, order: this.#order };
+      const run = { ...at, cursor: this.#cursor, rng: this.#rng.state(), runStart: startStep, history, sinceBest };
+      const more = { fingerprint: opened!.fingerprint, trainMs, seconds, weights: this.model.variables(), finished };
+      return saveRun(ck!.path, { ...run, ...more, best }, this.optimizer);
+    };
     let pendingLoss: tf.Scalar[] = [];
     let lastNorm: tf.Scalar | null = null;
     let lastLr = 0;
@@ -662,6 +682,11 @@ export class Trainer {
           }
         }
         bar?.update(1, logNow || stop ? { ...metrics } : undefined);
+        const due = ck && !stop && pendingLoss.length === 0;
+        if (due && performance.now() - lastSave >= (ck.everySeconds ?? 30) * 1000) {
+          await save(false);
+          lastSave = performance.now();
+        }
         await pace(); // every ~100 ms: lets a notebook or a live page draw the bar (it redraws every 250 ms)
       }
       if (restoreBest && bestWeights && history.best) {
@@ -687,7 +712,18 @@ export class Trainer {
     }
     history.seconds = (performance.now() - t0) / 1000;
     history.examplesPerSecond = history.examples / (trainMs / 1000);
+    if (ck) await save(true);
     return history;
+  }
+
+  /** Puts back a saved run's weights, optimiser state and position (the saved tensors are disposed). */
+  #restore(saved: SavedRun): void {
+    assignWeights(this.model.variables(), saved.weights);
+    this.optimizer.loadState!(saved.optimizer);
+    tf.dispose(Object.values(saved.optimizer.tensors));
+    ({ stepsDone: this.#stepsDone, examplesSeen: this.#examplesSeen, order: this.#order, cursor: this.#cursor } =
+      saved);
+    this.#rng.setState(saved.rng);
   }
 
   /** Frees the optimiser state (not the model). */
