@@ -367,7 +367,7 @@ async function executeOnce(
       join(ROOT, notebook),
     ],
     cwd: join(ROOT, "notebooks"),
-    env: { NO_COLOR: "1", ...options.env },
+    env: { NO_COLOR: "1", LMBOOK_CHECKPOINTS: "fresh", ...options.env }, // every training cell trains: outputs of this code
     stdout: "piped",
     stderr: "piped",
   }).output();

@@ -31,7 +31,11 @@ export interface CheckpointOptions {
    * checkpoint made with other values is refused, naming them.
    */
   config?: Record<string, unknown>;
-  /** Start afresh: ignore the saved run and overwrite it (default false). */
+  /**
+   * Start afresh: ignore the saved run and overwrite it (default false; the
+   * environment variable `LMBOOK_CHECKPOINTS=fresh` does the same for every
+   * checkpoint, as the notebook tests do).
+   */
   fresh?: boolean;
 }
 
@@ -322,7 +326,8 @@ export async function openRun(
     variables: trainer.model.variables(),
     optimizer: kind,
   });
-  const saved = checkpoint.fresh ? undefined : await loadRun(checkpoint.path, fingerprint);
+  const fresh = checkpoint.fresh || platform().env("LMBOOK_CHECKPOINTS") === "fresh";
+  const saved = fresh ? undefined : await loadRun(checkpoint.path, fingerprint);
   if (saved) {
     const label = typeof options.progress === "string" ? options.progress : "train";
     console.log(resumeMessage(label, checkpoint.path, saved, trainer.totalSteps));

@@ -149,6 +149,14 @@ Deno.test("Trainer checkpoint: another run's checkpoint is refused, naming what 
   m.calls = 0;
   await new Trainer(m, train, { ...options, maxSteps: 12, checkpoint: { path, fresh: true } }).run();
   assertEquals(m.calls, 12, "fresh: true trains from the start");
+  Deno.env.set("LMBOOK_CHECKPOINTS", "fresh");
+  try {
+    m.calls = 0;
+    await new Trainer(m, train, { ...options, maxSteps: 12, checkpoint: { path } }).run();
+    assertEquals(m.calls, 12, "LMBOOK_CHECKPOINTS=fresh trains from the start");
+  } finally {
+    Deno.env.delete("LMBOOK_CHECKPOINTS");
+  }
   const saved = await loadRun(path, (await loadRun(path, {}).catch(() => undefined))?.fingerprint ?? {}).catch((e) =>
     e
   );
