@@ -55,6 +55,8 @@ export interface SavedRun {
   cursor: number;
   /** The trainer's random generator. */
   rng: RngState;
+  /** The training data's own generator ({@link Dataset.rng}), if it has one. */
+  dataRng?: RngState;
   /** The history so far (complete when `finished`). */
   history: TrainHistory;
   /** Evaluations since the best one (early stopping). */

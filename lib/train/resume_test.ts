@@ -1,7 +1,7 @@
 import { assert, assertAlmostEquals, assertEquals, assertRejects, assertStringIncludes } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { AdamW } from "./adamw.ts";
-import { arrayDataset, type Batch } from "./dataset.ts";
+import { arrayDataset, type Batch, type Dataset } from "./dataset.ts";
 import { SGD } from "./sgd.ts";
 import { fingerprintDiff, loadRun } from "./resume.ts";
 import { type TrainableModel, Trainer, type TrainerOptions } from "./train.ts";
@@ -63,7 +63,31 @@ function values(model: TrainableModel): number[][] {
   return Object.values(model.variables()).map((v) => Array.from(v.dataSync()));
 }
 
+/** Training pairs whose targets are sometimes redrawn from the dataset's own generator at each batch (as MLM masks are). */
+function noisy(seed: number): Dataset {
+  const rng = new Rng(seed);
+  return {
+    length: train.length,
+    rng,
+    batch(indices) {
+      const b = train.batch(indices);
+      const y = Int32Array.from(b.y.dataSync(), (t) => (rng.next() < 0.3 ? rng.int(V) : t));
+      tf.dispose(b.y);
+      return { x: b.x, y: tf.tensor1d(y, "int32") };
+    },
+  };
+}
+
 Deno.test("Trainer checkpoint: a run stopped and resumed by new objects equals an unbroken run", async () => {
+  await stopAndResume(() => train);
+});
+
+Deno.test("Trainer checkpoint: a dataset's own generator (MLM masks) is resumed too", async () => {
+  await stopAndResume(() => noisy(11));
+});
+
+async function stopAndResume(makeData: () => Dataset): Promise<void> {
+  const train = makeData();
   const unbroken = bigram(V);
   const h1 = await new Trainer(unbroken, train, options).run();
 
@@ -72,7 +96,7 @@ Deno.test("Trainer checkpoint: a run stopped and resumed by new objects equals a
   const stopAt = 25; // a log point: the last save was at step 20, mid-epoch (19 steps make an epoch)
   await assertRejects(
     () =>
-      new Trainer(first, train, {
+      new Trainer(first, makeData(), {
         ...options,
         checkpoint: { path, everySeconds: 0, config: { init: 1 } },
         onLog: (r) => {
@@ -86,12 +110,13 @@ Deno.test("Trainer checkpoint: a run stopped and resumed by new objects equals a
 
   const before = tf.memory().numTensors;
   const second = bigram(V); // a fresh model, initialised as the first was
+  const train2 = makeData(); // and fresh data
   const logs: string[] = [];
   const log = console.log;
   console.log = (...a: unknown[]) => logs.push(a.join(" "));
   let h2;
   try {
-    const trainer = new Trainer(second, train, { ...options, checkpoint: { path, config: { init: 1 } } });
+    const trainer = new Trainer(second, train2, { ...options, checkpoint: { path, config: { init: 1 } } });
     h2 = await trainer.run();
     trainer.dispose();
   } finally {
@@ -116,7 +141,7 @@ Deno.test("Trainer checkpoint: a run stopped and resumed by new objects equals a
   console.log = (...a: unknown[]) => logs.push(a.join(" "));
   let h3;
   try {
-    h3 = await new Trainer(third, train, { ...options, checkpoint: { path, config: { init: 1 } } }).run();
+    h3 = await new Trainer(third, makeData(), { ...options, checkpoint: { path, config: { init: 1 } } }).run();
   } finally {
     console.log = log;
   }
@@ -125,7 +150,7 @@ Deno.test("Trainer checkpoint: a run stopped and resumed by new objects equals a
   assertEquals(h3.train.map((r) => r.loss), h2.train.map((r) => r.loss));
   assertEquals(values(third), values(second));
   for (const m of [unbroken, second, third]) m.dispose();
-});
+}
 
 Deno.test("Trainer checkpoint: another run's checkpoint is refused, naming what differs; fresh starts over", async () => {
   const path = await tempPath();

@@ -575,6 +575,7 @@ export class Trainer {
       const seconds = (performance.now() - t0) / 1000, best = finished ? null : bestWeights;
       const at = { stepsDone: this.#stepsDone, examplesSeen: this.#examplesSeen, order: this.#order };
       const run = { ...at, cursor: this.#cursor, rng: this.#rng.state(), runStart: startStep, history, sinceBest };
+      if (this.data.rng) Object.assign(run, { dataRng: this.data.rng.state() });
       const more = { fingerprint: opened!.fingerprint, trainMs, seconds, weights: this.model.variables(), finished };
       return saveRun(ck!.path, { ...run, ...more, best }, this.optimizer);
     };
@@ -724,6 +725,7 @@ export class Trainer {
     ({ stepsDone: this.#stepsDone, examplesSeen: this.#examplesSeen, order: this.#order, cursor: this.#cursor } =
       saved);
     this.#rng.setState(saved.rng);
+    if (this.data.rng && saved.dataRng) this.data.rng.setState(saved.dataRng);
   }
 
   /** Frees the optimiser state (not the model). */
