@@ -2,6 +2,7 @@ import { assertEquals, assertGreater, assertStringIncludes } from "@std/assert";
 import {
   checkExecuted,
   checkNotebookSource,
+  checkProseAgainstTables,
   checkProseNumbers,
   EXECUTED_DIR,
   kernelDirs,
@@ -119,6 +120,33 @@ Deno.test("checkProseNumbers: a marked number must be shown by an output of the 
   assertEquals(checkProseNumbers(nb(code("1"), md("p = 0.9 and 81 characters"))), []);
 });
 
+Deno.test("checkProseAgainstTables: computed prose may not quote a table's number more precisely than it shows", () => {
+  const cell = (table: string, markdown: string) => ({
+    cell_type: "code",
+    source: "",
+    outputs: [
+      { output_type: "display_data", data: { "text/html": `<table><tr><td>${table}</td></tr></table>` } },
+      { output_type: "display_data", data: { "text/markdown": markdown, "text/plain": markdown } },
+    ],
+  });
+  const nb = (...cells: unknown[]) => ({ cells });
+  // Chapter 5's leakage cell as it was: the table shows 219, the prose 219.03.
+  const found = checkProseAgainstTables(
+    nb(cell("honest perplexity 219 4.29", "its perplexity is 219.03 against 4.29")),
+  );
+  assertEquals(found, ["cell 0: the prose says 219.03 where the table shows 219: quote the table (lm.formatNumber)"]);
+  assertEquals(checkProseAgainstTables(nb(cell("1,148 params", "about 1148.4 parameters"))).length, 1);
+  // Quoting the table, a rounder value, another cell's table, or a table number of fewer than 3 digits is fine.
+  assertEquals(checkProseAgainstTables(nb(cell("219 4.29", "219 against 4.29"))), []);
+  assertEquals(checkProseAgainstTables(nb(cell("219.03", "about 219"))), []);
+  assertEquals(checkProseAgainstTables(nb(cell("2 layers, 0.85", "loss 2.4, rate 0.853"))), []);
+  assertEquals(
+    checkProseAgainstTables(nb(cell("219", "no number"), { cell_type: "code", outputs: [], source: "219.03" })),
+    [],
+  );
+  assertEquals(checkExecuted(nb(cell("219", "219.03"))).length, 1, "checkExecuted runs it");
+});
+
 const executed = (() => {
   try {
     // Only copies executed from the current source: a stale copy says nothing about today's prose.
@@ -138,11 +166,13 @@ const executed = (() => {
 })();
 
 Deno.test({
-  name: "the executed notebooks in build/executed/ state no marked number that their run contradicts",
+  name: "the executed notebooks in build/executed/ state no number that their run contradicts or shows otherwise",
   ignore: executed.length === 0,
   fn() {
     const problems = executed.flatMap((name) =>
-      checkProseNumbers(JSON.parse(Deno.readTextFileSync(`${EXECUTED_DIR}/${name}`))).map((p) => `${name}: ${p}`)
+      [checkProseNumbers, checkProseAgainstTables].flatMap((check) =>
+        check(JSON.parse(Deno.readTextFileSync(`${EXECUTED_DIR}/${name}`))).map((p) => `${name}: ${p}`)
+      )
     );
     assertEquals(problems, []);
   },

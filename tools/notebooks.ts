@@ -261,6 +261,50 @@ export function checkProseNumbers(nb: Json): string[] {
   return problems;
 }
 
+/** Significant digits of a number as written: 3 for "219" and "0.00219", 4 for "1,148" and "2.190". */
+function significant(written: string): number {
+  return written.replace(/[-−,.]/g, "").replace(/^0+/, "").length;
+}
+
+/**
+ * Numbers that prose computed by a code cell (its `text/markdown` output, from
+ * `lm.showMarkdown`) states more precisely than a table of the same cell shows
+ * them: "219.03" beside a table that shows "219". The reader sees two values
+ * for one thing; the prose should quote the table (`lm.formatNumber`). A table
+ * number of fewer than three significant digits is not compared (a "2" in a
+ * table says nothing about a "2.4" in the prose).
+ * @param nb the executed notebook JSON.
+ * @returns one message per number.
+ */
+export function checkProseAgainstTables(nb: Json): string[] {
+  const problems: string[] = [];
+  (nb.cells ?? []).forEach((c: Json, i: number) => {
+    if (c.cell_type !== "code") return;
+    let table = "", prose = "";
+    for (const o of c.outputs ?? []) {
+      const d = o.data ?? {};
+      const html = d["text/html"] === undefined ? "" : cellText(d["text/html"]);
+      if (html.includes("<table")) table += " " + html.replace(/<[^>]+>/g, " ");
+      if (d["text/markdown"] !== undefined) prose += " " + cellText(d["text/markdown"]);
+    }
+    if (!table || !prose) return;
+    const shown = [...table.matchAll(NUMBER)].map((m) => m[0]);
+    const decimals = (w: string) => w.split(".")[1]?.length ?? 0;
+    for (const x of new Set([...prose.matchAll(NUMBER)].map((m) => m[0]))) {
+      const xv = parseNumber(x);
+      if (shown.some((y) => parseNumber(y) === xv)) continue;
+      const y = shown.find((y) =>
+        significant(y) >= 3 && decimals(x) > decimals(y) &&
+        Math.abs(Number(xv.toFixed(decimals(y))) - parseNumber(y)) < 1e-9 * Math.max(1, Math.abs(xv))
+      );
+      if (y !== undefined) {
+        problems.push(`cell ${i}: the prose says ${x} where the table shows ${y}: quote the table (lm.formatNumber)`);
+      }
+    }
+  });
+  return problems;
+}
+
 /** Formula-like text that is not typeset: a caret or subscript on a symbol, a root, sum or product sign. */
 const PLAIN_MATH =
   /(?<![\w`])[A-Za-z]\w{0,2}[\^_](?:\{|\(|[A-Za-z0-9]+\b)|[\d)]\^\(?\w|\w[²³]|\w ?· ?\w|[√Σ∏∑∂]|\b(?:sqrt|log|exp)\((?=[^)]*[a-z_]\))/g;
@@ -294,8 +338,9 @@ export function plainMath(nb: Json): string[] {
 
 /**
  * Problems in an executed notebook: error outputs, plots that a cell asked
- * for but that are not in the outputs, and marked numbers in the prose that
- * the run contradicts ({@link checkProseNumbers}).
+ * for but that are not in the outputs, marked numbers in the prose that
+ * the run contradicts ({@link checkProseNumbers}), and computed prose more
+ * precise than its cell's table ({@link checkProseAgainstTables}).
  * @param nb the executed notebook JSON.
  * @returns one message per problem.
  */
@@ -316,7 +361,7 @@ export function checkExecuted(nb: Json): string[] {
     const plots = outs.filter((o) => o.data?.["application/vnd.plotly.v1+json"]).length;
     if (plots < shows) problems.push(`cell ${i}: ${shows} plot(s) requested, ${plots} in the output`);
   });
-  problems.push(...checkProseNumbers(nb));
+  problems.push(...checkProseNumbers(nb), ...checkProseAgainstTables(nb));
   return problems;
 }
 
@@ -367,7 +412,7 @@ async function executeOnce(
       join(ROOT, notebook),
     ],
     cwd: join(ROOT, "notebooks"),
-    env: { NO_COLOR: "1", ...options.env },
+    env: { NO_COLOR: "1", LMBOOK_CHECKPOINTS: "fresh", ...options.env }, // every training cell trains: outputs of this code
     stdout: "piped",
     stderr: "piped",
   }).output();

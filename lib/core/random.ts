@@ -175,4 +175,50 @@ export class Rng {
   tfSeed(): number {
     return this.uint32();
   }
+
+  /**
+   * Where the generator is in its stream, as plain numbers (chapter 3: a
+   * training checkpoint stores it so a resumed run draws what an unbroken
+   * one would have drawn).
+   * @returns the four sfc32 words and the spare normal draw (or null).
+   *
+   * @example
+   * ```ts
+   * import { assertEquals } from "@std/assert";
+   * import { Rng } from "./random.ts";
+   * const a = new Rng(7);
+   * a.normal();
+   * const b = new Rng(0);
+   * b.setState(a.state());
+   * assertEquals([b.normal(), b.int(100)], [a.normal(), a.int(100)]);
+   * ```
+   */
+  state(): RngState {
+    return { words: [this.#a >>> 0, this.#b >>> 0, this.#c >>> 0, this.#d >>> 0], spare: this.#spare };
+  }
+
+  /**
+   * Moves the generator to a point of a stream given by {@link Rng.state} (chapter 3).
+   * @param state what `state()` returned (any generator's).
+   * @throws {RangeError} when the state is not four 32-bit unsigned integers and a spare number or null.
+   */
+  setState(state: RngState): void {
+    const w = state?.words;
+    if (
+      !Array.isArray(w) || w.length !== 4 || !w.every((x) => Number.isInteger(x) && x >= 0 && x < 2 ** 32) ||
+      !(state.spare === null || Number.isFinite(state.spare))
+    ) {
+      throw new RangeError(`not an Rng state: state=${JSON.stringify(state)}`);
+    }
+    [this.#a, this.#b, this.#c, this.#d] = w;
+    this.#spare = state.spare;
+  }
+}
+
+/** The position of an {@link Rng} in its stream (chapter 3's checkpoints). */
+export interface RngState {
+  /** sfc32's four 32-bit words. */
+  words: number[];
+  /** The second normal draw of the last Box-Muller pair, not returned yet (or null). */
+  spare: number | null;
 }

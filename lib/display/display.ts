@@ -104,6 +104,28 @@ export async function showHtml(html: string, options: { text?: string } = {}): P
   });
 }
 
+/**
+ * A number as {@link showTable} shows it (chapter 0), for prose that quotes a
+ * table: `digits` significant digits for non-integers, without trailing
+ * zeros; integers and numbers from 100,000 with thousands separators; an
+ * exponent below 1e-6 and from 1e15.
+ *
+ * @param v the number.
+ * @param options `digits`: significant digits (default 4, as the tables).
+ * @returns the text the table shows.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { formatNumber } from "./display.ts";
+ * assertEquals([formatNumber(219.03), formatNumber(3.14159), formatNumber(1148), formatNumber(0.000642)],
+ *   ["219", "3.142", "1,148", "0.000642"]);
+ * ```
+ */
+export function formatNumber(v: number, options: { digits?: number } = {}): string {
+  return cell(v, options.digits ?? 4);
+}
+
 function cell(v: unknown, digits: number): string {
   if (typeof v === "number") {
     if (!Number.isFinite(v)) return String(v);

@@ -186,6 +186,46 @@ export class ProgressBar {
 }
 
 /**
+ * A pause for long synchronous loops (chapter 0): a notebook's front end (the
+ * Deno kernel, or a live page's worker) receives a progress bar's redraws only
+ * when the code running yields to the event loop. The function returned waits
+ * one event-loop turn when at least `ms` milliseconds have passed since its
+ * last wait, and returns at once otherwise, so a loop can call it every
+ * iteration for little cost.
+ *
+ * @param ms milliseconds between yields (default 100, below the bar's 250 ms redraw interval).
+ * @param now a clock in milliseconds (default performance.now).
+ * @returns a function to await in the loop.
+ * @throws {RangeError} when `ms` is negative or not a number.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { pacer } from "./progress.ts";
+ * let t = 0, yields = 0;
+ * const pace = pacer(100, () => t);
+ * for (let i = 0; i < 10; i++) {
+ *   t += 30; // 30 ms of work per iteration
+ *   let turned = false;
+ *   setTimeout(() => (turned = true), 0);
+ *   await pace();
+ *   if (turned) yields++;
+ * }
+ * assertEquals(yields, 2); // at 120 and 240 ms: about every 100 ms, not every iteration
+ * ```
+ */
+export function pacer(ms = 100, now: () => number = () => performance.now()): () => Promise<void> {
+  if (!(ms >= 0)) throw new RangeError(`ms must be a non-negative number: ms=${ms}`);
+  let last = now();
+  return async () => {
+    const t = now();
+    if (t - last < ms) return;
+    await new Promise((r) => setTimeout(r, 0));
+    last = now();
+  };
+}
+
+/**
  * Iterates over items with a progress bar that finishes by itself.
  * @param items an array (its length is the total).
  * @param options the bar's options.

@@ -143,6 +143,7 @@ export function mlmDataset(
   const rng = new Rng(options.seed ?? 0);
   return {
     length: sequences.length,
+    rng, // a training checkpoint stores where the masks are in their stream
     batch(indices: ArrayLike<number>): Batch {
       const n = indices.length;
       const x = new Int32Array(n * length).fill(padId), y = new Int32Array(n * length).fill(-100);

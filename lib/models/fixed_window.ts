@@ -32,6 +32,7 @@
  */
 import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
+import { pacer } from "../display/progress.ts";
 import { BOS_ID, EOS_ID, UNK_ID } from "../data/vocab.ts";
 import { crossEntropyFromLogits, linear } from "../kernels/mod.ts";
 import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
@@ -730,6 +731,7 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
     const { x, y } = buildWindows(stream, n, { window: this.config.window });
     const out = new Float64Array(stream.length);
     const bs = this.evalBatchSize;
+    const pace = pacer(); // yields every ~100 ms, so a progress bar keeps pace
     for (let s = 0; s < stream.length; s += bs) {
       const e = Math.min(stream.length, s + bs);
       const xs = x.subarray(s * n, e * n), ys = y.subarray(s, e);
@@ -768,6 +770,7 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
       out.set(values, s);
       for (let t = s; t < e; t++) if (y[t] === BOS_ID) out[t] = -Infinity;
       options.onProgress?.(e, stream.length);
+      await pace();
     }
     return out;
   }

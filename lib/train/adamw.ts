@@ -8,7 +8,7 @@
  */
 import * as tf from "../core/tf.ts";
 import { type AdamWStep, fusedAdamW, wasmSimdReady } from "../kernels/mod.ts";
-import { checkStep, type Optimizer } from "./optimizer.ts";
+import { checkStep, type Optimizer, type OptimizerState } from "./optimizer.ts";
 
 /** Hyper-parameters of {@link AdamW}. */
 export interface AdamWOptions {
@@ -178,8 +178,11 @@ export class AdamW implements Optimizer {
         if (options.scale) g = g.mul(options.scale);
         let m = this.#m.get(name), v = this.#v.get(name);
         if (!m || !v) {
-          m = tf.variable(tf.zerosLike(p), false);
-          v = tf.variable(tf.zerosLike(p), false);
+          const mJs = this.#mJs.get(name), vJs = this.#vJs.get(name); // moments loaded or from another backend
+          m = tf.variable(mJs ? tf.tensor(mJs, p.shape, "float32") : tf.zerosLike(p), false);
+          v = tf.variable(vJs ? tf.tensor(vJs, p.shape, "float32") : tf.zerosLike(p), false);
+          this.#mJs.delete(name);
+          this.#vJs.delete(name);
           this.#m.set(name, m);
           this.#v.set(name, v);
         }
@@ -274,6 +277,54 @@ export class AdamW implements Optimizer {
     tf.dispose([m, v]);
     this.#mSimd.delete(name);
     this.#vSimd.delete(name);
+  }
+
+  /**
+   * A copy of the step count and the moments (`m/<name>`, `v/<name>`, flat
+   * float32), for a training checkpoint (chapter 3).
+   * @returns the state; the caller disposes its tensors.
+   */
+  saveState(): OptimizerState {
+    const tensors: Record<string, tf.Tensor> = {};
+    for (
+      const [key, tensorMap, jsMap, simdMap] of [["m", this.#m, this.#mJs, this.#mSimd], [
+        "v",
+        this.#v,
+        this.#vJs,
+        this.#vSimd,
+      ]] as const
+    ) {
+      for (const [name, t] of [...tensorMap, ...simdMap]) {
+        tensors[`${key}/${name}`] = tf.tidy(() => t.reshape([-1]).clone());
+      }
+      for (const [name, a] of jsMap) tensors[`${key}/${name}`] = tf.tensor1d(a.slice(), "float32");
+    }
+    return { step: this.step, tensors };
+  }
+
+  /**
+   * Puts back a state from {@link AdamW.saveState} (the tensors are copied, not disposed).
+   * @param state the step and the moments.
+   * @throws {RangeError} on a key other than `m/<name>` or `v/<name>`, or a name with only one of the two.
+   */
+  loadState(state: OptimizerState): void {
+    const names = new Set<string>();
+    for (const key of Object.keys(state.tensors)) {
+      const match = key.match(/^([mv])\/(.+)$/);
+      if (!match) throw new RangeError(`not an AdamW state: tensor ${key} is neither m/<name> nor v/<name>`);
+      names.add(match[2]);
+    }
+    for (const name of names) {
+      if (!state.tensors[`m/${name}`] || !state.tensors[`v/${name}`]) {
+        throw new RangeError(`not an AdamW state: ${name} needs both m/${name} and v/${name}`);
+      }
+    }
+    this.dispose();
+    for (const name of names) {
+      this.#mJs.set(name, Float32Array.from(state.tensors[`m/${name}`].dataSync()));
+      this.#vJs.set(name, Float32Array.from(state.tensors[`v/${name}`].dataSync()));
+    }
+    this.step = state.step;
   }
 
   /** Frees the moment estimates. */

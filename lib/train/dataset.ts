@@ -8,6 +8,7 @@
  * @module
  */
 import * as tf from "../core/tf.ts";
+import type { Rng } from "../core/random.ts";
 
 /**
  * One mini-batch: inputs `x` and targets `y`, usually int32 token ids, e.g.
@@ -37,6 +38,12 @@ export interface Dataset {
    * @returns the batch, with `indices.length` rows.
    */
   batch(indices: ArrayLike<number>): Batch;
+  /**
+   * The generator a dataset draws from while it builds batches (e.g. the
+   * masks of `mlmDataset`), if it draws any: a training checkpoint stores
+   * its state so a resumed run gets the batches an unbroken one would.
+   */
+  readonly rng?: Rng;
 }
 
 /** Options of {@link arrayDataset}. */

@@ -2,7 +2,8 @@
  * The training layer (chapter 3, shared with chapters 4-6): the trainer loop
  * (`train.ts`), its datasets (`dataset.ts`), AdamW (`adamw.ts`) and SGD (`sgd.ts`),
  * learning-rate schedules and gradient clipping (`schedule.ts`), checkpoints
- * (`checkpoint.ts`), loss curves (`curves.ts`) and data parallelism over several cores (`data_parallel.ts`), for any model that
+ * (`checkpoint.ts`), runs that resume after a stop (`resume.ts`), loss curves
+ * (`curves.ts`) and data parallelism over several cores (`data_parallel.ts`), for any model that
  * implements {@link TrainableModel}.
  *
  * @module
@@ -14,5 +15,6 @@ export * from "./optimizer.ts";
 export * from "./schedule.ts";
 export * from "./train.ts";
 export * from "./checkpoint.ts";
+export { type CheckpointOptions, fingerprintDiff, loadRun, runFingerprint, type SavedRun, saveRun } from "./resume.ts";
 export * from "./curves.ts";
 export { chooseWorkers, DataParallel, type ModelSpec, type WorkersChoice } from "./data_parallel.ts";

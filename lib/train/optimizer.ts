@@ -26,6 +26,26 @@ export interface Optimizer {
   ): void;
   /** Frees the optimiser's state. */
   dispose(): void;
+  /**
+   * A copy of the optimiser's state (its step and its per-variable buffers),
+   * which a training checkpoint stores (optional: a trainer with a
+   * checkpoint needs it).
+   * @returns the state; the caller disposes its tensors.
+   */
+  saveState?(): OptimizerState;
+  /**
+   * Puts back a state that {@link Optimizer.saveState} returned (the tensors are copied, not disposed).
+   * @param state the step and the buffers by name.
+   */
+  loadState?(state: OptimizerState): void;
+}
+
+/** An optimiser's state, as stored by a training checkpoint (chapter 3). */
+export interface OptimizerState {
+  /** Steps taken. */
+  step: number;
+  /** The buffers (e.g. AdamW's `m/<variable>` and `v/<variable>`), flat. */
+  tensors: Record<string, tf.Tensor>;
 }
 
 /**

@@ -53,12 +53,16 @@
  */
 import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
-import { ProgressBar } from "../display/progress.ts";
+import { pacer, ProgressBar } from "../display/progress.ts";
 import type { Batch, Dataset } from "./dataset.ts";
 import { AdamW } from "./adamw.ts";
 import type { Optimizer } from "./optimizer.ts";
 import { clipScale, learningRateAt, type ScheduleOptions } from "./schedule.ts";
 import { chooseWorkers, type ModelSpec, type WorkersChoice } from "./data_parallel.ts";
+import { evaluateLoss } from "./evaluate.ts";
+export { evaluateLoss, type EvaluateLossOptions, type LossReport } from "./evaluate.ts";
+import { assignWeights } from "./checkpoint.ts";
+import { type CheckpointOptions, openRun, type SavedRun, saveRun } from "./resume.ts";
 
 /** What the trainer tells the model's loss function (chapter 3). */
 export interface LossOptions {
@@ -101,71 +105,6 @@ export interface TrainableModel {
    * have it can train on several cores (the trainer's `workers` option).
    */
   spec?(): ModelSpec;
-}
-
-/** Options of {@link evaluateLoss}. */
-export interface EvaluateLossOptions {
-  /** Examples per forward pass (default 512). */
-  batchSize?: number;
-  /** Evaluate only these example numbers (default: all, in order). */
-  indices?: ArrayLike<number>;
-}
-
-/** The mean loss of a model on a dataset (chapter 3). */
-export interface LossReport {
-  /** Mean loss in nats per predicted token. */
-  loss: number;
-  /** exp(loss). */
-  perplexity: number;
-  /** The number of examples evaluated. */
-  examples: number;
-}
-
-/**
- * The mean loss and perplexity of a model on a dataset, with the model in
- * evaluation mode (chapter 3). Batch means are weighted by batch size, so the
- * result is the mean over all examples.
- *
- * @param model the model.
- * @param data the examples.
- * @param options the batch size and an optional subset of examples.
- * @returns the mean loss, its perplexity and the example count.
- * @throws {RangeError} when the dataset (or subset) is empty or the loss is not finite.
- */
-export async function evaluateLoss(
-  model: TrainableModel,
-  data: Dataset,
-  options: EvaluateLossOptions = {},
-): Promise<LossReport> {
-  const batchSize = options.batchSize ?? 512;
-  if (!Number.isInteger(batchSize) || batchSize < 1) {
-    throw new RangeError(
-      `batchSize must be a positive integer: batchSize=${batchSize}`,
-    );
-  }
-  const n = options.indices ? options.indices.length : data.length;
-  if (n === 0) {
-    throw new RangeError("cannot evaluate on an empty dataset: examples=0");
-  }
-  let total = 0;
-  for (let start = 0; start < n; start += batchSize) {
-    const count = Math.min(batchSize, n - start);
-    const idx = new Int32Array(count);
-    for (let j = 0; j < count; j++) {
-      idx[j] = options.indices ? options.indices[start + j] : start + j;
-    }
-    const lossT = tf.tidy(() => {
-      const batch = data.batch(idx);
-      return model.loss(batch, { training: false, seed: 0 }).mul(count);
-    });
-    total += (await lossT.data())[0];
-    lossT.dispose();
-  }
-  const loss = total / n;
-  if (!Number.isFinite(loss)) {
-    throw new RangeError(`the model's loss is not finite: loss=${loss}`);
-  }
-  return { loss, perplexity: Math.exp(loss), examples: n };
 }
 
 /** One record of the training loss (chapter 3). */
@@ -292,8 +231,8 @@ export interface TrainerOptions {
   onEval?: (record: EvalRecord, history: TrainHistory) => void | Promise<void>;
   /**
    * Shares each step's gradient work with other workers (data parallelism,
-   * e.g. `bench/data_parallel.ts`, which gives part of every batch to a
-   * second core). Default: none, the whole batch is differentiated here.
+   * e.g. a started `DataParallel`, which gives part of every batch to
+   * other cores). Default: none; see `workers`.
    */
   share?: StepShare;
   /**
@@ -307,11 +246,17 @@ export interface TrainerOptions {
   workers?: number | "auto";
   /** How helpers rebuild the model, for a model without `spec()`. */
   workerSpec?: ModelSpec;
+  /**
+   * Save the run to a file as it goes, and resume from it when the same run
+   * starts again (a notebook cell run again after its kernel was stopped):
+   * see {@link CheckpointOptions}. A finished run is reused without training.
+   */
+  checkpoint?: CheckpointOptions;
 }
 
 /**
  * A way to split each training step across workers (data parallelism;
- * chapter 3's trainer, used by `bench/`). The trainer calls `split` with the
+ * chapter 3's trainer, `data_parallel.ts`). The trainer calls `split` with the
  * step's whole batch, differentiates the part it returns, then calls
  * `combine` with that part's gradients and loss (inside `tf.tidy`) and
  * steps the optimiser on what `combine` returns: the gradients and loss of
@@ -592,13 +537,18 @@ export class Trainer {
    * step, to help lower the learning rate).
    */
   async run(): Promise<TrainHistory> {
-    const o = this.options;
+    const o = this.options, ck = o.checkpoint;
     const total = this.totalSteps;
-    const startStep = this.#stepsDone;
+    const label = typeof o.progress === "string" ? o.progress : "train";
+    const opened = ck && await openRun(ck, this); // says so when it resumes or reuses a run
+    const saved = opened ? opened.saved : undefined;
+    if (saved) this.#restore(saved);
+    const startStep = saved?.runStart ?? this.#stepsDone;
     const stepsLeft = total - startStep;
-    const history = (this.history = emptyHistory());
+    const history = (this.history = saved?.history ?? emptyHistory());
+    if (saved?.finished) return history;
     if (stepsLeft > 0) {
-      const choice = await this.#chooseWorkers(stepsLeft);
+      const choice = await this.#chooseWorkers(total - this.#stepsDone);
       this.#share = choice.share;
       history.workers = choice.workers;
       history.workersReason = choice.reason;
@@ -613,12 +563,21 @@ export class Trainer {
     const patience = o.patience ?? Infinity;
     const minRel = o.minRelativeImprovement ?? 0;
     const restoreBest = o.restoreBest ?? Boolean(o.valData);
-    let bestWeights: Record<string, tf.Tensor> | null = null;
-    let sinceBest = 0;
-    const label = typeof o.progress === "string" ? o.progress : "train";
+    let bestWeights = saved?.best ?? null;
+    let sinceBest = saved?.sinceBest ?? 0;
     const bar = o.progress === false ? null : new ProgressBar(stepsLeft, { label });
-    const t0 = performance.now();
-    let trainMs = 0;
+    if (saved) bar?.update(saved.stepsDone - startStep);
+    const t0 = performance.now() - (saved?.seconds ?? 0) * 1000;
+    const pace = pacer(100);
+    let trainMs = saved?.trainMs ?? 0, lastSave = performance.now();
+    const save = (finished: boolean) => {
+      const seconds = (performance.now() - t0) / 1000, best = finished ? null : bestWeights;
+      const at = { stepsDone: this.#stepsDone, examplesSeen: this.#examplesSeen, order: this.#order };
+      const run = { ...at, cursor: this.#cursor, rng: this.#rng.state(), runStart: startStep, history, sinceBest };
+      if (this.data.rng) Object.assign(run, { dataRng: this.data.rng.state() });
+      const more = { fingerprint: opened!.fingerprint, trainMs, seconds, weights: this.model.variables(), finished };
+      return saveRun(ck!.path, { ...run, ...more, best }, this.optimizer);
+    };
     let pendingLoss: tf.Scalar[] = [];
     let lastNorm: tf.Scalar | null = null;
     let lastLr = 0;
@@ -703,10 +662,7 @@ export class Trainer {
         history.steps++;
         const done = this.#stepsDone - startStep;
         const logNow = done % o.logEvery === 0 || done === stepsLeft;
-        if (logNow) {
-          await flushLog();
-          await new Promise((r) => setTimeout(r, 0)); // let a notebook draw
-        }
+        if (logNow) await flushLog();
         trainMs += performance.now() - s0;
         if (done >= stepsLeft) {
           history.stopReason = o.maxSteps !== undefined && this.#stepsDone >= o.maxSteps ? "steps" : "epochs";
@@ -726,6 +682,12 @@ export class Trainer {
           }
         }
         bar?.update(1, logNow || stop ? { ...metrics } : undefined);
+        const due = ck && !stop && pendingLoss.length === 0;
+        if (due && performance.now() - lastSave >= (ck.everySeconds ?? 30) * 1000) {
+          await save(false);
+          lastSave = performance.now();
+        }
+        await pace(); // every ~100 ms: lets a notebook or a live page draw the bar (it redraws every 250 ms)
       }
       if (restoreBest && bestWeights && history.best) {
         const vars = this.model.variables();
@@ -753,7 +715,19 @@ export class Trainer {
     }
     history.seconds = (performance.now() - t0) / 1000;
     history.examplesPerSecond = history.examples / (trainMs / 1000);
+    if (ck) await save(true);
     return history;
+  }
+
+  /** Puts back a saved run's weights, optimiser state and position (the saved tensors are disposed). */
+  #restore(saved: SavedRun): void {
+    assignWeights(this.model.variables(), saved.weights);
+    this.optimizer.loadState!(saved.optimizer);
+    tf.dispose(Object.values(saved.optimizer.tensors));
+    ({ stepsDone: this.#stepsDone, examplesSeen: this.#examplesSeen, order: this.#order, cursor: this.#cursor } =
+      saved);
+    this.#rng.setState(saved.rng);
+    if (this.data.rng && saved.dataRng) this.data.rng.setState(saved.dataRng);
   }
 
   /** Frees the optimiser state (not the model). */

@@ -7,6 +7,7 @@ import { clipScale, learningRateAt } from "./schedule.ts";
 import { evaluateLoss, type StepShare, type TrainableModel, Trainer } from "./train.ts";
 import { Rng } from "../core/random.ts";
 import { initBackend } from "../core/backend.ts";
+import { denoPlatform, type JupyterApi, setPlatform } from "../core/platform.ts";
 
 tf.env().set("PROD", true);
 await tf.setBackend("cpu");
@@ -565,4 +566,45 @@ Deno.test("AdamW on wasm: the fused SIMD step equals the plain loop, across a ba
     }
   }
   await initBackend("cpu");
+});
+
+Deno.test("Trainer: progress redraws reach a notebook while a long run goes, not only at log points", async () => {
+  // A notebook front end that records, for each redraw it receives, the count the bar shows and the steps done.
+  const seen: { shown: number; stepsDone: number }[] = [];
+  let stepsDone = 0;
+  const front: JupyterApi = {
+    display: (obj) => {
+      const text = String((obj as Record<string, unknown>)["text/plain"] ?? "");
+      seen.push({ shown: Number(text.match(/ (\d+)\/\d+ /)?.[1]), stepsDone });
+      return Promise.resolve();
+    },
+  };
+  const base = bigram(4);
+  const model: TrainableModel = {
+    variables: base.variables,
+    loss: (b, o) => {
+      const until = performance.now() + 10; // 10 ms of work per step: 80 steps take about 0.8 s
+      while (performance.now() < until) { /* busy */ }
+      stepsDone++;
+      return base.loss(b, o);
+    },
+  };
+  setPlatform({ ...denoPlatform, jupyter: () => front });
+  try {
+    const steps = 80;
+    // logEvery above the run's length: the trainer has no log point to yield at before the end.
+    const trainer = new Trainer(model, pairs(stream(400, 4)), { batchSize: 8, maxSteps: steps, logEvery: 1000 });
+    await trainer.run();
+    trainer.dispose();
+    const during = seen.filter((s) => s.stepsDone < steps && s.shown > 1);
+    assert(
+      during.length >= 1,
+      `no redraw reached the front end while training ran (redraws seen: ${JSON.stringify(seen)})`,
+    );
+    for (const s of during) assert(s.shown <= s.stepsDone, `a redraw shows ${s.shown} steps after ${s.stepsDone}`);
+    assertEquals(seen.at(-1)!.shown, steps);
+  } finally {
+    setPlatform(undefined);
+    tf.dispose(Object.values(base.variables()));
+  }
 });

@@ -7,6 +7,8 @@
  * - `?autorun=1` runs every code cell in order, then sets `data-lmbook-run` on `<html>` to `"done"` (no cell
  *   failed) or `"error"` (the first failing cell stops the run, as "Run all" does in Jupyter).
  * - `?backend=wasm` (or `webgpu`, `cpu`, `auto`) is passed to lib as `LMBOOK_BACKEND`.
+ * - `?checkpoints=fresh` is passed as `LMBOOK_CHECKPOINTS`: training cells ignore the runs they saved in this
+ *   browser and train afresh.
  * - Stop terminates the worker (a synchronous training loop cannot be interrupted any other way on a static host)
  *   and starts a new one: the kernel's state is gone, as after Restart.
  * - `window.lmbook` offers the same to scripts and tests: `runAll()`, `runCell(i)`, `runCode(code)`,
@@ -120,6 +122,8 @@ function start(): Promise<void> {
     };
   });
   const env: Record<string, string> = { LMBOOK_BACKEND: select.value };
+  const checkpoints = new URLSearchParams(location.search).get("checkpoints");
+  if (checkpoints) env.LMBOOK_CHECKPOINTS = checkpoints; // ?checkpoints=fresh: training cells start afresh
   w.postMessage({ type: "init", env });
   return ready;
 }
@@ -282,11 +286,19 @@ function onKernelMessage(m: FromKernel): void {
       append(cell, preOutput(`${m.ename}: ${m.evalue}\n${m.traceback}`, "output-error"));
       return;
     case "download": {
-      const a = document.createElement("a");
+      // A file written again by the same cell (a training checkpoint saved as it goes) updates its link.
+      const again = cell &&
+        [...outputsOf(cell).querySelectorAll<HTMLAnchorElement>("a.live-download")].find((x) =>
+          x.dataset.path === m.path
+        );
+      const a = again ?? document.createElement("a");
+      if (again) URL.revokeObjectURL(again.href);
       a.href = URL.createObjectURL(new Blob([m.data as BlobPart]));
       a.download = m.path.split("/").pop() || "file";
       a.textContent = `Download ${m.path} (${m.data.byteLength.toLocaleString()} bytes, also kept in this browser)`;
       a.className = "live-download";
+      a.dataset.path = m.path;
+      if (again) return;
       const p = document.createElement("p");
       p.appendChild(a);
       append(cell, p);
