@@ -57,7 +57,7 @@ export interface DecodableTransformer {
   readonly config: DecodableConfig;
   /** The id fed first when the prompt is empty. */
   readonly bosId: number;
-  /** The weights by name (`wte`, `wpe`, `h0.attn.qkv.w`, ...). */
+  /** The weights by name (`wte`, `wpe`, `h0.attn.wq`, ...; see `lib/models/gpt.ts`). */
   variables(): Record<string, tf.Variable>;
   /**
    * Logits (B, T, vocabSize) for token ids (B, T); with `past`, also the

@@ -28,8 +28,10 @@ import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
 import type { Batch, Dataset } from "../train/dataset.ts";
 import type { LossOptions, TrainableModel } from "../train/train.ts";
-import { layerNorm, normalMatrix } from "./attention.ts";
-import { embeddingLookup, gelu } from "../kernels/mod.ts";
+import { MASK_VALUE } from "../core/mask.ts";
+import { normalMatrix } from "./attention.ts";
+import { embeddingLookup } from "../kernels/mod.ts";
+import { attend, dense, mergeHeads, mlp as gptMlp, norm as gptNorm, splitHeads } from "./gpt.ts";
 
 // ---------------------------------------------------------------------------
 // The masked-language-model objective
@@ -209,34 +211,25 @@ class Params {
 }
 let familyVarId = 0;
 
-/** Multi-head attention of queries from `x` over keys/values from `kv` (self when kv = x). */
-function attend(
+/** The families' blocks: LayerNorm, the dense GELU MLP, no dropout. */
+const FAMILY = { normalization: "layer", mlp: "dense", activation: "gelu" } as const;
+const NO_DROPOUT = { rate: 0, seeds: new Rng(0) };
+
+/**
+ * Multi-head attention of queries from `x` over keys/values from `kv` (self
+ * when kv = x), from the decoder's pieces (`gpt.ts`); `mask` is 1 where a
+ * query may read a key.
+ */
+function attention(
   v: Record<string, tf.Variable>,
   prefix: string,
-  x: tf.Tensor3D,
-  kv: tf.Tensor3D,
-  nHead: number,
-  mask: tf.Tensor | undefined,
+  qkv: { x: tf.Tensor3D; kv: tf.Tensor3D; nHead: number; mask?: tf.Tensor },
 ): tf.Tensor3D {
-  const [B, Tq, C] = x.shape, Tk = kv.shape[1], hs = C / nHead;
-  const proj = (t: tf.Tensor3D, T: number, w: string) =>
-    tf.transpose(
-      tf.reshape(tf.add(tf.matMul(tf.reshape(t, [B * T, C]), v[prefix + w + ".w"]), v[prefix + w + ".b"]), [
-        B,
-        T,
-        nHead,
-        hs,
-      ]),
-      [0, 2, 1, 3],
-    ); // (B, nHead, T, hs)
-  const q = proj(x, Tq, "q"), k = proj(kv, Tk, "k"), val = proj(kv, Tk, "v");
-  // softmax(q k^T / sqrt(hs) + bias) v, the bias -1e9 where the mask is 0 (an
-  // additive bias rather than chapter 5's tf.where, which has no gradient path here).
-  let scores = tf.div(tf.matMul(q, k, false, true), Math.sqrt(hs)); // (B, nHead, Tq, Tk)
-  if (mask) scores = tf.add(scores, tf.mul(tf.sub(1, mask), -1e9)); // (B, nHead, Tq, Tk)
-  const output = tf.matMul(tf.softmax(scores), val); // (B, nHead, Tq, hs)
-  const merged = tf.reshape(tf.transpose(output, [0, 2, 1, 3]), [B * Tq, C]); // (B*Tq, C)
-  return tf.reshape(tf.add(tf.matMul(merged, v[prefix + "o.w"]), v[prefix + "o.b"]), [B, Tq, C]) as tf.Tensor3D;
+  const { x, kv, nHead, mask } = qkv;
+  const heads = (t: tf.Tensor3D, w: string) => splitHeads(dense(t, v[prefix + w + ".w"], v[prefix + w + ".b"]), nHead); // (B, nHead, T, hs)
+  const bias = mask ? tf.mul(tf.sub(1, mask), MASK_VALUE) : undefined; // 0 where allowed
+  const { y } = attend({ q: heads(x, "q"), k: heads(kv, "k"), v: heads(kv, "v"), bias }, NO_DROPOUT); // (B, nHead, Tq, hs)
+  return dense(mergeHeads(y), v[prefix + "o.w"], v[prefix + "o.b"]); // (B, Tq, C)
 }
 
 function addAttention(p: Params, prefix: string, C: number): void {
@@ -259,14 +252,11 @@ function addMlp(p: Params, prefix: string, C: number): void {
 }
 
 function norm(v: Record<string, tf.Variable>, name: string, x: tf.Tensor3D): tf.Tensor3D {
-  return layerNorm(x, { gamma: v[`${name}.g`], beta: v[`${name}.b`] }) as tf.Tensor3D;
+  return gptNorm(v, { c: FAMILY, x, name }); // (B, T, C)
 }
 
 function mlp(v: Record<string, tf.Variable>, prefix: string, x: tf.Tensor3D): tf.Tensor3D {
-  const [B, T, C] = x.shape;
-  const flat = tf.reshape(x, [B * T, C]) as tf.Tensor2D; // (N, C)
-  const h = gelu(tf.add(tf.matMul(flat, v[prefix + "mlp.w1"]), v[prefix + "mlp.b1"])); // (N, 4C)
-  return tf.reshape(tf.add(tf.matMul(h, v[prefix + "mlp.w2"]), v[prefix + "mlp.b2"]), [B, T, C]) as tf.Tensor3D;
+  return gptMlp(v, { c: FAMILY, x, prefix, ...NO_DROPOUT }); // (B, T, C)
 }
 
 /** Token plus learned position embeddings: (B, T, C). */
@@ -360,7 +350,7 @@ export class TransformerEncoder implements TrainableModel {
     let x = embed(v, idx, "wpe", c.blockSize); // (B, T, C)
     for (let l = 0; l < c.nLayer; l++) {
       const h = norm(v, `e${l}.ln1`, x);
-      x = tf.add(x, attend(v, `e${l}.attn.`, h, h, c.nHead, mask)); // (B, T, C)
+      x = tf.add(x, attention(v, `e${l}.attn.`, { x: h, kv: h, nHead: c.nHead, mask })); // (B, T, C)
       x = tf.add(x, mlp(v, `e${l}.`, norm(v, `e${l}.ln2`, x))); // (B, T, C)
     }
     return norm(v, "lnF", x); // (B, T, C)
@@ -496,7 +486,7 @@ export class EncoderDecoder implements TrainableModel {
     let x = embed(v, src, "wpeSrc", c.blockSize); // (B, N, C)
     for (let l = 0; l < c.nLayer; l++) {
       const h = norm(v, `e${l}.ln1`, x);
-      x = tf.add(x, attend(v, `e${l}.attn.`, h, h, c.nHead, mask)); // (B, N, C)
+      x = tf.add(x, attention(v, `e${l}.attn.`, { x: h, kv: h, nHead: c.nHead, mask })); // (B, N, C)
       x = tf.add(x, mlp(v, `e${l}.`, norm(v, `e${l}.ln2`, x))); // (B, N, C)
     }
     return norm(v, "encF", x); // (B, N, C)
@@ -518,8 +508,11 @@ export class EncoderDecoder implements TrainableModel {
     let x = embed(v, tgtIn, "wpeTgt", c.blockSize); // (B, M, C)
     for (let l = 0; l < c.nLayer; l++) {
       const h = norm(v, `d${l}.ln1`, x);
-      x = tf.add(x, attend(v, `d${l}.self.`, h, h, c.nHead, causal)); // (B, M, C): causal self-attention
-      x = tf.add(x, attend(v, `d${l}.cross.`, norm(v, `d${l}.ln2`, x), mem, c.nHead, srcMask)); // (B, M, C)
+      x = tf.add(x, attention(v, `d${l}.self.`, { x: h, kv: h, nHead: c.nHead, mask: causal })); // (B, M, C): causal self-attention
+      x = tf.add(
+        x,
+        attention(v, `d${l}.cross.`, { x: norm(v, `d${l}.ln2`, x), kv: mem, nHead: c.nHead, mask: srcMask }),
+      ); // (B, M, C)
       x = tf.add(x, mlp(v, `d${l}.`, norm(v, `d${l}.ln3`, x))); // (B, M, C)
     }
     const h = tf.reshape(norm(v, "decF", x), [B * M, C]); // (B*M, C)

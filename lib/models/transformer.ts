@@ -117,62 +117,21 @@ import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
 import type { Batch } from "../train/dataset.ts";
 import type { LossOptions, TrainableModel } from "../train/train.ts";
 import { assignWeights, loadWeights, saveWeights } from "../train/checkpoint.ts";
-import { type KVCacheEntry, normalMatrix, sinusoidalPositions } from "./attention.ts";
-import {
-  attentionCore,
-  crossEntropyFromLogits,
-  embeddingLookup,
-  gelu,
-  layerNormFused,
-  linear,
-  nextTokenLogProbs,
-  repeatKVHeads,
-  rmsNormFused,
-  ropeRotate,
-  swigluGate,
-  tiedHead,
-} from "../kernels/mod.ts";
+import { layerNormFused, nextTokenLogProbs, rmsNormFused } from "../kernels/mod.ts";
 import { makeSampler, type SamplerOptions } from "../lm/sampling.ts";
-import { causalBias, checkSyncRead, MAX_LOGITS, ropeTable } from "./transformer_helpers.ts";
+import { checkSyncRead } from "./transformer_helpers.ts";
+import { gptForward, initWeights } from "./gpt.ts";
+import { FastForward, type RunResult } from "./gpt_fast.ts";
 import {
   countParameters,
   type ForwardOptions,
   type ForwardResult,
   type FullTransformerConfig,
-  mlpHiddenSize,
   type ParameterCount,
   type TransformerConfig,
   transformerConfig,
   type TransformerOptions,
 } from "./transformer_config.ts";
-
-/** What the time-major forward pass returns. */
-interface RunResult extends Omit<ForwardResult, "logits"> {
-  /** Logits with rows ordered (T, B): (T*B, vocabSize). */
-  logitsTB: tf.Tensor2D;
-}
-
-/** One block's variables. */
-interface BlockParams {
-  ln1g: tf.Variable;
-  ln1b?: tf.Variable;
-  wq: tf.Variable; // (C, C): W^Q, all heads side by side
-  bq?: tf.Variable;
-  wk: tf.Variable; // (C, nKVHead * headSize): W^K
-  bk?: tf.Variable;
-  wv: tf.Variable; // (C, nKVHead * headSize): W^V
-  bv?: tf.Variable;
-  projW: tf.Variable; // (C, C): W^O
-  projB?: tf.Variable;
-  ln2g: tf.Variable;
-  ln2b?: tf.Variable;
-  fcW: tf.Variable; // (C, h): the dense MLP's first layer, or SwiGLU's gate W1
-  fcB?: tf.Variable;
-  upW?: tf.Variable; // (C, h): SwiGLU's linear branch W3
-  upB?: tf.Variable;
-  fc2W: tf.Variable; // (h, C)
-  fc2B?: tf.Variable;
-}
 
 /**
  * A GPT-style decoder-only transformer language model (chapter 6).
@@ -202,12 +161,7 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   /** Stride of the sliding windows when scoring streams longer than blockSize. */
   readonly evalStride: number;
   #vars: Record<string, tf.Variable> = {};
-  #blocks: BlockParams[] = [];
-  #wte: tf.Variable;
-  #wpe?: tf.Variable;
-  #lnFg?: tf.Variable;
-  #lnFb?: tf.Variable;
-  #constants = new Map<string, tf.Tensor>();
+  #fast: FastForward;
 
   /**
    * Creates the model with freshly initialised weights: N(0, 0.02) for
@@ -235,46 +189,11 @@ export class TransformerLM implements TrainableModel, LanguageModel {
       );
     }
     const rng = options.rng ?? new Rng(options.seed ?? 0);
-    const C = c.nEmbd, H = mlpHiddenSize(c), KV = c.nKVHead * (C / c.nHead);
-    const rms = c.normalization === "rms", swiglu = c.mlp === "swiglu";
-    const std = 0.02, projStd = 0.02 / Math.sqrt(2 * c.nLayer);
-    const add = (name: string, t: tf.Tensor): tf.Variable => {
-      const v = tf.variable(t, true, `${name}_${variableId++}`);
+    for (const [name, t] of Object.entries(initWeights(c, rng))) {
+      this.#vars[name] = tf.variable(t, true, `${name}_${variableId++}`);
       t.dispose();
-      this.#vars[name] = v;
-      return v;
-    };
-    const ones = (n: number) => tf.ones([n]);
-    const zeros = (n: number) => tf.zeros([n]);
-    this.#wte = add("wte", normalMatrix([c.vocabSize, C], rng, std));
-    if (c.positions === "learned") this.#wpe = add("wpe", normalMatrix([c.blockSize, C], rng, std));
-    for (let l = 0; l < c.nLayer; l++) {
-      const p = `h${l}.`;
-      this.#blocks.push({
-        ln1g: add(p + "ln1.g", ones(C)),
-        ln1b: c.bias && !rms ? add(p + "ln1.b", zeros(C)) : undefined,
-        wq: add(p + "attn.wq", normalMatrix([C, C], rng, std)),
-        bq: c.bias ? add(p + "attn.bq", zeros(C)) : undefined,
-        wk: add(p + "attn.wk", normalMatrix([C, KV], rng, std)),
-        bk: c.bias ? add(p + "attn.bk", zeros(KV)) : undefined,
-        wv: add(p + "attn.wv", normalMatrix([C, KV], rng, std)),
-        bv: c.bias ? add(p + "attn.bv", zeros(KV)) : undefined,
-        projW: add(p + "attn.wo", normalMatrix([C, C], rng, projStd)),
-        projB: c.bias ? add(p + "attn.bo", zeros(C)) : undefined,
-        ln2g: add(p + "ln2.g", ones(C)),
-        ln2b: c.bias && !rms ? add(p + "ln2.b", zeros(C)) : undefined,
-        fcW: add(p + "mlp.w1", normalMatrix([C, H], rng, std)),
-        fcB: c.bias ? add(p + "mlp.b1", zeros(H)) : undefined,
-        upW: swiglu ? add(p + "mlp.w3", normalMatrix([C, H], rng, std)) : undefined,
-        upB: swiglu && c.bias ? add(p + "mlp.b3", zeros(H)) : undefined,
-        fc2W: add(p + "mlp.w2", normalMatrix([H, C], rng, projStd)),
-        fc2B: c.bias ? add(p + "mlp.b2", zeros(C)) : undefined,
-      });
     }
-    if (c.norm === "pre") {
-      this.#lnFg = add("lnF.g", ones(C));
-      this.#lnFb = c.bias && !rms ? add("lnF.b", zeros(C)) : undefined;
-    }
+    this.#fast = new FastForward(c);
   }
 
   /** The number of token ids ({@link LanguageModel}). */
@@ -288,7 +207,7 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   }
 
   /**
-   * The trainable variables by stable name (`wte`, `wpe`, `h0.attn.qkv.w`,
+   * The trainable variables by stable name (`wte`, `wpe`, `h0.attn.wq`,
    * ...), for the trainer and {@link saveWeights}.
    * @returns the same variables on every call.
    */
@@ -302,41 +221,6 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    */
   parameterCount(): ParameterCount {
     return countParameters(this.config);
-  }
-
-  /** A cached constant tensor (kept across calls, freed by dispose). */
-  #constant(key: string, make: () => tf.Tensor): tf.Tensor {
-    let t = this.#constants.get(key);
-    if (!t || t.isDisposed) {
-      t = tf.keep(make());
-      this.#constants.set(key, t);
-    }
-    return t;
-  }
-
-  /** The additive causal bias (T, Tpast + T): 0 where allowed, -1e9 where not. */
-  #causalBias(T: number, offset: number): tf.Tensor2D {
-    return this.#constant(`causal:${T}:${offset}`, () => causalBias(T, offset)) as tf.Tensor2D;
-  }
-
-  /**
-   * Rotary tables for positions offset .. offset+T-1: cos and sin (T,
-   * headSize), each pair's angle pos * 10000^(-2i/headSize) repeated for
-   * both channels of the pair (2i, 2i+1).
-   */
-  #ropeTables(T: number, offset: number): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
-    const D = this.config.nEmbd / this.config.nHead;
-    return {
-      cos: this.#constant(`ropecos:${T}:${offset}`, () => ropeTable(Math.cos, T, { D, offset })) as tf.Tensor2D,
-      sin: this.#constant(`ropesin:${T}:${offset}`, () => ropeTable(Math.sin, T, { D, offset })) as tf.Tensor2D,
-    };
-  }
-
-  /** Position vectors for positions offset .. offset+T-1: (T, C). */
-  #positions(T: number, offset: number): tf.Tensor2D {
-    const C = this.config.nEmbd;
-    if (this.#wpe) return tf.slice(this.#wpe, [offset, 0], [T, C]) as tf.Tensor2D; // (T, C)
-    return this.#constant(`sin:${T}:${offset}`, () => sinusoidalPositions(T, C, { offset })) as tf.Tensor2D;
   }
 
   /**
@@ -354,6 +238,7 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    * the targets' shape differs from idx's.
    */
   forward(idx: tf.Tensor2D, targets?: tf.Tensor2D, options: ForwardOptions = {}): ForwardResult {
+    if (options.path === "readable") return gptForward(this.#vars, { c: this.config, idx, targets }, options);
     const { logitsTB, loss, present, attention, hidden } = this.#run(idx, targets, options);
     const [B, T] = idx.shape, V = this.config.vocabSize;
     const result: ForwardResult = {
@@ -366,160 +251,9 @@ export class TransformerLM implements TrainableModel, LanguageModel {
     return result;
   }
 
-  /**
-   * The forward pass proper. The residual stream is kept time-major: one row
-   * per (position, sequence), ordered (T, B), so that the attention kernel
-   * gets its inputs and gives its output without transposes. Row order does
-   * not matter to the row-wise parts (layer norm, linear layers, the head).
-   */
-  #run(
-    idx: tf.Tensor2D,
-    targets: tf.Tensor2D | undefined,
-    options: ForwardOptions & { headFrom?: number },
-  ): RunResult {
-    const c = this.config;
-    if (idx.rank !== 2) {
-      throw new RangeError(`idx must be a (B, T) tensor of token ids: idx.shape=[${idx.shape}]`);
-    }
-    const [B, T] = idx.shape;
-    const past = options.past;
-    const offset = past && past.length > 0 ? past[0].k.shape[2] : 0;
-    if (past && past.length > 0 && past.length !== c.nLayer) {
-      throw new RangeError(`past must have one entry per layer: past.length=${past.length}, nLayer=${c.nLayer}`);
-    }
-    if (offset + T > c.blockSize && c.positions === "learned") {
-      throw new RangeError(
-        `sequence longer than blockSize: T=${T}${offset ? ` + cached ${offset}` : ""} > blockSize=${c.blockSize}; ` +
-          `crop the context to its last ${c.blockSize} tokens`,
-      );
-    }
-    if (targets && targets.shape.join() !== idx.shape.join()) {
-      throw new RangeError(
-        `targets must have the same shape as idx: targets.shape=[${targets.shape}], idx.shape=[${idx.shape}]`,
-      );
-    }
-    const C = c.nEmbd, nH = c.nHead, nKV = c.nKVHead, hs = C / nH, N = T * B;
-    const training = options.training ?? false;
-    const rate = training ? c.dropout : 0;
-    const seeds = new Rng(options.seed ?? 0);
-    const drop = <R extends tf.Tensor>(x: R): R => rate > 0 ? tf.dropout(x, rate, undefined, seeds.tfSeed()) as R : x;
-    const zeros = this.#constant(`zeros:${C}`, () => tf.zeros([C])) as tf.Tensor1D;
-    const ln = (x: tf.Tensor2D, g: tf.Variable, b?: tf.Variable) =>
-      c.normalization === "rms"
-        ? rmsNormFused(x, g as tf.Tensor1D) // (N, C)
-        : layerNormFused(x, g as tf.Tensor1D, { beta: (b ?? zeros) as tf.Tensor1D }); // (N, C)
-    const rope = c.positions === "rope" ? this.#ropeTables(T, offset) : undefined; // (T, hs) each
-    const dense = (x: tf.Tensor2D, w: tf.Variable, b?: tf.Variable, activation?: "relu") =>
-      linear(x, w as tf.Tensor2D, { bias: b as tf.Tensor1D | undefined, activation }); // (N, out)
-    const bias = c.causal ? this.#causalBias(T, offset) : undefined; // (T, Tpast + T)
-    const present: KVCacheEntry[] = [];
-    const attention: tf.Tensor4D[] = [];
-    const hidden: tf.Tensor3D[] = [];
-    const toBTC = (x: tf.Tensor2D) => tf.transpose(tf.reshape(x, [T, B, C]), [1, 0, 2]) as tf.Tensor3D; // (B, T, C)
-
-    // Attention box: project to q, k, v; attend within each head; project back.
-    const attn = (h: tf.Tensor2D, p: BlockParams, layer: number): tf.Tensor2D => {
-      let q = tf.reshape(dense(h, p.wq, p.bq), [T, B, nH, hs]) as tf.Tensor4D; // (T, B, nH, hs)
-      let k = tf.reshape(dense(h, p.wk, p.bk), [T, B, nKV, hs]) as tf.Tensor4D; // (T, B, nKV, hs)
-      let v = tf.reshape(dense(h, p.wv, p.bv), [T, B, nKV, hs]) as tf.Tensor4D; // (T, B, nKV, hs)
-      if (rope) {
-        // Rotary positions: rotate queries and keys by their absolute
-        // positions (offset .. offset+T-1); cached keys are already rotated.
-        q = ropeRotate(q, rope); // (T, B, nH, hs)
-        k = ropeRotate(k, rope); // (T, B, nKV, hs)
-      }
-      if (past) {
-        // The cache is (B, nKV, T, hs); the kernel is time-major.
-        const toCache = (t: tf.Tensor4D) => tf.transpose(t, [1, 2, 0, 3]) as tf.Tensor4D; // (B, nKV, T, hs)
-        const fromCache = (t: tf.Tensor4D) => tf.transpose(t, [2, 0, 1, 3]) as tf.Tensor4D; // (T, B, nKV, hs)
-        const entry = past[layer];
-        const kAll = entry ? tf.concat([entry.k, toCache(k)], 2) as tf.Tensor4D : toCache(k); // (B, nKV, Tk, hs)
-        const vAll = entry ? tf.concat([entry.v, toCache(v)], 2) as tf.Tensor4D : toCache(v); // (B, nKV, Tk, hs)
-        present.push({ k: kAll, v: vAll });
-        k = fromCache(kAll); // (Tk, B, nKV, hs)
-        v = fromCache(vAll); // (Tk, B, nKV, hs)
-      }
-      // Grouped-query attention: each kv head serves nH / nKV query heads.
-      k = repeatKVHeads(k, nH / nKV); // (Tk, B, nH, hs)
-      v = repeatKVHeads(v, nH / nKV); // (Tk, B, nH, hs)
-      if (options.returnAttention) {
-        attention.push(tf.tidy(() => {
-          const qh = tf.transpose(q, [1, 2, 0, 3]); // (B, nH, T, hs)
-          const kh = tf.transpose(k, [1, 2, 0, 3]); // (B, nH, Tk, hs)
-          const s = tf.mul(tf.matMul(qh, kh, false, true), 1 / Math.sqrt(hs)); // (B, nH, T, Tk)
-          return tf.softmax(bias ? tf.add(s, bias) : s) as tf.Tensor4D; // (B, nH, T, Tk)
-        }));
-      }
-      const y = attentionCore({ q, k, v }, {
-        bias,
-        dropout: rate,
-        seed: rate > 0 ? seeds.tfSeed() : undefined,
-      }); // (T, B, nH, hs)
-      return drop(dense(tf.reshape(y, [N, C]) as tf.Tensor2D, p.projW, p.projB)); // (N, C)
-    };
-
-    // MLP box: C -> 4C -> non-linearity -> C, or SwiGLU: W2 (silu(x W1) * (x W3)).
-    const mlp = (h: tf.Tensor2D, p: BlockParams): tf.Tensor2D => {
-      if (p.upW) {
-        const gate = dense(h, p.fcW, p.fcB); // (N, h)
-        const up = dense(h, p.upW, p.upB); // (N, h)
-        return drop(dense(swigluGate(gate, up), p.fc2W, p.fc2B)); // (N, C)
-      }
-      const relu = c.activation === "relu";
-      let u = dense(h, p.fcW, p.fcB, relu ? "relu" : undefined); // (N, 4C)
-      if (!relu) u = gelu(u); // (N, 4C)
-      return drop(dense(u, p.fc2W, p.fc2B)); // (N, C)
-    };
-
-    // Embedding boxes (time-major rows).
-    const idxTB = tf.transpose(idx); // (T, B)
-    const tok = embeddingLookup(this.#wte as tf.Tensor2D, idxTB); // (T, B, C)
-    let x: tf.Tensor2D;
-    if (rope) x = tf.reshape(tok, [N, C]) as tf.Tensor2D; // (N, C): rotary positions act inside attention
-    else {
-      const pos = this.#positions(T, offset); // (T, C)
-      x = tf.reshape(tf.add(tok, tf.reshape(pos, [T, 1, C])), [N, C]) as tf.Tensor2D; // (N, C)
-    }
-    x = drop(x); // (N, C)
-    if (options.returnHidden) hidden.push(toBTC(x));
-
-    // The blocks: the residual stream x flows through, each sub-layer adds to it.
-    this.#blocks.forEach((p, l) => {
-      if (c.norm === "pre") {
-        x = tf.add(x, attn(ln(x, p.ln1g, p.ln1b), p, l)); // (N, C)
-        x = tf.add(x, mlp(ln(x, p.ln2g, p.ln2b), p)); // (N, C)
-      } else {
-        x = ln(tf.add(x, attn(x, p, l)), p.ln1g, p.ln1b); // (N, C)
-        x = ln(tf.add(x, mlp(x, p)), p.ln2g, p.ln2b); // (N, C)
-      }
-      if (options.returnHidden) hidden.push(toBTC(x));
-    });
-
-    // Final layer norm (pre-LN only) and the LM head tied to the embedding.
-    if (this.#lnFg) x = ln(x, this.#lnFg, this.#lnFb); // (N, C)
-    if (options.headFrom) {
-      // Only positions >= headFrom need logits (scoring overlapping windows):
-      // in time-major order they are the last rows.
-      x = tf.slice(x, [options.headFrom * B, 0], [N - options.headFrom * B, C]) as tf.Tensor2D; // (N', C)
-    }
-    const rows = x.shape[0];
-    if (rows * c.vocabSize > MAX_LOGITS) {
-      throw new RangeError(
-        `the logits would hold ${rows} positions x ${c.vocabSize} tokens = ${
-          (rows * c.vocabSize / 1e6).toFixed(0)
-        } million numbers (${(rows * c.vocabSize * 4 / 2 ** 30).toFixed(1)} GiB), more than the backend can hold: ` +
-          `use smaller batches (B=${B}, T=${T}), e.g. the trainer's evalBatchSize`,
-      );
-    }
-    const logitsTB = tiedHead(x, this.#wte as tf.Tensor2D); // (N, V), rows (T, B)
-    const out: RunResult = { logitsTB };
-    if (targets) {
-      out.loss = crossEntropyFromLogits(logitsTB, tf.reshape(tf.transpose(targets), [N]) as tf.Tensor1D); // ()
-    }
-    if (past) out.present = present;
-    if (options.returnAttention) out.attention = attention;
-    if (options.returnHidden) out.hidden = hidden;
-    return out;
+  /** The fast time-major pass on this model's weights. */
+  #run(idx: tf.Tensor2D, targets: tf.Tensor2D | undefined, options: ForwardOptions & { headFrom?: number }): RunResult {
+    return this.#fast.run(this.#vars, { idx, targets }, options);
   }
 
   /**
@@ -547,14 +281,14 @@ export class TransformerLM implements TrainableModel, LanguageModel {
     const [B, T, C] = h.shape;
     return tf.tidy(() => {
       let x = tf.reshape(h, [B * T, C]) as tf.Tensor2D; // (N, C)
-      if (this.#lnFg && this.config.normalization === "rms") {
-        x = rmsNormFused(x, this.#lnFg as tf.Tensor1D); // (N, C)
-      } else if (this.#lnFg) {
-        x = layerNormFused(x, this.#lnFg as tf.Tensor1D, {
-          beta: (this.#lnFb ?? tf.zeros([C])) as tf.Tensor1D,
-        }); // (N, C)
+      const lnFg = this.#vars["lnF.g"] as tf.Tensor1D | undefined,
+        lnFb = this.#vars["lnF.b"] as tf.Tensor1D | undefined;
+      if (lnFg && this.config.normalization === "rms") {
+        x = rmsNormFused(x, lnFg); // (N, C)
+      } else if (lnFg) {
+        x = layerNormFused(x, lnFg, { beta: lnFb ?? tf.zeros([C]) }); // (N, C)
       }
-      const logits = tf.matMul(x, this.#wte, false, true); // (N, V)
+      const logits = tf.matMul(x, this.#vars.wte, false, true); // (N, V)
       return tf.reshape(tf.logSoftmax(logits), [B, T, this.config.vocabSize]) as tf.Tensor3D; // (B, T, V)
     });
   }
@@ -826,8 +560,7 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   /** Frees the variables and cached constants. */
   dispose(): void {
     tf.dispose(Object.values(this.#vars));
-    tf.dispose([...this.#constants.values()]);
-    this.#constants.clear();
+    this.#fast.dispose();
   }
 }
 

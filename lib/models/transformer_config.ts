@@ -406,6 +406,12 @@ export interface TransformerOptions {
 
 /** Options of {@link TransformerLM.forward}. */
 export interface ForwardOptions {
+  /**
+   * `"fast"` (default): the fused time-major kernels (`gpt_fast.ts`);
+   * `"readable"`: the model as written in `gpt.ts`, box by box. Both give
+   * the same numbers up to float32 rounding.
+   */
+  path?: "fast" | "readable";
   /** Training mode: dropout on (default false). */
   training?: boolean;
   /** Seed for this call's dropout masks. */
