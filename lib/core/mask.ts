@@ -18,4 +18,4 @@
  * assertEquals(Math.exp(MASK_VALUE), 0);
  * ```
  */
-export const MASK_VALUE = -1e9;
+export const MASK_VALUE: number = -1e9;

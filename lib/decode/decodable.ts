@@ -9,6 +9,7 @@
 import * as tf from "../core/tf.ts";
 import type { LanguageModel } from "../lm/lm.ts";
 import type { Scores } from "../lm/sampling.ts";
+import type { KVCacheEntry } from "../models/attention.ts";
 
 /** The shape fields of a transformer config that decoding needs. */
 export interface DecodableConfig {
@@ -38,14 +39,8 @@ export interface DecodableConfig {
   mlp?: "dense" | "swiglu";
   /** Key/value heads (default nHead): grouped-query attention. */
   nKVHead?: number;
-}
-
-/** Keys and values of earlier positions, one entry per layer (the transformer's `past`). */
-export interface PastEntry {
-  /** Keys (B, nKVHead, Tpast, headSize). */
-  k: tf.Tensor4D;
-  /** Values (B, nKVHead, Tpast, headSize). */
-  v: tf.Tensor4D;
+  /** Whether the model uses the causal mask (default true); without it, decoding recomputes every step. */
+  causal?: boolean;
 }
 
 /**
@@ -66,8 +61,8 @@ export interface DecodableTransformer {
   forward(
     idx: tf.Tensor2D,
     targets?: tf.Tensor2D,
-    options?: { past?: PastEntry[] },
-  ): { logits: tf.Tensor3D; present?: PastEntry[] };
+    options?: { past?: KVCacheEntry[] },
+  ): { logits: tf.Tensor3D; present?: KVCacheEntry[] };
 }
 
 /** A hand-made model: next-token logits (or log-probabilities) for a context. */

@@ -29,9 +29,9 @@ import { Rng } from "../core/random.ts";
 import type { Batch, Dataset } from "../train/dataset.ts";
 import type { LossOptions, TrainableModel } from "../train/train.ts";
 import { MASK_VALUE } from "../core/mask.ts";
-import { normalMatrix } from "./attention.ts";
+import { mergeHeads, normalMatrix, splitHeads } from "./attention.ts";
 import { embeddingLookup } from "../kernels/mod.ts";
-import { attend, dense, mergeHeads, mlp as gptMlp, norm as gptNorm, splitHeads } from "./gpt.ts";
+import { attend, dense, mlp as gptMlp, norm as gptNorm } from "./gpt.ts";
 
 // ---------------------------------------------------------------------------
 // The masked-language-model objective

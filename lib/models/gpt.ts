@@ -23,13 +23,46 @@
  * picture: post-LN blocks, RMSNorm, SwiGLU, sinusoidal or rotary positions,
  * grouped-query heads, biases and dropout.
  *
+ * ## The modern block (chapter 6)
+ *
+ * Four options turn the GPT-2 block into the one most current open models
+ * use (Llama, Mistral, Qwen); the preset `MODERN_BLOCK` sets all four:
+ *
+ * - `normalization: "rms"`: RMSNorm (Zhang & Sennrich, 2019),
+ *   x / sqrt(mean(x^2) + 1e-5) * g, with a gain and never a shift, in place of
+ *   every layer norm (the final one included).
+ * - `mlp: "swiglu"`: the SiLU-gated feed-forward (Shazeer, 2020),
+ *   W2 (silu(x W1) * (x W3)), with hidden width {@link mlpHiddenSize}: two
+ *   thirds of mlpRatio * nEmbd (8/3 nEmbd by default) rounded to the nearest
+ *   multiple of 8, so that its three matrices hold about as many parameters
+ *   as the plain MLP's two. (Llama rounds up to a multiple of 256.)
+ * - `positions: "rope"`: rotary positions (Su et al., RoFormer, 2021) on the
+ *   queries and keys of every head, no position vector added to the
+ *   embedding. Channels (2i, 2i+1) of a head of size d form a pair rotated by
+ *   the angle pos * theta_i with theta_i = 10000^(-2i/d), as in the RoFormer
+ *   paper. Some libraries (GPT-NeoX, and Llama in Hugging Face transformers)
+ *   pair channel i with channel i + d/2 instead ("split halves",
+ *   `rotate_half`). The two are the same model up to a permutation of each
+ *   head's q and k channels: to load split-halves weights here, reorder the
+ *   output columns of W^Q and W^K within each head so that new channel 2i is
+ *   old channel i and new channel 2i+1 is old channel i + d/2 (in PyTorch's
+ *   (out, in) layout, a permutation of the weight's rows; the inverse of the
+ *   `permute` in Hugging Face's Llama conversion script). Scores q.k are
+ *   unchanged by a common permutation of q and k, so nothing else moves.
+ * - `nKVHead`: grouped-query attention (Ainslie et al., 2023): only nKVHead
+ *   key/value heads, each shared by nHead / nKVHead query heads (kv head j
+ *   serves query heads j*g .. (j+1)*g - 1, g = nHead / nKVHead); 1 is
+ *   multi-query attention (Shazeer, 2019), nHead (the default) plain
+ *   multi-head attention. W^K and W^V shrink to (C, nKVHead * headSize) and
+ *   the KV cache holds only the nKVHead heads.
+ *
  * @module
  */
 import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
 import { MASK_VALUE } from "../core/mask.ts";
 import { embeddingLookup } from "../kernels/mod.ts";
-import { type KVCacheEntry, normalMatrix, sinusoidalPositions } from "./attention.ts";
+import { type KVCacheEntry, mergeHeads, normalMatrix, sinusoidalPositions, splitHeads } from "./attention.ts";
 import {
   type ForwardOptions,
   type ForwardResult,
@@ -179,29 +212,6 @@ function rope(x: tf.Tensor4D, offset: number): tf.Tensor4D {
   const r0 = tf.sub(tf.mul(x0, cos), tf.mul(x1, sin)); // (B, nH, T, hs/2)
   const r1 = tf.add(tf.mul(x0, sin), tf.mul(x1, cos)); // (B, nH, T, hs/2)
   return tf.reshape(tf.stack([r0, r1], 4), [B, nH, T, hs]) as tf.Tensor4D; // (B, nH, T, hs)
-}
-
-/**
- * Splits the channels into heads: (B, T, n * hs) -> (B, n, T, hs).
- *
- * @param x (B, T, n * hs).
- * @param n the number of heads.
- * @returns (B, n, T, hs).
- */
-export function splitHeads(x: tf.Tensor3D, n: number): tf.Tensor4D {
-  const [B, T, C] = x.shape;
-  return tf.transpose(tf.reshape(x, [B, T, n, C / n]), [0, 2, 1, 3]) as tf.Tensor4D; // (B, n, T, hs)
-}
-
-/**
- * Joins the heads side by side: (B, n, T, hs) -> (B, T, n * hs).
- *
- * @param x (B, n, T, hs).
- * @returns (B, T, n * hs).
- */
-export function mergeHeads(x: tf.Tensor4D): tf.Tensor3D {
-  const [B, n, T, hs] = x.shape;
-  return tf.reshape(tf.transpose(x, [0, 2, 1, 3]), [B, T, n * hs]) as tf.Tensor3D; // (B, T, n * hs)
 }
 
 /**

@@ -5,10 +5,20 @@
  * (position, sequence), ordered (T, B)), which lets the attention kernel read
  * q, k and v and write its output without reshuffling. Row order does not
  * matter to the row-wise parts (norms, linear layers, the head).
- * {@link TransformerLM} trains and scores with it; `gpt_fast_test.ts` proves
+ * `TransformerLM` trains and scores with it; `gpt_fast_test.ts` proves
  * that it gives the readable model's logits, loss, gradients and cache.
  * The WebAssembly cached decoder, the fast path of decoding, is
  * `lib/decode/fast_decoder.ts`.
+ *
+ * The fast attention kernel (`lib/kernels/attention.ts`) works on equal numbers of heads:
+ * with GQA the keys and values are repeated to nHead heads
+ * (`repeatKVHeads`) just before it, so training and the tfjs cache pay
+ * full-size attention arithmetic and save only in the projections and the
+ * cache; the WebAssembly decoder (`lib/decode/fast_decoder.ts`) reads the shared heads
+ * directly. RMSNorm and the SwiGLU gate run as fused WebAssembly SIMD kernels
+ * on wasm (`lib/kernels/fused.ts`) and as composed tfjs ops with hand-written
+ * gradients elsewhere; the rotation is two products with fixed matrices and
+ * two multiplies on every backend.
  *
  * Internal: read `gpt.ts` to learn the model.
  *

@@ -128,10 +128,14 @@ async function checkBackend(backend: string): Promise<void> {
       let past: KVCacheEntry[] = [];
       for (const [from, to] of [[0, 3], [3, 4], [4, 5], [5, 6]]) {
         const step = tf.tensor2d([full.slice(from, to)], [1, to - from], "int32");
-        const { logits, present } = tf.tidy(() => {
+        const [logits, ...kv] = tf.tidy(() => {
           const r = m.forward(step, undefined, { past, path });
-          return { logits: r.logits, present: r.present! };
+          return [r.logits, ...r.present!.flatMap((e) => [e.k, e.v])];
         });
+        const present = Array.from({ length: kv.length / 2 }, (_, i) => ({
+          k: kv[2 * i] as tf.Tensor4D,
+          v: kv[2 * i + 1] as tf.Tensor4D,
+        }));
         const got = await read(logits);
         check(
           `${name} ${path} KV cache, position ${to - 1}`,
@@ -140,7 +144,7 @@ async function checkBackend(backend: string): Promise<void> {
           TOLERANCE.logits,
         );
         tf.dispose([step, logits, ...past.flatMap((e) => [e.k, e.v])]);
-        past = present!;
+        past = present;
       }
       tf.dispose(past.flatMap((e) => [e.k, e.v]));
     }

@@ -1,84 +1,21 @@
 /**
- * A decoder-only transformer language model in the spirit of Karpathy's
- * nanoGPT (chapter 6): one file whose parts match the boxes of the usual
- * diagram. Its config, with the named presets, is in `transformer_config.ts`
- * (read that first); the constant tables it caches are built in
- * `transformer_helpers.ts`, its fast kernels come from `lib/kernels/`.
- *
- * ```
- *   token ids (B, T)
- *        |
- *   [token embedding wte] + [position embedding wpe]      -> x (B, T, C)
- *        |
- *   nLayer x Block:                                           (pre-LN, GPT-2)
- *        x = x + Attention(LayerNorm1(x))                     the residual stream
- *        x = x + MLP(LayerNorm2(x))                           MLP: C -> 4C -> GELU -> C
- *        |
- *   [final LayerNorm lnF]
- *        |
- *   [LM head = wte^T, tied to the embedding]               -> logits (B, T, vocabSize)
- * ```
- *
- * `norm: "post"` gives the original transformer's post-LN blocks
- * (x = LayerNorm(x + sublayer(x)), Vaswani et al., 2017) without a final
- * layer norm. `positions: "sinusoidal"` replaces the learned position table
- * by fixed sinusoids.
- *
- * ## The modern block (chapter 6)
- *
- * Four options turn the GPT-2 block into the one most current open models
- * use (Llama, Mistral, Qwen); the preset {@link MODERN_BLOCK} sets all four:
- *
- * - `normalization: "rms"`: RMSNorm (Zhang & Sennrich, 2019),
- *   x / sqrt(mean(x^2) + 1e-5) * g, with a gain and never a shift, in place of
- *   every layer norm (the final one included). (`norm` already names where
- *   the norms go, pre or post, so the kind has its own field.)
- * - `mlp: "swiglu"`: the SiLU-gated feed-forward (Shazeer, 2020),
- *   W2 (silu(x W1) * (x W3)), with hidden width {@link mlpHiddenSize}: two
- *   thirds of mlpRatio * nEmbd (8/3 nEmbd by default) rounded to the nearest
- *   multiple of 8, so that its three matrices hold about as many parameters
- *   as the plain MLP's two. (Llama rounds up to a multiple of 256.)
- * - `positions: "rope"`: rotary positions (Su et al., RoFormer, 2021) on the
- *   queries and keys of every head, no position vector added to the
- *   embedding. Channels (2i, 2i+1) of a head of size d form a pair rotated by
- *   the angle pos * theta_i with theta_i = 10000^(-2i/d), as in the RoFormer
- *   paper. Some libraries (GPT-NeoX, and Llama in Hugging Face transformers)
- *   pair channel i with channel i + d/2 instead ("split halves",
- *   `rotate_half`). The two are the same model up to a permutation of each
- *   head's q and k channels: to load split-halves weights here, reorder the
- *   output columns of W^Q and W^K within each head so that new channel 2i is
- *   old channel i and new channel 2i+1 is old channel i + d/2 (in PyTorch's
- *   (out, in) layout, a permutation of the weight's rows; the inverse of the
- *   `permute` in Hugging Face's Llama conversion script). Scores q.k are
- *   unchanged by a common permutation of q and k, so nothing else moves.
- * - `nKVHead`: grouped-query attention (Ainslie et al., 2023): only nKVHead
- *   key/value heads, each shared by nHead / nKVHead query heads (kv head j
- *   serves query heads j*g .. (j+1)*g - 1, g = nHead / nKVHead); 1 is
- *   multi-query attention (Shazeer, 2019), nHead (the default) plain
- *   multi-head attention. W^K and W^V shrink to (C, nKVHead * headSize) and
- *   the KV cache holds only the nKVHead heads.
- *
- * The fast attention kernel (`lib/kernels/attention.ts`) works on equal numbers of heads:
- * with GQA the keys and values are repeated to nHead heads
- * ({@link repeatKVHeads}) just before it, so training and the tfjs cache pay
- * full-size attention arithmetic and save only in the projections and the
- * cache; the WebAssembly decoder in `decode.ts` reads the shared heads
- * directly. RMSNorm and the SwiGLU gate run as fused WebAssembly SIMD kernels
- * on wasm (`lib/kernels/fused.ts`) and as composed tfjs ops with hand-written
- * gradients elsewhere; the rotation is two products with fixed matrices and
- * two multiplies on every backend.
+ * The transformer language model of chapter 6 as a trainable object: the
+ * class that holds the weights of the model written box by box in `gpt.ts`
+ * (read that file to learn the model; its config and presets are in
+ * `transformer_config.ts`), and runs it through the fused time-major kernels
+ * of `gpt_fast.ts`, which `gpt_fast_test.ts` proves equal to it
+ * (`forward(..., { path: "readable" })` runs `gpt.ts` itself).
  *
  * The model implements both the trainer's {@link TrainableModel} (chapter 3's
  * `Trainer` trains it with AdamW, warm-up and cosine decay, clipping) and
  * chapter 2's {@link LanguageModel}, so its perplexity goes in the same table
- * as the n-gram and fixed-window models.
+ * as the n-gram and fixed-window models. Generation is chapter 7's
+ * `generate` (`lib/decode/`), which picks the WebAssembly cached decoder
+ * where it can.
  *
- * The same code runs on the `webgpu`, `wasm` and `cpu` backends; the heavy
- * operations go through `lib/kernels/`, whose hand-written gradients avoid the
- * slow corners of each backend (see there). Inside, the residual stream is
- * kept as rows ordered (position, sequence) ("time-major"), which lets the
- * attention kernel read q, k and v and write its output without reshuffling;
- * `forward` returns logits in the usual (B, T, vocabSize) order.
+ * The modern block's options (RMSNorm, SwiGLU, rotary positions,
+ * grouped-query attention; {@link MODERN_BLOCK}) are explained in
+ * `transformer_config.ts` and `gpt.ts`.
  *
  * ## Scoring long texts ({@link LanguageModel})
  *
@@ -118,7 +55,6 @@ import type { Batch } from "../train/dataset.ts";
 import type { LossOptions, TrainableModel } from "../train/train.ts";
 import { assignWeights, loadWeights, saveWeights } from "../train/checkpoint.ts";
 import { layerNormFused, nextTokenLogProbs, rmsNormFused } from "../kernels/mod.ts";
-import { makeSampler, type SamplerOptions } from "../lm/sampling.ts";
 import { checkSyncRead } from "./transformer_helpers.ts";
 import { gptForward, initWeights } from "./gpt.ts";
 import { FastForward, type RunResult } from "./gpt_fast.ts";
@@ -127,7 +63,6 @@ import {
   type ForwardOptions,
   type ForwardResult,
   type FullTransformerConfig,
-  type ParameterCount,
   type TransformerConfig,
   transformerConfig,
   type TransformerOptions,
@@ -216,11 +151,11 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   }
 
   /**
-   * The exact parameter count of this model, by part.
-   * @returns see {@link countParameters}.
+   * The number of trainable numbers (by part: {@link countParameters} of the config).
+   * @returns the total, the tied head counted once.
    */
-  parameterCount(): ParameterCount {
-    return countParameters(this.config);
+  parameterCount(): number {
+    return countParameters(this.config).total;
   }
 
   /**
@@ -445,87 +380,6 @@ export class TransformerLM implements TrainableModel, LanguageModel {
       }
     }
     return out;
-  }
-
-  /**
-   * Generates tokens after a prompt, one at a time, reading at most the last
-   * blockSize tokens (chapter 6; chapter 7 adds a KV cache and more samplers).
-   *
-   * @param prompt ids to continue (may be empty: generation starts from `bos`).
-   * @param options how many tokens, the sampler settings (temperature, topK,
-   * topP, greedy) and the seeded `rng` or `seed`.
-   * @returns the new ids (without the prompt).
-   */
-  generate(
-    prompt: ArrayLike<number>,
-    options: SamplerOptions & { maxNewTokens: number; rng?: Rng; seed?: number },
-  ): Int32Array {
-    checkSyncRead("generate", "await model.generateAsync(prompt, options)");
-    const step = this.#generator(prompt, options);
-    const out = new Int32Array(options.maxNewTokens);
-    for (let i = 0; i < out.length; i++) {
-      const logits = step.logits();
-      out[i] = step.push(logits.dataSync());
-      logits.dispose();
-    }
-    return out;
-  }
-
-  /**
-   * {@link TransformerLM.generate} for every backend, webgpu included (it
-   * reads the logits asynchronously).
-   *
-   * @param prompt ids to continue (may be empty: generation starts from `bos`).
-   * @param options how many tokens, the sampler settings and the seeded `rng` or `seed`.
-   * @returns the new ids (without the prompt).
-   */
-  async generateAsync(
-    prompt: ArrayLike<number>,
-    options: SamplerOptions & { maxNewTokens: number; rng?: Rng; seed?: number },
-  ): Promise<Int32Array> {
-    const step = this.#generator(prompt, options);
-    const out = new Int32Array(options.maxNewTokens);
-    for (let i = 0; i < out.length; i++) {
-      const logits = step.logits();
-      out[i] = step.push(await logits.data());
-      logits.dispose();
-    }
-    return out;
-  }
-
-  /** The shared state of generate / generateAsync. */
-  #generator(
-    prompt: ArrayLike<number>,
-    options: SamplerOptions & { maxNewTokens: number; rng?: Rng; seed?: number },
-  ): { logits: () => tf.Tensor1D; push: (logits: ArrayLike<number>) => number } {
-    if (!Number.isInteger(options.maxNewTokens) || options.maxNewTokens < 0) {
-      throw new RangeError(
-        `maxNewTokens must be a non-negative integer: maxNewTokens=${options.maxNewTokens}`,
-      );
-    }
-    for (let i = 0; i < prompt.length; i++) {
-      if (!Number.isInteger(prompt[i]) || prompt[i] < 0 || prompt[i] >= this.vocabSize) {
-        throw new RangeError(`prompt[${i}] must be a token id in [0, ${this.vocabSize}): prompt[${i}]=${prompt[i]}`);
-      }
-    }
-    const sampler = makeSampler(options);
-    const ctx: number[] = prompt.length ? Array.from(prompt) : [this.bosId];
-    const L = this.config.blockSize;
-    return {
-      logits: () =>
-        tf.tidy(() => {
-          const window = ctx.slice(-L); // at most blockSize tokens
-          const { logitsTB } = this.#run(tf.tensor2d(window, [1, window.length], "int32"), undefined, {
-            headFrom: window.length - 1,
-          }); // (1, V): only the last position
-          return tf.reshape(logitsTB, [-1]) as tf.Tensor1D;
-        }),
-      push: (logits) => {
-        const next = sampler(logits);
-        ctx.push(next);
-        return next;
-      },
-    };
   }
 
   /**

@@ -7,7 +7,7 @@
  * any WebGPU adapter the webgpu part is skipped with a message, unless
  * LMBOOK_REQUIRE_WEBGPU=1 makes that a failure (CI sets it).
  */
-import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
+import { assert, assertAlmostEquals, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { initBackend, probeWebGpu } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
@@ -23,6 +23,7 @@ import {
   transformerConfig,
 } from "./transformer_config.ts";
 import { TransformerLM } from "./transformer.ts";
+import { generate } from "../decode/decode.ts";
 
 await initBackend("cpu");
 
@@ -72,7 +73,7 @@ Deno.test("parameter count: exact, matches the variables, and the 12 L d^2 estim
   ) {
     const model = new TransformerLM(tiny(over));
     const actual = Object.values(model.variables()).reduce((n, v) => n + v.size, 0);
-    assertEquals(model.parameterCount().total, actual, JSON.stringify(over));
+    assertEquals(model.parameterCount(), actual, JSON.stringify(over));
     model.dispose();
   }
   const c = countParameters(transformerConfig("gpt2", { vocabSize: 50257 }));
@@ -232,14 +233,14 @@ Deno.test("LanguageModel: logProbs (windows, batched) equals logProb at every po
   model.dispose();
 });
 
-Deno.test("generate: seeded, long prompts cropped to blockSize", () => {
+Deno.test("generate: seeded, long prompts cropped to blockSize", async () => {
   const model = new TransformerLM(tiny(), { seed: 10 });
-  const a = model.generate([1, 2, 3], { maxNewTokens: 12, seed: 3 });
-  const b = model.generate([1, 2, 3], { maxNewTokens: 12, seed: 3 });
+  const a = (await generate(model, [1, 2, 3], { maxNewTokens: 12, seed: 3 })).tokens;
+  const b = (await generate(model, [1, 2, 3], { maxNewTokens: 12, seed: 3 })).tokens;
   assertEquals(a, b);
   assertEquals(a.length, 12);
-  assertEquals(model.generate([], { maxNewTokens: 2, greedy: true }).length, 2);
-  assertThrows(() => model.generate([1], { maxNewTokens: -1, greedy: true }), RangeError, "maxNewTokens=-1");
+  assertEquals((await generate(model, [], { maxNewTokens: 2, greedy: true })).tokens.length, 2);
+  await assertRejects(() => generate(model, [1], { maxNewTokens: -1, greedy: true }), RangeError, "maxNewTokens=-1");
   model.dispose();
 });
 
@@ -392,9 +393,10 @@ Deno.test("webgpu: synchronous reads fail with a clear message, async ones work"
   if (!(await probeWebGpu())) return;
   await initBackend("webgpu");
   const model = new TransformerLM(tiny(), { seed: 15 });
-  assertThrows(() => model.generate([1], { maxNewTokens: 1, greedy: true }), Error, "generateAsync");
   assertThrows(() => model.logProb(1, [2]), Error, "logProbs");
-  assertEquals((await model.generateAsync([1], { maxNewTokens: 3, greedy: true })).length, 3);
+  for (const cache of ["none", "tfjs", "fast"] as const) {
+    assertEquals((await generate(model, [1], { maxNewTokens: 3, greedy: true, cache })).tokens.length, 3);
+  }
   const lp = await model.logProbs(Int32Array.from([1, 2, 3]));
   assert(lp.every((x) => x < 0 && Number.isFinite(x)));
   model.dispose();
@@ -465,7 +467,7 @@ Deno.test("modern block: parameter counts match the variables for every option",
   for (const over of MODERN_VARIANTS) {
     const model = new TransformerLM(tiny(over));
     const actual = Object.values(model.variables()).reduce((n, v) => n + v.size, 0);
-    assertEquals(model.parameterCount().total, actual, JSON.stringify(over));
+    assertEquals(model.parameterCount(), actual, JSON.stringify(over));
     model.dispose();
   }
   // GQA shrinks W^K and W^V: with nKVHead 1 of 4 heads, attention is 2C^2 + 2 C (C/4) (no biases).
@@ -561,7 +563,7 @@ Deno.test("modern block: trains (loss falls, tensors flat), scores, generates, s
   for (let t = 0; t < stream.length; t++) {
     assertAlmostEquals(lp[t], model.logProb(stream[t], stream.subarray(0, t)), 1e-4, `t=${t}`);
   }
-  assertEquals(Array.from(model.generate([1, 4, 2], { maxNewTokens: 6, greedy: true })), [8, 5, 7, 1, 4, 2]);
+  assertEquals((await generate(model, [1, 4, 2], { maxNewTokens: 6, greedy: true })).tokens, [8, 5, 7, 1, 4, 2]);
   // Save and load: same config, same logits.
   const path = await Deno.makeTempFile({ suffix: ".lmbw" });
   await model.save(path);
@@ -668,8 +670,8 @@ async function combinationRun(over: Record<string, unknown>): Promise<number[]> 
       worst = Math.max(worst, Math.abs(lp[t] - model.logProb(stream[t], stream.subarray(0, t))));
     }
     out.push(worst);
-    const g1 = Array.from(model.generate([1, 4], { maxNewTokens: 5, greedy: true }));
-    const g2 = Array.from(model.generate([1, 4], { maxNewTokens: 5, greedy: true }));
+    const g1 = (await generate(model, [1, 4], { maxNewTokens: 5, greedy: true, cache: "none" })).tokens;
+    const g2 = (await generate(model, [1, 4], { maxNewTokens: 5, greedy: true, cache: "none" })).tokens;
     out.push(g1.length === 5 && g1.join() === g2.join() ? 0 : 1);
   }
   const path = await Deno.makeTempFile({ suffix: ".lmbw" });
