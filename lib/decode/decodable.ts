@@ -26,7 +26,7 @@ export interface DecodableConfig {
   /** Whether the linear layers and layer norms have biases. */
   bias: boolean;
   /** Pre-LN (GPT-2) or post-LN (the original transformer). */
-  norm: "pre" | "post";
+  normPlacement: "pre" | "post";
   /** Learned, sinusoidal or rotary positions. */
   positions: "learned" | "sinusoidal" | "rope";
   /** The MLP's non-linearity. */
@@ -34,7 +34,7 @@ export interface DecodableConfig {
   /** The MLP's hidden width as a multiple of nEmbd. */
   mlpRatio: number;
   /** LayerNorm (default) or RMSNorm. */
-  normalization?: "layer" | "rms";
+  normKind?: "layer" | "rms";
   /** The dense MLP (default) or SwiGLU. */
   mlp?: "dense" | "swiglu";
   /** Key/value heads (default nHead): grouped-query attention. */

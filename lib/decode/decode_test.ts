@@ -35,18 +35,18 @@ function tinyModel(overrides: Record<string, unknown> = {}, seed = 3): Transform
 
 const VARIANTS = [
   {},
-  { norm: "post" },
+  { normPlacement: "post" },
   { positions: "sinusoidal" },
   { activation: "relu", bias: false },
   { nHead: 4, mlpRatio: 2 },
   // The modern block's options, alone and together (chapter 6).
-  { normalization: "rms" },
+  { normKind: "rms" },
   { mlp: "swiglu" },
   { positions: "rope" },
   { nHead: 4, nKVHead: 2 },
   { nHead: 4, nKVHead: 1, positions: "rope" },
-  { normalization: "rms", mlp: "swiglu", positions: "rope", bias: false, nHead: 4, nKVHead: 2 },
-  { normalization: "rms", mlp: "swiglu", positions: "rope", bias: true, nKVHead: 1 },
+  { normKind: "rms", mlp: "swiglu", positions: "rope", bias: false, nHead: 4, nKVHead: 2 },
+  { normKind: "rms", mlp: "swiglu", positions: "rope", bias: true, nKVHead: 1 },
 ] as Record<string, unknown>[];
 
 Deno.test("FastDecoder gives the transformer's logits at every position (12 variants, SIMD and JS kernels)", async () => {

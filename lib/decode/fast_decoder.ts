@@ -133,7 +133,7 @@ export class FastDecoder {
     const get = (name: string): ArenaArray => a.from(weightNamed(weights, name));
     const opt = (name: string) => (config.bias ? get(name) : null);
     // RMSNorm has no shift.
-    const optNorm = (name: string) => (config.normalization === "rms" ? null : opt(name));
+    const optNorm = (name: string) => (config.normKind === "rms" ? null : opt(name));
     this.#wte = get("wte");
     if (config.positions === "learned") this.#pos = get("wpe");
     else if (config.positions === "rope") {
@@ -181,8 +181,8 @@ export class FastDecoder {
         values: a.alloc(L * KV),
       });
     }
-    this.#lnFg = config.norm === "pre" ? get("lnF.g") : null;
-    this.#lnFb = config.norm === "pre" ? optNorm("lnF.b") : null;
+    this.#lnFg = config.normPlacement === "pre" ? get("lnF.g") : null;
+    this.#lnFb = config.normPlacement === "pre" ? optNorm("lnF.b") : null;
     // Activations for up to blockSize tokens at once (a prompt), one row per token.
     this.#x = a.alloc(L * C);
     this.#h = a.alloc(L * C);
@@ -254,7 +254,7 @@ export class FastDecoder {
 
   #layerNorm(x: Float32Array, g: ArenaArray, b: ArenaArray | null, out: Float32Array): void {
     const n = x.length;
-    if (this.config.normalization === "rms") {
+    if (this.config.normKind === "rms") {
       let ms = 0;
       for (let i = 0; i < n; i++) ms += x[i] * x[i];
       const r = 1 / Math.sqrt(ms / n + 1e-5), gd = g.data;
@@ -296,7 +296,7 @@ export class FastDecoder {
    * @throws {RangeError} on a bad id, no tokens, or more tokens than the cache has room for.
    */
   feed(tokens: ArrayLike<number>): Float32Array {
-    const { vocabSize: V, blockSize: L, nEmbd: C, nHead, norm, activation } = this.config;
+    const { vocabSize: V, blockSize: L, nEmbd: C, nHead, normPlacement: norm, activation } = this.config;
     const M = tokens.length, t0 = this.#length;
     if (M < 1) throw new RangeError("tokens must not be empty: tokens.length=0");
     for (let i = 0; i < M; i++) {

@@ -212,7 +212,7 @@ class Params {
 let familyVarId = 0;
 
 /** The families' blocks: LayerNorm, the dense GELU MLP, no dropout. */
-const FAMILY = { normalization: "layer", mlp: "dense", activation: "gelu" } as const;
+const FAMILY = { normKind: "layer", mlp: "dense", activation: "gelu" } as const;
 const NO_DROPOUT = { rate: 0, seeds: new Rng(0) };
 
 /**

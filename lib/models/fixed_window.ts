@@ -319,8 +319,7 @@ export interface FixedWindowOptions {
    * noising as smoothing in neural network language models") call blank
    * noising, with `<unk>` as the blank: the model must often predict from
    * fewer words, as a back-off n-gram does. Evaluation and scoring never
-   * replace. In the Table 1 reproduction it slowed MLP1's first pass more
-   * than it helped later ones (`bench/README.md`, seventh measurement).
+   * replace.
    */
   wordDropout?: number;
   /**
@@ -329,9 +328,7 @@ export interface FixedWindowOptions {
    * makes the untrained model the unigram model, so training need not spend
    * its first steps learning how common each word is (with Adam each bias
    * moves by about the learning rate per step, so a rare word's takes
-   * hundreds of steps to fall). In the Table 1 reproduction it did not help:
-   * MLP1's validation perplexity after a quarter pass was 444 with it and
-   * 433 without (`bench/README.md`, eighth measurement).
+   * hundreds of steps to fall).
    */
   outputBias?: ArrayLike<number>;
 }

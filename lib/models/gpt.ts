@@ -28,7 +28,7 @@
  * Four options turn the GPT-2 block into the one most current open models
  * use (Llama, Mistral, Qwen); the preset `MODERN_BLOCK` sets all four:
  *
- * - `normalization: "rms"`: RMSNorm (Zhang & Sennrich, 2019),
+ * - `normKind: "rms"`: RMSNorm (Zhang & Sennrich, 2019),
  *   x / sqrt(mean(x^2) + 1e-5) * g, with a gain and never a shift, in place of
  *   every layer norm (the final one included).
  * - `mlp: "swiglu"`: the SiLU-gated feed-forward (Shazeer, 2020),
@@ -107,7 +107,7 @@ export interface Sublayers {
  */
 export function initWeights(c: FullTransformerConfig, rng: Rng): GPTWeights {
   const C = c.nEmbd, H = mlpHiddenSize(c), KV = c.nKVHead * (C / c.nHead);
-  const rms = c.normalization === "rms", std = 0.02, projStd = 0.02 / Math.sqrt(2 * c.nLayer);
+  const rms = c.normKind === "rms", std = 0.02, projStd = 0.02 / Math.sqrt(2 * c.nLayer);
   const w: GPTWeights = {};
   const normal = (name: string, shape: [number, number], s = std) => (w[name] = normalMatrix(shape, rng, s));
   const gain = (name: string) => {
@@ -129,7 +129,7 @@ export function initWeights(c: FullTransformerConfig, rng: Rng): GPTWeights {
     if (c.mlp === "swiglu") normal(p + "mlp.w3", [C, H]), bias(p + "mlp.b3", H);
     normal(p + "mlp.w2", [H, C], projStd), bias(p + "mlp.b2", C);
   }
-  if (c.norm === "pre") gain("lnF");
+  if (c.normPlacement === "pre") gain("lnF");
   return w;
 }
 
@@ -175,7 +175,7 @@ export function embeddings(
 }
 
 /**
- * A norm (LayerNorm, or RMSNorm with `normalization: "rms"`) with gain
+ * A norm (LayerNorm, or RMSNorm with `normKind: "rms"`) with gain
  * `<name>.g` and shift `<name>.b` (when the config has biases), eps 1e-5.
  *
  * @param w the weights.
@@ -184,10 +184,10 @@ export function embeddings(
  */
 export function norm(
   w: GPTWeights,
-  input: { c: Pick<FullTransformerConfig, "normalization">; x: tf.Tensor3D; name: string },
+  input: { c: Pick<FullTransformerConfig, "normKind">; x: tf.Tensor3D; name: string },
 ): tf.Tensor3D {
   const { c, x, name } = input, g = w[name + ".g"], b = w[name + ".b"];
-  if (c.normalization === "rms") {
+  if (c.normKind === "rms") {
     const ms = tf.mean(tf.square(x), -1, true); // (B, T, 1)
     return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, 1e-5))), g); // (B, T, C)
   }
@@ -367,7 +367,7 @@ export function postLnBlock(x: tf.Tensor3D, s: Sublayers): tf.Tensor3D {
  */
 export function lmHead(w: GPTWeights, input: { c: FullTransformerConfig; x: tf.Tensor3D }): tf.Tensor3D {
   const { c, x } = input, [B, T, C] = x.shape;
-  const h = c.norm === "pre" ? norm(w, { c, x, name: "lnF" }) : x; // (B, T, C)
+  const h = c.normPlacement === "pre" ? norm(w, { c, x, name: "lnF" }) : x; // (B, T, C)
   const logits = tf.matMul(tf.reshape(h, [B * T, C]) as tf.Tensor2D, w.wte as tf.Tensor2D, false, true); // (B*T, V)
   return tf.reshape(logits, [B, T, c.vocabSize]) as tf.Tensor3D; // (B, T, V)
 }
@@ -418,7 +418,7 @@ export function gptForward(
       ln2: (x) => norm(w, { c, x, name: `h${layer}.ln2` }), // (B, T, C)
       mlp: (x) => mlp(w, { c, x, prefix: `h${layer}.`, rate, seeds }), // (B, T, C)
     };
-    x = c.norm === "pre" ? preLnBlock(x, sublayers) : postLnBlock(x, sublayers); // (B, T, C)
+    x = c.normPlacement === "pre" ? preLnBlock(x, sublayers) : postLnBlock(x, sublayers); // (B, T, C)
     hidden.push(x);
   }
   const logits = lmHead(w, { c, x }); // (B, T, V)

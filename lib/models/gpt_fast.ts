@@ -165,7 +165,7 @@ export class FastForward {
     const zeros = this.#constant(`zeros:${C}`, () => tf.zeros([C])) as tf.Tensor1D;
     const ln = (x: tf.Tensor2D, name: string) => {
       const g = w[name + ".g"], b = w[name + ".b"];
-      return c.normalization === "rms"
+      return c.normKind === "rms"
         ? rmsNormFused(x, g as tf.Tensor1D) // (N, C)
         : layerNormFused(x, g as tf.Tensor1D, { beta: (b ?? zeros) as tf.Tensor1D }); // (N, C)
     };
@@ -252,7 +252,7 @@ export class FastForward {
 
     // The blocks: the residual stream x flows through, each sub-layer adds to it.
     for (let l = 0; l < c.nLayer; l++) {
-      if (c.norm === "pre") {
+      if (c.normPlacement === "pre") {
         x = tf.add(x, attn(ln(x, `h${l}.ln1`), l)); // (N, C)
         x = tf.add(x, mlp(ln(x, `h${l}.ln2`), l)); // (N, C)
       } else {
@@ -263,7 +263,7 @@ export class FastForward {
     }
 
     // Final layer norm (pre-LN only) and the LM head tied to the embedding.
-    if (c.norm === "pre") x = ln(x, "lnF"); // (N, C)
+    if (c.normPlacement === "pre") x = ln(x, "lnF"); // (N, C)
     if (options.headFrom) {
       // Only positions >= headFrom need logits (scoring overlapping windows):
       // in time-major order they are the last rows.

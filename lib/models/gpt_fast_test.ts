@@ -26,8 +26,8 @@ const TOLERANCE = { logits: 2e-4, loss: 2e-5, grads: 5e-4 };
 /** One config per option value, and the modern block with every option at once. */
 const VARIANTS: Partial<TransformerConfig>[] = [
   {},
-  { norm: "post" },
-  { normalization: "rms" },
+  { normPlacement: "post" },
+  { normKind: "rms" },
   { mlp: "swiglu" },
   { activation: "relu" },
   { positions: "sinusoidal" },
@@ -37,7 +37,7 @@ const VARIANTS: Partial<TransformerConfig>[] = [
   { bias: false },
   { dropout: 0.2 },
   { causal: false },
-  { normalization: "rms", mlp: "swiglu", positions: "rope", bias: false, nKVHead: 2 },
+  { normKind: "rms", mlp: "swiglu", positions: "rope", bias: false, nKVHead: 2 },
 ];
 
 /** A model whose every weight (biases and gains included) is perturbed away from its initial value. */

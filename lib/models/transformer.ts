@@ -218,7 +218,7 @@ export class TransformerLM implements TrainableModel, LanguageModel {
       let x = tf.reshape(h, [B * T, C]) as tf.Tensor2D; // (N, C)
       const lnFg = this.#vars["lnF.g"] as tf.Tensor1D | undefined,
         lnFb = this.#vars["lnF.b"] as tf.Tensor1D | undefined;
-      if (lnFg && this.config.normalization === "rms") {
+      if (lnFg && this.config.normKind === "rms") {
         x = rmsNormFused(x, lnFg); // (N, C)
       } else if (lnFg) {
         x = layerNormFused(x, lnFg, { beta: lnFb ?? tf.zeros([C]) }); // (N, C)

@@ -20,6 +20,7 @@ import {
   MODERN_BLOCK,
   modernPreset,
   TRANSFORMER_PRESETS,
+  type TransformerConfig,
   transformerConfig,
 } from "./transformer_config.ts";
 import { TransformerLM } from "./transformer.ts";
@@ -45,12 +46,12 @@ Deno.test("config: presets, defaults and clear errors", () => {
     vocabSize: 65,
     dropout: 0,
     bias: true,
-    norm: "pre",
+    normPlacement: "pre",
     positions: "learned",
     activation: "gelu",
     mlpRatio: 4,
     causal: true,
-    normalization: "layer",
+    normKind: "layer",
     mlp: "dense",
     nKVHead: 4,
   });
@@ -62,14 +63,18 @@ Deno.test("config: presets, defaults and clear errors", () => {
   assertThrows(() => transformerConfig("huge" as "baby", { vocabSize: 5 }), RangeError, "unknown preset");
   assertThrows(() => transformerConfig("tiny", { vocabSize: 0 }), RangeError, "vocabSize=0");
   assertThrows(() => transformerConfig("tiny", { vocabSize: 5, dropout: 1 }), RangeError, "dropout=1");
-  assertThrows(() => transformerConfig("tiny", { vocabSize: 5, norm: "mid" as "pre" }), RangeError, "norm");
+  assertThrows(
+    () => transformerConfig("tiny", { vocabSize: 5, normPlacement: "mid" as "pre" }),
+    RangeError,
+    "normPlacement",
+  );
 });
 
 Deno.test("parameter count: exact, matches the variables, and the 12 L d^2 estimate", () => {
   // The baby config with 65 characters has 809,856 parameters (PyTorch counts the same).
   assertEquals(countParameters(transformerConfig("baby", { vocabSize: 65 })).total, 809_856);
   for (
-    const over of [{}, { bias: false }, { positions: "sinusoidal" }, { norm: "post" }, { mlpRatio: 2 }]
+    const over of [{}, { bias: false }, { positions: "sinusoidal" }, { normPlacement: "post" }, { mlpRatio: 2 }]
   ) {
     const model = new TransformerLM(tiny(over));
     const actual = Object.values(model.variables()).reduce((n, v) => n + v.size, 0);
@@ -190,7 +195,7 @@ Deno.test("same seed, same model and same losses; no tensors leak while training
 Deno.test("pre-LN and post-LN both learn a repeating sequence", async () => {
   const text = Int32Array.from({ length: 300 }, (_, i) => [1, 4, 2, 8, 5, 7][i % 6]);
   for (const norm of ["pre", "post"] as const) {
-    const model = new TransformerLM(tiny({ norm }), { seed: 6 });
+    const model = new TransformerLM(tiny({ normPlacement: norm }), { seed: 6 });
     const history = await new Trainer(model, sequenceDataset(text, 8), {
       batchSize: 8,
       maxSteps: 60,
@@ -426,20 +431,20 @@ function randomiseWeights(model: TransformerLM, seed: number): void {
 }
 
 const MODERN_VARIANTS: Record<string, unknown>[] = [
-  { normalization: "rms" },
+  { normKind: "rms" },
   { mlp: "swiglu" },
   { positions: "rope" },
   { nHead: 4, nKVHead: 2 },
   { nHead: 4, nKVHead: 1 },
-  { nHead: 4, nKVHead: 2, positions: "rope", normalization: "rms", mlp: "swiglu", bias: false },
-  { nHead: 4, nKVHead: 1, positions: "rope", normalization: "rms", mlp: "swiglu", bias: true, norm: "post" },
+  { nHead: 4, nKVHead: 2, positions: "rope", normKind: "rms", mlp: "swiglu", bias: false },
+  { nHead: 4, nKVHead: 1, positions: "rope", normKind: "rms", mlp: "swiglu", bias: true, normPlacement: "post" },
   { nKVHead: 1, positions: "sinusoidal", mlp: "swiglu", activation: "relu" },
 ];
 
 Deno.test("modern block: config defaults, the preset and clear errors", () => {
   const c = transformerConfig(modernPreset("baby"), { vocabSize: 65 });
   assertEquals(
-    [c.normalization, c.mlp, c.positions, c.bias, c.nHead, c.nKVHead],
+    [c.normKind, c.mlp, c.positions, c.bias, c.nHead, c.nKVHead],
     ["rms", "swiglu", "rope", false, 4, 2],
   );
   assertEquals(transformerConfig({ ...TRANSFORMER_PRESETS.tiny, ...MODERN_BLOCK }, { vocabSize: 5 }).nKVHead, 2);
@@ -452,7 +457,7 @@ Deno.test("modern block: config defaults, the preset and clear errors", () => {
     RangeError,
     "headSize = nEmbd / nHead = 12 / 4 = 3",
   );
-  assertThrows(() => tiny({ normalization: "batch" }), RangeError, 'normalization="batch"');
+  assertThrows(() => tiny({ normKind: "batch" }), RangeError, 'normKind="batch"');
   assertThrows(() => tiny({ mlp: "geglu" }), RangeError, 'mlp="geglu"');
   assertThrows(() => tiny({ positions: "alibi" }), RangeError, 'positions="alibi"');
   // SwiGLU's hidden width: 2/3 of 4C, to the nearest multiple of 8, so its parameters match the dense MLP's.
@@ -474,7 +479,20 @@ Deno.test("modern block: parameter counts match the variables for every option",
   const mqa = countParameters(tiny({ nHead: 4, nKVHead: 1, bias: false }));
   assertEquals(mqa.attention, 2 * 16 * 16 + 2 * 16 * 4);
   // RMSNorm: a gain and no shift, even with bias: true.
-  assertEquals(countParameters(tiny({ normalization: "rms" })).layerNorms, 2 * 16);
+  assertEquals(countParameters(tiny({ normKind: "rms" })).layerNorms, 2 * 16);
+});
+
+Deno.test("config: the old names norm and normalization are read as normPlacement and normKind", () => {
+  const old = { norm: "post", normalization: "rms" } as unknown as Partial<TransformerConfig>;
+  const c = tiny(old);
+  assertEquals([c.normPlacement, c.normKind], ["post", "rms"]);
+  assert(!("norm" in c) && !("normalization" in c), "the old names are not kept");
+  assertEquals(countParameters({ ...c, ...old }).finalNorm, 0);
+  assertThrows(
+    () => tiny({ norm: "post", normPlacement: "pre" } as Partial<TransformerConfig>),
+    RangeError,
+    "norm (the old name of normPlacement)",
+  );
 });
 
 Deno.test("modern block: every option matches the readable model", () => {
@@ -627,10 +645,10 @@ Deno.test("modern block: the same training steps on wasm and webgpu match cpu wi
 });
 
 /** Every combination of the modern block's options (2 norms × 2 MLPs × 3 position schemes × MHA, GQA, MQA). */
-const ALL_COMBINATIONS: Record<string, unknown>[] = ["layer", "rms"].flatMap((normalization) =>
+const ALL_COMBINATIONS: Record<string, unknown>[] = ["layer", "rms"].flatMap((normKind) =>
   ["dense", "swiglu"].flatMap((mlp) =>
     ["learned", "sinusoidal", "rope"].flatMap((positions) =>
-      [4, 2, 1].map((nKVHead) => ({ normalization, mlp, positions, nHead: 4, nKVHead }))
+      [4, 2, 1].map((nKVHead) => ({ normKind, mlp, positions, nHead: 4, nKVHead }))
     )
   )
 );
@@ -719,7 +737,7 @@ Deno.test("modern block: every combination of options trains, decodes with the c
     // A covering subset on the (software, slow) adapter: every value of every option at least once.
     const cover = ALL_COMBINATIONS.filter((_, i) => i % 7 === 0);
     for (
-      const [k, values] of [["normalization", ["layer", "rms"]], ["mlp", ["dense", "swiglu"]], ["positions", [
+      const [k, values] of [["normKind", ["layer", "rms"]], ["mlp", ["dense", "swiglu"]], ["positions", [
         "learned",
         "sinusoidal",
         "rope",
