@@ -31,7 +31,7 @@ import type { LossOptions, TrainableModel } from "../train/train.ts";
 import { MASK_VALUE } from "../core/mask.ts";
 import { mergeHeads, normalMatrix, splitHeads } from "./attention.ts";
 import { embeddingLookup } from "../kernels/mod.ts";
-import { attend, dense, mlp as gptMlp, norm as gptNorm } from "./gpt.ts";
+import { attend, dense, mlp as gptMlp, norm as gptNorm, preLnBlock } from "./gpt.ts";
 
 // ---------------------------------------------------------------------------
 // The masked-language-model objective
@@ -274,6 +274,30 @@ function keyMask(idx: tf.Tensor2D, padId: number): tf.Tensor4D {
   return tf.reshape(tf.cast(tf.notEqual(idx, padId), "float32"), [B, 1, 1, T]) as tf.Tensor4D;
 }
 
+/**
+ * The encoder: embeddings, then nLayer pre-LN blocks (`preLnBlock`, as the
+ * decoder's) whose attention reads every non-padding position, then a final
+ * norm (weights `e<l>.*`, the position table `wpe` and the final norm `final`).
+ */
+function encoderStack(
+  v: Record<string, tf.Variable>,
+  idx: tf.Tensor2D,
+  names: { c: FamilyConfig; wpe: string; final: string },
+): tf.Tensor3D {
+  const { c, wpe, final } = names;
+  const mask = keyMask(idx, c.padId); // (B, 1, 1, T)
+  let x = embed(v, idx, wpe, c.blockSize); // (B, T, C)
+  for (let l = 0; l < c.nLayer; l++) {
+    x = preLnBlock(x, {
+      ln1: (x) => norm(v, `e${l}.ln1`, x), // (B, T, C)
+      attention: (h) => attention(v, `e${l}.attn.`, { x: h, kv: h, nHead: c.nHead, mask }), // (B, T, C)
+      ln2: (x) => norm(v, `e${l}.ln2`, x), // (B, T, C)
+      mlp: (h) => mlp(v, `e${l}.`, h), // (B, T, C)
+    });
+  }
+  return norm(v, final, x); // (B, T, C)
+}
+
 /** Mean cross-entropy over the positions whose label is not -100 (and not negative): a scalar. */
 export function maskedCrossEntropy(logits: tf.Tensor2D, labels: tf.Tensor1D): tf.Scalar {
   return tf.tidy(() => {
@@ -345,15 +369,7 @@ export class TransformerEncoder implements TrainableModel {
    * @returns (B, T, C).
    */
   encode(idx: tf.Tensor2D): tf.Tensor3D {
-    const v = this.#p.vars, c = this.config;
-    const mask = keyMask(idx, c.padId); // (B, 1, 1, T)
-    let x = embed(v, idx, "wpe", c.blockSize); // (B, T, C)
-    for (let l = 0; l < c.nLayer; l++) {
-      const h = norm(v, `e${l}.ln1`, x);
-      x = tf.add(x, attention(v, `e${l}.attn.`, { x: h, kv: h, nHead: c.nHead, mask })); // (B, T, C)
-      x = tf.add(x, mlp(v, `e${l}.`, norm(v, `e${l}.ln2`, x))); // (B, T, C)
-    }
-    return norm(v, "lnF", x); // (B, T, C)
+    return encoderStack(this.#p.vars, idx, { c: this.config, wpe: "wpe", final: "lnF" }); // (B, T, C)
   }
 
   /**
@@ -481,15 +497,7 @@ export class EncoderDecoder implements TrainableModel {
    * @returns the memory (B, N, C).
    */
   encode(src: tf.Tensor2D): tf.Tensor3D {
-    const v = this.#p.vars, c = this.config;
-    const mask = keyMask(src, c.padId); // (B, 1, 1, N)
-    let x = embed(v, src, "wpeSrc", c.blockSize); // (B, N, C)
-    for (let l = 0; l < c.nLayer; l++) {
-      const h = norm(v, `e${l}.ln1`, x);
-      x = tf.add(x, attention(v, `e${l}.attn.`, { x: h, kv: h, nHead: c.nHead, mask })); // (B, N, C)
-      x = tf.add(x, mlp(v, `e${l}.`, norm(v, `e${l}.ln2`, x))); // (B, N, C)
-    }
-    return norm(v, "encF", x); // (B, N, C)
+    return encoderStack(this.#p.vars, src, { c: this.config, wpe: "wpeSrc", final: "encF" }); // (B, N, C)
   }
 
   /**
