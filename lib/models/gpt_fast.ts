@@ -96,6 +96,7 @@ export class FastForward {
   #constants = new Map<string, tf.Tensor>();
 
   /**
+   * A pass for one config, with an empty cache of constants.
    * @param config the model's full config.
    */
   constructor(config: FullTransformerConfig) {

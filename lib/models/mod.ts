@@ -5,10 +5,9 @@
  * `attention.ts`), the transformer language model (chapter 6:
  * `transformer_config.ts`, then the model box by box in `gpt.ts`, exported
  * as the namespace `gpt`, and `transformer.ts`, the class that holds its
- * weights and runs it through the fused kernels of `gpt_fast.ts`, with the
- * internal `transformer_helpers.ts`) with the encoder and encoder-decoder
- * families built from the same pieces (`families.ts`), and scaling laws
- * (chapter 8: `scaling.ts`).
+ * weights and runs it through the fused kernels of `gpt_fast.ts`) with the
+ * encoder and encoder-decoder families built from the same pieces
+ * (`families.ts`), and scaling laws (chapter 8: `scaling.ts`).
  *
  * @module
  */

@@ -23,7 +23,8 @@
  * `blockSize` tokens that move by `evalStride` (default blockSize / 2): every
  * token is predicted from at least blockSize - evalStride earlier tokens (all
  * of them near the start), and `logProb`, `nextDistribution` and `logProbs`
- * use the same windows ({@link TransformerLM.windowStart}), so they agree.
+ * use the same windows ({@link TransformerLM.windowStart}), so they agree
+ * (the adapter {@link WindowScorer} of `lib/lm/windows.ts` does the scoring).
  * The stream is preceded by `bosId`, so its first token has a context too.
  *
  * ## Incremental decoding with a KV cache (for chapter 7)
@@ -54,8 +55,8 @@ import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
 import type { Batch } from "../train/dataset.ts";
 import type { LossOptions, TrainableModel } from "../train/train.ts";
 import { assignWeights, loadWeights, saveWeights } from "../train/checkpoint.ts";
-import { layerNormFused, nextTokenLogProbs, rmsNormFused } from "../kernels/mod.ts";
-import { checkSyncRead } from "./transformer_helpers.ts";
+import { layerNormFused, rmsNormFused } from "../kernels/mod.ts";
+import { WindowScorer, windowStart } from "../lm/windows.ts";
 import { gptForward, initWeights } from "./gpt.ts";
 import { FastForward, type RunResult } from "./gpt_fast.ts";
 import {
@@ -97,6 +98,7 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   readonly evalStride: number;
   #vars: Record<string, tf.Variable> = {};
   #fast: FastForward;
+  #scorer: WindowScorer;
 
   /**
    * Creates the model with freshly initialised weights: N(0, 0.02) for
@@ -129,6 +131,14 @@ export class TransformerLM implements TrainableModel, LanguageModel {
       t.dispose();
     }
     this.#fast = new FastForward(c);
+    this.#scorer = new WindowScorer({
+      vocabSize: c.vocabSize,
+      contextSize: c.blockSize,
+      bosId: this.bosId,
+      evalStride: this.evalStride,
+      causal: c.causal,
+      windowLogits: (idx, from) => this.#run(idx, undefined, { headFrom: from }).logitsTB,
+    });
   }
 
   /** The number of token ids ({@link LanguageModel}). */
@@ -229,46 +239,24 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   }
 
   /**
-   * The window start used to predict position i of `[bos, ...stream]`: 0
-   * while i < blockSize, then the latest multiple of `evalStride` that keeps
-   * i inside the window's last `evalStride` positions. {@link logProb},
-   * {@link nextDistribution} and {@link logProbs} all use it, so they agree.
+   * The window start used to predict position i of `[bos, ...stream]` (see
+   * {@link windowStart}); {@link logProb}, {@link nextDistribution} and
+   * {@link logProbs} all use it, so they agree.
    * @param i the position (0 predicts the stream's first token from `bos`).
    * @returns the first position of the window.
    */
   windowStart(i: number): number {
-    const L = this.config.blockSize, S = this.evalStride;
-    if (i < L) return 0;
-    return S * Math.ceil((i - L + 1) / S);
-  }
-
-  /** The model input for predicting the token after `context`. */
-  #windowFor(context: ArrayLike<number>): Int32Array {
-    const t = context.length; // position in [bos, ...context]
-    const a = this.windowStart(t);
-    const out = new Int32Array(t - a + 1);
-    for (let i = a; i <= t; i++) out[i - a] = i === 0 ? this.bosId : context[i - 1];
-    return out;
+    return windowStart(i, { contextSize: this.config.blockSize, stride: this.evalStride });
   }
 
   /**
-   * The next-token distribution after a context ({@link LanguageModel}). The
-   * model reads `[bos, ...context]` cut to the window given by
-   * {@link windowStart} (at most blockSize tokens).
+   * The next-token distribution after a context ({@link LanguageModel}),
+   * read from the window given by {@link windowStart}.
    * @param context preceding ids, oldest first (may be empty).
    * @returns vocabSize probabilities summing to 1.
    */
   nextDistribution(context: ArrayLike<number>): Float64Array {
-    checkSyncRead("nextDistribution", "await model.logProbs(stream)");
-    const window = this.#windowFor(context);
-    const probs = tf.tidy(() => {
-      const idx = tf.tensor2d(window, [1, window.length], "int32");
-      const { logitsTB } = this.#run(idx, undefined, { headFrom: window.length - 1 }); // (1, V)
-      return tf.softmax(tf.reshape(logitsTB, [this.vocabSize]));
-    });
-    const out = Float64Array.from(probs.dataSync());
-    probs.dispose();
-    return out;
+    return this.#scorer.nextDistribution(context);
   }
 
   /**
@@ -278,108 +266,21 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    * @returns the natural log-probability.
    */
   logProb(word: number, context: ArrayLike<number>): number {
-    checkSyncRead("logProb", "await model.logProbs(stream)");
-    if (!Number.isInteger(word) || word < 0 || word >= this.vocabSize) {
-      throw new RangeError(`word must be an id in [0, ${this.vocabSize}): word=${word}`);
-    }
-    // From the logits, not the log of the float32 softmax: a probability
-    // below ~1e-38 underflows to 0 there, and logProbs would disagree.
-    const window = this.#windowFor(context);
-    const lp = tf.tidy(() => {
-      const idx = tf.tensor2d(window, [1, window.length], "int32");
-      const { logitsTB } = this.#run(idx, undefined, { headFrom: window.length - 1 }); // (1, V)
-      return nextTokenLogProbs(logitsTB as tf.Tensor2D, tf.tensor1d([word], "int32")); // (1)
-    });
-    const out = lp.dataSync()[0];
-    lp.dispose();
-    return out;
+    return this.#scorer.logProb(word, context);
   }
 
   /**
    * Log-probabilities of every token of a stream, scored with overlapping
    * windows of blockSize tokens moved by `evalStride`, in batches
-   * ({@link LanguageModel}). Each token is predicted from at least
-   * blockSize - evalStride earlier tokens (all of them near the start).
-   * A model built with `causal: false` is scored one position at a time
-   * instead (slowly): in a window it would see the tokens it predicts.
+   * ({@link LanguageModel}; see {@link WindowScorer}). A model built with
+   * `causal: false` is scored one position at a time instead (slowly).
    *
    * @param stream token ids.
    * @param options progress reporting and the number of windows per batch.
    * @returns ln P(stream[t] | stream[0..t)) for every t.
    */
-  async logProbs(
-    stream: Int32Array,
-    options: LogProbsOptions & { batchSize?: number } = {},
-  ): Promise<Float64Array> {
-    const L = this.config.blockSize, S = this.evalStride, V = this.vocabSize;
-    const n = stream.length;
-    const out = new Float64Array(n);
-    if (!this.config.causal) {
-      // A window would let each position read the very token it predicts:
-      // score honestly, one position at a time, from the context alone
-      // (with asynchronous reads, so this works on webgpu too).
-      for (let t = 0; t < n; t++) {
-        const window = this.#windowFor(stream.subarray(0, t));
-        const lp = tf.tidy(() => {
-          const { logitsTB } = this.#run(tf.tensor2d(window, [1, window.length], "int32"), undefined, {
-            headFrom: window.length - 1,
-          }); // (1, V)
-          return nextTokenLogProbs(logitsTB, tf.tensor1d([stream[t]], "int32")); // (1)
-        });
-        out[t] = (await lp.data())[0];
-        lp.dispose();
-        if (t % 64 === 63 || t === n - 1) options.onProgress?.(t + 1, n);
-      }
-      return out;
-    }
-    const seq = new Int32Array(n + 1); // [bos, ...stream]; seq[i] predicts stream[i]
-    seq[0] = this.bosId;
-    seq.set(stream, 1);
-    // Windows [a, a + len): the first scores positions 0..len-1, later ones their last S.
-    const windows: { a: number; len: number; from: number }[] = [];
-    for (let a = 0;; a += S) {
-      const len = Math.min(L, n - a);
-      if (len <= 0) break;
-      windows.push({ a, len, from: a === 0 ? 0 : L - S });
-      if (a + len >= n) break;
-    }
-    // Windows per forward pass: about 2^24 logits at most (64 MiB), and at most 256 windows.
-    const batchSize = options.batchSize ?? Math.max(1, Math.min(256, Math.floor(2 ** 24 / (L * V))));
-    let done = 0;
-    for (let w0 = 0; w0 < windows.length; w0 += batchSize) {
-      const group = windows.slice(w0, w0 + batchSize);
-      // Full-length windows batch together; a short (last) window goes alone.
-      const full = group.filter((w) => w.len === L), short = group.filter((w) => w.len !== L);
-      for (const part of [full, ...short.map((w) => [w])]) {
-        if (part.length === 0) continue;
-        const len = part[0].len;
-        const x = new Int32Array(part.length * len), y = new Int32Array(part.length * len);
-        part.forEach((w, r) => {
-          x.set(seq.subarray(w.a, w.a + len), r * len);
-          y.set(stream.subarray(w.a, w.a + len), r * len);
-        });
-        const from = Math.min(...part.map((w) => w.from)); // 0 if the first window is in the part
-        const rows = part.length * (len - from);
-        const lp = tf.tidy(() => {
-          const { logitsTB } = this.#run(tf.tensor2d(x, [part.length, len], "int32"), undefined, {
-            headFrom: from,
-          }); // (rows, V), rows ordered (position, window)
-          const targets = new Int32Array(rows);
-          for (let t = from; t < len; t++) {
-            for (let r = 0; r < part.length; r++) targets[(t - from) * part.length + r] = y[r * len + t];
-          }
-          return nextTokenLogProbs(logitsTB, tf.tensor1d(targets, "int32")); // (rows)
-        });
-        const vals = await lp.data();
-        lp.dispose();
-        part.forEach((w, r) => {
-          for (let t = w.from; t < len; t++) out[w.a + t] = vals[(t - from) * part.length + r];
-        });
-        done += part.reduce((s, w) => s + w.len - w.from, 0);
-        options.onProgress?.(done, n);
-      }
-    }
-    return out;
+  logProbs(stream: Int32Array, options: LogProbsOptions & { batchSize?: number } = {}): Promise<Float64Array> {
+    return this.#scorer.logProbs(stream, options);
   }
 
   /**
