@@ -209,6 +209,25 @@ Deno.test("generate rejects bad input with clear errors", async () => {
   model.dispose();
 });
 
+Deno.test("a model without the causal mask decodes by recomputation whatever the cache mode asked", async () => {
+  const model = tinyModel({ causal: false });
+  const runs: number[][] = [];
+  for (const cache of ["none", "tfjs", "fast"] as const) {
+    const r = await generate(model, [1, 2], { maxNewTokens: 6, greedy: true, cache });
+    assertEquals(r.mode, "none", `cache: ${cache}`);
+    runs.push(r.tokens);
+  }
+  // The reference: the model's own forward pass on the whole context, last position, argmax.
+  const ctx = [1, 2];
+  for (let i = 0; i < 6; i++) {
+    const logits = tf.tidy(() => model.forward(tf.tensor2d([ctx], [1, ctx.length], "int32")).logits.arraySync()[0]);
+    const last = logits[ctx.length - 1];
+    ctx.push(last.indexOf(Math.max(...last)));
+  }
+  runs.forEach((r) => assertEquals(r, ctx.slice(2)));
+  model.dispose();
+});
+
 Deno.test("generation leaks no tensors in any cache mode", async () => {
   const model = tinyModel();
   for (const cache of ["none", "tfjs", "fast"] as const) {
