@@ -111,8 +111,8 @@ export function initWeights(c: FullTransformerConfig, rng: Rng): GPTWeights {
   const w: GPTWeights = {};
   const normal = (name: string, shape: [number, number], s = std) => (w[name] = normalMatrix(shape, rng, s));
   const gain = (name: string) => {
-    w[name + ".g"] = tf.ones([C]);
-    if (c.bias && !rms) w[name + ".b"] = tf.zeros([C]);
+    w[name + ".g"] = tf.ones([C]); // (C)
+    if (c.bias && !rms) w[name + ".b"] = tf.zeros([C]); // (C)
   };
   const bias = (name: string, n: number) => c.bias && (w[name] = tf.zeros([n]));
   normal("wte", [c.vocabSize, C]);
@@ -281,7 +281,7 @@ export function causalSelfAttention(
     g === 1
       ? t
       : tf.reshape(tf.tile(tf.reshape(t, [B, nKV, 1, Tk * hs]), [1, 1, g, 1]), [B, nH, Tk, hs]) as tf.Tensor4D; // (B, nH, Tk, hs)
-  const bias = c.causal ? causalMask(T, offset) : undefined; // (T, Tk)
+  const bias = c.causal ? causalBias(T, offset) : undefined; // (T, Tk)
   const a = attend({ q, k: repeat(k), v: repeat(v), bias }, { rate, seeds }); // (B, nH, T, hs)
   const y = dropout(dense(mergeHeads(a.y), w[p + "wo"], w[p + "bo"]), rate, seeds); // (B, T, C)
   const weights = a.weights;
@@ -296,10 +296,10 @@ export function causalSelfAttention(
  * @param offset Tpast, the cached positions before them.
  * @returns a new (T, offset + T) tensor.
  */
-export function causalMask(T: number, offset: number): tf.Tensor2D {
+export function causalBias(T: number, offset: number): tf.Tensor2D {
   const Tk = offset + T, data = new Float32Array(T * Tk);
   for (let i = 0; i < T; i++) for (let j = offset + i + 1; j < Tk; j++) data[i * Tk + j] = MASK_VALUE;
-  return tf.tensor2d(data, [T, Tk]);
+  return tf.tensor2d(data, [T, Tk]); // (T, Tpast + T)
 }
 
 /**

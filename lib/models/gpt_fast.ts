@@ -40,7 +40,7 @@ import {
   swigluGate,
   tiedHead,
 } from "../kernels/mod.ts";
-import { causalMask, type GPTWeights } from "./gpt.ts";
+import { causalBias, type GPTWeights } from "./gpt.ts";
 import type { ForwardOptions, ForwardResult, FullTransformerConfig } from "./transformer_config.ts";
 
 /**
@@ -174,7 +174,7 @@ export class FastForward {
     const dense = (x: tf.Tensor2D, W: string, b: string, activation?: "relu") =>
       linear(x, w[W] as tf.Tensor2D, { bias: w[b] as tf.Tensor1D | undefined, activation }); // (N, out)
     const bias = c.causal
-      ? this.#constant(`causal:${T}:${offset}`, () => causalMask(T, offset)) as tf.Tensor2D
+      ? this.#constant(`causal:${T}:${offset}`, () => causalBias(T, offset)) as tf.Tensor2D
       : undefined; // (T, Tpast + T)
     const present: KVCacheEntry[] = [];
     const attention: tf.Tensor4D[] = [];
