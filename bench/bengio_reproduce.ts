@@ -375,7 +375,7 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
       );
     }
     console.log(
-      `${modelName}: ${model.name}, ${model.parameterCount} parameters; ${nEpochs} epochs of ${stepsPerEpoch} steps, ` +
+      `${modelName}: ${model.name}, ${model.parameterCount()} parameters; ${nEpochs} epochs of ${stepsPerEpoch} steps, ` +
         `batch ${batchSize}, ${
           args.optimizer === "sgd"
             ? `SGD (momentum ${args.momentum})`

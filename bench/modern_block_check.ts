@@ -24,13 +24,13 @@ const { tf } = lm;
 
 /** The configurations compared: each change alone, then together. */
 export const PEER_CASES: Record<string, Partial<lm.TransformerConfig>> = {
-  "RMSNorm": { normalization: "rms" },
+  "RMSNorm": { normKind: "rms" },
   "SwiGLU": { mlp: "swiglu" },
   "RoPE": { positions: "rope" },
   "GQA (4 heads, 2 kv)": { nHead: 4, nKVHead: 2 },
   "MQA (4 heads, 1 kv)": { nHead: 4, nKVHead: 1 },
   "modern block": { ...lm.MODERN_BLOCK, nHead: 4 },
-  "modern block, biases, post-norm": { ...lm.MODERN_BLOCK, nHead: 4, nKVHead: 1, bias: true, norm: "post" },
+  "modern block, biases, post-norm": { ...lm.MODERN_BLOCK, nHead: 4, nKVHead: 1, bias: true, normPlacement: "post" },
 };
 
 const LOGIT_TOL = 1e-4, LOSS_TOL = 1e-5, GRAD_TOL = 1e-4, HALVES_TOL = 1e-4;

@@ -55,49 +55,13 @@ interface TimeOptions {
 }
 
 /**
- * The same model written the straightforward way, for comparison: plain tfjs
- * ops and automatic differentiation, the embedding as a one-hot product
- * (tf.gather has no gradient on wasm), the automatic gradients of matrix
- * products (which use transpose flags), batched products for attention,
- * layer norm and GELU from elementary ops. It uses
- * the variables of a TransformerLM, so both compute the same loss.
+ * The same model written the straightforward way, for comparison: the
+ * readable model of `lib/models/gpt.ts` (plain tfjs ops in (B, T, C) and
+ * automatic differentiation), on the variables of the TransformerLM, so both
+ * compute the same loss.
  */
 function naiveLoss(model: lm.TransformerLM, batch: lm.Batch): lm.tf.Scalar {
-  const c = model.config, v = model.variables();
-  const [B, T] = batch.x.shape as [number, number];
-  const C = c.nEmbd, H = c.nHead, D = C / H;
-  const ln = (x: lm.tf.Tensor, g: string, b: string) => {
-    const { mean, variance } = tf.moments(x, -1, true);
-    return tf.add(tf.mul(tf.div(tf.sub(x, mean), tf.sqrt(tf.add(variance, 1e-5))), v[g]), v[b]);
-  };
-  // (2-D products: tfjs's gradient of a (B, T, C) x (C, C') product is wrong.)
-  const dense = (x: lm.tf.Tensor, w: string, b: string) =>
-    tf.reshape(tf.add(tf.matMul(tf.reshape(x, [B * T, -1]) as lm.tf.Tensor2D, v[w] as lm.tf.Tensor2D), v[b]), [
-      B,
-      T,
-      -1,
-    ]);
-  const heads = (x: lm.tf.Tensor) => tf.transpose(tf.reshape(x, [B, T, H, D]), [0, 2, 1, 3]);
-  const mask = tf.mul(tf.sub(1, tf.linalg.bandPart(tf.ones([T, T]), -1, 0)), -1e9);
-  let x: lm.tf.Tensor = tf.add(
-    tf.reshape(tf.matMul(tf.oneHot(tf.reshape(batch.x, [-1]), c.vocabSize).toFloat(), v.wte), [B, T, C]),
-    tf.slice(v.wpe, [0, 0], [T, C]),
-  );
-  for (let l = 0; l < c.nLayer; l++) {
-    const p = `h${l}.`;
-    const h = ln(x, p + "ln1.g", p + "ln1.b");
-    const q = heads(dense(h, p + "attn.wq", p + "attn.bq"));
-    const k = heads(dense(h, p + "attn.wk", p + "attn.bk"));
-    const val = heads(dense(h, p + "attn.wv", p + "attn.bv"));
-    const att = tf.softmax(tf.add(tf.div(tf.matMul(q, k, false, true), Math.sqrt(D)), mask));
-    const y = tf.reshape(tf.transpose(tf.matMul(att, val), [0, 2, 1, 3]), [B, T, C]);
-    x = tf.add(x, dense(y, p + "attn.wo", p + "attn.bo"));
-    const u = dense(ln(x, p + "ln2.g", p + "ln2.b"), p + "mlp.w1", p + "mlp.b1");
-    const inner = tf.mul(Math.sqrt(2 / Math.PI), tf.add(u, tf.mul(0.044715, tf.pow(u, 3))));
-    x = tf.add(x, dense(tf.mul(tf.mul(0.5, u), tf.add(1, tf.tanh(inner))), p + "mlp.w2", p + "mlp.b2"));
-  }
-  const logits = tf.matMul(tf.reshape(ln(x, "lnF.g", "lnF.b"), [B * T, C]), v.wte, false, true);
-  return tf.losses.softmaxCrossEntropy(tf.oneHot(tf.reshape(batch.y, [-1]), c.vocabSize), logits) as lm.tf.Scalar;
+  return model.forward(batch.x as lm.tf.Tensor2D, batch.y as lm.tf.Tensor2D, { path: "readable" }).loss!;
 }
 
 /** A model, a trainer and a stream of real batches: `step()` runs one full training step. */

@@ -95,7 +95,7 @@ const config = lm.transformerConfig({
 }, { vocabSize: V, dropout: num("dropout", 0.1) });
 const modelOptions = { seed: num("seed", 1), bosId: lm.BOS_ID, name: "transformer (word-level)" };
 const model = new lm.TransformerLM(config, modelOptions);
-const counts = model.parameterCount();
+const counts = lm.countParameters(model.config);
 console.log(
   `Brown: |V| = ${V}, train ${brown.train.tokens.length} tokens, valid ${brown.valid.tokens.length}, test ${brown.test.tokens.length}`,
 );

@@ -54,7 +54,12 @@ const full = await lm.evaluateLoss(model, lm.sequenceDataset(val, config.blockSi
   batchSize: 50,
 });
 const sample = vocab.decode(
-  model.generate(vocab.encode("CHAPTER 1. Loomings.\n\nCall me"), { maxNewTokens: 400, temperature: 0.8, seed: 7 }),
+  (await lm.generate(model, vocab.encode("CHAPTER 1. Loomings.\n\nCall me"), {
+    maxNewTokens: 400,
+    temperature: 0.8,
+    seed: 7,
+  }))
+    .tokens,
 );
 console.log(
   `${history.steps} steps in ${(history.seconds / 60).toFixed(1)} min: ${

@@ -10,16 +10,10 @@
 // Chapter 0: the tools.
 export * from "./core/mod.ts";
 export * from "./display/mod.ts";
-// Chapter 6: the fast kernels (only the names lib has always exported; the decoding kernels stay internal).
-// Tensor ops with hand-written gradients (lib/kernels/: products, attention, norms, activations, loss...).
-export { attentionCore, crossEntropyFromLogits, embeddingLookup, gelu, installWasmFastPaths } from "./kernels/mod.ts";
-export { layerNormFused, linear, nextTokenLogProbs, repeatKVHeads, rmsNormFused, ropeRotate } from "./kernels/mod.ts";
-export { swigluGate, tiedHead } from "./kernels/mod.ts";
-// The fused WebAssembly SIMD kernels, built from lib/kernels/assembly/ (lib/kernels/fused.ts).
-export { fusedAdamW, fusedCrossEntropy, fusedCrossEntropyGrad, fusedGatherRows, fusedGelu } from "./kernels/mod.ts";
-export { fusedLayerNorm, fusedLayerNormGrad, fusedRmsNorm, fusedRmsNormGrad, fusedSoftmaxGrad } from "./kernels/mod.ts";
-export { fusedSwiglu, fusedTranspose2d, SIMD_MODULE_BYTES, wasmSimdReady } from "./kernels/mod.ts";
-export type { AdamWStep, AttentionCoreOptions, LinearActivation, TimeMajorQKV } from "./kernels/mod.ts";
+// Chapter 6: the kernels the notebooks call by name. The others (the fused WebAssembly SIMD kernels,
+// the time-major attention, the loss and lookup kernels) are internals: import them from
+// "./kernels/mod.ts", where every kernel is exported.
+export { gelu, repeatKVHeads, rmsNormFused, ropeRotate, swigluGate } from "./kernels/mod.ts";
 // Chapters 1, 6, 8: corpora, vocabularies and tokenisers.
 export * from "./data/mod.ts";
 // Chapters 2, 7: the language-model interface, evaluation (perplexity) and sampling.

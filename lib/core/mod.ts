@@ -14,3 +14,4 @@ export * from "./random.ts";
 export * from "./errors.ts";
 export * from "./backend.ts";
 export * from "./platform.ts";
+export * from "./mask.ts";

@@ -9,6 +9,7 @@
 import * as tf from "../core/tf.ts";
 import type { LanguageModel } from "../lm/lm.ts";
 import type { Scores } from "../lm/sampling.ts";
+import type { KVCacheEntry } from "../models/attention.ts";
 
 /** The shape fields of a transformer config that decoding needs. */
 export interface DecodableConfig {
@@ -25,7 +26,7 @@ export interface DecodableConfig {
   /** Whether the linear layers and layer norms have biases. */
   bias: boolean;
   /** Pre-LN (GPT-2) or post-LN (the original transformer). */
-  norm: "pre" | "post";
+  normPlacement: "pre" | "post";
   /** Learned, sinusoidal or rotary positions. */
   positions: "learned" | "sinusoidal" | "rope";
   /** The MLP's non-linearity. */
@@ -33,19 +34,13 @@ export interface DecodableConfig {
   /** The MLP's hidden width as a multiple of nEmbd. */
   mlpRatio: number;
   /** LayerNorm (default) or RMSNorm. */
-  normalization?: "layer" | "rms";
+  normKind?: "layer" | "rms";
   /** The dense MLP (default) or SwiGLU. */
   mlp?: "dense" | "swiglu";
   /** Key/value heads (default nHead): grouped-query attention. */
   nKVHead?: number;
-}
-
-/** Keys and values of earlier positions, one entry per layer (the transformer's `past`). */
-export interface PastEntry {
-  /** Keys (B, nKVHead, Tpast, headSize). */
-  k: tf.Tensor4D;
-  /** Values (B, nKVHead, Tpast, headSize). */
-  v: tf.Tensor4D;
+  /** Whether the model uses the causal mask (default true); without it, decoding recomputes every step. */
+  causal?: boolean;
 }
 
 /**
@@ -57,7 +52,7 @@ export interface DecodableTransformer {
   readonly config: DecodableConfig;
   /** The id fed first when the prompt is empty. */
   readonly bosId: number;
-  /** The weights by name (`wte`, `wpe`, `h0.attn.qkv.w`, ...). */
+  /** The weights by name (`wte`, `wpe`, `h0.attn.wq`, ...; see `lib/models/gpt.ts`). */
   variables(): Record<string, tf.Variable>;
   /**
    * Logits (B, T, vocabSize) for token ids (B, T); with `past`, also the
@@ -66,8 +61,8 @@ export interface DecodableTransformer {
   forward(
     idx: tf.Tensor2D,
     targets?: tf.Tensor2D,
-    options?: { past?: PastEntry[] },
-  ): { logits: tf.Tensor3D; present?: PastEntry[] };
+    options?: { past?: KVCacheEntry[] },
+  ): { logits: tf.Tensor3D; present?: KVCacheEntry[] };
 }
 
 /** A hand-made model: next-token logits (or log-probabilities) for a context. */

@@ -35,18 +35,18 @@ function tinyModel(overrides: Record<string, unknown> = {}, seed = 3): Transform
 
 const VARIANTS = [
   {},
-  { norm: "post" },
+  { normPlacement: "post" },
   { positions: "sinusoidal" },
   { activation: "relu", bias: false },
   { nHead: 4, mlpRatio: 2 },
   // The modern block's options, alone and together (chapter 6).
-  { normalization: "rms" },
+  { normKind: "rms" },
   { mlp: "swiglu" },
   { positions: "rope" },
   { nHead: 4, nKVHead: 2 },
   { nHead: 4, nKVHead: 1, positions: "rope" },
-  { normalization: "rms", mlp: "swiglu", positions: "rope", bias: false, nHead: 4, nKVHead: 2 },
-  { normalization: "rms", mlp: "swiglu", positions: "rope", bias: true, nKVHead: 1 },
+  { normKind: "rms", mlp: "swiglu", positions: "rope", bias: false, nHead: 4, nKVHead: 2 },
+  { normKind: "rms", mlp: "swiglu", positions: "rope", bias: true, nKVHead: 1 },
 ] as Record<string, unknown>[];
 
 Deno.test("FastDecoder gives the transformer's logits at every position (12 variants, SIMD and JS kernels)", async () => {
@@ -206,6 +206,25 @@ Deno.test("generate rejects bad input with clear errors", async () => {
   assertThrows(() => dec.step(1), RangeError, "KV cache is full");
   dec.reset();
   assertEquals(dec.length, 0);
+  model.dispose();
+});
+
+Deno.test("a model without the causal mask decodes by recomputation whatever the cache mode asked", async () => {
+  const model = tinyModel({ causal: false });
+  const runs: number[][] = [];
+  for (const cache of ["none", "tfjs", "fast"] as const) {
+    const r = await generate(model, [1, 2], { maxNewTokens: 6, greedy: true, cache });
+    assertEquals(r.mode, "none", `cache: ${cache}`);
+    runs.push(r.tokens);
+  }
+  // The reference: the model's own forward pass on the whole context, last position, argmax.
+  const ctx = [1, 2];
+  for (let i = 0; i < 6; i++) {
+    const logits = tf.tidy(() => model.forward(tf.tensor2d([ctx], [1, ctx.length], "int32")).logits.arraySync()[0]);
+    const last = logits[ctx.length - 1];
+    ctx.push(last.indexOf(Math.max(...last)));
+  }
+  runs.forEach((r) => assertEquals(r, ctx.slice(2)));
   model.dispose();
 });
 

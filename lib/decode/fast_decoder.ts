@@ -42,59 +42,30 @@ function kvWidth(c: DecodableConfig): number {
   return (c.nKVHead ?? c.nHead) * (c.nEmbd / c.nHead);
 }
 
-/** The names a weight may have in chapter 6's model (first match wins). */
-const WEIGHT_ALIASES: Record<string, string[]> = {
-  "qkv.w": ["attn.qkv.w", "attn.c_attn.w"],
-  "qkv.b": ["attn.qkv.b", "attn.c_attn.b"],
-  "proj.w": ["attn.proj.w", "attn.wo"],
-  "proj.b": ["attn.proj.b", "attn.bo"],
-  "fc.w": ["mlp.fc.w", "mlp.w1"],
-  "fc.b": ["mlp.fc.b", "mlp.b1"],
-  "fc2.w": ["mlp.proj.w", "mlp.w2"],
-  "fc2.b": ["mlp.proj.b", "mlp.b2"],
-};
-
-/** Separate per-projection names, fused side by side as [W^Q | W^K | W^V]. */
-const SPLIT_QKV: Record<string, string[]> = {
-  "qkv.w": ["attn.wq", "attn.wk", "attn.wv"],
-  "qkv.b": ["attn.bq", "attn.bk", "attn.bv"],
-};
+/** A weight by its name in the model (`wte`, `h0.attn.wq`, ...; see `lib/models/gpt.ts`). */
+function weightNamed(weights: Map<string, Float32Array>, name: string): Float32Array {
+  const w = weights.get(name);
+  if (w) return w;
+  throw new RangeError(
+    `the model has no weight ${JSON.stringify(name)}; its weights are ${[...weights.keys()].slice(0, 12).join(", ")}`,
+  );
+}
 
 /**
- * A weight by its decoder name (`h0.qkv.w`, `wte`, ...), looked up under the
- * names chapter 6's model uses; separate W^Q, W^K, W^V (C, C) are joined into
- * one (C, 3C) matrix, biases into one (3C) vector.
+ * One layer's W^Q (C, C), W^K and W^V (C, KV) side by side as one (C, C + 2 KV)
+ * matrix (biases as one vector), so that q, k and v come from one product.
  */
-function weightNamed(weights: Map<string, Float32Array>, name: string): Float32Array {
-  const direct = weights.get(name);
-  if (direct) return direct;
-  const m = /^(h\d+\.)(.*)$/.exec(name);
-  if (m) {
-    const [, prefix, rest] = m;
-    for (const alias of WEIGHT_ALIASES[rest] ?? []) {
-      const w = weights.get(prefix + alias);
-      if (w) return w;
-    }
-    const parts = (SPLIT_QKV[rest] ?? []).map((n) => weights.get(prefix + n));
-    if (parts.length === 3 && parts.every((p) => p)) {
-      const [q, k, v] = parts as Float32Array[];
-      if (rest.endsWith(".b")) return Float32Array.from([...q, ...k, ...v]);
-      // W^Q is (C, C); W^K and W^V are (C, KV), KV < C with grouped-query attention.
-      const C = Math.round(Math.sqrt(q.length)), KV = k.length / C, W = C + 2 * KV;
-      const out = new Float32Array(C * W);
-      for (let i = 0; i < C; i++) {
-        out.set(q.subarray(i * C, (i + 1) * C), i * W);
-        out.set(k.subarray(i * KV, (i + 1) * KV), i * W + C);
-        out.set(v.subarray(i * KV, (i + 1) * KV), i * W + C + KV);
-      }
-      return out;
-    }
+function fusedQKV(weights: Map<string, Float32Array>, prefix: string, part: "w" | "b"): Float32Array {
+  const [q, k, v] = ["q", "k", "v"].map((n) => weightNamed(weights, `${prefix}attn.${part}${n}`));
+  if (part === "b") return Float32Array.from([...q, ...k, ...v]);
+  const C = Math.round(Math.sqrt(q.length)), KV = k.length / C, W = C + 2 * KV;
+  const out = new Float32Array(C * W);
+  for (let i = 0; i < C; i++) {
+    out.set(q.subarray(i * C, (i + 1) * C), i * W);
+    out.set(k.subarray(i * KV, (i + 1) * KV), i * W + C);
+    out.set(v.subarray(i * KV, (i + 1) * KV), i * W + C + KV);
   }
-  throw new RangeError(
-    `the model has no weight for ${JSON.stringify(name)}; its weights are ${
-      [...weights.keys()].slice(0, 12).join(", ")
-    }`,
-  );
+  return out;
 }
 
 /**
@@ -162,7 +133,7 @@ export class FastDecoder {
     const get = (name: string): ArenaArray => a.from(weightNamed(weights, name));
     const opt = (name: string) => (config.bias ? get(name) : null);
     // RMSNorm has no shift.
-    const optNorm = (name: string) => (config.normalization === "rms" ? null : opt(name));
+    const optNorm = (name: string) => (config.normKind === "rms" ? null : opt(name));
     this.#wte = get("wte");
     if (config.positions === "learned") this.#pos = get("wpe");
     else if (config.positions === "rope") {
@@ -194,24 +165,24 @@ export class FastDecoder {
       this.#layers.push({
         ln1g: get(p + "ln1.g"),
         ln1b: optNorm(p + "ln1.b"),
-        attnW: get(p + "qkv.w"),
-        attnB: opt(p + "qkv.b"),
-        projW: get(p + "proj.w"),
-        projB: opt(p + "proj.b"),
+        attnW: a.from(fusedQKV(weights, p, "w")),
+        attnB: config.bias ? a.from(fusedQKV(weights, p, "b")) : null,
+        projW: get(p + "attn.wo"),
+        projB: opt(p + "attn.bo"),
         ln2g: get(p + "ln2.g"),
         ln2b: optNorm(p + "ln2.b"),
-        fcW: get(p + "fc.w"),
-        fcB: opt(p + "fc.b"),
+        fcW: get(p + "mlp.w1"),
+        fcB: opt(p + "mlp.b1"),
         upW: swiglu ? get(p + "mlp.w3") : null,
         upB: swiglu ? opt(p + "mlp.b3") : null,
-        fc2W: get(p + "fc2.w"),
-        fc2B: opt(p + "fc2.b"),
+        fc2W: get(p + "mlp.w2"),
+        fc2B: opt(p + "mlp.b2"),
         keys: a.alloc(L * KV),
         values: a.alloc(L * KV),
       });
     }
-    this.#lnFg = config.norm === "pre" ? get("lnF.g") : null;
-    this.#lnFb = config.norm === "pre" ? optNorm("lnF.b") : null;
+    this.#lnFg = config.normPlacement === "pre" ? get("lnF.g") : null;
+    this.#lnFb = config.normPlacement === "pre" ? optNorm("lnF.b") : null;
     // Activations for up to blockSize tokens at once (a prompt), one row per token.
     this.#x = a.alloc(L * C);
     this.#h = a.alloc(L * C);
@@ -246,14 +217,16 @@ export class FastDecoder {
     for (let l = 0; l < c.nLayer; l++) {
       if (c.mlp === "swiglu") expect.push([`h${l}.mlp.w3`, C * H]);
       expect.push(
-        [`h${l}.qkv.w`, (C + 2 * KV) * C],
-        [`h${l}.proj.w`, C * C],
-        [`h${l}.fc.w`, C * H],
-        [`h${l}.fc2.w`, H * C],
+        [`h${l}.attn.wq`, C * C],
+        [`h${l}.attn.wk`, C * KV],
+        [`h${l}.attn.wv`, C * KV],
+        [`h${l}.attn.wo`, C * C],
+        [`h${l}.mlp.w1`, C * H],
+        [`h${l}.mlp.w2`, H * C],
         [`h${l}.ln1.g`, C],
         [`h${l}.ln2.g`, C],
       );
-      if (c.bias) expect.push([`h${l}.qkv.b`, C + 2 * KV], [`h${l}.fc.b`, H]);
+      if (c.bias) expect.push([`h${l}.attn.bq`, C], [`h${l}.attn.bk`, KV], [`h${l}.mlp.b1`, H]);
     }
     for (const [name, size] of expect) {
       const w = weightNamed(weights, name);
@@ -281,7 +254,7 @@ export class FastDecoder {
 
   #layerNorm(x: Float32Array, g: ArenaArray, b: ArenaArray | null, out: Float32Array): void {
     const n = x.length;
-    if (this.config.normalization === "rms") {
+    if (this.config.normKind === "rms") {
       let ms = 0;
       for (let i = 0; i < n; i++) ms += x[i] * x[i];
       const r = 1 / Math.sqrt(ms / n + 1e-5), gd = g.data;
@@ -323,7 +296,7 @@ export class FastDecoder {
    * @throws {RangeError} on a bad id, no tokens, or more tokens than the cache has room for.
    */
   feed(tokens: ArrayLike<number>): Float32Array {
-    const { vocabSize: V, blockSize: L, nEmbd: C, nHead, norm, activation } = this.config;
+    const { vocabSize: V, blockSize: L, nEmbd: C, nHead, normPlacement: norm, activation } = this.config;
     const M = tokens.length, t0 = this.#length;
     if (M < 1) throw new RangeError("tokens must not be empty: tokens.length=0");
     for (let i = 0; i < M; i++) {

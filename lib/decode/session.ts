@@ -8,14 +8,9 @@
 import * as tf from "../core/tf.ts";
 import type { LanguageModel } from "../lm/lm.ts";
 import type { Scores } from "../lm/sampling.ts";
-import {
-  type Decodable,
-  type DecodableTransformer,
-  isDecodableTransformer,
-  type LogitsFunction,
-  type PastEntry,
-} from "./decodable.ts";
+import { type Decodable, type DecodableTransformer, isDecodableTransformer, type LogitsFunction } from "./decodable.ts";
 import { FastDecoder } from "./fast_decoder.ts";
+import type { KVCacheEntry } from "../models/attention.ts";
 
 /** How a transformer is run during generation (see the module docs). */
 export type CacheMode = "fast" | "tfjs" | "none";
@@ -102,10 +97,10 @@ class RecomputeSession implements DecodingSession {
 class TfjsCacheSession implements DecodingSession {
   readonly mode = "tfjs" as const;
   #ctx: number[] = [];
-  #past: PastEntry[] = [];
+  #past: KVCacheEntry[] = [];
   #length = 0;
   constructor(private model: DecodableTransformer) {}
-  #run(tokens: number[], past: PastEntry[]): Promise<Scores> {
+  #run(tokens: number[], past: KVCacheEntry[]): Promise<Scores> {
     const V = this.model.config.vocabSize, T = tokens.length;
     const [last, ...kv] = tf.tidy(() => {
       const idx = tf.tensor2d(tokens, [1, T], "int32"); // (1, T)
@@ -191,7 +186,8 @@ export async function openSession(model: Decodable, options: SessionOptions = {}
   }
   if (typeof model === "function") return new FunctionSession(model);
   if (isDecodableTransformer(model)) {
-    if (cache === "none") return new RecomputeSession(model);
+    // Without the causal mask an earlier position would read later ones: no cache can serve it.
+    if (cache === "none" || model.config.causal === false) return new RecomputeSession(model);
     if (cache === "tfjs") return new TfjsCacheSession(model);
     const decoder = options.decoder ?? await FastDecoder.fromModel(model);
     return new FastSession(decoder, model.bosId);

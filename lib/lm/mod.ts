@@ -1,13 +1,15 @@
 /**
  * The language-model layer: what every model gives and how it is used, with
  * no model in it. The {@link LanguageModel} interface and its evaluation by
- * cross-entropy and perplexity (chapter 2: `lm.ts`), and the samplers that
- * draw a next token from a model's logits (chapter 7: `sampling.ts`).
+ * cross-entropy and perplexity (chapter 2: `lm.ts`), the samplers that
+ * draw a next token from a model's logits (chapter 7: `sampling.ts`), and
+ * the sliding-window scoring of long streams by a fixed-context model
+ * (chapter 6: `windows.ts`).
  *
- * It sits below the models because they implement its interface and the
- * transformer's `generate` samples with its samplers.
+ * It sits below the models because they implement its interface.
  *
  * @module
  */
 export * from "./lm.ts";
 export * from "./sampling.ts";
+export * from "./windows.ts";

@@ -25,6 +25,7 @@
  */
 import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
+import { MASK_VALUE } from "../core/mask.ts";
 import { layerNormFused } from "../kernels/mod.ts";
 
 /** Queries, keys and values, the inputs of an attention call. */
@@ -156,7 +157,7 @@ export function scaledDotProductAttention(
     // A large finite negative number instead of -Infinity: exp() gives exactly
     // 0 either way, and it stays finite on every backend (WebGPU included).
     const keep = tf.cast(tf.notEqual(tf.cast(mask, "float32"), 0), "float32"); // mask shape
-    const filled = tf.where(tf.cast(keep, "bool"), scores, tf.fill(scores.shape, -1e30)); // (..., Tq, Tk)
+    const filled = tf.where(tf.cast(keep, "bool"), scores, tf.fill(scores.shape, MASK_VALUE)); // (..., Tq, Tk)
     const rowMax = tf.max(filled, -1, true); // (..., Tq, 1)
     const e = tf.mul(tf.exp(tf.sub(filled, rowMax)), keep); // (..., Tq, Tk), exactly 0 where masked
     const sum = tf.sum(e, -1, true); // (..., Tq, 1)
@@ -333,11 +334,14 @@ export interface MultiHeadWeights {
   bO?: tf.Tensor1D;
 }
 
-/** Keys and values of earlier positions, kept between decoding steps (a KV cache). */
+/**
+ * Keys and values of earlier positions, kept between decoding steps (a KV
+ * cache; one entry per layer in the transformer's `past`). Chapter 5.
+ */
 export interface KVCacheEntry {
-  /** Keys: (B, nHead, Tpast, headSize). */
+  /** Keys: (B, nKVHead, Tpast, headSize) (nKVHead = nHead without grouped-query attention). */
   k: tf.Tensor4D;
-  /** Values: (B, nHead, Tpast, headSize). */
+  /** Values: (B, nKVHead, Tpast, headSize). */
   v: tf.Tensor4D;
 }
 

@@ -28,8 +28,10 @@ import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
 import type { Batch, Dataset } from "../train/dataset.ts";
 import type { LossOptions, TrainableModel } from "../train/train.ts";
-import { layerNorm, normalMatrix } from "./attention.ts";
-import { embeddingLookup, gelu } from "../kernels/mod.ts";
+import { MASK_VALUE } from "../core/mask.ts";
+import { mergeHeads, normalMatrix, splitHeads } from "./attention.ts";
+import { embeddingLookup } from "../kernels/mod.ts";
+import { attend, dense, mlp as gptMlp, norm as gptNorm, preLnBlock } from "./gpt.ts";
 
 // ---------------------------------------------------------------------------
 // The masked-language-model objective
@@ -210,34 +212,25 @@ class Params {
 }
 let familyVarId = 0;
 
-/** Multi-head attention of queries from `x` over keys/values from `kv` (self when kv = x). */
-function attend(
+/** The families' blocks: LayerNorm, the dense GELU MLP, no dropout. */
+const FAMILY = { normKind: "layer", mlp: "dense", activation: "gelu" } as const;
+const NO_DROPOUT = { rate: 0, seeds: new Rng(0) };
+
+/**
+ * Multi-head attention of queries from `x` over keys/values from `kv` (self
+ * when kv = x), from the decoder's pieces (`gpt.ts`); `mask` is 1 where a
+ * query may read a key.
+ */
+function attention(
   v: Record<string, tf.Variable>,
   prefix: string,
-  x: tf.Tensor3D,
-  kv: tf.Tensor3D,
-  nHead: number,
-  mask: tf.Tensor | undefined,
+  qkv: { x: tf.Tensor3D; kv: tf.Tensor3D; nHead: number; mask?: tf.Tensor },
 ): tf.Tensor3D {
-  const [B, Tq, C] = x.shape, Tk = kv.shape[1], hs = C / nHead;
-  const proj = (t: tf.Tensor3D, T: number, w: string) =>
-    tf.transpose(
-      tf.reshape(tf.add(tf.matMul(tf.reshape(t, [B * T, C]), v[prefix + w + ".w"]), v[prefix + w + ".b"]), [
-        B,
-        T,
-        nHead,
-        hs,
-      ]),
-      [0, 2, 1, 3],
-    ); // (B, nHead, T, hs)
-  const q = proj(x, Tq, "q"), k = proj(kv, Tk, "k"), val = proj(kv, Tk, "v");
-  // softmax(q k^T / sqrt(hs) + bias) v, the bias -1e9 where the mask is 0 (an
-  // additive bias rather than chapter 5's tf.where, which has no gradient path here).
-  let scores = tf.div(tf.matMul(q, k, false, true), Math.sqrt(hs)); // (B, nHead, Tq, Tk)
-  if (mask) scores = tf.add(scores, tf.mul(tf.sub(1, mask), -1e9)); // (B, nHead, Tq, Tk)
-  const output = tf.matMul(tf.softmax(scores), val); // (B, nHead, Tq, hs)
-  const merged = tf.reshape(tf.transpose(output, [0, 2, 1, 3]), [B * Tq, C]); // (B*Tq, C)
-  return tf.reshape(tf.add(tf.matMul(merged, v[prefix + "o.w"]), v[prefix + "o.b"]), [B, Tq, C]) as tf.Tensor3D;
+  const { x, kv, nHead, mask } = qkv;
+  const heads = (t: tf.Tensor3D, w: string) => splitHeads(dense(t, v[prefix + w + ".w"], v[prefix + w + ".b"]), nHead); // (B, nHead, T, hs)
+  const bias = mask ? tf.mul(tf.sub(1, mask), MASK_VALUE) : undefined; // 0 where allowed
+  const { y } = attend({ q: heads(x, "q"), k: heads(kv, "k"), v: heads(kv, "v"), bias }, NO_DROPOUT); // (B, nHead, Tq, hs)
+  return dense(mergeHeads(y), v[prefix + "o.w"], v[prefix + "o.b"]); // (B, Tq, C)
 }
 
 function addAttention(p: Params, prefix: string, C: number): void {
@@ -260,14 +253,11 @@ function addMlp(p: Params, prefix: string, C: number): void {
 }
 
 function norm(v: Record<string, tf.Variable>, name: string, x: tf.Tensor3D): tf.Tensor3D {
-  return layerNorm(x, { gamma: v[`${name}.g`], beta: v[`${name}.b`] }) as tf.Tensor3D;
+  return gptNorm(v, { c: FAMILY, x, name }); // (B, T, C)
 }
 
 function mlp(v: Record<string, tf.Variable>, prefix: string, x: tf.Tensor3D): tf.Tensor3D {
-  const [B, T, C] = x.shape;
-  const flat = tf.reshape(x, [B * T, C]) as tf.Tensor2D; // (N, C)
-  const h = gelu(tf.add(tf.matMul(flat, v[prefix + "mlp.w1"]), v[prefix + "mlp.b1"])); // (N, 4C)
-  return tf.reshape(tf.add(tf.matMul(h, v[prefix + "mlp.w2"]), v[prefix + "mlp.b2"]), [B, T, C]) as tf.Tensor3D;
+  return gptMlp(v, { c: FAMILY, x, prefix, ...NO_DROPOUT }); // (B, T, C)
 }
 
 /** Token plus learned position embeddings: (B, T, C). */
@@ -283,6 +273,30 @@ function embed(v: Record<string, tf.Variable>, idx: tf.Tensor2D, wpe: string, bl
 function keyMask(idx: tf.Tensor2D, padId: number): tf.Tensor4D {
   const [B, T] = idx.shape;
   return tf.reshape(tf.cast(tf.notEqual(idx, padId), "float32"), [B, 1, 1, T]) as tf.Tensor4D;
+}
+
+/**
+ * The encoder: embeddings, then nLayer pre-LN blocks (`preLnBlock`, as the
+ * decoder's) whose attention reads every non-padding position, then a final
+ * norm (weights `e<l>.*`, the position table `wpe` and the final norm `final`).
+ */
+function encoderStack(
+  v: Record<string, tf.Variable>,
+  idx: tf.Tensor2D,
+  names: { c: FamilyConfig; wpe: string; final: string },
+): tf.Tensor3D {
+  const { c, wpe, final } = names;
+  const mask = keyMask(idx, c.padId); // (B, 1, 1, T)
+  let x = embed(v, idx, wpe, c.blockSize); // (B, T, C)
+  for (let l = 0; l < c.nLayer; l++) {
+    x = preLnBlock(x, {
+      ln1: (x) => norm(v, `e${l}.ln1`, x), // (B, T, C)
+      attention: (h) => attention(v, `e${l}.attn.`, { x: h, kv: h, nHead: c.nHead, mask }), // (B, T, C)
+      ln2: (x) => norm(v, `e${l}.ln2`, x), // (B, T, C)
+      mlp: (h) => mlp(v, `e${l}.`, h), // (B, T, C)
+    });
+  }
+  return norm(v, final, x); // (B, T, C)
 }
 
 /** Mean cross-entropy over the positions whose label is not -100 (and not negative): a scalar. */
@@ -356,15 +370,7 @@ export class TransformerEncoder implements TrainableModel {
    * @returns (B, T, C).
    */
   encode(idx: tf.Tensor2D): tf.Tensor3D {
-    const v = this.#p.vars, c = this.config;
-    const mask = keyMask(idx, c.padId); // (B, 1, 1, T)
-    let x = embed(v, idx, "wpe", c.blockSize); // (B, T, C)
-    for (let l = 0; l < c.nLayer; l++) {
-      const h = norm(v, `e${l}.ln1`, x);
-      x = tf.add(x, attend(v, `e${l}.attn.`, h, h, c.nHead, mask)); // (B, T, C)
-      x = tf.add(x, mlp(v, `e${l}.`, norm(v, `e${l}.ln2`, x))); // (B, T, C)
-    }
-    return norm(v, "lnF", x); // (B, T, C)
+    return encoderStack(this.#p.vars, idx, { c: this.config, wpe: "wpe", final: "lnF" }); // (B, T, C)
   }
 
   /**
@@ -492,15 +498,7 @@ export class EncoderDecoder implements TrainableModel {
    * @returns the memory (B, N, C).
    */
   encode(src: tf.Tensor2D): tf.Tensor3D {
-    const v = this.#p.vars, c = this.config;
-    const mask = keyMask(src, c.padId); // (B, 1, 1, N)
-    let x = embed(v, src, "wpeSrc", c.blockSize); // (B, N, C)
-    for (let l = 0; l < c.nLayer; l++) {
-      const h = norm(v, `e${l}.ln1`, x);
-      x = tf.add(x, attend(v, `e${l}.attn.`, h, h, c.nHead, mask)); // (B, N, C)
-      x = tf.add(x, mlp(v, `e${l}.`, norm(v, `e${l}.ln2`, x))); // (B, N, C)
-    }
-    return norm(v, "encF", x); // (B, N, C)
+    return encoderStack(this.#p.vars, src, { c: this.config, wpe: "wpeSrc", final: "encF" }); // (B, N, C)
   }
 
   /**
@@ -519,8 +517,11 @@ export class EncoderDecoder implements TrainableModel {
     let x = embed(v, tgtIn, "wpeTgt", c.blockSize); // (B, M, C)
     for (let l = 0; l < c.nLayer; l++) {
       const h = norm(v, `d${l}.ln1`, x);
-      x = tf.add(x, attend(v, `d${l}.self.`, h, h, c.nHead, causal)); // (B, M, C): causal self-attention
-      x = tf.add(x, attend(v, `d${l}.cross.`, norm(v, `d${l}.ln2`, x), mem, c.nHead, srcMask)); // (B, M, C)
+      x = tf.add(x, attention(v, `d${l}.self.`, { x: h, kv: h, nHead: c.nHead, mask: causal })); // (B, M, C): causal self-attention
+      x = tf.add(
+        x,
+        attention(v, `d${l}.cross.`, { x: norm(v, `d${l}.ln2`, x), kv: mem, nHead: c.nHead, mask: srcMask }),
+      ); // (B, M, C)
       x = tf.add(x, mlp(v, `d${l}.`, norm(v, `d${l}.ln3`, x))); // (B, M, C)
     }
     const h = tf.reshape(norm(v, "decF", x), [B * M, C]); // (B*M, C)

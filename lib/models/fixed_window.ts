@@ -32,9 +32,10 @@
  */
 import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
+import { MASK_VALUE } from "../core/mask.ts";
 import { pacer } from "../display/progress.ts";
 import { BOS_ID, EOS_ID, UNK_ID } from "../data/vocab.ts";
-import { crossEntropyFromLogits, linear } from "../kernels/mod.ts";
+import { crossEntropyFromLogits, embeddingLookup, linear, nextTokenLogProbs } from "../kernels/mod.ts";
 import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
 import { arrayDataset, type Batch, type Dataset } from "../train/dataset.ts";
 import { assignWeights, loadWeights, saveWeights } from "../train/checkpoint.ts";
@@ -174,20 +175,8 @@ export function lookupEmbeddings(
   if (path !== "gather") {
     throw new RangeError(`path must be "gather" or "onehot": path=${JSON.stringify(path)}`);
   }
-  const lookup = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
-    const tt = args[0] as tf.Tensor2D, ii = args[1] as tf.Tensor1D;
-    const save = args[2] as tf.GradSaveFunc;
-    save([ii]);
-    return {
-      value: tf.gather(tt, ii), // (N, m)
-      gradFunc: (dy, saved) => {
-        const s = saved[0] as tf.Tensor1D;
-        const dTable = tf.scatterND(s.reshape([-1, 1]), dy, tt.shape); // (V, m)
-        return [dTable, tf.zerosLike(s)];
-      },
-    };
-  });
-  return lookup(table, ids) as tf.Tensor2D;
+  // The transformer's lookup (lib/kernels/): a SIMD row gather on wasm, a scatter-add gradient.
+  return embeddingLookup(table, ids) as tf.Tensor2D; // (N, m)
 }
 
 /**
@@ -211,27 +200,7 @@ export function lookupEmbeddings(
  * ```
  */
 export function crossEntropy(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Scalar {
-  const [B, V] = logits.shape;
-  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
-    const lg = args[0] as tf.Tensor2D, tg = args[1] as tf.Tensor1D;
-    const save = args[2] as tf.GradSaveFunc;
-    const shifted = lg.sub(lg.max(1, true)); // (B, V)
-    const e = shifted.exp(); // (B, V)
-    const sum = e.sum(1); // (B,)
-    const flat = tf.range(0, B * V, V, "int32").add(tg); // (B,) flat index of each target
-    const picked = tf.gather(shifted.reshape([-1]), flat); // (B,)
-    save([e, sum, tg]);
-    return {
-      value: sum.log().sub(picked).mean() as tf.Scalar,
-      gradFunc: (dy, saved) => {
-        const [es, ss, ts] = saved as [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D];
-        const probs = es.div(ss.reshape([-1, 1])); // (B, V)
-        const g = probs.sub(tf.oneHot(ts, V)).mul(tf.div(dy, B)); // (B, V)
-        return [g, tf.zerosLike(ts)];
-      },
-    };
-  });
-  return f(logits, targets) as tf.Scalar;
+  return crossEntropyFromLogits(logits, targets); // (), the transformer's fused loss (lib/kernels/)
 }
 
 /**
@@ -287,23 +256,6 @@ export function linearCrossEntropy(
   // The same products and fused softmax gradient as the transformer's head (lib/kernels/).
   const logits = linear(feats, weight, { bias }); // (B, V)
   return crossEntropyFromLogits(logits, targets); // ()
-}
-
-/**
- * Log-probabilities of chosen ids under a batch of logits, without a
- * gradient (chapter 3): `logits[b, y_b] - logSumExp(logits_b)`.
- *
- * @param logits unnormalised scores, (B, V).
- * @param targets int32 ids, (B,).
- * @returns ln P(y_b), (B,).
- */
-export function targetLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
-  return tf.tidy(() => {
-    const [B, V] = logits.shape;
-    const lse = tf.logSumExp(logits, 1); // (B,)
-    const flat = tf.range(0, B * V, V, "int32").add(targets); // (B,)
-    return tf.gather(logits.reshape([-1]), flat).sub(lse) as tf.Tensor1D; // (B,)
-  });
 }
 
 // ---------------------------------------------------------------------------
@@ -369,8 +321,7 @@ export interface FixedWindowOptions {
    * noising as smoothing in neural network language models") call blank
    * noising, with `<unk>` as the blank: the model must often predict from
    * fewer words, as a back-off n-gram does. Evaluation and scoring never
-   * replace. In the Table 1 reproduction it slowed MLP1's first pass more
-   * than it helped later ones (`bench/README.md`, seventh measurement).
+   * replace.
    */
   wordDropout?: number;
   /**
@@ -379,9 +330,7 @@ export interface FixedWindowOptions {
    * makes the untrained model the unigram model, so training need not spend
    * its first steps learning how common each word is (with Adam each bias
    * moves by about the learning rate per step, so a rare word's takes
-   * hundreds of steps to fall). In the Table 1 reproduction it did not help:
-   * MLP1's validation perplexity after a quarter pass was 444 with it and
-   * 433 without (`bench/README.md`, eighth measurement).
+   * hundreds of steps to fall).
    */
   outputBias?: ArrayLike<number>;
 }
@@ -552,12 +501,15 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
       return vars;
     });
     const mask = new Float32Array(V);
-    mask[BOS_ID] = -1e9;
+    mask[BOS_ID] = MASK_VALUE;
     this.#mask = tf.tensor1d(mask);
   }
 
-  /** The number of trainable numbers. */
-  get parameterCount(): number {
+  /**
+   * The number of trainable numbers.
+   * @returns the total over every variable.
+   */
+  parameterCount(): number {
     return Object.values(this.#vars).reduce((s, v) => s + v.size, 0);
   }
 
@@ -613,7 +565,7 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
   /**
    * The forward pass: logits of the next word for a batch of windows.
    * @param x int32 context ids, (B, blockSize), oldest first.
-   * @returns logits, (B, vocabSize) (the `<s>` logit is -1e9).
+   * @returns logits, (B, vocabSize) (the `<s>` logit is {@link MASK_VALUE}).
    * @throws {RangeError} when `x` does not have `blockSize` columns.
    */
   logits(x: tf.Tensor2D): tf.Tensor2D {
@@ -709,7 +661,7 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
     if (word === BOS_ID) return -Infinity; // never predicted
     const w = this.#window(context);
     const lp = tf.tidy(() =>
-      targetLogProbs(
+      nextTokenLogProbs(
         this.logits(tf.tensor2d(w, [1, w.length], "int32")),
         tf.tensor1d([word], "int32"),
       )
@@ -749,7 +701,7 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
       for (let i = 0; i < values.length; i++) if (!(values[i] > TINY_LOG_PROB)) redo.push(i);
       if (redo.length > 0) {
         const exact = tf.tidy(() =>
-          targetLogProbs(
+          nextTokenLogProbs(
             this.logits(
               tf.tensor2d(
                 Int32Array.from(redo.flatMap((i) => Array.from(xs.subarray(i * n, (i + 1) * n)))),

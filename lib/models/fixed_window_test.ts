@@ -8,10 +8,10 @@ import {
   lookupEmbeddings,
   nearestNeighbours,
   pca2d,
-  targetLogProbs,
   windowDataset,
 } from "./fixed_window.ts";
 import { contextWindow, evaluate, sentenceContext } from "../lm/lm.ts";
+import { nextTokenLogProbs } from "../kernels/mod.ts";
 import { Rng } from "../core/random.ts";
 import { evaluateLoss, Trainer } from "../train/train.ts";
 import { initBackend } from "../core/backend.ts";
@@ -96,7 +96,7 @@ Deno.test("lookupEmbeddings: trains on wasm, where tf.gather's gradient is missi
   });
 });
 
-Deno.test("crossEntropy, targetLogProbs and linearCrossEntropy agree with a direct computation", () => {
+Deno.test("crossEntropy, nextTokenLogProbs and linearCrossEntropy agree with a direct computation", () => {
   const rng = new Rng(5);
   const B = 6, K = 4, V = 9;
   const rand = (n: number) => Float32Array.from({ length: n }, () => rng.normal());
@@ -114,7 +114,7 @@ Deno.test("crossEntropy, targetLogProbs and linearCrossEntropy agree with a dire
   const nll = -lp.reduce((a, b) => a + b) / B;
   assertAlmostEquals(crossEntropy(logits, y).dataSync()[0], nll, 1e-5);
   assertAlmostEquals(linearCrossEntropy(feats, weight, bias, y).dataSync()[0], nll, 1e-5);
-  const tl = targetLogProbs(logits, y).arraySync();
+  const tl = nextTokenLogProbs(logits, y).arraySync();
   lp.forEach((v, i) => assertAlmostEquals(tl[i], v, 1e-5));
   // gradients: the fused op against automatic differentiation of the plain ops
   const plain = (f: tf.Tensor, w: tf.Tensor, b: tf.Tensor) =>
@@ -223,7 +223,7 @@ Deno.test("FixedWindowLM: same seed, same weights; bad configs are named", () =>
   const c = new FixedWindowLM(cfg, { seed: 8 });
   assertEquals(a.embeddingMatrix(), b.embeddingMatrix());
   assert(a.embeddingMatrix()[0] !== c.embeddingMatrix()[0]);
-  assertEquals(a.parameterCount, 20 * 3 + 6 * 4 + 4 + 4 * 20 + 20);
+  assertEquals(a.parameterCount(), 20 * 3 + 6 * 4 + 4 + 4 * 20 + 20);
   assertThrows(() => new FixedWindowLM({ ...cfg, nEmbd: 0 }), RangeError, "nEmbd=0");
   assertThrows(() => new FixedWindowLM({ ...cfg, nHidden: 0 }), RangeError, "direct");
   assertThrows(() => new FixedWindowLM({ ...cfg, blockSize: 1.5 }), RangeError, "blockSize=1.5");

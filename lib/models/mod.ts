@@ -3,8 +3,10 @@
  * fixed-window network of Bengio et al. (chapter 3: `fixed_window.ts`),
  * recurrent models (chapter 4: `rnn.ts`), attention and masking (chapter 5:
  * `attention.ts`), the transformer language model (chapter 6:
- * `transformer_config.ts`, then `transformer.ts`, with its internal
- * `transformer_helpers.ts`) with the encoder and encoder-decoder families
+ * `transformer_config.ts`, then the model box by box in `gpt.ts`, exported
+ * as the namespace `gpt`, and `transformer.ts`, the class that holds its
+ * weights and runs it through the fused kernels of `gpt_fast.ts`) with the
+ * encoder and encoder-decoder families built from the same pieces
  * (`families.ts`), and scaling laws (chapter 8: `scaling.ts`).
  *
  * @module
@@ -13,6 +15,7 @@ export * from "./fixed_window.ts";
 export * from "./rnn.ts";
 export * from "./attention.ts";
 export * from "./transformer_config.ts";
+export * as gpt from "./gpt.ts";
 export * from "./transformer.ts";
 export * from "./families.ts";
 export * from "./scaling.ts";

@@ -1,84 +1,21 @@
 /**
- * A decoder-only transformer language model in the spirit of Karpathy's
- * nanoGPT (chapter 6): one file whose parts match the boxes of the usual
- * diagram. Its config, with the named presets, is in `transformer_config.ts`
- * (read that first); the constant tables it caches are built in
- * `transformer_helpers.ts`, its fast kernels come from `lib/kernels/`.
- *
- * ```
- *   token ids (B, T)
- *        |
- *   [token embedding wte] + [position embedding wpe]      -> x (B, T, C)
- *        |
- *   nLayer x Block:                                           (pre-LN, GPT-2)
- *        x = x + Attention(LayerNorm1(x))                     the residual stream
- *        x = x + MLP(LayerNorm2(x))                           MLP: C -> 4C -> GELU -> C
- *        |
- *   [final LayerNorm lnF]
- *        |
- *   [LM head = wte^T, tied to the embedding]               -> logits (B, T, vocabSize)
- * ```
- *
- * `norm: "post"` gives the original transformer's post-LN blocks
- * (x = LayerNorm(x + sublayer(x)), Vaswani et al., 2017) without a final
- * layer norm. `positions: "sinusoidal"` replaces the learned position table
- * by fixed sinusoids.
- *
- * ## The modern block (chapter 6)
- *
- * Four options turn the GPT-2 block into the one most current open models
- * use (Llama, Mistral, Qwen); the preset {@link MODERN_BLOCK} sets all four:
- *
- * - `normalization: "rms"`: RMSNorm (Zhang & Sennrich, 2019),
- *   x / sqrt(mean(x^2) + 1e-5) * g, with a gain and never a shift, in place of
- *   every layer norm (the final one included). (`norm` already names where
- *   the norms go, pre or post, so the kind has its own field.)
- * - `mlp: "swiglu"`: the SiLU-gated feed-forward (Shazeer, 2020),
- *   W2 (silu(x W1) * (x W3)), with hidden width {@link mlpHiddenSize}: two
- *   thirds of mlpRatio * nEmbd (8/3 nEmbd by default) rounded to the nearest
- *   multiple of 8, so that its three matrices hold about as many parameters
- *   as the plain MLP's two. (Llama rounds up to a multiple of 256.)
- * - `positions: "rope"`: rotary positions (Su et al., RoFormer, 2021) on the
- *   queries and keys of every head, no position vector added to the
- *   embedding. Channels (2i, 2i+1) of a head of size d form a pair rotated by
- *   the angle pos * theta_i with theta_i = 10000^(-2i/d), as in the RoFormer
- *   paper. Some libraries (GPT-NeoX, and Llama in Hugging Face transformers)
- *   pair channel i with channel i + d/2 instead ("split halves",
- *   `rotate_half`). The two are the same model up to a permutation of each
- *   head's q and k channels: to load split-halves weights here, reorder the
- *   output columns of W^Q and W^K within each head so that new channel 2i is
- *   old channel i and new channel 2i+1 is old channel i + d/2 (in PyTorch's
- *   (out, in) layout, a permutation of the weight's rows; the inverse of the
- *   `permute` in Hugging Face's Llama conversion script). Scores q.k are
- *   unchanged by a common permutation of q and k, so nothing else moves.
- * - `nKVHead`: grouped-query attention (Ainslie et al., 2023): only nKVHead
- *   key/value heads, each shared by nHead / nKVHead query heads (kv head j
- *   serves query heads j*g .. (j+1)*g - 1, g = nHead / nKVHead); 1 is
- *   multi-query attention (Shazeer, 2019), nHead (the default) plain
- *   multi-head attention. W^K and W^V shrink to (C, nKVHead * headSize) and
- *   the KV cache holds only the nKVHead heads.
- *
- * The fast attention kernel (`lib/kernels/attention.ts`) works on equal numbers of heads:
- * with GQA the keys and values are repeated to nHead heads
- * ({@link repeatKVHeads}) just before it, so training and the tfjs cache pay
- * full-size attention arithmetic and save only in the projections and the
- * cache; the WebAssembly decoder in `decode.ts` reads the shared heads
- * directly. RMSNorm and the SwiGLU gate run as fused WebAssembly SIMD kernels
- * on wasm (`lib/kernels/fused.ts`) and as composed tfjs ops with hand-written
- * gradients elsewhere; the rotation is two products with fixed matrices and
- * two multiplies on every backend.
+ * The transformer language model of chapter 6 as a trainable object: the
+ * class that holds the weights of the model written box by box in `gpt.ts`
+ * (read that file to learn the model; its config and presets are in
+ * `transformer_config.ts`), and runs it through the fused time-major kernels
+ * of `gpt_fast.ts`, which `gpt_fast_test.ts` proves equal to it
+ * (`forward(..., { path: "readable" })` runs `gpt.ts` itself).
  *
  * The model implements both the trainer's {@link TrainableModel} (chapter 3's
  * `Trainer` trains it with AdamW, warm-up and cosine decay, clipping) and
  * chapter 2's {@link LanguageModel}, so its perplexity goes in the same table
- * as the n-gram and fixed-window models.
+ * as the n-gram and fixed-window models. Generation is chapter 7's
+ * `generate` (`lib/decode/`), which picks the WebAssembly cached decoder
+ * where it can.
  *
- * The same code runs on the `webgpu`, `wasm` and `cpu` backends; the heavy
- * operations go through `lib/kernels/`, whose hand-written gradients avoid the
- * slow corners of each backend (see there). Inside, the residual stream is
- * kept as rows ordered (position, sequence) ("time-major"), which lets the
- * attention kernel read q, k and v and write its output without reshuffling;
- * `forward` returns logits in the usual (B, T, vocabSize) order.
+ * The modern block's options (RMSNorm, SwiGLU, rotary positions,
+ * grouped-query attention; {@link MODERN_BLOCK}) are explained in
+ * `transformer_config.ts` and `gpt.ts`.
  *
  * ## Scoring long texts ({@link LanguageModel})
  *
@@ -86,7 +23,8 @@
  * `blockSize` tokens that move by `evalStride` (default blockSize / 2): every
  * token is predicted from at least blockSize - evalStride earlier tokens (all
  * of them near the start), and `logProb`, `nextDistribution` and `logProbs`
- * use the same windows ({@link TransformerLM.windowStart}), so they agree.
+ * use the same windows ({@link TransformerLM.windowStart}), so they agree
+ * (the adapter {@link WindowScorer} of `lib/lm/windows.ts` does the scoring).
  * The stream is preceded by `bosId`, so its first token has a context too.
  *
  * ## Incremental decoding with a KV cache (for chapter 7)
@@ -117,62 +55,19 @@ import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
 import type { Batch } from "../train/dataset.ts";
 import type { LossOptions, TrainableModel } from "../train/train.ts";
 import { assignWeights, loadWeights, saveWeights } from "../train/checkpoint.ts";
-import { type KVCacheEntry, normalMatrix, sinusoidalPositions } from "./attention.ts";
-import {
-  attentionCore,
-  crossEntropyFromLogits,
-  embeddingLookup,
-  gelu,
-  layerNormFused,
-  linear,
-  nextTokenLogProbs,
-  repeatKVHeads,
-  rmsNormFused,
-  ropeRotate,
-  swigluGate,
-  tiedHead,
-} from "../kernels/mod.ts";
-import { makeSampler, type SamplerOptions } from "../lm/sampling.ts";
-import { causalBias, checkSyncRead, MAX_LOGITS, ropeTable } from "./transformer_helpers.ts";
+import { layerNormFused, rmsNormFused } from "../kernels/mod.ts";
+import { WindowScorer, windowStart } from "../lm/windows.ts";
+import { gptForward, initWeights } from "./gpt.ts";
+import { FastForward, type RunResult } from "./gpt_fast.ts";
 import {
   countParameters,
   type ForwardOptions,
   type ForwardResult,
   type FullTransformerConfig,
-  mlpHiddenSize,
-  type ParameterCount,
   type TransformerConfig,
   transformerConfig,
   type TransformerOptions,
 } from "./transformer_config.ts";
-
-/** What the time-major forward pass returns. */
-interface RunResult extends Omit<ForwardResult, "logits"> {
-  /** Logits with rows ordered (T, B): (T*B, vocabSize). */
-  logitsTB: tf.Tensor2D;
-}
-
-/** One block's variables. */
-interface BlockParams {
-  ln1g: tf.Variable;
-  ln1b?: tf.Variable;
-  wq: tf.Variable; // (C, C): W^Q, all heads side by side
-  bq?: tf.Variable;
-  wk: tf.Variable; // (C, nKVHead * headSize): W^K
-  bk?: tf.Variable;
-  wv: tf.Variable; // (C, nKVHead * headSize): W^V
-  bv?: tf.Variable;
-  projW: tf.Variable; // (C, C): W^O
-  projB?: tf.Variable;
-  ln2g: tf.Variable;
-  ln2b?: tf.Variable;
-  fcW: tf.Variable; // (C, h): the dense MLP's first layer, or SwiGLU's gate W1
-  fcB?: tf.Variable;
-  upW?: tf.Variable; // (C, h): SwiGLU's linear branch W3
-  upB?: tf.Variable;
-  fc2W: tf.Variable; // (h, C)
-  fc2B?: tf.Variable;
-}
 
 /**
  * A GPT-style decoder-only transformer language model (chapter 6).
@@ -202,12 +97,8 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   /** Stride of the sliding windows when scoring streams longer than blockSize. */
   readonly evalStride: number;
   #vars: Record<string, tf.Variable> = {};
-  #blocks: BlockParams[] = [];
-  #wte: tf.Variable;
-  #wpe?: tf.Variable;
-  #lnFg?: tf.Variable;
-  #lnFb?: tf.Variable;
-  #constants = new Map<string, tf.Tensor>();
+  #fast: FastForward;
+  #scorer: WindowScorer;
 
   /**
    * Creates the model with freshly initialised weights: N(0, 0.02) for
@@ -235,46 +126,19 @@ export class TransformerLM implements TrainableModel, LanguageModel {
       );
     }
     const rng = options.rng ?? new Rng(options.seed ?? 0);
-    const C = c.nEmbd, H = mlpHiddenSize(c), KV = c.nKVHead * (C / c.nHead);
-    const rms = c.normalization === "rms", swiglu = c.mlp === "swiglu";
-    const std = 0.02, projStd = 0.02 / Math.sqrt(2 * c.nLayer);
-    const add = (name: string, t: tf.Tensor): tf.Variable => {
-      const v = tf.variable(t, true, `${name}_${variableId++}`);
+    for (const [name, t] of Object.entries(initWeights(c, rng))) {
+      this.#vars[name] = tf.variable(t, true, `${name}_${variableId++}`);
       t.dispose();
-      this.#vars[name] = v;
-      return v;
-    };
-    const ones = (n: number) => tf.ones([n]);
-    const zeros = (n: number) => tf.zeros([n]);
-    this.#wte = add("wte", normalMatrix([c.vocabSize, C], rng, std));
-    if (c.positions === "learned") this.#wpe = add("wpe", normalMatrix([c.blockSize, C], rng, std));
-    for (let l = 0; l < c.nLayer; l++) {
-      const p = `h${l}.`;
-      this.#blocks.push({
-        ln1g: add(p + "ln1.g", ones(C)),
-        ln1b: c.bias && !rms ? add(p + "ln1.b", zeros(C)) : undefined,
-        wq: add(p + "attn.wq", normalMatrix([C, C], rng, std)),
-        bq: c.bias ? add(p + "attn.bq", zeros(C)) : undefined,
-        wk: add(p + "attn.wk", normalMatrix([C, KV], rng, std)),
-        bk: c.bias ? add(p + "attn.bk", zeros(KV)) : undefined,
-        wv: add(p + "attn.wv", normalMatrix([C, KV], rng, std)),
-        bv: c.bias ? add(p + "attn.bv", zeros(KV)) : undefined,
-        projW: add(p + "attn.wo", normalMatrix([C, C], rng, projStd)),
-        projB: c.bias ? add(p + "attn.bo", zeros(C)) : undefined,
-        ln2g: add(p + "ln2.g", ones(C)),
-        ln2b: c.bias && !rms ? add(p + "ln2.b", zeros(C)) : undefined,
-        fcW: add(p + "mlp.w1", normalMatrix([C, H], rng, std)),
-        fcB: c.bias ? add(p + "mlp.b1", zeros(H)) : undefined,
-        upW: swiglu ? add(p + "mlp.w3", normalMatrix([C, H], rng, std)) : undefined,
-        upB: swiglu && c.bias ? add(p + "mlp.b3", zeros(H)) : undefined,
-        fc2W: add(p + "mlp.w2", normalMatrix([H, C], rng, projStd)),
-        fc2B: c.bias ? add(p + "mlp.b2", zeros(C)) : undefined,
-      });
     }
-    if (c.norm === "pre") {
-      this.#lnFg = add("lnF.g", ones(C));
-      this.#lnFb = c.bias && !rms ? add("lnF.b", zeros(C)) : undefined;
-    }
+    this.#fast = new FastForward(c);
+    this.#scorer = new WindowScorer({
+      vocabSize: c.vocabSize,
+      contextSize: c.blockSize,
+      bosId: this.bosId,
+      evalStride: this.evalStride,
+      causal: c.causal,
+      windowLogits: (idx, from) => this.#run(idx, undefined, { headFrom: from }).logitsTB,
+    });
   }
 
   /** The number of token ids ({@link LanguageModel}). */
@@ -288,7 +152,7 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   }
 
   /**
-   * The trainable variables by stable name (`wte`, `wpe`, `h0.attn.qkv.w`,
+   * The trainable variables by stable name (`wte`, `wpe`, `h0.attn.wq`,
    * ...), for the trainer and {@link saveWeights}.
    * @returns the same variables on every call.
    */
@@ -297,46 +161,11 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   }
 
   /**
-   * The exact parameter count of this model, by part.
-   * @returns see {@link countParameters}.
+   * The number of trainable numbers (by part: {@link countParameters} of the config).
+   * @returns the total, the tied head counted once.
    */
-  parameterCount(): ParameterCount {
-    return countParameters(this.config);
-  }
-
-  /** A cached constant tensor (kept across calls, freed by dispose). */
-  #constant(key: string, make: () => tf.Tensor): tf.Tensor {
-    let t = this.#constants.get(key);
-    if (!t || t.isDisposed) {
-      t = tf.keep(make());
-      this.#constants.set(key, t);
-    }
-    return t;
-  }
-
-  /** The additive causal bias (T, Tpast + T): 0 where allowed, -1e9 where not. */
-  #causalBias(T: number, offset: number): tf.Tensor2D {
-    return this.#constant(`causal:${T}:${offset}`, () => causalBias(T, offset)) as tf.Tensor2D;
-  }
-
-  /**
-   * Rotary tables for positions offset .. offset+T-1: cos and sin (T,
-   * headSize), each pair's angle pos * 10000^(-2i/headSize) repeated for
-   * both channels of the pair (2i, 2i+1).
-   */
-  #ropeTables(T: number, offset: number): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
-    const D = this.config.nEmbd / this.config.nHead;
-    return {
-      cos: this.#constant(`ropecos:${T}:${offset}`, () => ropeTable(Math.cos, T, { D, offset })) as tf.Tensor2D,
-      sin: this.#constant(`ropesin:${T}:${offset}`, () => ropeTable(Math.sin, T, { D, offset })) as tf.Tensor2D,
-    };
-  }
-
-  /** Position vectors for positions offset .. offset+T-1: (T, C). */
-  #positions(T: number, offset: number): tf.Tensor2D {
-    const C = this.config.nEmbd;
-    if (this.#wpe) return tf.slice(this.#wpe, [offset, 0], [T, C]) as tf.Tensor2D; // (T, C)
-    return this.#constant(`sin:${T}:${offset}`, () => sinusoidalPositions(T, C, { offset })) as tf.Tensor2D;
+  parameterCount(): number {
+    return countParameters(this.config).total;
   }
 
   /**
@@ -354,6 +183,7 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    * the targets' shape differs from idx's.
    */
   forward(idx: tf.Tensor2D, targets?: tf.Tensor2D, options: ForwardOptions = {}): ForwardResult {
+    if (options.path === "readable") return gptForward(this.#vars, { c: this.config, idx, targets }, options);
     const { logitsTB, loss, present, attention, hidden } = this.#run(idx, targets, options);
     const [B, T] = idx.shape, V = this.config.vocabSize;
     const result: ForwardResult = {
@@ -366,160 +196,9 @@ export class TransformerLM implements TrainableModel, LanguageModel {
     return result;
   }
 
-  /**
-   * The forward pass proper. The residual stream is kept time-major: one row
-   * per (position, sequence), ordered (T, B), so that the attention kernel
-   * gets its inputs and gives its output without transposes. Row order does
-   * not matter to the row-wise parts (layer norm, linear layers, the head).
-   */
-  #run(
-    idx: tf.Tensor2D,
-    targets: tf.Tensor2D | undefined,
-    options: ForwardOptions & { headFrom?: number },
-  ): RunResult {
-    const c = this.config;
-    if (idx.rank !== 2) {
-      throw new RangeError(`idx must be a (B, T) tensor of token ids: idx.shape=[${idx.shape}]`);
-    }
-    const [B, T] = idx.shape;
-    const past = options.past;
-    const offset = past && past.length > 0 ? past[0].k.shape[2] : 0;
-    if (past && past.length > 0 && past.length !== c.nLayer) {
-      throw new RangeError(`past must have one entry per layer: past.length=${past.length}, nLayer=${c.nLayer}`);
-    }
-    if (offset + T > c.blockSize && c.positions === "learned") {
-      throw new RangeError(
-        `sequence longer than blockSize: T=${T}${offset ? ` + cached ${offset}` : ""} > blockSize=${c.blockSize}; ` +
-          `crop the context to its last ${c.blockSize} tokens`,
-      );
-    }
-    if (targets && targets.shape.join() !== idx.shape.join()) {
-      throw new RangeError(
-        `targets must have the same shape as idx: targets.shape=[${targets.shape}], idx.shape=[${idx.shape}]`,
-      );
-    }
-    const C = c.nEmbd, nH = c.nHead, nKV = c.nKVHead, hs = C / nH, N = T * B;
-    const training = options.training ?? false;
-    const rate = training ? c.dropout : 0;
-    const seeds = new Rng(options.seed ?? 0);
-    const drop = <R extends tf.Tensor>(x: R): R => rate > 0 ? tf.dropout(x, rate, undefined, seeds.tfSeed()) as R : x;
-    const zeros = this.#constant(`zeros:${C}`, () => tf.zeros([C])) as tf.Tensor1D;
-    const ln = (x: tf.Tensor2D, g: tf.Variable, b?: tf.Variable) =>
-      c.normalization === "rms"
-        ? rmsNormFused(x, g as tf.Tensor1D) // (N, C)
-        : layerNormFused(x, g as tf.Tensor1D, { beta: (b ?? zeros) as tf.Tensor1D }); // (N, C)
-    const rope = c.positions === "rope" ? this.#ropeTables(T, offset) : undefined; // (T, hs) each
-    const dense = (x: tf.Tensor2D, w: tf.Variable, b?: tf.Variable, activation?: "relu") =>
-      linear(x, w as tf.Tensor2D, { bias: b as tf.Tensor1D | undefined, activation }); // (N, out)
-    const bias = c.causal ? this.#causalBias(T, offset) : undefined; // (T, Tpast + T)
-    const present: KVCacheEntry[] = [];
-    const attention: tf.Tensor4D[] = [];
-    const hidden: tf.Tensor3D[] = [];
-    const toBTC = (x: tf.Tensor2D) => tf.transpose(tf.reshape(x, [T, B, C]), [1, 0, 2]) as tf.Tensor3D; // (B, T, C)
-
-    // Attention box: project to q, k, v; attend within each head; project back.
-    const attn = (h: tf.Tensor2D, p: BlockParams, layer: number): tf.Tensor2D => {
-      let q = tf.reshape(dense(h, p.wq, p.bq), [T, B, nH, hs]) as tf.Tensor4D; // (T, B, nH, hs)
-      let k = tf.reshape(dense(h, p.wk, p.bk), [T, B, nKV, hs]) as tf.Tensor4D; // (T, B, nKV, hs)
-      let v = tf.reshape(dense(h, p.wv, p.bv), [T, B, nKV, hs]) as tf.Tensor4D; // (T, B, nKV, hs)
-      if (rope) {
-        // Rotary positions: rotate queries and keys by their absolute
-        // positions (offset .. offset+T-1); cached keys are already rotated.
-        q = ropeRotate(q, rope); // (T, B, nH, hs)
-        k = ropeRotate(k, rope); // (T, B, nKV, hs)
-      }
-      if (past) {
-        // The cache is (B, nKV, T, hs); the kernel is time-major.
-        const toCache = (t: tf.Tensor4D) => tf.transpose(t, [1, 2, 0, 3]) as tf.Tensor4D; // (B, nKV, T, hs)
-        const fromCache = (t: tf.Tensor4D) => tf.transpose(t, [2, 0, 1, 3]) as tf.Tensor4D; // (T, B, nKV, hs)
-        const entry = past[layer];
-        const kAll = entry ? tf.concat([entry.k, toCache(k)], 2) as tf.Tensor4D : toCache(k); // (B, nKV, Tk, hs)
-        const vAll = entry ? tf.concat([entry.v, toCache(v)], 2) as tf.Tensor4D : toCache(v); // (B, nKV, Tk, hs)
-        present.push({ k: kAll, v: vAll });
-        k = fromCache(kAll); // (Tk, B, nKV, hs)
-        v = fromCache(vAll); // (Tk, B, nKV, hs)
-      }
-      // Grouped-query attention: each kv head serves nH / nKV query heads.
-      k = repeatKVHeads(k, nH / nKV); // (Tk, B, nH, hs)
-      v = repeatKVHeads(v, nH / nKV); // (Tk, B, nH, hs)
-      if (options.returnAttention) {
-        attention.push(tf.tidy(() => {
-          const qh = tf.transpose(q, [1, 2, 0, 3]); // (B, nH, T, hs)
-          const kh = tf.transpose(k, [1, 2, 0, 3]); // (B, nH, Tk, hs)
-          const s = tf.mul(tf.matMul(qh, kh, false, true), 1 / Math.sqrt(hs)); // (B, nH, T, Tk)
-          return tf.softmax(bias ? tf.add(s, bias) : s) as tf.Tensor4D; // (B, nH, T, Tk)
-        }));
-      }
-      const y = attentionCore({ q, k, v }, {
-        bias,
-        dropout: rate,
-        seed: rate > 0 ? seeds.tfSeed() : undefined,
-      }); // (T, B, nH, hs)
-      return drop(dense(tf.reshape(y, [N, C]) as tf.Tensor2D, p.projW, p.projB)); // (N, C)
-    };
-
-    // MLP box: C -> 4C -> non-linearity -> C, or SwiGLU: W2 (silu(x W1) * (x W3)).
-    const mlp = (h: tf.Tensor2D, p: BlockParams): tf.Tensor2D => {
-      if (p.upW) {
-        const gate = dense(h, p.fcW, p.fcB); // (N, h)
-        const up = dense(h, p.upW, p.upB); // (N, h)
-        return drop(dense(swigluGate(gate, up), p.fc2W, p.fc2B)); // (N, C)
-      }
-      const relu = c.activation === "relu";
-      let u = dense(h, p.fcW, p.fcB, relu ? "relu" : undefined); // (N, 4C)
-      if (!relu) u = gelu(u); // (N, 4C)
-      return drop(dense(u, p.fc2W, p.fc2B)); // (N, C)
-    };
-
-    // Embedding boxes (time-major rows).
-    const idxTB = tf.transpose(idx); // (T, B)
-    const tok = embeddingLookup(this.#wte as tf.Tensor2D, idxTB); // (T, B, C)
-    let x: tf.Tensor2D;
-    if (rope) x = tf.reshape(tok, [N, C]) as tf.Tensor2D; // (N, C): rotary positions act inside attention
-    else {
-      const pos = this.#positions(T, offset); // (T, C)
-      x = tf.reshape(tf.add(tok, tf.reshape(pos, [T, 1, C])), [N, C]) as tf.Tensor2D; // (N, C)
-    }
-    x = drop(x); // (N, C)
-    if (options.returnHidden) hidden.push(toBTC(x));
-
-    // The blocks: the residual stream x flows through, each sub-layer adds to it.
-    this.#blocks.forEach((p, l) => {
-      if (c.norm === "pre") {
-        x = tf.add(x, attn(ln(x, p.ln1g, p.ln1b), p, l)); // (N, C)
-        x = tf.add(x, mlp(ln(x, p.ln2g, p.ln2b), p)); // (N, C)
-      } else {
-        x = ln(tf.add(x, attn(x, p, l)), p.ln1g, p.ln1b); // (N, C)
-        x = ln(tf.add(x, mlp(x, p)), p.ln2g, p.ln2b); // (N, C)
-      }
-      if (options.returnHidden) hidden.push(toBTC(x));
-    });
-
-    // Final layer norm (pre-LN only) and the LM head tied to the embedding.
-    if (this.#lnFg) x = ln(x, this.#lnFg, this.#lnFb); // (N, C)
-    if (options.headFrom) {
-      // Only positions >= headFrom need logits (scoring overlapping windows):
-      // in time-major order they are the last rows.
-      x = tf.slice(x, [options.headFrom * B, 0], [N - options.headFrom * B, C]) as tf.Tensor2D; // (N', C)
-    }
-    const rows = x.shape[0];
-    if (rows * c.vocabSize > MAX_LOGITS) {
-      throw new RangeError(
-        `the logits would hold ${rows} positions x ${c.vocabSize} tokens = ${
-          (rows * c.vocabSize / 1e6).toFixed(0)
-        } million numbers (${(rows * c.vocabSize * 4 / 2 ** 30).toFixed(1)} GiB), more than the backend can hold: ` +
-          `use smaller batches (B=${B}, T=${T}), e.g. the trainer's evalBatchSize`,
-      );
-    }
-    const logitsTB = tiedHead(x, this.#wte as tf.Tensor2D); // (N, V), rows (T, B)
-    const out: RunResult = { logitsTB };
-    if (targets) {
-      out.loss = crossEntropyFromLogits(logitsTB, tf.reshape(tf.transpose(targets), [N]) as tf.Tensor1D); // ()
-    }
-    if (past) out.present = present;
-    if (options.returnAttention) out.attention = attention;
-    if (options.returnHidden) out.hidden = hidden;
-    return out;
+  /** The fast time-major pass on this model's weights. */
+  #run(idx: tf.Tensor2D, targets: tf.Tensor2D | undefined, options: ForwardOptions & { headFrom?: number }): RunResult {
+    return this.#fast.run(this.#vars, { idx, targets }, options);
   }
 
   /**
@@ -547,59 +226,37 @@ export class TransformerLM implements TrainableModel, LanguageModel {
     const [B, T, C] = h.shape;
     return tf.tidy(() => {
       let x = tf.reshape(h, [B * T, C]) as tf.Tensor2D; // (N, C)
-      if (this.#lnFg && this.config.normalization === "rms") {
-        x = rmsNormFused(x, this.#lnFg as tf.Tensor1D); // (N, C)
-      } else if (this.#lnFg) {
-        x = layerNormFused(x, this.#lnFg as tf.Tensor1D, {
-          beta: (this.#lnFb ?? tf.zeros([C])) as tf.Tensor1D,
-        }); // (N, C)
+      const lnFg = this.#vars["lnF.g"] as tf.Tensor1D | undefined,
+        lnFb = this.#vars["lnF.b"] as tf.Tensor1D | undefined;
+      if (lnFg && this.config.normKind === "rms") {
+        x = rmsNormFused(x, lnFg); // (N, C)
+      } else if (lnFg) {
+        x = layerNormFused(x, lnFg, { beta: lnFb ?? tf.zeros([C]) }); // (N, C)
       }
-      const logits = tf.matMul(x, this.#wte, false, true); // (N, V)
+      const logits = tf.matMul(x, this.#vars.wte, false, true); // (N, V)
       return tf.reshape(tf.logSoftmax(logits), [B, T, this.config.vocabSize]) as tf.Tensor3D; // (B, T, V)
     });
   }
 
   /**
-   * The window start used to predict position i of `[bos, ...stream]`: 0
-   * while i < blockSize, then the latest multiple of `evalStride` that keeps
-   * i inside the window's last `evalStride` positions. {@link logProb},
-   * {@link nextDistribution} and {@link logProbs} all use it, so they agree.
+   * The window start used to predict position i of `[bos, ...stream]` (see
+   * {@link windowStart}); {@link logProb}, {@link nextDistribution} and
+   * {@link logProbs} all use it, so they agree.
    * @param i the position (0 predicts the stream's first token from `bos`).
    * @returns the first position of the window.
    */
   windowStart(i: number): number {
-    const L = this.config.blockSize, S = this.evalStride;
-    if (i < L) return 0;
-    return S * Math.ceil((i - L + 1) / S);
-  }
-
-  /** The model input for predicting the token after `context`. */
-  #windowFor(context: ArrayLike<number>): Int32Array {
-    const t = context.length; // position in [bos, ...context]
-    const a = this.windowStart(t);
-    const out = new Int32Array(t - a + 1);
-    for (let i = a; i <= t; i++) out[i - a] = i === 0 ? this.bosId : context[i - 1];
-    return out;
+    return windowStart(i, { contextSize: this.config.blockSize, stride: this.evalStride });
   }
 
   /**
-   * The next-token distribution after a context ({@link LanguageModel}). The
-   * model reads `[bos, ...context]` cut to the window given by
-   * {@link windowStart} (at most blockSize tokens).
+   * The next-token distribution after a context ({@link LanguageModel}),
+   * read from the window given by {@link windowStart}.
    * @param context preceding ids, oldest first (may be empty).
    * @returns vocabSize probabilities summing to 1.
    */
   nextDistribution(context: ArrayLike<number>): Float64Array {
-    checkSyncRead("nextDistribution", "await model.logProbs(stream)");
-    const window = this.#windowFor(context);
-    const probs = tf.tidy(() => {
-      const idx = tf.tensor2d(window, [1, window.length], "int32");
-      const { logitsTB } = this.#run(idx, undefined, { headFrom: window.length - 1 }); // (1, V)
-      return tf.softmax(tf.reshape(logitsTB, [this.vocabSize]));
-    });
-    const out = Float64Array.from(probs.dataSync());
-    probs.dispose();
-    return out;
+    return this.#scorer.nextDistribution(context);
   }
 
   /**
@@ -609,189 +266,21 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    * @returns the natural log-probability.
    */
   logProb(word: number, context: ArrayLike<number>): number {
-    checkSyncRead("logProb", "await model.logProbs(stream)");
-    if (!Number.isInteger(word) || word < 0 || word >= this.vocabSize) {
-      throw new RangeError(`word must be an id in [0, ${this.vocabSize}): word=${word}`);
-    }
-    // From the logits, not the log of the float32 softmax: a probability
-    // below ~1e-38 underflows to 0 there, and logProbs would disagree.
-    const window = this.#windowFor(context);
-    const lp = tf.tidy(() => {
-      const idx = tf.tensor2d(window, [1, window.length], "int32");
-      const { logitsTB } = this.#run(idx, undefined, { headFrom: window.length - 1 }); // (1, V)
-      return nextTokenLogProbs(logitsTB as tf.Tensor2D, tf.tensor1d([word], "int32")); // (1)
-    });
-    const out = lp.dataSync()[0];
-    lp.dispose();
-    return out;
+    return this.#scorer.logProb(word, context);
   }
 
   /**
    * Log-probabilities of every token of a stream, scored with overlapping
    * windows of blockSize tokens moved by `evalStride`, in batches
-   * ({@link LanguageModel}). Each token is predicted from at least
-   * blockSize - evalStride earlier tokens (all of them near the start).
-   * A model built with `causal: false` is scored one position at a time
-   * instead (slowly): in a window it would see the tokens it predicts.
+   * ({@link LanguageModel}; see {@link WindowScorer}). A model built with
+   * `causal: false` is scored one position at a time instead (slowly).
    *
    * @param stream token ids.
    * @param options progress reporting and the number of windows per batch.
    * @returns ln P(stream[t] | stream[0..t)) for every t.
    */
-  async logProbs(
-    stream: Int32Array,
-    options: LogProbsOptions & { batchSize?: number } = {},
-  ): Promise<Float64Array> {
-    const L = this.config.blockSize, S = this.evalStride, V = this.vocabSize;
-    const n = stream.length;
-    const out = new Float64Array(n);
-    if (!this.config.causal) {
-      // A window would let each position read the very token it predicts:
-      // score honestly, one position at a time, from the context alone
-      // (with asynchronous reads, so this works on webgpu too).
-      for (let t = 0; t < n; t++) {
-        const window = this.#windowFor(stream.subarray(0, t));
-        const lp = tf.tidy(() => {
-          const { logitsTB } = this.#run(tf.tensor2d(window, [1, window.length], "int32"), undefined, {
-            headFrom: window.length - 1,
-          }); // (1, V)
-          return nextTokenLogProbs(logitsTB, tf.tensor1d([stream[t]], "int32")); // (1)
-        });
-        out[t] = (await lp.data())[0];
-        lp.dispose();
-        if (t % 64 === 63 || t === n - 1) options.onProgress?.(t + 1, n);
-      }
-      return out;
-    }
-    const seq = new Int32Array(n + 1); // [bos, ...stream]; seq[i] predicts stream[i]
-    seq[0] = this.bosId;
-    seq.set(stream, 1);
-    // Windows [a, a + len): the first scores positions 0..len-1, later ones their last S.
-    const windows: { a: number; len: number; from: number }[] = [];
-    for (let a = 0;; a += S) {
-      const len = Math.min(L, n - a);
-      if (len <= 0) break;
-      windows.push({ a, len, from: a === 0 ? 0 : L - S });
-      if (a + len >= n) break;
-    }
-    // Windows per forward pass: about 2^24 logits at most (64 MiB), and at most 256 windows.
-    const batchSize = options.batchSize ?? Math.max(1, Math.min(256, Math.floor(2 ** 24 / (L * V))));
-    let done = 0;
-    for (let w0 = 0; w0 < windows.length; w0 += batchSize) {
-      const group = windows.slice(w0, w0 + batchSize);
-      // Full-length windows batch together; a short (last) window goes alone.
-      const full = group.filter((w) => w.len === L), short = group.filter((w) => w.len !== L);
-      for (const part of [full, ...short.map((w) => [w])]) {
-        if (part.length === 0) continue;
-        const len = part[0].len;
-        const x = new Int32Array(part.length * len), y = new Int32Array(part.length * len);
-        part.forEach((w, r) => {
-          x.set(seq.subarray(w.a, w.a + len), r * len);
-          y.set(stream.subarray(w.a, w.a + len), r * len);
-        });
-        const from = Math.min(...part.map((w) => w.from)); // 0 if the first window is in the part
-        const rows = part.length * (len - from);
-        const lp = tf.tidy(() => {
-          const { logitsTB } = this.#run(tf.tensor2d(x, [part.length, len], "int32"), undefined, {
-            headFrom: from,
-          }); // (rows, V), rows ordered (position, window)
-          const targets = new Int32Array(rows);
-          for (let t = from; t < len; t++) {
-            for (let r = 0; r < part.length; r++) targets[(t - from) * part.length + r] = y[r * len + t];
-          }
-          return nextTokenLogProbs(logitsTB, tf.tensor1d(targets, "int32")); // (rows)
-        });
-        const vals = await lp.data();
-        lp.dispose();
-        part.forEach((w, r) => {
-          for (let t = w.from; t < len; t++) out[w.a + t] = vals[(t - from) * part.length + r];
-        });
-        done += part.reduce((s, w) => s + w.len - w.from, 0);
-        options.onProgress?.(done, n);
-      }
-    }
-    return out;
-  }
-
-  /**
-   * Generates tokens after a prompt, one at a time, reading at most the last
-   * blockSize tokens (chapter 6; chapter 7 adds a KV cache and more samplers).
-   *
-   * @param prompt ids to continue (may be empty: generation starts from `bos`).
-   * @param options how many tokens, the sampler settings (temperature, topK,
-   * topP, greedy) and the seeded `rng` or `seed`.
-   * @returns the new ids (without the prompt).
-   */
-  generate(
-    prompt: ArrayLike<number>,
-    options: SamplerOptions & { maxNewTokens: number; rng?: Rng; seed?: number },
-  ): Int32Array {
-    checkSyncRead("generate", "await model.generateAsync(prompt, options)");
-    const step = this.#generator(prompt, options);
-    const out = new Int32Array(options.maxNewTokens);
-    for (let i = 0; i < out.length; i++) {
-      const logits = step.logits();
-      out[i] = step.push(logits.dataSync());
-      logits.dispose();
-    }
-    return out;
-  }
-
-  /**
-   * {@link TransformerLM.generate} for every backend, webgpu included (it
-   * reads the logits asynchronously).
-   *
-   * @param prompt ids to continue (may be empty: generation starts from `bos`).
-   * @param options how many tokens, the sampler settings and the seeded `rng` or `seed`.
-   * @returns the new ids (without the prompt).
-   */
-  async generateAsync(
-    prompt: ArrayLike<number>,
-    options: SamplerOptions & { maxNewTokens: number; rng?: Rng; seed?: number },
-  ): Promise<Int32Array> {
-    const step = this.#generator(prompt, options);
-    const out = new Int32Array(options.maxNewTokens);
-    for (let i = 0; i < out.length; i++) {
-      const logits = step.logits();
-      out[i] = step.push(await logits.data());
-      logits.dispose();
-    }
-    return out;
-  }
-
-  /** The shared state of generate / generateAsync. */
-  #generator(
-    prompt: ArrayLike<number>,
-    options: SamplerOptions & { maxNewTokens: number; rng?: Rng; seed?: number },
-  ): { logits: () => tf.Tensor1D; push: (logits: ArrayLike<number>) => number } {
-    if (!Number.isInteger(options.maxNewTokens) || options.maxNewTokens < 0) {
-      throw new RangeError(
-        `maxNewTokens must be a non-negative integer: maxNewTokens=${options.maxNewTokens}`,
-      );
-    }
-    for (let i = 0; i < prompt.length; i++) {
-      if (!Number.isInteger(prompt[i]) || prompt[i] < 0 || prompt[i] >= this.vocabSize) {
-        throw new RangeError(`prompt[${i}] must be a token id in [0, ${this.vocabSize}): prompt[${i}]=${prompt[i]}`);
-      }
-    }
-    const sampler = makeSampler(options);
-    const ctx: number[] = prompt.length ? Array.from(prompt) : [this.bosId];
-    const L = this.config.blockSize;
-    return {
-      logits: () =>
-        tf.tidy(() => {
-          const window = ctx.slice(-L); // at most blockSize tokens
-          const { logitsTB } = this.#run(tf.tensor2d(window, [1, window.length], "int32"), undefined, {
-            headFrom: window.length - 1,
-          }); // (1, V): only the last position
-          return tf.reshape(logitsTB, [-1]) as tf.Tensor1D;
-        }),
-      push: (logits) => {
-        const next = sampler(logits);
-        ctx.push(next);
-        return next;
-      },
-    };
+  logProbs(stream: Int32Array, options: LogProbsOptions & { batchSize?: number } = {}): Promise<Float64Array> {
+    return this.#scorer.logProbs(stream, options);
   }
 
   /**
@@ -826,8 +315,7 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   /** Frees the variables and cached constants. */
   dispose(): void {
     tf.dispose(Object.values(this.#vars));
-    tf.dispose([...this.#constants.values()]);
-    this.#constants.clear();
+    this.#fast.dispose();
   }
 }
 

@@ -28,15 +28,26 @@ export interface TransformerConfig {
   dropout?: number;
   /** Biases in the linear layers and layer norms (default true, as GPT-2). */
   bias?: boolean;
-  /** `"pre"` (default: GPT-2 and later) or `"post"` layer norm (the original transformer). */
-  norm?: "pre" | "post";
+  /**
+   * Where each block's norms sit: `"pre"` (default: GPT-2 and later), inside
+   * each residual branch, x + f(norm(x)), with a final norm before the head;
+   * or `"post"` (the original transformer), after each addition,
+   * norm(x + f(x)), with no final norm. (Saved configs that call it `norm`
+   * are read too.)
+   */
+  normPlacement?: "pre" | "post";
   /**
    * `"learned"` (default, GPT-2), `"sinusoidal"` (Vaswani et al., 2017) or
    * `"rope"` (rotary, on queries and keys; see the module docs).
    */
   positions?: "learned" | "sinusoidal" | "rope";
-  /** `"layer"` (default, LayerNorm) or `"rms"` (RMSNorm, no shift). */
-  normalization?: "layer" | "rms";
+  /**
+   * Which norm: `"layer"` (default, LayerNorm: subtract the mean, divide by
+   * the standard deviation, then a gain and a shift) or `"rms"` (RMSNorm:
+   * divide by the root mean square, then a gain, no shift). (Saved configs
+   * that call it `normalization` are read too.)
+   */
+  normKind?: "layer" | "rms";
   /**
    * `"dense"` (default): C -> mlpRatio C -> `activation` -> C; `"swiglu"`:
    * W2 (silu(x W1) * (x W3)) with hidden width {@link mlpHiddenSize}.
@@ -102,18 +113,18 @@ export const TRANSFORMER_PRESETS: Readonly<Record<"tiny" | "baby" | "small" | "g
  * import { assertEquals } from "@std/assert";
  * import { MODERN_BLOCK, TRANSFORMER_PRESETS, transformerConfig } from "./transformer_config.ts";
  * const c = transformerConfig({ ...TRANSFORMER_PRESETS.baby, ...MODERN_BLOCK }, { vocabSize: 65 });
- * assertEquals([c.normalization, c.mlp, c.positions, c.nKVHead], ["rms", "swiglu", "rope", 2]);
+ * assertEquals([c.normKind, c.mlp, c.positions, c.nKVHead], ["rms", "swiglu", "rope", 2]);
  * ```
  */
 export const MODERN_BLOCK: Readonly<{
-  normalization: "rms";
+  normKind: "rms";
   mlp: "swiglu";
   positions: "rope";
   bias: false;
   nKVHead: 2;
 }> = Object.freeze(
   {
-    normalization: "rms",
+    normKind: "rms",
     mlp: "swiglu",
     positions: "rope",
     bias: false,
@@ -204,15 +215,17 @@ export function transformerConfig(
     }
     base = TRANSFORMER_PRESETS[preset];
   } else base = preset;
+  base = renameLegacyFields(base, "preset");
+  overrides = renameLegacyFields(overrides, "overrides");
   const c: FullTransformerConfig = {
     dropout: 0,
     bias: true,
-    norm: "pre",
+    normPlacement: "pre",
     positions: "learned",
     activation: "gelu",
     mlpRatio: 4,
     causal: true,
-    normalization: "layer",
+    normKind: "layer",
     mlp: "dense",
     ...base,
     ...overrides,
@@ -221,6 +234,28 @@ export function transformerConfig(
   if (c.mlpHidden === undefined) delete c.mlpHidden;
   checkConfig(c);
   return c;
+}
+
+/** Earlier names of config fields (in configs saved before they were renamed), and their names now. */
+const LEGACY_FIELDS = { norm: "normPlacement", normalization: "normKind" } as const;
+
+/** A config with its legacy field names (`norm`, `normalization`) read as today's. */
+function renameLegacyFields<T extends Partial<TransformerConfig>>(config: T, what: string): T {
+  const old = config as Record<string, unknown>;
+  if (!Object.keys(LEGACY_FIELDS).some((k) => k in old)) return config;
+  const out: Record<string, unknown> = { ...old };
+  for (const [from, to] of Object.entries(LEGACY_FIELDS)) {
+    if (!(from in out)) continue;
+    if (to in out && out[to] !== out[from]) {
+      throw new RangeError(
+        `${what} gives both ${from} (the old name of ${to}) and ${to}, and they differ: ` +
+          `${from}=${JSON.stringify(out[from])}, ${to}=${JSON.stringify(out[to])}`,
+      );
+    }
+    out[to] = out[from];
+    delete out[from];
+  }
+  return out as T;
 }
 
 function checkConfig(c: FullTransformerConfig): void {
@@ -235,16 +270,16 @@ function checkConfig(c: FullTransformerConfig): void {
   if (!(c.dropout >= 0 && c.dropout < 1)) {
     throw new RangeError(`dropout must be in [0, 1): dropout=${c.dropout}`);
   }
-  if (c.norm !== "pre" && c.norm !== "post") {
-    throw new RangeError(`norm must be "pre" or "post": norm=${JSON.stringify(c.norm)}`);
+  if (c.normPlacement !== "pre" && c.normPlacement !== "post") {
+    throw new RangeError(`normPlacement must be "pre" or "post": normPlacement=${JSON.stringify(c.normPlacement)}`);
   }
   if (c.positions !== "learned" && c.positions !== "sinusoidal" && c.positions !== "rope") {
     throw new RangeError(
       `positions must be "learned", "sinusoidal" or "rope": positions=${JSON.stringify(c.positions)}`,
     );
   }
-  if (c.normalization !== "layer" && c.normalization !== "rms") {
-    throw new RangeError(`normalization must be "layer" or "rms": normalization=${JSON.stringify(c.normalization)}`);
+  if (c.normKind !== "layer" && c.normKind !== "rms") {
+    throw new RangeError(`normKind must be "layer" or "rms": normKind=${JSON.stringify(c.normKind)}`);
   }
   if (c.mlp !== "dense" && c.mlp !== "swiglu") {
     throw new RangeError(`mlp must be "dense" or "swiglu": mlp=${JSON.stringify(c.mlp)}`);
@@ -327,20 +362,20 @@ export function countParameters(config: TransformerConfig): ParameterCount {
     bias: true,
     mlpRatio: 4,
     positions: "learned",
-    norm: "pre",
-    normalization: "layer" as const,
+    normPlacement: "pre",
+    normKind: "layer" as const,
     mlp: "dense" as const,
-    ...config,
+    ...renameLegacyFields(config, "config"),
   };
   const d = c.nEmbd, b = c.bias ? 1 : 0;
   const kv = (c.nKVHead ?? c.nHead) * (d / c.nHead); // width of W^K and W^V
   const attention = 2 * d * d + 2 * d * kv + b * (2 * d + 2 * kv);
   const h = mlpHiddenSize(c);
   const mlp = c.mlp === "swiglu" ? 3 * d * h + b * (2 * h + d) : 2 * d * h + b * (h + d);
-  const oneNorm = c.normalization === "rms" ? d : d + b * d;
+  const oneNorm = c.normKind === "rms" ? d : d + b * d;
   const layerNorms = 2 * oneNorm;
   const perBlock = attention + mlp + layerNorms;
-  const finalNorm = c.norm === "pre" ? oneNorm : 0;
+  const finalNorm = c.normPlacement === "pre" ? oneNorm : 0;
   const tokenEmbedding = c.vocabSize * d;
   const positionEmbedding = c.positions === "learned" ? c.blockSize * d : 0;
   const nonEmbedding = c.nLayer * perBlock + finalNorm;
@@ -406,6 +441,12 @@ export interface TransformerOptions {
 
 /** Options of {@link TransformerLM.forward}. */
 export interface ForwardOptions {
+  /**
+   * `"fast"` (default): the fused time-major kernels (`gpt_fast.ts`);
+   * `"readable"`: the model as written in `gpt.ts`, box by box. Both give
+   * the same numbers up to float32 rounding.
+   */
+  path?: "fast" | "readable";
   /** Training mode: dropout on (default false). */
   training?: boolean;
   /** Seed for this call's dropout masks. */

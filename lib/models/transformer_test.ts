@@ -7,7 +7,7 @@
  * any WebGPU adapter the webgpu part is skipped with a message, unless
  * LMBOOK_REQUIRE_WEBGPU=1 makes that a failure (CI sets it).
  */
-import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
+import { assert, assertAlmostEquals, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { initBackend, probeWebGpu } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
@@ -20,9 +20,11 @@ import {
   MODERN_BLOCK,
   modernPreset,
   TRANSFORMER_PRESETS,
+  type TransformerConfig,
   transformerConfig,
 } from "./transformer_config.ts";
 import { TransformerLM } from "./transformer.ts";
+import { generate } from "../decode/decode.ts";
 
 await initBackend("cpu");
 
@@ -44,12 +46,12 @@ Deno.test("config: presets, defaults and clear errors", () => {
     vocabSize: 65,
     dropout: 0,
     bias: true,
-    norm: "pre",
+    normPlacement: "pre",
     positions: "learned",
     activation: "gelu",
     mlpRatio: 4,
     causal: true,
-    normalization: "layer",
+    normKind: "layer",
     mlp: "dense",
     nKVHead: 4,
   });
@@ -61,18 +63,22 @@ Deno.test("config: presets, defaults and clear errors", () => {
   assertThrows(() => transformerConfig("huge" as "baby", { vocabSize: 5 }), RangeError, "unknown preset");
   assertThrows(() => transformerConfig("tiny", { vocabSize: 0 }), RangeError, "vocabSize=0");
   assertThrows(() => transformerConfig("tiny", { vocabSize: 5, dropout: 1 }), RangeError, "dropout=1");
-  assertThrows(() => transformerConfig("tiny", { vocabSize: 5, norm: "mid" as "pre" }), RangeError, "norm");
+  assertThrows(
+    () => transformerConfig("tiny", { vocabSize: 5, normPlacement: "mid" as "pre" }),
+    RangeError,
+    "normPlacement",
+  );
 });
 
 Deno.test("parameter count: exact, matches the variables, and the 12 L d^2 estimate", () => {
   // The baby config with 65 characters has 809,856 parameters (PyTorch counts the same).
   assertEquals(countParameters(transformerConfig("baby", { vocabSize: 65 })).total, 809_856);
   for (
-    const over of [{}, { bias: false }, { positions: "sinusoidal" }, { norm: "post" }, { mlpRatio: 2 }]
+    const over of [{}, { bias: false }, { positions: "sinusoidal" }, { normPlacement: "post" }, { mlpRatio: 2 }]
   ) {
     const model = new TransformerLM(tiny(over));
     const actual = Object.values(model.variables()).reduce((n, v) => n + v.size, 0);
-    assertEquals(model.parameterCount().total, actual, JSON.stringify(over));
+    assertEquals(model.parameterCount(), actual, JSON.stringify(over));
     model.dispose();
   }
   const c = countParameters(transformerConfig("gpt2", { vocabSize: 50257 }));
@@ -189,7 +195,7 @@ Deno.test("same seed, same model and same losses; no tensors leak while training
 Deno.test("pre-LN and post-LN both learn a repeating sequence", async () => {
   const text = Int32Array.from({ length: 300 }, (_, i) => [1, 4, 2, 8, 5, 7][i % 6]);
   for (const norm of ["pre", "post"] as const) {
-    const model = new TransformerLM(tiny({ norm }), { seed: 6 });
+    const model = new TransformerLM(tiny({ normPlacement: norm }), { seed: 6 });
     const history = await new Trainer(model, sequenceDataset(text, 8), {
       batchSize: 8,
       maxSteps: 60,
@@ -232,14 +238,14 @@ Deno.test("LanguageModel: logProbs (windows, batched) equals logProb at every po
   model.dispose();
 });
 
-Deno.test("generate: seeded, long prompts cropped to blockSize", () => {
+Deno.test("generate: seeded, long prompts cropped to blockSize", async () => {
   const model = new TransformerLM(tiny(), { seed: 10 });
-  const a = model.generate([1, 2, 3], { maxNewTokens: 12, seed: 3 });
-  const b = model.generate([1, 2, 3], { maxNewTokens: 12, seed: 3 });
+  const a = (await generate(model, [1, 2, 3], { maxNewTokens: 12, seed: 3 })).tokens;
+  const b = (await generate(model, [1, 2, 3], { maxNewTokens: 12, seed: 3 })).tokens;
   assertEquals(a, b);
   assertEquals(a.length, 12);
-  assertEquals(model.generate([], { maxNewTokens: 2, greedy: true }).length, 2);
-  assertThrows(() => model.generate([1], { maxNewTokens: -1, greedy: true }), RangeError, "maxNewTokens=-1");
+  assertEquals((await generate(model, [], { maxNewTokens: 2, greedy: true })).tokens.length, 2);
+  await assertRejects(() => generate(model, [1], { maxNewTokens: -1, greedy: true }), RangeError, "maxNewTokens=-1");
   model.dispose();
 });
 
@@ -392,9 +398,10 @@ Deno.test("webgpu: synchronous reads fail with a clear message, async ones work"
   if (!(await probeWebGpu())) return;
   await initBackend("webgpu");
   const model = new TransformerLM(tiny(), { seed: 15 });
-  assertThrows(() => model.generate([1], { maxNewTokens: 1, greedy: true }), Error, "generateAsync");
   assertThrows(() => model.logProb(1, [2]), Error, "logProbs");
-  assertEquals((await model.generateAsync([1], { maxNewTokens: 3, greedy: true })).length, 3);
+  for (const cache of ["none", "tfjs", "fast"] as const) {
+    assertEquals((await generate(model, [1], { maxNewTokens: 3, greedy: true, cache })).tokens.length, 3);
+  }
   const lp = await model.logProbs(Int32Array.from([1, 2, 3]));
   assert(lp.every((x) => x < 0 && Number.isFinite(x)));
   model.dispose();
@@ -409,110 +416,9 @@ Deno.test("webgpu: synchronous reads fail with a clear message, async ones work"
 // The modern block (chapter 6): RMSNorm, SwiGLU, RoPE, grouped-query attention
 // ---------------------------------------------------------------------------
 
-/**
- * A from-scratch forward pass in plain JavaScript (float64), one sequence,
- * written from the papers' formulas and independent of the library's kernels.
- */
+/** The readable model's logits for one sequence (`gpt.ts`, box by box): the reference of the fast pass. */
 function referenceLogits(model: TransformerLM, seq: number[]): number[][] {
-  const c = model.config;
-  const w: Record<string, number[]> = {};
-  for (const [name, v] of Object.entries(model.variables())) w[name] = Array.from(v.dataSync());
-  const C = c.nEmbd, nH = c.nHead, nKV = c.nKVHead, hs = C / nH;
-  const KV = nKV * hs, H = mlpHiddenSize(c);
-  const matvec = (x: number[], W: number[], nOut: number, b?: number[]) =>
-    Array.from({ length: nOut }, (_, j) => x.reduce((s, xi, i) => s + xi * W[i * nOut + j], b ? b[j] : 0));
-  const norm = (x: number[], g: number[], b?: number[]) => {
-    if (c.normalization === "rms") {
-      const r = 1 / Math.sqrt(x.reduce((s, v) => s + v * v, 0) / C + 1e-5);
-      return x.map((v, i) => v * r * g[i]);
-    }
-    const mean = x.reduce((s, v) => s + v, 0) / C;
-    const vr = x.reduce((s, v) => s + (v - mean) ** 2, 0) / C;
-    return x.map((v, i) => (v - mean) / Math.sqrt(vr + 1e-5) * g[i] + (b ? b[i] : 0));
-  };
-  const rope = (v: number[], t: number) => {
-    const out = v.slice();
-    for (let o = 0; o < v.length; o += hs) {
-      for (let i = 0; i < hs / 2; i++) {
-        const a = t / Math.pow(10000, (2 * i) / hs);
-        const x0 = v[o + 2 * i], x1 = v[o + 2 * i + 1];
-        out[o + 2 * i] = x0 * Math.cos(a) - x1 * Math.sin(a);
-        out[o + 2 * i + 1] = x0 * Math.sin(a) + x1 * Math.cos(a);
-      }
-    }
-    return out;
-  };
-  const geluTanh = (u: number) => 0.5 * u * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (u + 0.044715 * u ** 3)));
-  let xs = seq.map((tok, t) =>
-    Array.from({ length: C }, (_, i) => {
-      const e = w.wte[tok * C + i];
-      if (c.positions === "learned") return e + w.wpe[t * C + i];
-      if (c.positions === "sinusoidal") {
-        const a = t / Math.pow(10000, (i - (i % 2)) / C);
-        return e + (i % 2 === 0 ? Math.sin(a) : Math.cos(a));
-      }
-      return e;
-    })
-  );
-  for (let l = 0; l < c.nLayer; l++) {
-    const p = (n: string) => w[`h${l}.${n}`];
-    const attn = (hsIn: number[][]) => {
-      const q = hsIn.map((h, t) => {
-        const v = matvec(h, p("attn.wq"), C, p("attn.bq"));
-        return c.positions === "rope" ? rope(v, t) : v;
-      });
-      const k = hsIn.map((h, t) => {
-        const v = matvec(h, p("attn.wk"), KV, p("attn.bk"));
-        return c.positions === "rope" ? rope(v, t) : v;
-      });
-      const v = hsIn.map((h) => matvec(h, p("attn.wv"), KV, p("attn.bv")));
-      const y = hsIn.map((_, t) => {
-        const out = new Array(C).fill(0);
-        for (let head = 0; head < nH; head++) {
-          const g = Math.floor(head / (nH / nKV)); // the kv head this query head shares
-          const sc = [];
-          for (let j = 0; j <= t; j++) {
-            let dot = 0;
-            for (let i = 0; i < hs; i++) dot += q[t][head * hs + i] * k[j][g * hs + i];
-            sc.push(dot / Math.sqrt(hs));
-          }
-          const m = Math.max(...sc), e = sc.map((s) => Math.exp(s - m)), z = e.reduce((a, b) => a + b, 0);
-          for (let j = 0; j <= t; j++) for (let i = 0; i < hs; i++) out[head * hs + i] += e[j] / z * v[j][g * hs + i];
-        }
-        return matvec(out, p("attn.wo"), C, p("attn.bo"));
-      });
-      return y;
-    };
-    const mlp = (h: number[]) => {
-      if (c.mlp === "swiglu") {
-        const a = matvec(h, p("mlp.w1"), H, p("mlp.b1")), b = matvec(h, p("mlp.w3"), H, p("mlp.b3"));
-        return matvec(a.map((ai, i) => ai / (1 + Math.exp(-ai)) * b[i]), p("mlp.w2"), C, p("mlp.b2"));
-      }
-      const u = matvec(h, p("mlp.w1"), H, p("mlp.b1")).map((v) =>
-        c.activation === "relu" ? Math.max(0, v) : geluTanh(v)
-      );
-      return matvec(u, p("mlp.w2"), C, p("mlp.b2"));
-    };
-    if (c.norm === "pre") {
-      const a = attn(xs.map((x) => norm(x, p("ln1.g"), p("ln1.b"))));
-      xs = xs.map((x, t) => x.map((v, i) => v + a[t][i]));
-      xs = xs.map((x) => {
-        const m = mlp(norm(x, p("ln2.g"), p("ln2.b")));
-        return x.map((v, i) => v + m[i]);
-      });
-    } else {
-      const a = attn(xs);
-      xs = xs.map((x, t) => norm(x.map((v, i) => v + a[t][i]), p("ln1.g"), p("ln1.b")));
-      xs = xs.map((x) => {
-        const m = mlp(x);
-        return norm(x.map((v, i) => v + m[i]), p("ln2.g"), p("ln2.b"));
-      });
-    }
-  }
-  if (c.norm === "pre") xs = xs.map((x) => norm(x, w["lnF.g"], w["lnF.b"]));
-  return xs.map((x) =>
-    Array.from({ length: c.vocabSize }, (_, tok) => x.reduce((s, xi, i) => s + xi * w.wte[tok * C + i], 0))
-  );
+  return tf.tidy(() => model.forward(ids([seq]), undefined, { path: "readable" }).logits.arraySync()[0]);
 }
 
 /** Replaces every weight by N(0, 0.3^2) draws (biases and gains too), so that every parameter matters. */
@@ -525,20 +431,20 @@ function randomiseWeights(model: TransformerLM, seed: number): void {
 }
 
 const MODERN_VARIANTS: Record<string, unknown>[] = [
-  { normalization: "rms" },
+  { normKind: "rms" },
   { mlp: "swiglu" },
   { positions: "rope" },
   { nHead: 4, nKVHead: 2 },
   { nHead: 4, nKVHead: 1 },
-  { nHead: 4, nKVHead: 2, positions: "rope", normalization: "rms", mlp: "swiglu", bias: false },
-  { nHead: 4, nKVHead: 1, positions: "rope", normalization: "rms", mlp: "swiglu", bias: true, norm: "post" },
+  { nHead: 4, nKVHead: 2, positions: "rope", normKind: "rms", mlp: "swiglu", bias: false },
+  { nHead: 4, nKVHead: 1, positions: "rope", normKind: "rms", mlp: "swiglu", bias: true, normPlacement: "post" },
   { nKVHead: 1, positions: "sinusoidal", mlp: "swiglu", activation: "relu" },
 ];
 
 Deno.test("modern block: config defaults, the preset and clear errors", () => {
   const c = transformerConfig(modernPreset("baby"), { vocabSize: 65 });
   assertEquals(
-    [c.normalization, c.mlp, c.positions, c.bias, c.nHead, c.nKVHead],
+    [c.normKind, c.mlp, c.positions, c.bias, c.nHead, c.nKVHead],
     ["rms", "swiglu", "rope", false, 4, 2],
   );
   assertEquals(transformerConfig({ ...TRANSFORMER_PRESETS.tiny, ...MODERN_BLOCK }, { vocabSize: 5 }).nKVHead, 2);
@@ -551,7 +457,7 @@ Deno.test("modern block: config defaults, the preset and clear errors", () => {
     RangeError,
     "headSize = nEmbd / nHead = 12 / 4 = 3",
   );
-  assertThrows(() => tiny({ normalization: "batch" }), RangeError, 'normalization="batch"');
+  assertThrows(() => tiny({ normKind: "batch" }), RangeError, 'normKind="batch"');
   assertThrows(() => tiny({ mlp: "geglu" }), RangeError, 'mlp="geglu"');
   assertThrows(() => tiny({ positions: "alibi" }), RangeError, 'positions="alibi"');
   // SwiGLU's hidden width: 2/3 of 4C, to the nearest multiple of 8, so its parameters match the dense MLP's.
@@ -566,17 +472,30 @@ Deno.test("modern block: parameter counts match the variables for every option",
   for (const over of MODERN_VARIANTS) {
     const model = new TransformerLM(tiny(over));
     const actual = Object.values(model.variables()).reduce((n, v) => n + v.size, 0);
-    assertEquals(model.parameterCount().total, actual, JSON.stringify(over));
+    assertEquals(model.parameterCount(), actual, JSON.stringify(over));
     model.dispose();
   }
   // GQA shrinks W^K and W^V: with nKVHead 1 of 4 heads, attention is 2C^2 + 2 C (C/4) (no biases).
   const mqa = countParameters(tiny({ nHead: 4, nKVHead: 1, bias: false }));
   assertEquals(mqa.attention, 2 * 16 * 16 + 2 * 16 * 4);
   // RMSNorm: a gain and no shift, even with bias: true.
-  assertEquals(countParameters(tiny({ normalization: "rms" })).layerNorms, 2 * 16);
+  assertEquals(countParameters(tiny({ normKind: "rms" })).layerNorms, 2 * 16);
 });
 
-Deno.test("modern block: every option matches a from-scratch reference forward pass", () => {
+Deno.test("config: the old names norm and normalization are read as normPlacement and normKind", () => {
+  const old = { norm: "post", normalization: "rms" } as unknown as Partial<TransformerConfig>;
+  const c = tiny(old);
+  assertEquals([c.normPlacement, c.normKind], ["post", "rms"]);
+  assert(!("norm" in c) && !("normalization" in c), "the old names are not kept");
+  assertEquals(countParameters({ ...c, ...old }).finalNorm, 0);
+  assertThrows(
+    () => tiny({ norm: "post", normPlacement: "pre" } as Partial<TransformerConfig>),
+    RangeError,
+    "norm (the old name of normPlacement)",
+  );
+});
+
+Deno.test("modern block: every option matches the readable model", () => {
   for (const over of MODERN_VARIANTS) {
     const model = new TransformerLM(tiny(over), { seed: 21 });
     randomiseWeights(model, 22);
@@ -662,7 +581,7 @@ Deno.test("modern block: trains (loss falls, tensors flat), scores, generates, s
   for (let t = 0; t < stream.length; t++) {
     assertAlmostEquals(lp[t], model.logProb(stream[t], stream.subarray(0, t)), 1e-4, `t=${t}`);
   }
-  assertEquals(Array.from(model.generate([1, 4, 2], { maxNewTokens: 6, greedy: true })), [8, 5, 7, 1, 4, 2]);
+  assertEquals((await generate(model, [1, 4, 2], { maxNewTokens: 6, greedy: true })).tokens, [8, 5, 7, 1, 4, 2]);
   // Save and load: same config, same logits.
   const path = await Deno.makeTempFile({ suffix: ".lmbw" });
   await model.save(path);
@@ -726,10 +645,10 @@ Deno.test("modern block: the same training steps on wasm and webgpu match cpu wi
 });
 
 /** Every combination of the modern block's options (2 norms × 2 MLPs × 3 position schemes × MHA, GQA, MQA). */
-const ALL_COMBINATIONS: Record<string, unknown>[] = ["layer", "rms"].flatMap((normalization) =>
+const ALL_COMBINATIONS: Record<string, unknown>[] = ["layer", "rms"].flatMap((normKind) =>
   ["dense", "swiglu"].flatMap((mlp) =>
     ["learned", "sinusoidal", "rope"].flatMap((positions) =>
-      [4, 2, 1].map((nKVHead) => ({ normalization, mlp, positions, nHead: 4, nKVHead }))
+      [4, 2, 1].map((nKVHead) => ({ normKind, mlp, positions, nHead: 4, nKVHead }))
     )
   )
 );
@@ -769,8 +688,8 @@ async function combinationRun(over: Record<string, unknown>): Promise<number[]> 
       worst = Math.max(worst, Math.abs(lp[t] - model.logProb(stream[t], stream.subarray(0, t))));
     }
     out.push(worst);
-    const g1 = Array.from(model.generate([1, 4], { maxNewTokens: 5, greedy: true }));
-    const g2 = Array.from(model.generate([1, 4], { maxNewTokens: 5, greedy: true }));
+    const g1 = (await generate(model, [1, 4], { maxNewTokens: 5, greedy: true, cache: "none" })).tokens;
+    const g2 = (await generate(model, [1, 4], { maxNewTokens: 5, greedy: true, cache: "none" })).tokens;
     out.push(g1.length === 5 && g1.join() === g2.join() ? 0 : 1);
   }
   const path = await Deno.makeTempFile({ suffix: ".lmbw" });
@@ -818,7 +737,7 @@ Deno.test("modern block: every combination of options trains, decodes with the c
     // A covering subset on the (software, slow) adapter: every value of every option at least once.
     const cover = ALL_COMBINATIONS.filter((_, i) => i % 7 === 0);
     for (
-      const [k, values] of [["normalization", ["layer", "rms"]], ["mlp", ["dense", "swiglu"]], ["positions", [
+      const [k, values] of [["normKind", ["layer", "rms"]], ["mlp", ["dense", "swiglu"]], ["positions", [
         "learned",
         "sinusoidal",
         "rope",

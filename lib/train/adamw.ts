@@ -20,9 +20,9 @@ export interface AdamWOptions {
    * Added to the denominator (default 1e-8, as PyTorch). Besides keeping the
    * division finite, it bounds the step of a weight whose gradients are
    * nearly always zero (a rare word's embedding or output row): at 1e-8 one
-   * occurrence moves such a weight by many times the learning rate. Chapter
-   * 3's MLP1 reproduction trains with 1e-4, which leaves frequent words'
-   * steps nearly unchanged (`bench/README.md`, eighth measurement).
+   * occurrence moves such a weight by many times the learning rate; a
+   * larger value (e.g. 1e-4) bounds it more while leaving frequent weights'
+   * steps nearly unchanged.
    */
   epsilon?: number;
   /** Decoupled weight decay per unit of learning rate (default 0.01, as PyTorch). */
