@@ -109,6 +109,38 @@ export function judgeSolutionRun(text: string, expected: number): { ok: boolean;
   return { ok, summary };
 }
 
+/** What Deno printed while setting up npm packages before a first grading. */
+export interface SetupNoise {
+  /** The packages it announced with an "Initialize" line (`name@version`), in order. */
+  initialized: string[];
+  /** Whether it printed the "Ignored build scripts" warning box. */
+  buildScriptsBox: boolean;
+}
+
+/**
+ * Reads the setup lines out of the output of a first `deno test exercises/` in a folder without `node_modules/`.
+ * @param text the run's output (stdout and stderr; colour codes allowed).
+ * @returns the packages initialised and whether the build-scripts box was printed.
+ */
+export function setupNoise(text: string): SetupNoise {
+  // deno-lint-ignore no-control-regex -- Deno's colour codes
+  const plain = text.replace(/\x1b\[[0-9;]*m/g, "");
+  return {
+    initialized: [...plain.matchAll(/^Initialize (\S+)/gm)].map((m) => m[1]),
+    buildScriptsBox: /Ignored build scripts/.test(plain),
+  };
+}
+
+/**
+ * Runs the student's command, `deno test exercises/`, in a folder as it is (the caller makes sure it has no
+ * `node_modules/`, so the run is a first run that sets the npm packages up).
+ * @param dir the folder (a student release, or a copy of the workbook).
+ * @returns the output, the exit code and the seconds it took.
+ */
+export async function firstGrading(dir: string): Promise<{ code: number; text: string; seconds: number }> {
+  return await denoTestExercises(dir);
+}
+
 /**
  * Builds a throw-away copy of what `deno test exercises/` needs (the config,
  * the lockfile, `lib/`, `exercises/` with the solutions copied over the stubs,
