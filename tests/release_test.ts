@@ -10,7 +10,11 @@ import { assert, assertEquals } from "@std/assert";
 import { join } from "node:path";
 import { unzipSync } from "fflate";
 import { ROOT } from "../tools/graded_runner.ts";
-import { bareImports, COURSE, forbidden, usedImports } from "../tools/release.ts";
+import { bareImports, COURSE, type DenoLock, forbidden, pruneLock, usedImports } from "../tools/release.ts";
+import { firstGrading, setupNoise } from "./student_command.ts";
+
+/** npm packages only the instructor's tools use (browser tests, site, in-page grader, kernels): never a student's. */
+const TOOL_PACKAGES = ["playwright-core", "assemblyscript", "typescript", "codemirror", "katex", "sucrase", "fflate"];
 
 Deno.test("forbidden() keeps solutions, mutants and instructor tests out", () => {
   assert(forbidden("solutions/ch00_tour.ts"));
@@ -85,6 +89,29 @@ Deno.test({
       for (const need of ["setup.sh", "run_autograder", "exercises/points.json", "tools/grade.ts"]) {
         assert(zipped.includes(need), `${need} is missing from the autograder zip`);
       }
+
+      // Issue 31 item 9: a student's first `deno test exercises/` (no node_modules/ yet) sets up only the packages
+      // the release's lock holds, none of the tools', and prints no "Ignored build scripts" box.
+      const dir = join(ROOT, out);
+      const lockText = await Deno.readTextFile(join(dir, "deno.lock"));
+      const lock: DenoLock = JSON.parse(lockText);
+      for (const key of Object.keys(lock.npm ?? {})) {
+        assert(!TOOL_PACKAGES.some((t) => key.startsWith(`${t}@`)), `the release's deno.lock holds ${key}`);
+      }
+      assert(cfg.allowScripts?.deny?.includes("npm:core-js"), "core-js's banner script is denied");
+      const first = await firstGrading(dir);
+      const noise = setupNoise(first.text);
+      assert(!noise.buildScriptsBox, `the first grading printed the build-scripts box:\n${first.text.slice(0, 3000)}`);
+      assert(noise.initialized.length > 0, "no Initialize lines: was node_modules/ already there?");
+      const held = new Set(Object.keys(lock.npm ?? {}).map((k) => k.replace(/^(@?[^@]+@[^_]+)_.*$/, "$1")));
+      const extra = noise.initialized.filter((p) => !held.has(p));
+      assertEquals(extra, [], "the first grading set up packages the release's lock does not hold");
+      assertEquals(await Deno.readTextFile(join(dir, "deno.lock")), lockText, "grading rewrote the release's lock");
+      console.log(
+        `first deno test exercises/ in the release: ${noise.initialized.length} packages set up, ${
+          first.seconds.toFixed(1)
+        } s`,
+      );
     } finally {
       await Deno.remove(join(ROOT, base), { recursive: true }).catch(() => {});
     }
@@ -114,4 +141,41 @@ Deno.test("usedImports keeps the keys that serve the specifiers, longest prefix 
     unknown: [],
   });
   assertEquals(usedImports(map, ["zzz"]).unknown, ["zzz"]);
+});
+
+Deno.test("pruneLock keeps the packages the roots need with their dependencies, nothing else", () => {
+  const lock: DenoLock = {
+    version: "5",
+    specifiers: {
+      "npm:a@1": "1.0.0_c@2.0.0",
+      "npm:tool@3": "3.0.0",
+      "jsr:@std/assert@1": "1.0.0",
+    },
+    npm: {
+      "a@1.0.0_c@2.0.0": { integrity: "x", dependencies: ["b", "c@2.0.0"] },
+      "b@1.0.0": { integrity: "x" },
+      "c@2.0.0": { integrity: "x" },
+      "c@3.0.0": { integrity: "x" },
+      "tool@3.0.0": { integrity: "x", dependencies: ["c@3.0.0"] },
+    },
+    workspace: { dependencies: ["npm:a@1", "npm:tool@3"] },
+  };
+  const pruned = pruneLock(lock, ["npm:a@1", "npm:/a@1/sub/file.json"]);
+  assertEquals(Object.keys(pruned.npm!).sort(), ["a@1.0.0_c@2.0.0", "b@1.0.0", "c@2.0.0"]);
+  assertEquals(pruned.specifiers, { "npm:a@1": "1.0.0_c@2.0.0", "jsr:@std/assert@1": "1.0.0" });
+  assertEquals(pruned.workspace, { dependencies: ["npm:a@1"] });
+  assertEquals(Object.keys(lock.npm!).length, 5, "the input is not changed");
+  // A dependency the lock does not hold, or holds twice without a version, is an error naming it.
+  const broken: DenoLock = {
+    version: "5",
+    specifiers: { "npm:a@1": "1.0.0" },
+    npm: { "a@1.0.0": { dependencies: ["z"] } },
+  };
+  let message = "";
+  try {
+    pruneLock(broken, ["npm:a@1"]);
+  } catch (e) {
+    message = (e as Error).message;
+  }
+  assert(message.includes("a@1.0.0") && message.includes("z"), message);
 });

@@ -7,6 +7,7 @@ import {
   chapterCrumb,
   chapterLink,
   highlightTypeScript,
+  indexIntroHtml,
   newPageContext,
   notebookSummary,
   notebookTitle,
@@ -386,6 +387,50 @@ Deno.test("renderSite --from-executed: a missing or stale executed copy gives a 
       log: quiet,
     });
     assert(report.ok, JSON.stringify(report.chapters[0]));
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("index intro: a live site says the pages run and grade in the browser, the local route second", () => {
+  const live = indexIntroHtml({ live: true, executed: true });
+  for (const words of ["Nothing to install", "Run all", "Grade", "deno task lab", "deno test exercises/"]) {
+    assertStringIncludes(live, words);
+  }
+  assert(live.indexOf("Run all") < live.indexOf("deno task lab"), "the browser route comes first");
+  assertStringIncludes(live, "as executed for this build");
+  // Without live/ (writeSite's default), the pages cannot run: only the local route, no Run all.
+  const still = indexIntroHtml({ live: false });
+  assertFalse(still.includes("Run all"), still);
+  assertStringIncludes(still, "deno task lab");
+  // Built without executing: the index does not claim outputs.
+  const bare = indexIntroHtml({ live: true, executed: false });
+  assertFalse(bare.includes("as executed"), bare);
+  assertStringIncludes(bare, "without stored outputs");
+});
+
+Deno.test("renderSite noExecute: the committed notebooks, no Jupyter, no banner, ok; excludes fromExecuted", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "lmbook_render_" });
+  try {
+    const report = await renderSite({
+      api: false,
+      live: false,
+      noExecute: true,
+      notebooks: ["notebooks/00_tour.ipynb"],
+      executedDir: join(tmp, "none"), // nothing there: never read
+      outDir: join(tmp, "site"),
+      log: () => {},
+    });
+    assert(report.ok, JSON.stringify(report.chapters[0]));
+    assertEquals(report.executeSeconds, 0);
+    const page = await Deno.readTextFile(join(tmp, "site", "00_tour.html"));
+    assertFalse(page.includes("render-failed"), "no failure banner");
+    assertStringIncludes(await Deno.readTextFile(join(tmp, "site", "index.html")), "without stored outputs");
+    await assertRejects(
+      () => renderSite({ api: false, live: false, noExecute: true, fromExecuted: true, outDir: join(tmp, "site") }),
+      Error,
+      "exclude each other",
+    );
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }

@@ -7,7 +7,8 @@
  *   "not attempted".
  * - With the reference solutions copied over the stubs (in a temporary copy
  *   of the workbook, so `exercises/` is never touched), every graded test
- *   passes.
+ *   passes. That copy has no `node_modules/`, so the run is a first run, as in
+ *   a fresh clone: it must print no "Ignored build scripts" box (issue 31).
  *
  * The expected number of graded tests is read from the test files' sources
  * ({@link testFileInfo}), so a run that finds no tests, or fewer than
@@ -109,16 +110,48 @@ export function judgeSolutionRun(text: string, expected: number): { ok: boolean;
   return { ok, summary };
 }
 
+/** What Deno printed while setting up npm packages before a first grading. */
+export interface SetupNoise {
+  /** The packages it announced with an "Initialize" line (`name@version`), in order. */
+  initialized: string[];
+  /** Whether it printed the "Ignored build scripts" warning box. */
+  buildScriptsBox: boolean;
+}
+
+/**
+ * Reads the setup lines out of the output of a first `deno test exercises/` in a folder without `node_modules/`.
+ * @param text the run's output (stdout and stderr; colour codes allowed).
+ * @returns the packages initialised and whether the build-scripts box was printed.
+ */
+export function setupNoise(text: string): SetupNoise {
+  // deno-lint-ignore no-control-regex -- Deno's colour codes
+  const plain = text.replace(/\x1b\[[0-9;]*m/g, "");
+  return {
+    initialized: [...plain.matchAll(/^Initialize (\S+)/gm)].map((m) => m[1]),
+    buildScriptsBox: /Ignored build scripts/.test(plain),
+  };
+}
+
+/**
+ * Runs the student's command, `deno test exercises/`, in a folder as it is (the caller makes sure it has no
+ * `node_modules/`, so the run is a first run that sets the npm packages up).
+ * @param dir the folder (a student release, or a copy of the workbook).
+ * @returns the output, the exit code and the seconds it took.
+ */
+export async function firstGrading(dir: string): Promise<{ code: number; text: string; seconds: number }> {
+  return await denoTestExercises(dir);
+}
+
 /**
  * Builds a throw-away copy of what `deno test exercises/` needs (the config,
- * the lockfile, `lib/`, `exercises/` with the solutions copied over the stubs,
- * and a link to `node_modules`).
+ * the lockfile, `lib/`, `exercises/` with the solutions copied over the stubs),
+ * without `node_modules/`: the run there is a first run, as in a fresh clone
+ * (Deno sets the packages up from its cache).
  * @returns the copy's folder (the caller removes it).
  */
 async function solutionCopy(): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "lmbook-student-" });
   for (const f of ["deno.json", "deno.lock"]) await Deno.copyFile(join(ROOT, f), join(dir, f));
-  await Deno.symlink(join(ROOT, "node_modules"), join(dir, "node_modules"));
   // lib is a tree (a folder per layer); exercises/ is flat.
   await cp(join(ROOT, "lib"), join(dir, "lib"), { recursive: true });
   await Deno.mkdir(join(dir, "exercises"));
@@ -143,6 +176,11 @@ export async function checkStudentCommand(): Promise<StudentRun[]> {
   const record = async (label: string, cwd: string, judge: typeof judgeStubRun) => {
     const run = await denoTestExercises(cwd);
     const j = judge(run.text, expected);
+    // A first run (no node_modules/ yet) must not greet the student with Deno's "Ignored build scripts" box.
+    if (setupNoise(run.text).buildScriptsBox) {
+      j.ok = false;
+      j.summary += '; printed the "Ignored build scripts" box (deno.json must deny core-js\'s banner script)';
+    }
     runs.push({
       label,
       ok: j.ok,
@@ -153,7 +191,7 @@ export async function checkStudentCommand(): Promise<StudentRun[]> {
   await record("deno test exercises/ on the stubs", ROOT, judgeStubRun);
   const dir = await solutionCopy();
   try {
-    await record("deno test exercises/ with the solutions copied over the stubs", dir, judgeSolutionRun);
+    await record("deno test exercises/ with the solutions copied over the stubs, a first run", dir, judgeSolutionRun);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

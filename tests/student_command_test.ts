@@ -1,5 +1,11 @@
 import { assert, assertEquals } from "@std/assert";
-import { declaredGradedTests, judgeSolutionRun, judgeStubRun, misplacedFailures } from "./student_command.ts";
+import {
+  declaredGradedTests,
+  judgeSolutionRun,
+  judgeStubRun,
+  misplacedFailures,
+  setupNoise,
+} from "./student_command.ts";
 
 const notAttempted = (n: number) =>
   Array.from({ length: n }, (_, i) => `t${i} => ./exercises/x_test.ts:1:1\nerror: not attempted: f is not implemented`)
@@ -48,4 +54,14 @@ Deno.test("declaredGradedTests counts the graded tests written in exercises/", (
   const n = declaredGradedTests();
   assert(n >= 100, `only ${n} graded tests declared`);
   assertEquals(n, declaredGradedTests());
+});
+
+Deno.test("setupNoise reads Deno's Initialize lines and the build-scripts box, with or without colours", () => {
+  const text = "\x1b[0m\x1b[32mInitialize\x1b[0m @tensorflow/tfjs@4.22.0\nInitialize long@4.0.0\n" +
+    "\x1b[0m\x1b[33m│\x1b[0m  Ignored build scripts for packages:\nCheck exercises/ch00_tour_test.ts\n";
+  assertEquals(setupNoise(text), { initialized: ["@tensorflow/tfjs@4.22.0", "long@4.0.0"], buildScriptsBox: true });
+  assertEquals(setupNoise("Check exercises/x_test.ts\nok | 1 passed | 0 failed"), {
+    initialized: [],
+    buildScriptsBox: false,
+  });
 });

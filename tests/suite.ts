@@ -16,7 +16,8 @@
  * offline stand-in through `tests/offline_import_map.json`; set
  * `LMBOOK_OFFLINE=1` to force that, `LMBOOK_OFFLINE=0` to forbid it.
  * `--skip-notebooks` skips stages 4 and 5 (quick local runs); `--skip-browser`
- * skips stage 5. Under `CI`, a missing
+ * skips stage 5. Without Jupyter, stages 4 and 5 are skipped, and the
+ * summary says so and why (tests/suite_plan.ts); under `CI`, a missing
  * Jupyter is a failure, not a skip.
  *
  * The last line is `N passed, N failed`, counting tests across all stages.
@@ -29,6 +30,7 @@ import { executeNotebooks, jupyterMissing, notebookFiles, reportRun, ROOT } from
 import { runSiteStage } from "./site_stage.ts";
 import { denoTestCounts, runEcho } from "./proc.ts";
 import { checkStudentCommand, declaredGradedTests } from "./student_command.ts";
+import { planLastStages } from "./suite_plan.ts";
 
 const args = new Set(Deno.args);
 const isCI = Boolean(Deno.env.get("CI"));
@@ -165,37 +167,33 @@ function heading(title: string) {
   });
 }
 
+// 4 and 5: which run, and why one is skipped (each skip's reason is printed now and in the summary).
+const plan = planLastStages({
+  skipNotebooks: args.has("--skip-notebooks"),
+  skipBrowser: args.has("--skip-browser"),
+  jupyterMissing: args.has("--skip-notebooks") ? undefined : await jupyterMissing(),
+  isCI,
+});
+function notRun(name: string, decision: { skipped: string } | { failed: string }): void {
+  const failed = "failed" in decision;
+  const reason = failed ? decision.failed : decision.skipped;
+  console.log(`${failed ? "FAILED" : "SKIPPED"} ${name}: ${reason}`);
+  stages.push({ name, passed: 0, failed: failed ? 1 : 0, seconds: 0, note: failed ? reason : `skipped: ${reason}` });
+}
+
 // 4. Notebooks under the real kernel.
-if (args.has("--skip-notebooks")) {
-  stages.push({ name: "notebooks", passed: 0, failed: 0, seconds: 0, note: "skipped (--skip-notebooks)" });
-} else {
+if (!plan.notebooks.run) notRun("notebooks", plan.notebooks);
+else {
   heading("4. notebooks, executed under the Deno kernel");
   const t0 = performance.now();
-  const missing = await jupyterMissing();
-  if (missing) {
-    const msg =
-      `cannot execute notebooks: ${missing}. Install Jupyter (see README) and run \`deno jupyter --install\`.`;
-    console.log(isCI ? `FAILED ${msg}` : `SKIPPED ${msg}`);
-    stages.push({
-      name: "notebooks",
-      passed: 0,
-      failed: isCI ? 1 : 0,
-      seconds: 0,
-      note: isCI ? msg : `skipped: ${msg}`,
-    });
-  } else {
-    const runs = await executeNotebooks(notebookFiles(), { onDone: reportRun });
-    const failed = runs.filter((r) => !r.ok).length, passed = runs.length - failed;
-    stages.push({ name: "notebooks", passed, failed, seconds: (performance.now() - t0) / 1000 });
-  }
+  const runs = await executeNotebooks(notebookFiles(), { onDone: reportRun });
+  const failed = runs.filter((r) => !r.ok).length, passed = runs.length - failed;
+  stages.push({ name: "notebooks", passed, failed, seconds: (performance.now() - t0) / 1000 });
 }
 
 // 5. The site rendered from the executed notebooks, checked in headless Chromium; deno task lab tried live.
-if (args.has("--skip-notebooks") || args.has("--skip-browser")) {
-  stages.push({ name: "site and browser", passed: 0, failed: 0, seconds: 0, note: "skipped" });
-} else if (!isCI && await jupyterMissing()) {
-  stages.push({ name: "site and browser", passed: 0, failed: 0, seconds: 0, note: "skipped: no Jupyter" });
-} else {
+if (!plan.browser.run) notRun("site and browser", plan.browser);
+else {
   heading("5. the rendered site in headless Chromium; deno task lab tried live");
   stages.push(...await runSiteStage({ offline }));
 }
@@ -206,9 +204,11 @@ for (const s of stages) {
   totalPassed += s.passed;
   totalFailed += s.failed;
   console.log(
-    `${s.failed ? "FAILED" : "ok    "} ${s.name.padEnd(28)} ${String(s.passed).padStart(4)} passed ${
-      String(s.failed).padStart(3)
-    } failed  ${s.seconds.toFixed(1).padStart(6)} s${s.note ? `  (${s.note})` : ""}`,
+    `${s.failed ? "FAILED" : s.note?.startsWith("skipped") ? "SKIP  " : "ok    "} ${s.name.padEnd(28)} ${
+      String(s.passed).padStart(4)
+    } passed ${String(s.failed).padStart(3)} failed  ${s.seconds.toFixed(1).padStart(6)} s${
+      s.note ? `  (${s.note})` : ""
+    }`,
   );
 }
 console.log(`${totalPassed} passed, ${totalFailed} failed`);

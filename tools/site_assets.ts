@@ -114,7 +114,7 @@ code, pre { font-family: var(--mono); font-size: 0.875em; }
 :not(pre) > code { background: var(--code-bg); padding: 0.1em 0.35em; border-radius: 4px; }
 
 .topbar { position: sticky; top: 0; z-index: 10; display: flex; gap: 1rem; align-items: baseline;
-  padding: 0.6rem 1.5rem; background: rgba(255,255,255,0.95); border-bottom: 1px solid var(--border); }
+  padding: 0.6rem 1.5rem; background: var(--bg); border-bottom: 1px solid var(--border); }
 .brand { font-weight: 700; font-size: 1.1rem; color: var(--text); letter-spacing: 0.02em; }
 .crumb { color: var(--muted); font-size: 0.9rem; }
 .api-link { margin-left: auto; font-size: 0.9rem; }
@@ -201,6 +201,14 @@ pre.output-error, pre.stderr-error { background: var(--bad-bg); border-left-colo
   main { padding: 1rem; }
   .prompt { display: none; }
   .outputs { margin-left: 0; }
+}
+/* A phone: a one-line header of a fixed 2.5rem (the live toolbar sticks right under it, tools/web/page.ts). */
+@media (max-width: 600px) {
+  .topbar { height: 2.5rem; padding: 0 0.8rem; gap: 0.6rem; align-items: center; white-space: nowrap; }
+  .brand { font-size: 1rem; }
+  .crumb { font-size: 0.8rem; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
+  .api-link { font-size: 0.8rem; }
+  html { scroll-padding-top: 5.5rem; }
 }
 @media print {
   .topbar, .sidebar, .pager { display: none; }

@@ -633,7 +633,11 @@ ${navHtml(chapters, current)}
       : options.failure
       ? ", not executed"
       : ""
-  }. Run it yourself with <code>deno task lab</code>.</footer>
+  }. ${
+    options.live
+      ? "Run it here with <strong>Run all</strong>, or on your machine with <code>deno task lab</code>."
+      : "Run it yourself with <code>deno task lab</code>."
+  }</footer>
 </main>
 </div>
 <script src="site.js"${ctx.needsPlotly ? ` data-plotly="${options.plotlyFile}"` : ""}></script>
@@ -655,12 +659,48 @@ export interface IndexEntry extends ChapterLink {
   failed?: string;
 }
 
+/** Options of {@link renderIndexPage}. */
+export interface IndexOptions {
+  /** The API reference's folder, when the site has one. */
+  apiDir?: string;
+  /** The pages can run their cells and grade in the browser (the site has `live/`). */
+  live?: boolean;
+  /** The pages show outputs stored by an execution (false: built from the output-free notebooks). */
+  executed?: boolean;
+}
+
+/**
+ * The index page's introduction: what the pages are, and how to run and grade them. A live site tells a reader with
+ * nothing installed that the pages run and grade in the browser, with the local route second.
+ * @param options whether the site is live, and whether its pages hold executed outputs.
+ * @returns the HTML of the paragraphs.
+ */
+export function indexIntroHtml(options: IndexOptions = {}): string {
+  const what = options.executed === false
+    ? "the workbook's chapters, without stored outputs (this copy was built without executing them)"
+    : "the workbook's chapters with their outputs, as executed for this build";
+  const local = "run the notebooks in Jupyter with <code>deno task lab</code> and grade with " +
+    "<code>deno test exercises/</code>";
+  if (!options.live) {
+    return `<p class="lead">Language models from counting to transformers, in TypeScript on Deno: ${what}. To ` +
+      `work on them, get the workbook and ${local}.</p>`;
+  }
+  return `<p class="lead">Language models from counting to transformers, in TypeScript on Deno: ${what}.</p>
+<p class="how-to"><strong>Nothing to install:</strong> open a chapter and press <strong>Run all</strong> (or ` +
+    `<strong>Run</strong> on one cell); its code runs in this browser. Chapters with exercises end with an editor ` +
+    `per exercise file: write your functions there and press <strong>Grade</strong> for the same report the ` +
+    `command line gives. Your work stays in this browser; <strong>Download</strong> saves it.</p>
+<p class="how-to"><strong>On your own machine</strong>, with <a href="https://deno.com">Deno</a>: get the workbook, ` +
+    `then ${local}.</p>`;
+}
+
 /**
  * Renders the index page: the chapter list.
  * @param entries the chapters, in order.
+ * @param options the API folder, whether the site is live and executed.
  * @returns the HTML document.
  */
-export function renderIndexPage(entries: IndexEntry[], options: { apiDir?: string } = {}): string {
+export function renderIndexPage(entries: IndexEntry[], options: IndexOptions = {}): string {
   const items = entries.map((e) =>
     `<li class="chapter-entry${e.failed ? " failed" : ""}"><a class="chapter-link" href="${e.page}"><span class="num">${
       escapeHtml(e.number)
@@ -689,7 +729,7 @@ export function renderIndexPage(entries: IndexEntry[], options: { apiDir?: strin
   }</header>
 <main id="content" class="index">
 <h1>lmbook</h1>
-<p class="lead">Language models from counting to transformers, in TypeScript on Deno: the workbook's chapters with their outputs, as executed for this build. Run them yourself with <code>deno task lab</code>; grade the exercises with <code>deno test exercises/</code>.</p>
+${indexIntroHtml(options)}
 <ol class="chapter-list">
 ${items}
 </ol>

@@ -25,6 +25,9 @@ export const TOOLBAR_PX = 260;
 /** Plotly's 14 px axis-title font is about 7.6 px a character. */
 export const AXIS_CHAR_PX = 7.6;
 
+/** How much lower (in plot heights) a narrow figure's legend goes for each extra line of its x-axis title. */
+export const LEGEND_STEP = 0.15;
+
 /**
  * The room a title gets: flush left in the figure, beside the toolbar on a
  * wide figure; a narrow figure (a phone) shows no toolbar (see
@@ -119,22 +122,26 @@ export function fitLayout(
   // A long x-axis title is centred under the plot: on a narrow figure, wrap it too.
   const xaxis = layout.xaxis as { title?: { text?: string } } | undefined;
   const xText = xaxis?.title?.text;
+  let xLines = 1;
+  if (xText && width < WIDE_FIGURE_PX) {
+    const maxChars = Math.max(12, Math.floor((width - 180) / AXIS_CHAR_PX));
+    const full = (meta.lmbookXTitle as string | undefined) ?? xText.replace(/<br\s*\/?>/gi, " ");
+    meta.lmbookXTitle = full;
+    const lines = wrapTitle(full, maxChars * TITLE_CHAR_PX);
+    xLines = lines.length;
+    out.xaxis = { ...xaxis, title: { ...xaxis!.title, text: lines.join("<br>") } };
+  }
   if (width < WIDE_FIGURE_PX) {
-    // On a narrow figure the legend goes under the plot, which keeps the whole width.
+    // On a narrow figure the legend goes under the plot, which keeps the whole width, and under every line of the
+    // x-axis title (plotly makes room for it below).
     out.legend = {
       ...(layout.legend as Record<string, unknown> | undefined),
       orientation: "h",
       x: 0,
       xanchor: "left",
-      y: -0.3,
+      y: -0.3 - LEGEND_STEP * (xLines - 1),
       yanchor: "top",
     };
-  }
-  if (xText && width < WIDE_FIGURE_PX) {
-    const maxChars = Math.max(12, Math.floor((width - 180) / AXIS_CHAR_PX));
-    const full = (meta.lmbookXTitle as string | undefined) ?? xText.replace(/<br\s*\/?>/gi, " ");
-    meta.lmbookXTitle = full;
-    out.xaxis = { ...xaxis, title: { ...xaxis!.title, text: wrapTitle(full, maxChars * TITLE_CHAR_PX).join("<br>") } };
   }
   out.meta = meta;
   return { layout: out, maxWidth };
@@ -176,15 +183,20 @@ function lmbookFit(el, layout) {
     layout.margin = Object.assign({}, layout.margin, { t: 28 + 22 * lines.length });
   }
   var xt = layout.xaxis && layout.xaxis.title && layout.xaxis.title.text;
-  if (width < ${WIDE_FIGURE_PX}) {
-    layout.legend = Object.assign({}, layout.legend, { orientation: "h", x: 0, xanchor: "left", y: -0.3, yanchor: "top" });
-  }
+  var xLines = 1;
   if (xt && width < ${WIDE_FIGURE_PX}) {
     var maxChars = Math.max(12, Math.floor((width - 180) / ${AXIS_CHAR_PX}));
     var xfull = meta.lmbookXTitle || xt.replace(/<br\\s*\\/?>/gi, " ");
     meta.lmbookXTitle = xfull;
+    var xl = lmbookWrap(xfull, maxChars * ${TITLE_CHAR_PX});
+    xLines = xl.length;
     layout.xaxis = Object.assign({}, layout.xaxis, {
-      title: Object.assign({}, layout.xaxis.title, { text: lmbookWrap(xfull, maxChars * ${TITLE_CHAR_PX}).join("<br>") }),
+      title: Object.assign({}, layout.xaxis.title, { text: xl.join("<br>") }),
+    });
+  }
+  if (width < ${WIDE_FIGURE_PX}) {
+    layout.legend = Object.assign({}, layout.legend, {
+      orientation: "h", x: 0, xanchor: "left", y: -0.3 - ${LEGEND_STEP} * (xLines - 1), yanchor: "top",
     });
   }
   layout.meta = meta;

@@ -1,5 +1,5 @@
 import { assertEquals } from "@std/assert";
-import { FIT_FIGURE_JS, fitConfig, fitLayout, TOOLBAR_PX, WIDE_FIGURE_PX } from "./plot_fit.ts";
+import { FIT_FIGURE_JS, fitConfig, fitLayout, LEGEND_STEP, TOOLBAR_PX, WIDE_FIGURE_PX } from "./plot_fit.ts";
 
 /** The browser-side lmbookFit and lmbookConfig, run here on a stand-in element of a given width. */
 function browserFit(
@@ -25,6 +25,7 @@ Deno.test("plot_fit: the browser's lmbookFit parses and fits exactly as fitLayou
     },
     { height: 420, title: { text: "loss" }, margin: { t: 40, r: 20, b: 50, l: 60 } },
     { title: { text: `${long}<br>second line` }, xaxis: { title: { text: "step" } } },
+    { title: { text: "loss" }, xaxis: { title: { text: "training step, in thousands of batches of 64 sequences" } } },
   ];
   for (const layout of layouts) {
     for (const width of [300, 358, 479, 480, 760, 1000]) {
@@ -46,4 +47,18 @@ Deno.test("plot_fit: a wide figure's title leaves the toolbar's corner free; a n
   }
   assertEquals(fitConfig({}, 390).displayModeBar, false);
   assertEquals(fitConfig({}, 0).displayModeBar, undefined, "an unknown width (not laid out yet) keeps the toolbar");
+});
+
+Deno.test("plot_fit: a narrow figure's legend goes under the plot and under every line of a wrapped x-axis title", () => {
+  const legendY = (
+    xTitle: string,
+    width: number,
+  ) => (fitLayout({ xaxis: { title: { text: xTitle } } }, width).layout.legend as Record<string, unknown> | undefined);
+  assertEquals(legendY("step", 358), { orientation: "h", x: 0, xanchor: "left", y: -0.3, yanchor: "top" });
+  const long = "training step, in thousands of batches of 64 sequences";
+  const lines = (fitLayout({ xaxis: { title: { text: long } } }, 358).layout.xaxis as { title: { text: string } })
+    .title.text.split("<br>").length;
+  assertEquals(lines > 1, true, "the long x-axis title wraps at 358 px");
+  assertEquals(legendY(long, 358)?.y, -0.3 - LEGEND_STEP * (lines - 1));
+  assertEquals(legendY(long, 800)?.y, undefined, "a wide figure keeps plotly's legend");
 });

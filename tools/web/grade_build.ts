@@ -118,9 +118,22 @@ const CSS = `<style>
 .lmbook-grade-progress { color: var(--muted, #5c6673); font-size: 0.9rem; }
 .lmbook-grade-summary { font-weight: 600; font-size: 1.1rem; }
 .lmbook-grade-summary:empty, .lmbook-grade-report:empty { display: none; }
-.lmbook-grade-report { background: #fff; border: 1px solid var(--border, #d8dee4); padding: 0.6rem; overflow-x: auto; }
-.lmbook-grade-table pre { margin: 0; white-space: pre-wrap; font-size: 0.8rem; }
-.lmbook-grade-table td { vertical-align: top; font-size: 0.85rem; }
+.lmbook-grade-report { background: #fff; border: 1px solid var(--border, #d8dee4); padding: 0.6rem;
+  white-space: pre-wrap; overflow-wrap: anywhere; }
+.lmbook-grade-table { width: 100%; border-collapse: collapse; }
+.lmbook-grade-table pre { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.8rem; }
+.lmbook-grade-table td, .lmbook-grade-table th { vertical-align: top; font-size: 0.85rem; text-align: left;
+  padding: 0.2rem 0.4rem; overflow-wrap: anywhere; }
+/* A phone: the report's table in a smaller font so its rows keep one line; every test a block of its own. */
+@media (max-width: 600px) {
+  .lmbook-grade { padding: 0.8rem 0.6rem; }
+  .lmbook-grade-report { font-size: 0.68rem; padding: 0.4rem; }
+  .lmbook-grade-table, .lmbook-grade-table tbody, .lmbook-grade-table tr, .lmbook-grade-table td { display: block; }
+  .lmbook-grade-table tr:first-child { display: none; }
+  .lmbook-grade-table tr { padding: 0.4rem 0; border-top: 1px solid var(--border, #d8dee4); }
+  .lmbook-grade-table td { display: inline-block; padding: 0 0.4rem 0 0; }
+  .lmbook-grade-table td:first-child, .lmbook-grade-table td:last-child { display: block; }
+}
 .lmbook-grade .st-passed { color: #1a7f37; } .lmbook-grade .st-wrong, .lmbook-grade .st-error { color: var(--bad, #b42318); }
 .lmbook-grade .st-timed-out { color: #9a6700; } .lmbook-grade .st-not-attempted { color: var(--muted, #5c6673); }
 </style>`;

@@ -17,6 +17,7 @@
  * @module
  */
 import type { FromKernel } from "./kernel.ts";
+import { fitConfig, fitLayout } from "../../lib/display/plot_fit.ts";
 
 const LIVE = new URL("./", import.meta.url);
 const SITE = new URL("../", LIVE);
@@ -63,6 +64,16 @@ style.textContent = `
 [data-lmbook-status="error"] .live-status { color: var(--bad, #b42318); }
 .live-run { display: block; margin-top: .3rem; font-size: .75rem; }
 section.cell.live-running { outline: 2px solid var(--accent, #3056d3); outline-offset: 2px; }
+/* A phone: one compact row under the compact header (tools/site_assets.ts), the status cut short rather than wrapped. */
+@media (max-width: 600px) {
+  .live-toolbar { top: 2.5rem; flex-wrap: nowrap; gap: .35rem; padding: .25rem .4rem; margin: 0 0 .75rem;
+    font-size: .8rem; white-space: nowrap; }
+  .live-toolbar button { padding: .05rem .4rem; }
+  .live-toolbar label { font-size: 0; }
+  .live-toolbar select { font-size: .8rem; }
+  .live-backend { display: none; }
+  .live-status { flex: 1 1 0; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
+}
 `;
 document.head.appendChild(style);
 
@@ -168,6 +179,7 @@ function outputsOf(cell: Cell): HTMLElement {
       box.className = "outputs";
       cell.section.appendChild(box);
     }
+    for (const old of box.querySelectorAll<HTMLElement>(".live-plot")) livePlots.delete(old);
     box.replaceChildren();
     box.classList.add("live-outputs");
     cell.outputs = box;
@@ -198,6 +210,38 @@ function loadPlotly(): Promise<unknown> {
 
 let markdown: Promise<(md: string) => string> | undefined;
 
+type Figure = { data: unknown[]; layout: Record<string, unknown>; config?: Record<string, unknown> };
+/** The figures drawn by this page's runs, kept to fit them again when the window is resized. */
+const livePlots = new Map<HTMLElement, Figure>();
+
+function drawFitted(
+  // deno-lint-ignore no-explicit-any
+  P: any,
+  div: HTMLElement,
+  fig: Figure,
+  how: "newPlot" | "react",
+): Promise<unknown> {
+  const width = div.clientWidth || (div.parentElement?.clientWidth ?? 0);
+  const { layout, maxWidth } = fitLayout(fig.layout, width);
+  if (maxWidth) div.style.maxWidth = `${maxWidth}px`;
+  const config = fitConfig({ responsive: true, displaylogo: false, ...fig.config }, width);
+  return P[how](div, fig.data, layout, config);
+}
+
+let resizing: ReturnType<typeof setTimeout> | undefined;
+addEventListener("resize", () => {
+  clearTimeout(resizing);
+  resizing = setTimeout(() => {
+    // deno-lint-ignore no-explicit-any
+    const P = (window as any).Plotly;
+    if (!P) return;
+    for (const [div, fig] of livePlots) {
+      if (div.isConnected) void drawFitted(P, div, fig, "react");
+      else livePlots.delete(div);
+    }
+  }, 150);
+});
+
 function renderBundle(bundle: Record<string, unknown>): HTMLElement {
   const div = document.createElement("div");
   const fig = bundle["application/vnd.plotly.v1+json"] as
@@ -206,12 +250,12 @@ function renderBundle(bundle: Record<string, unknown>): HTMLElement {
   if (fig) {
     div.className = "lmbook-plot live-plot";
     div.style.minHeight = `${(fig.layout.height as number | undefined) ?? 420}px`;
+    // Fitted to the column as the stored plots are (lib/display/plot_fit.ts, the rule site.js applies): the width a
+    // maximum, the title wrapped and flush left, the legend under a narrow plot, no toolbar over a phone's title.
     const job = loadPlotly().then((P) => {
-      const layout = { ...fig.layout };
-      if (typeof layout.width === "number" && layout.width > div.clientWidth) delete layout.width; // fit the column
-      const config = { responsive: true, displaylogo: false, ...fig.config };
+      livePlots.set(div, fig);
       // deno-lint-ignore no-explicit-any
-      return (P as any).newPlot(div, fig.data, layout, config);
+      return drawFitted(P as any, div, fig, "newPlot");
     }).then(() => div.setAttribute("data-drawn", "1"), (e) => {
       div.classList.add("lmbook-plot-failed");
       div.textContent = `This plot could not be drawn: ${e instanceof Error ? e.message : e}`;
