@@ -82,7 +82,8 @@ export interface HeadWeights {
  *   other tensors behind: only `output` and `weights` stay alive.
  *
  * @param inputs q (..., Tq, d_k), k (..., Tk, d_k), v (..., Tk, d_v).
- * @param options `mask`: 1 = may attend, 0 = may not.
+ * @param options `mask`: 1 = may attend, 0 = may not (`mask: undefined`
+ * is no mask, like leaving it out).
  * @returns `{ output, weights }`.
  */
 export function scaledDotProductAttention(

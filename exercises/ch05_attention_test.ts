@@ -225,6 +225,11 @@ graded("5.1 scaledDotProductAttention: two queries, three keys, no mask", () => 
     hint: "the output is the weights (Tq, Tk) times v (Tk, d_v)",
     mistakes: attnMistakes((variant) => refAttention(Q, K, V, undefined, variant).output),
   });
+  const u = scaledDotProductAttention({ q: tf.tensor2d(Q), k: tf.tensor2d(K), v: tf.tensor2d(V) }, { mask: undefined });
+  expectClose(u.output, ref.output, {
+    what: "attention output with { mask: undefined }",
+    hint: 'mask: undefined means no mask, like leaving it out: test if (options.mask), not "mask" in options',
+  });
 });
 
 graded("5.1 scaledDotProductAttention: batched inputs, softmax over the keys", () => {

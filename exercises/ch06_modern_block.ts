@@ -161,7 +161,8 @@ export interface CrossAttentionWeights {
  * @param x (B, Tq, C) the decoder's queries side.
  * @param memory (B, Tk, C) the encoder's output.
  * @param weights W^Q, W^K, W^V, W^O.
- * @param options `nHead` (dividing C) and `memoryMask` (B, Tk).
+ * @param options `nHead` (dividing C) and `memoryMask` (B, Tk) (`memoryMask:
+ * undefined` is no mask, like leaving it out).
  * @returns (B, Tq, C).
  */
 export function crossAttention(

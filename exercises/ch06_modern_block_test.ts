@@ -427,6 +427,16 @@ graded("6.12 crossAttention: queries from x, keys and values from the memory (ra
       hint: "Q = x W^Q, K = memory W^K, V = memory W^V; split into heads of C/nHead channels; scale by " +
         "sqrt(headSize); softmax over the memory positions (last axis); NO causal mask; merge heads, then W^O",
     });
+    const unmasked = crossAttention(tf.tensor3d(x), tf.tensor3d(mem), toTensors(w), {
+      nHead: H,
+      memoryMask: undefined,
+    });
+    expectClose(unmasked, refCross(x, mem, w, H), {
+      what: `crossAttention with { memoryMask: undefined }, B=${B}, Tq=${Tq}, Tk=${Tk}, C=${C}, nHead=${H}`,
+      atol: 1e-4,
+      hint: "memoryMask: undefined means no mask, like leaving it out: test if (options.memoryMask), not " +
+        '"memoryMask" in options',
+    });
   }
 });
 
@@ -638,6 +648,15 @@ graded("6.13 mlmMask: the input ids are not modified; a bad mask id is a RangeEr
     what: "the ids after mlmMask",
     hint: "copy the ids (Int32Array.from(ids)) and corrupt the copy: the caller still needs the originals",
   });
+  for (const maskId of [0, V - 1]) {
+    const { input, labels } = mlmMask(ids, { vocabSize: V, maskId, rng: new Rng(8), rate: 1 });
+    const masked = [...labels.keys()].filter((i) => input[i] === maskId).length;
+    expectEqual(masked > 0, true, {
+      what: `whether mlmMask(30 ids, { maskId: ${maskId}, vocabSize: ${V}, rate: 1 }) put maskId anywhere`,
+      hint: `maskId ${maskId} is a valid id (the range is [0, vocabSize), both ends checked with < and >=, not with ` +
+        "a truthiness test, which rejects 0)",
+    });
+  }
   for (const bad of [V, -1, 2.5]) {
     expectThrows(() => mlmMask(ids, { vocabSize: V, maskId: bad, rng: new Rng(1) }), RangeError, {
       what: `mlmMask with maskId = ${bad} and vocabSize = ${V}`,

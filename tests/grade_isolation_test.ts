@@ -12,33 +12,36 @@ import { join } from "node:path";
 import { offlineRequested, ROOT } from "./graded_runner.ts";
 import type { GradeReport } from "./grade.ts";
 
-/** A solution file with one piece of text replaced (it must occur exactly once). */
-async function plant(file: string, from: string, to: string): Promise<string> {
-  const text = await Deno.readTextFile(join(ROOT, file));
-  assertEquals(text.split(from).length, 2, `${file} must contain the text to replace exactly once: ${from}`);
-  return text.replace(from, to);
+/** A solution file with pieces of text replaced (each must occur exactly once). */
+async function plant(file: string, ...changes: [string, string][]): Promise<string> {
+  let text = await Deno.readTextFile(join(ROOT, file));
+  for (const [from, to] of changes) {
+    assertEquals(text.split(from).length, 2, `${file} must contain the text to replace exactly once: ${from}`);
+    text = text.replace(from, to);
+  }
+  return text;
 }
 
-Deno.test("a mistake in 5.1 or 6.2 costs points there only: 5.6 and 6.3 keep full marks", async () => {
+Deno.test("a mistake in 5.1 or 6.2 costs points there only (5.6 and 6.3 keep full marks), with hints that fit it", async () => {
   const dir = await Deno.makeTempDir({ prefix: "lmbook-isolation-test-" });
   try {
-    // 5.1 without the 1 / sqrt(d_k) scale; 6.2 as the exact erf GELU instead of the tanh approximation.
+    // 5.1 without the 1 / sqrt(d_k) scale, 5.2 upside down (the upper triangle); 6.2 as the exact erf GELU instead
+    // of the tanh approximation.
     await Deno.writeTextFile(
       join(dir, "ch05_attention.ts"),
       await plant(
         "solutions/ch05_attention.ts",
-        "tf.div(tf.matMul(q, k, false, true), Math.sqrt(dk))",
-        "tf.matMul(q, k, false, true)",
+        ["tf.div(tf.matMul(q, k, false, true), Math.sqrt(dk))", "tf.matMul(q, k, false, true)"],
+        ["(j <= i ? 1 : 0)", "(j >= i ? 1 : 0)"],
       ),
     );
     await Deno.writeTextFile(
       join(dir, "ch06_transformer.ts"),
-      await plant(
-        "solutions/ch06_transformer.ts",
+      await plant("solutions/ch06_transformer.ts", [
         "const inner = tf.mul(Math.sqrt(2 / Math.PI), tf.add(x, tf.mul(0.044715, tf.pow(x, 3))));\n" +
-          "    return tf.mul(tf.mul(0.5, x), tf.add(1, tf.tanh(inner)));",
+        "    return tf.mul(tf.mul(0.5, x), tf.add(1, tf.tanh(inner)));",
         "return tf.mul(tf.mul(0.5, x), tf.add(1, tf.erf(tf.div(x, Math.SQRT2))));",
-      ),
+      ]),
     );
     const out = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", join(ROOT, "tests/grade.ts"), "--json", "--no-check", "--submission", dir, "ch05", "ch06"],
@@ -57,9 +60,17 @@ Deno.test("a mistake in 5.1 or 6.2 costs points there only: 5.6 and 6.3 keep ful
       return e ? `passed ${e.maxScore}/${e.maxScore}` : "missing";
     };
     // The planted mistakes are caught where they are...
-    assertEquals(["5.1", "6.2"].map((n) => status(n).startsWith("passed")), [false, false]);
+    assertEquals(["5.1", "5.2", "6.2"].map((n) => status(n).startsWith("passed")), [false, false, false]);
     // ...and nowhere else.
     assertEquals(["5.6", "6.3"].map(status), ["5.6", "6.3"].map(full));
+    // A mask built the wrong way round gets hints about its values, never the hint about shared storage (whose
+    // check compares a result with itself and cannot fail on wrong values).
+    const messages = report.exercises.find((e) => e.exercise === "5.2")!.tests.map((t) => t.message ?? "");
+    assertEquals(messages.filter((m) => m.includes("share no storage")), []);
+    assertEquals(
+      messages.some((m) => m.includes("inverted") || m.includes("lower triangle") || m.includes("j <= i")),
+      true,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
