@@ -2,7 +2,8 @@
  * Each exercise is graded on its own: an exercise that builds on another (5.6 on 5.1, 5.4 and 5.5; 6.3 on 6.2) calls
  * the library's reference for it, so a mistake in the earlier exercise costs points there only, and the later one
  * keeps full marks. Graded here as an instructor does, with `deno task grade --submission`, on the reference
- * solutions with a mistake planted in the earlier exercise only.
+ * solutions with a mistake planted in the earlier exercise only. The same run checks that the hints of chapters 5
+ * and 7 fit the output seen: a wrong mask or unscaled cached attention is not told its results share storage.
  *
  * Run: `deno test -A tests/grade_isolation_test.ts` (add `--import-map tests/offline_import_map.json` without JSR).
  * @module
@@ -43,8 +44,24 @@ Deno.test("a mistake in 5.1 or 6.2 costs points there only (5.6 and 6.3 keep ful
         "return tf.mul(tf.mul(0.5, x), tf.add(1, tf.erf(tf.div(x, Math.SQRT2))));",
       ]),
     );
+    // 7.7 without the 1 / sqrt(headSize) scale.
+    await Deno.writeTextFile(
+      join(dir, "ch07_decoding.ts"),
+      await plant("solutions/ch07_decoding.ts", [".div(Math.sqrt(headSize))", ""]),
+    );
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", join(ROOT, "tests/grade.ts"), "--json", "--no-check", "--submission", dir, "ch05", "ch06"],
+      args: [
+        "run",
+        "-A",
+        join(ROOT, "tests/grade.ts"),
+        "--json",
+        "--no-check",
+        "--submission",
+        dir,
+        "ch05",
+        "ch06",
+        "ch07",
+      ],
       cwd: ROOT,
       env: { NO_COLOR: "1", ...(offlineRequested() ? { LMBOOK_OFFLINE: "1" } : {}) },
       stdout: "piped",
@@ -60,7 +77,7 @@ Deno.test("a mistake in 5.1 or 6.2 costs points there only (5.6 and 6.3 keep ful
       return e ? `passed ${e.maxScore}/${e.maxScore}` : "missing";
     };
     // The planted mistakes are caught where they are...
-    assertEquals(["5.1", "5.2", "6.2"].map((n) => status(n).startsWith("passed")), [false, false, false]);
+    assertEquals(["5.1", "5.2", "6.2", "7.7"].map((n) => status(n).startsWith("passed")), [false, false, false, false]);
     // ...and nowhere else.
     assertEquals(["5.6", "6.3"].map(status), ["5.6", "6.3"].map(full));
     // A mask built the wrong way round gets hints about its values, never the hint about shared storage (whose
@@ -71,6 +88,9 @@ Deno.test("a mistake in 5.1 or 6.2 costs points there only (5.6 and 6.3 keep ful
       messages.some((m) => m.includes("inverted") || m.includes("lower triangle") || m.includes("j <= i")),
       true,
     );
+    // Unscaled attention with a KV cache: wrong values, but nothing shared or disposed, so no hint about that.
+    const cached = report.exercises.find((e) => e.exercise === "7.7")!.tests.map((t) => t.message ?? "");
+    assertEquals(cached.filter((m) => /new tensor computed inside tf\.tidy|must not share storage/.test(m)), []);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
