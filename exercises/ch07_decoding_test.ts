@@ -912,6 +912,11 @@ function vocabProbs(seed: number): { probs: number[]; big: number[] } {
   return { probs, big };
 }
 
+/** A plain array of numbers as a Float64Array (compared about ten times faster at this size); anything else as it is. */
+function floats(x: unknown): unknown {
+  return Array.isArray(x) && x.every((v) => typeof v === "number") ? Float64Array.from(x) : x;
+}
+
 /** The k most probable indices from scratch, by k passes of a plain maximum search (lower index on ties). */
 function topIndices(probs: number[], k: number): number[] {
   const taken = new Set<number>();
@@ -954,7 +959,7 @@ graded("7.2 softmaxWithTemperature: 200,000 logits (a real vocabulary)", () => {
     for (const z of logits) if (z / t > max) max = z / t;
     const e = logits.map((z) => Math.exp(z / t - max));
     for (const x of e) total += x;
-    expectClose(got, e.map((x) => x / total), {
+    expectClose(floats(got), floats(e.map((x) => x / total)), {
       what: `softmaxWithTemperature of 200,000 log-probabilities from 1e-12 to 0.3, t = ${t}`,
       atol: 0,
       rtol: 1e-6,
@@ -979,7 +984,7 @@ graded("7.3 topKFilter: 200,000 probabilities from 1e-12 to 0.3", () => {
   const { probs } = vocabProbs(703);
   for (const k of [4, 9]) {
     const got = atVocabSize(`topKFilter(200,000 probabilities, ${k})`, () => topKFilter(probs, k));
-    expectClose(got, keepOnly(probs, topIndices(probs, k)), {
+    expectClose(floats(got), floats(keepOnly(probs, topIndices(probs, k))), {
       what: `topKFilter of 200,000 probabilities (six of 0.07 to 0.3, the rest from 1e-12 to 1e-5), k = ${k}`,
       atol: 0,
       rtol: 1e-9,
@@ -1001,7 +1006,7 @@ graded("7.4 topPFilter: 200,000 probabilities from 1e-12 to 0.3", () => {
       if (cum >= p) break;
     }
     const got = atVocabSize(`topPFilter(200,000 probabilities, ${p})`, () => topPFilter(probs, p));
-    expectClose(got, keepOnly(probs, keep), {
+    expectClose(floats(got), floats(keepOnly(probs, keep)), {
       what: `topPFilter of 200,000 probabilities (six of 0.07 to 0.3, the rest from 1e-12 to 1e-5), p = ${p} ` +
         `(keeps ${keep.length} tokens)`,
       atol: 0,
