@@ -1110,7 +1110,8 @@ graded("5.6 multiHeadAttention: stable for scores in the thousands; a bad nHead;
   expectClose(r.output, [ref.output], {
     what: "multiHeadAttention with scores in the thousands (2 heads of size 1)",
     input: { x, ...w },
-    hint: "the softmax must subtract each row's own maximum (lm.scaledDotProductAttention does: call it)",
+    hint: "project, split into 2 heads of size 1, attend within each head (lm.scaledDotProductAttention), merge and " +
+      "multiply by W^O: check each step on this input",
     mistakes: [
       {
         value: [refMHAw(x, w, 2).output.map((r) => r.map(() => NaN))],

@@ -196,14 +196,29 @@ graded("7.2 softmaxWithTemperature: low t sharpens, high t flattens", () => {
   });
 });
 
+/** Checks that every number of a result is finite, so a hint about overflow is given only when something overflowed. */
+function expectAllFinite(got: unknown, what: string, hint: string): void {
+  const values = Array.isArray(got) ? got : [];
+  const bad = values.findIndex((v) => typeof v === "number" && !Number.isFinite(v));
+  expectEqual(bad < 0 ? "all finite" : `${values[bad]} at index ${bad}`, "all finite", {
+    what: `whether ${what} is finite everywhere`,
+    hint,
+  });
+}
+
 graded("7.2 softmaxWithTemperature: stable for large scaled logits", () => {
   const logits = [10, 9.5, 0];
   const t = 0.01; // scaled logits 1000, 950, 0
   const expected = [1 / (1 + Math.exp(-50)), Math.exp(-50) / (1 + Math.exp(-50)), 0];
-  expectClose(softmaxWithTemperature(logits, t), expected, {
+  const got = softmaxWithTemperature(logits, t);
+  expectAllFinite(
+    got,
+    "softmaxWithTemperature([10, 9.5, 0], 0.01)",
+    "exp(1000) is Infinity: subtract the largest SCALED logit before exp(); the result is unchanged mathematically",
+  );
+  expectClose(got, expected, {
     what: "softmaxWithTemperature([10, 9.5, 0], 0.01)",
-    hint:
-      "exp(1000) is Infinity: subtract the largest SCALED logit before exp(); the result is unchanged mathematically",
+    hint: "divide every logit by t, subtract the largest scaled logit, exp, and divide by the sum",
     atol: 1e-12,
   });
 });
@@ -235,10 +250,16 @@ graded("7.2 softmaxWithTemperature: large spreads and all-negative logits stay f
     [[-5, -5.5, -9], 0.004], // scaled logits all far below 0
   ];
   for (const [logits, t] of cases) {
-    expectClose(softmaxWithTemperature(logits, t), refSoftmax(logits, t), {
-      what: `softmaxWithTemperature([${logits.join(", ")}], ${t})`,
-      hint: "subtract the LARGEST scaled logit (max of z / t) before exp(): then the top term is exp(0) = 1 and " +
+    const got = softmaxWithTemperature(logits, t);
+    expectAllFinite(
+      got,
+      `softmaxWithTemperature([${logits.join(", ")}], ${t})`,
+      "subtract the LARGEST scaled logit (max of z / t) before exp(): then the top term is exp(0) = 1 and " +
         "nothing overflows or underflows to 0 / 0, whatever the sign or size of the logits",
+    );
+    expectClose(got, refSoftmax(logits, t), {
+      what: `softmaxWithTemperature([${logits.join(", ")}], ${t})`,
+      hint: "p_i = exp(z_i / t - m) / sum_j exp(z_j / t - m) with m the largest z / t: check each step on this input",
       atol: 1e-6, // loose enough for a float32 (tf) softmax
     });
   }
