@@ -284,6 +284,12 @@ graded("5.1 scaledDotProductAttention: masked keys get exactly zero weight again
     mask: tf.tensor2d(mask),
   });
   const finiteFill = { weights: [[0, 1], [1, 0]], output: [[3, 4], [1, 2]] };
+  const weights = r.weights.isDisposed ? [] : Array.from(r.weights.dataSync());
+  expectEqual(weights.every((w) => Number.isFinite(w)), true, {
+    what: `whether the weights with scores near +-7e29 are all finite (got ${weights.join(", ")})`,
+    hint: "NaN here is 0 / 0: exp of the visible score, about -7e29, underflows to 0 unless you subtract each " +
+      "row's maximum over its visible keys first (tf.softmax does)",
+  });
   const hint = "a masked key must get weight exactly 0 whatever the scores: set its score to -Infinity before the " +
     "softmax, not to a large finite number";
   expectClose(r.weights, [[1, 0], [0, 1]], {

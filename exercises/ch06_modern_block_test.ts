@@ -43,6 +43,16 @@ function checkHygiene(name: string, inputs: tf.Tensor[], call: () => tf.Tensor, 
   });
 }
 
+/** Checks that every number of a result is finite, so a hint about overflow is given only when something overflowed. */
+function expectAllFinite(got: unknown, what: string, hint: string): void {
+  const values = got instanceof tf.Tensor && !got.isDisposed ? Array.from(got.dataSync()) : [];
+  const bad = values.findIndex((v) => !Number.isFinite(v));
+  expectEqual(bad < 0 ? "all finite" : `${values[bad]} at flat index ${bad}`, "all finite", {
+    what: `whether ${what} is finite everywhere`,
+    hint,
+  });
+}
+
 // ---------------------------------------------------------------- 6.8 RMSNorm
 
 function refRmsRow(row: number[], gamma: number[], eps = 1e-5): number[] {
@@ -156,10 +166,15 @@ graded("6.9 swiglu: large pre-activations stay finite (numerically hard case)", 
   const x = [[1, 1]], w1 = [[400, -400], [400, -400]], w3 = [[1, 1], [1, 1]], w2 = [[1, 0], [0, 1]];
   // a = [800, -800]: silu(800) = 800, silu(-800) = -0; times x W3 = 2.
   const got = swiglu(tf.tensor2d(x), { w1: tf.tensor2d(w1), w3: tf.tensor2d(w3), w2: tf.tensor2d(w2) });
+  expectAllFinite(
+    got,
+    "swiglu with gate pre-activations [800, -800]",
+    "exp(800) overflows to Infinity and Infinity / Infinity is NaN: write silu as a * tf.sigmoid(a), " +
+      "not a * exp(a) / (1 + exp(a))",
+  );
   expectClose(got, [[1600, 0]], {
     what: "swiglu with gate pre-activations [800, -800]",
-    hint: "exp(800) overflows to Infinity and Infinity / Infinity is NaN: write silu as a * tf.sigmoid(a), " +
-      "not a * exp(a) / (1 + exp(a))",
+    hint: "silu(800) = 800 and silu(-800) = 0 (to float precision), each times x W3 = 2, then times W2 = I",
   });
 });
 
@@ -471,6 +486,13 @@ graded("6.12 crossAttention: masked memory gets weight exactly 0 against scores 
     nHead: 1,
     memoryMask: tf.tensor2d(mask),
   });
+  expectAllFinite(
+    got,
+    "crossAttention with memoryMask [[1, 0], [0, 0]] and scores near +-7e29",
+    "NaN here is 0 / 0: exp of a visible score of about -7e29 underflows to 0 unless you subtract the row's " +
+      "maximum first (tf.softmax does), and an all-padding row must get weights 0 rather than the softmax of a " +
+      "row of -Infinity",
+  );
   const out = got.arraySync() as number[][][];
   expectClose(out[0], [[-1, 0.5]], {
     what: "batch 0 of crossAttention with memoryMask [[1, 0], ...] where the masked key scores about +7e29 and the " +
@@ -493,11 +515,17 @@ graded("6.12 crossAttention: large scores stay finite (numerically hard case)", 
   const x = [[[30, -20], [10, 40]]], mem = [[[25, 10], [-30, 20], [15, -35]]];
   const w = { wQ: [[1, 0], [0, 1]], wK: [[1, 0], [0, 1]], wV: randMatrix(rng, C, C), wO: [[1, 0], [0, 1]] };
   const got = crossAttention(tf.tensor3d(x), tf.tensor3d(mem), toTensors(w), { nHead: 1 });
+  expectAllFinite(
+    got,
+    "crossAttention with scores in the hundreds (x and memory entries up to 40)",
+    "exp(1000) is Infinity: subtract each row's maximum score before exp (tf.softmax does it for you)",
+  );
   expectClose(got, refCross(x, mem, w, 1), {
     what: "crossAttention with scores in the hundreds (x and memory entries up to 40)",
     input: { x, mem },
     atol: 1e-3,
-    hint: "exp(1000) is Infinity: subtract each row's maximum score before exp (tf.softmax does it for you)",
+    hint: "Q = x W^Q, K = memory W^K, V = memory W^V, softmax(Q K^T / sqrt(headSize)) V, then W^O: check each " +
+      "step on this input",
   });
   expectShape(got, [B, Tq, C], { what: "the output's shape", hint: "(B, Tq, C)" });
 });
