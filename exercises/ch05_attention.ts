@@ -14,9 +14,11 @@
  * Use TensorFlow.js ops (`tf.matMul`, `tf.softmax`, `tf.where`,
  * `tf.reshape`, `tf.transpose`, ...) and wrap tensor work in `tf.tidy`.
  * Do not call the library's own versions (`lm.scaledDotProductAttention`,
- * `lm.causalMask`, `lm.splitHeads`, ...): writing them is the exercise.
+ * `lm.causalMask`, `lm.splitHeads`, ...) in the exercise that writes them:
+ * writing them is the exercise. (5.6 builds on them and calls the library's.)
  * @module
  */
+import * as lm from "../lib/mod.ts";
 import { notImplemented, tf } from "../lib/mod.ts";
 
 /** Queries, keys and values. */
@@ -68,7 +70,9 @@ export interface HeadWeights {
  *   A masked key must get weight exactly 0: set its score to -Infinity
  *   BEFORE the softmax (exp(-Infinity) = 0), e.g. with
  *   `tf.where(tf.cast(mask, "bool"), scores, tf.fill(scores.shape, -Infinity))`.
- *   Setting masked scores to 0 does not work: exp(0) = 1 is not 0.
+ *   Setting masked scores to 0 does not work: exp(0) = 1 is not 0. Nor does
+ *   a large finite number such as -1e9: scores can be larger than that (the
+ *   tests use scores near +-1e30), and then the masked keys win.
  *   You may assume every query row has at least one visible key.
  * - The softmax must stay finite for scores in the thousands: subtract each
  *   row's own maximum over its visible keys before exp (`tf.softmax` does).
@@ -78,7 +82,8 @@ export interface HeadWeights {
  *   other tensors behind: only `output` and `weights` stay alive.
  *
  * @param inputs q (..., Tq, d_k), k (..., Tk, d_k), v (..., Tk, d_v).
- * @param options `mask`: 1 = may attend, 0 = may not.
+ * @param options `mask`: 1 = may attend, 0 = may not (`mask: undefined`
+ * is no mask, like leaving it out).
  * @returns `{ output, weights }`.
  */
 export function scaledDotProductAttention(
@@ -123,8 +128,9 @@ export function causalMask(size: number): tf.Tensor2D {
  * An empty `lengths` gives a (0, 1, T) tensor. Leave `lengths` unchanged.
  *
  * @param lengths the real length of each sequence, each an integer in
- * [1, size]; otherwise throw a RangeError whose message names the entry,
- * e.g. `lengths[1]=5` (NaN, Infinity and 2.5 are not integers).
+ * [1, size]; otherwise throw a RangeError whose message contains `lengths[b]`
+ * (b the entry's index) and its value, e.g. `lengths[1]=5` (NaN, Infinity
+ * and 2.5 are not integers).
  * @param size the padded length T, a positive integer, checked before the
  * lengths; otherwise throw a RangeError whose message names `size` and its
  * value.
@@ -182,7 +188,11 @@ export function mergeHeads(x: tf.Tensor4D): tf.Tensor3D {
  *   attention within every head (5.1)          scaled by sqrt(headSize)!
  *   merge the heads (5.5) and project: out = merged W^O    (B, T, C)
  *
- * Use your own functions from 5.1, 5.4 and 5.5. To multiply (B, T, C) by a
+ * For the three steps call the library's versions, the references for 5.1,
+ * 5.4 and 5.5: `lm.scaledDotProductAttention`, `lm.splitHeads` and
+ * `lm.mergeHeads` (same signatures as yours), not your own functions: 5.6 is
+ * graded on its own, so a mistake in 5.1, 5.4 or 5.5 costs points there
+ * only. To multiply (B, T, C) by a
  * (C, C) matrix, reshape to (B*T, C), `tf.matMul`, and reshape back. The
  * mask (if any) is passed to the attention of every head; a (T, T) mask
  * broadcasts over (B, nHead, T, T) scores.

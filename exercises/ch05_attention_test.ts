@@ -225,6 +225,11 @@ graded("5.1 scaledDotProductAttention: two queries, three keys, no mask", () => 
     hint: "the output is the weights (Tq, Tk) times v (Tk, d_v)",
     mistakes: attnMistakes((variant) => refAttention(Q, K, V, undefined, variant).output),
   });
+  const u = scaledDotProductAttention({ q: tf.tensor2d(Q), k: tf.tensor2d(K), v: tf.tensor2d(V) }, { mask: undefined });
+  expectClose(u.output, ref.output, {
+    what: "attention output with { mask: undefined }",
+    hint: 'mask: undefined means no mask, like leaving it out: test if (options.mask), not "mask" in options',
+  });
 });
 
 graded("5.1 scaledDotProductAttention: batched inputs, softmax over the keys", () => {
@@ -267,6 +272,48 @@ graded("5.1 scaledDotProductAttention: masked keys get exactly zero weight", () 
     hint: "the output must come from the masked weights times v",
     mistakes: attnMistakes((variant) => refAttention(x, x, V, mask, variant).output),
   });
+});
+
+graded("5.1 scaledDotProductAttention: masked keys get exactly zero weight against scores of 1e30", () => {
+  // d_k = 2. Query 0 scores key 0 at about -7e29 and key 1 at about +7e29, query 1 the other way round; each query
+  // may see only the key it scores LOW. With -Infinity fills the visible key gets weight 1; a finite fill such as
+  // -1e9 lies far above -7e29, so the masked key would take all the weight.
+  const q: M = [[1e15, 0], [-1e15, 0]], k: M = [[-1e15, 0], [1e15, 0]], v: M = [[1, 2], [3, 4]];
+  const mask: M = [[1, 0], [0, 1]];
+  const r = scaledDotProductAttention({ q: tf.tensor2d(q), k: tf.tensor2d(k), v: tf.tensor2d(v) }, {
+    mask: tf.tensor2d(mask),
+  });
+  const finiteFill = { weights: [[0, 1], [1, 0]], output: [[3, 4], [1, 2]] };
+  const weights = r.weights.isDisposed ? [] : Array.from(r.weights.dataSync());
+  expectEqual(weights.every((w) => Number.isFinite(w)), true, {
+    what: `whether the weights with scores near +-7e29 are all finite (got ${weights.join(", ")})`,
+    hint: "NaN here is 0 / 0: exp of the visible score, about -7e29, underflows to 0 unless you subtract each " +
+      "row's maximum over its visible keys first (tf.softmax does)",
+  });
+  const hint = "a masked key must get weight exactly 0 whatever the scores: set its score to -Infinity before the " +
+    "softmax, not to a large finite number";
+  expectClose(r.weights, [[1, 0], [0, 1]], {
+    what:
+      "weights with mask [[1, 0], [0, 1]] where each query scores its masked key about 1.4e30 above its visible one",
+    input: { q, k, mask },
+    hint,
+    mistakes: [{
+      value: finiteFill.weights,
+      hint:
+        "masked scores were filled with a large finite number (like -1e9), which these scores exceed: use -Infinity",
+    }],
+  });
+  expectClose(r.output, v, {
+    what: "outputs with mask [[1, 0], [0, 1]] and scores near +-7e29",
+    input: { q, k, v, mask },
+    hint,
+    mistakes: [{
+      value: finiteFill.output,
+      hint:
+        "masked scores were filled with a large finite number (like -1e9), which these scores exceed: use -Infinity",
+    }],
+  });
+  tf.dispose([r.output, r.weights]);
 });
 
 graded("5.1 scaledDotProductAttention: a (B, 1, Tk) padding mask broadcasts over queries", () => {
@@ -535,6 +582,9 @@ graded("5.2 causalMask: random sizes, float32, a fresh tensor every call", () =>
 function expectFreshTensors(what: string, call: () => tf.Tensor, expected: number[][]): void {
   const a = call(), b = call();
   const same = a === b;
+  // Compared with b's own values before the first result was overwritten, so a wrong (but unshared) answer is not
+  // blamed on shared storage here: the values themselves are judged by the other tests.
+  const before = same ? expected : b.arraySync();
   if (!same) a.dataSync().fill(7);
   a.dispose();
   const alive = !b.isDisposed;
@@ -548,8 +598,8 @@ function expectFreshTensors(what: string, call: () => tf.Tensor, expected: numbe
     hint: "return a new tensor on every call: never keep (cache) a result and hand it out again, even while the " +
       "caller still holds it",
   });
-  expectClose(values, expected, {
-    what: `the second ${what} after the caller overwrote and disposed the first`,
+  expectClose(values, before, {
+    what: `the second ${what} after the caller overwrote and disposed the first (against its values before)`,
     atol: 5e-5,
     hint: "the two results must share no storage: build a new tensor on every call",
   });
@@ -899,6 +949,8 @@ interface MhaVariant {
   interleaved?: boolean;
   /** One attention over all C channels. */
   oneHead?: boolean;
+  /** The heads' scores not divided by sqrt(headSize). */
+  unscaled?: boolean;
 }
 
 /** Multi-head attention from scratch for one sequence (T, C). */
@@ -910,7 +962,8 @@ function refMHAw(x: M, w: Weights, nHead: number, mask?: M, variant: MhaVariant 
   const chan = (h: number, d: number) => (variant.interleaved ? d * H + h : h * hs + d);
   const cols = (m: M, h: number) => m.map((row) => Array.from({ length: hs }, (_, d) => row[chan(h, d)]));
   const heads = Array.from({ length: H }, (_, h) => {
-    const qh = variant.scaleByC ? cols(q, h).map((r) => r.map((e) => e * Math.sqrt(hs / C))) : cols(q, h);
+    const factor = variant.scaleByC ? Math.sqrt(hs / C) : variant.unscaled ? Math.sqrt(hs) : 1;
+    const qh = cols(q, h).map((r) => r.map((e) => e * factor));
     return refAttention(qh, cols(k, h), cols(v, h), variant.ignoreMask ? undefined : mask);
   });
   const merged = x.map((_, t) => {
@@ -940,6 +993,11 @@ const MHA_MISTAKES: { variant: MhaVariant; hint: string }[] = [
     hint: "head h took every nHead-th channel: it takes the contiguous channels h*headSize .. (h+1)*headSize - 1",
   },
   { variant: { oneHead: true }, hint: "one attention over all C channels: split Q, K and V into nHead heads first" },
+  {
+    variant: { unscaled: true },
+    hint: "the heads' scores were not divided by sqrt(headSize): 5.6 is graded with the library's attention " +
+      "(lm.scaledDotProductAttention); if you called your own 5.1, its scaling is the mistake (see 5.1's tests)",
+  },
 ];
 
 function mhaMistakes(compute: (variant: MhaVariant) => unknown): { value: unknown; hint: string }[] {
@@ -977,7 +1035,8 @@ graded("5.6 multiHeadAttention: one head, batch of two, no mask", () => {
   const r = multiHeadAttention(tf.tensor3d([X, X2]), weights2d(), { nHead: 1 });
   expectClose(r.output, [refMHA(X, 1).output, refMHA(X2, 1).output], {
     what: "nHead = 1 on a batch of 2 sequences",
-    hint: "reshape (B, T, C) to (B*T, C) before multiplying by a (C, C) matrix, then back",
+    hint: "each sequence of the batch is attended on its own: Q = x W^Q, K = x W^K, V = x W^V (reshape (B, T, C) " +
+      "to (B*T, C) to multiply by a (C, C) matrix, then back), attention, then W^O",
     mistakes: mhaMistakes((variant) => [X, X2].map((x) => refMHAw(x, W, 1, undefined, variant).output)),
   });
 });
@@ -1057,7 +1116,8 @@ graded("5.6 multiHeadAttention: stable for scores in the thousands; a bad nHead;
   expectClose(r.output, [ref.output], {
     what: "multiHeadAttention with scores in the thousands (2 heads of size 1)",
     input: { x, ...w },
-    hint: "the softmax must subtract each row's own maximum (tf.softmax does; your 5.1 should)",
+    hint: "project, split into 2 heads of size 1, attend within each head (lm.scaledDotProductAttention), merge and " +
+      "multiply by W^O: check each step on this input",
     mistakes: [
       {
         value: [refMHAw(x, w, 2).output.map((r) => r.map(() => NaN))],
@@ -1076,7 +1136,7 @@ graded("5.6 multiHeadAttention: stable for scores in the thousands; a bad nHead;
   expectThrows(() => multiHeadAttention(x6, w6, { nHead: 4 }), RangeError, {
     what: "multiHeadAttention of (1, 2, 6) with nHead 4",
     includes: "nEmbd must be divisible by nHead: nEmbd=6, nHead=4",
-    hint: "splitHeads (5.4) throws this RangeError; let it through",
+    hint: "lm.splitHeads throws this RangeError; let it through (do not catch it or check nHead another way)",
   });
   tf.dispose([x6, w6.wQ, w6.wK, w6.wV, w6.wO]);
   const wt = weights2d(), xt = tf.tensor3d([X, X]), mask = tf.tensor2d([[1, 0, 0], [1, 1, 0], [1, 1, 1]]);

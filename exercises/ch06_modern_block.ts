@@ -33,9 +33,14 @@ import { notImplemented, type Rng, tf } from "../lib/mod.ts";
  * root mean square is divided out, then each feature is scaled by gamma.
  * eps goes INSIDE the square root, so a row of zeros gives zeros, not NaN.
  *
+ * Options: a given `eps` replaces the default 1e-5, even when it is 0 (read
+ * it with `??`, not `||`, which turns 0 into the default); `eps: undefined`
+ * is the same as leaving it out. An eps that is negative, NaN or infinite is
+ * an error (as in layer norm, 6.1): throw a RangeError naming `eps`.
+ *
  * @param x (..., C).
  * @param gamma (C) the gain.
- * @param options `eps` (default 1e-5).
+ * @param options `eps` (default 1e-5), a finite number >= 0.
  * @returns the same shape as x.
  */
 export function rmsNorm(x: tf.Tensor, gamma: tf.Tensor, options: { eps?: number } = {}): tf.Tensor {
@@ -82,7 +87,14 @@ export function swiglu(x: tf.Tensor2D, weights: SwigluWeights): tf.Tensor2D {
  * Rows are positions: row t of the second-to-last axis is at position
  * `offset + t` (with a KV cache the new tokens come after `offset` cached
  * ones). Applied to queries and keys, the score q_m . k_n then depends only
- * on m - n. Throws a RangeError naming d when d is odd.
+ * on m - n. Throws a RangeError naming d and its value (e.g. `d=5`) when d
+ * is odd.
+ *
+ * Options: `offset`, an integer >= 0 (default 0), and `base`, a finite
+ * number > 0 (default 10000). An option given as `undefined` takes its
+ * default, like one left out; any other value outside those ranges (NaN
+ * included, and `base: 0`) is an error: throw a RangeError whose message
+ * names the option and its value.
  *
  * @param x (..., T, d), d even.
  * @param options `offset` (default 0) and `base` (default 10000).
@@ -100,8 +112,11 @@ export function applyRope(x: tf.Tensor, options: { offset?: number; base?: numbe
  * by nRep = nHead / nKVHead consecutive query heads: kv head j serves query
  * heads j*nRep .. (j+1)*nRep - 1. So the output's heads are
  * [kv0, kv0, ..., kv1, kv1, ...] (each repeated nRep times in a row), NOT
- * [kv0, kv1, ..., kv0, kv1, ...]. Throws a RangeError naming nRep unless it
- * is a positive integer.
+ * [kv0, kv1, ..., kv0, kv1, ...]. Throws a RangeError whose message names
+ * nRep and its value unless it is a positive integer.
+ *
+ * Always return a NEW tensor, even when nRep = 1 (then its values equal x's,
+ * but never return x itself): the caller may dispose the result and keep x.
  *
  * @param x (B, nKVHead, T, headSize).
  * @param nRep how many query heads share each kv head.
@@ -133,13 +148,21 @@ export interface CrossAttentionWeights {
  * with softmax(Q K^T / sqrt(hs)) V within each head, merge the heads and
  * apply W^O. There is NO causal mask (the whole source is known), but
  * `memoryMask` (B, Tk) hides the encoder's padding: 1 = a real token, 0 =
- * padding that no query may attend to. Keep the softmax stable for large
- * scores (subtract the row maximum, or use `tf.softmax`).
+ * padding that no query may attend to. A masked position gets weight
+ * EXACTLY 0 whatever the scores are: fill its score with -Infinity, not a
+ * large finite number such as -1e9 (scores can be larger than that). If a
+ * batch item's memory is ALL padding (a memoryMask row of zeros), its
+ * queries attend to nothing: every attention weight is 0, so the heads'
+ * outputs and the layer's output for that item are 0, never NaN (the
+ * softmax of a row of -Infinity is NaN: set masked weights to 0 after it,
+ * e.g. with `tf.where`). Keep the softmax stable for large scores (subtract
+ * the row maximum, or use `tf.softmax`).
  *
  * @param x (B, Tq, C) the decoder's queries side.
  * @param memory (B, Tk, C) the encoder's output.
  * @param weights W^Q, W^K, W^V, W^O.
- * @param options `nHead` (dividing C) and `memoryMask` (B, Tk).
+ * @param options `nHead` (dividing C) and `memoryMask` (B, Tk) (`memoryMask:
+ * undefined` is no mask, like leaving it out).
  * @returns (B, Tq, C).
  */
 export function crossAttention(
@@ -171,8 +194,19 @@ export interface MlmExample {
  *    `rng.int(vocabSize)`; else it keeps its original id.
  * 3. `labels` holds the original id at the chosen positions and -100
  *    elsewhere; unchosen positions keep their id in `input`.
- * Do not modify `ids`. Throws a RangeError naming maskId and vocabSize when
- * maskId is not in [0, vocabSize).
+ * Do not modify `ids`. Throws a RangeError whose message names maskId and
+ * vocabSize with their values when maskId is not in [0, vocabSize).
+ *
+ * `rate` (default 0.15; `rate: undefined` is the same as leaving it out)
+ * must be a number in [0, 1]: 0 chooses no position (a given 0 is not the
+ * default: read it with `??`, not `||`), 1 chooses them all. A rate outside
+ * [0, 1], or NaN, is an error: throw a RangeError whose message names rate
+ * and its value.
+ *
+ * The order of the random draws is yours to choose (all positions first and
+ * then one u per chosen position, or interleaved, in any order of the
+ * positions): the tests check how often each outcome occurs and that the
+ * same seed gives the same result, never which positions a given seed picks.
  *
  * @param ids token ids.
  * @param options `vocabSize`, `maskId`, the seeded `rng`, and `rate` (default 0.15).

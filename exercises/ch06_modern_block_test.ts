@@ -43,6 +43,16 @@ function checkHygiene(name: string, inputs: tf.Tensor[], call: () => tf.Tensor, 
   });
 }
 
+/** Checks that every number of a result is finite, so a hint about overflow is given only when something overflowed. */
+function expectAllFinite(got: unknown, what: string, hint: string): void {
+  const values = got instanceof tf.Tensor && !got.isDisposed ? Array.from(got.dataSync()) : [];
+  const bad = values.findIndex((v) => !Number.isFinite(v));
+  expectEqual(bad < 0 ? "all finite" : `${values[bad]} at flat index ${bad}`, "all finite", {
+    what: `whether ${what} is finite everywhere`,
+    hint,
+  });
+}
+
 // ---------------------------------------------------------------- 6.8 RMSNorm
 
 function refRmsRow(row: number[], gamma: number[], eps = 1e-5): number[] {
@@ -82,6 +92,30 @@ graded("6.8 rmsNorm: any rank, shape kept; eps from the options, inside the squa
     what: "rmsNorm([[1, 2]], gamma = 1, { eps: 0.5 })",
     hint: "use options.eps when given (default 1e-5), added to the mean square before the square root",
   });
+});
+
+graded("6.8 rmsNorm: eps 0 is honoured, eps undefined is the default, a bad eps is a RangeError", () => {
+  const x = [[0.001, -0.002, 0.003, 0.0005]]; // mean square 3.5625e-6, below the default eps: eps matters
+  const ones = [1, 1, 1, 1];
+  expectClose(rmsNorm(tf.tensor2d(x), tf.tensor1d(ones), { eps: 0 }), [refRmsRow(x[0], ones, 0)], {
+    what: "rmsNorm([[0.001, -0.002, 0.003, 0.0005]], gamma = 1, { eps: 0 })",
+    atol: 1e-3,
+    hint: "eps: 0 is a valid choice: take the default only when eps is undefined (options.eps ?? 1e-5, not " +
+      "options.eps || 1e-5, which turns 0 into 1e-5)",
+  });
+  expectClose(rmsNorm(tf.tensor2d(x), tf.tensor1d(ones), { eps: undefined }), [refRmsRow(x[0], ones)], {
+    what: "rmsNorm([[0.001, -0.002, 0.003, 0.0005]], gamma = 1, { eps: undefined })",
+    atol: 1e-3,
+    hint: 'eps: undefined is the same as leaving eps out: the default 1e-5 (options.eps ?? 1e-5; "eps" in ' +
+      "options is true for { eps: undefined })",
+  });
+  for (const eps of [-1e-5, NaN, Infinity]) {
+    expectThrows(() => rmsNorm(tf.tensor2d(x), tf.tensor1d(ones), { eps }), RangeError, {
+      what: `rmsNorm(x, gamma, { eps: ${eps} })`,
+      includes: "eps",
+      hint: "eps must be a finite number >= 0: check !(eps >= 0 && eps < Infinity) and throw a RangeError naming eps",
+    });
+  }
 });
 
 graded("6.8 rmsNorm: no tensors left behind; inputs untouched", () => {
@@ -132,10 +166,15 @@ graded("6.9 swiglu: large pre-activations stay finite (numerically hard case)", 
   const x = [[1, 1]], w1 = [[400, -400], [400, -400]], w3 = [[1, 1], [1, 1]], w2 = [[1, 0], [0, 1]];
   // a = [800, -800]: silu(800) = 800, silu(-800) = -0; times x W3 = 2.
   const got = swiglu(tf.tensor2d(x), { w1: tf.tensor2d(w1), w3: tf.tensor2d(w3), w2: tf.tensor2d(w2) });
+  expectAllFinite(
+    got,
+    "swiglu with gate pre-activations [800, -800]",
+    "exp(800) overflows to Infinity and Infinity / Infinity is NaN: write silu as a * tf.sigmoid(a), " +
+      "not a * exp(a) / (1 + exp(a))",
+  );
   expectClose(got, [[1600, 0]], {
     what: "swiglu with gate pre-activations [800, -800]",
-    hint: "exp(800) overflows to Infinity and Infinity / Infinity is NaN: write silu as a * tf.sigmoid(a), " +
-      "not a * exp(a) / (1 + exp(a))",
+    hint: "silu(800) = 800 and silu(-800) = 0 (to float precision), each times x W3 = 2, then times W2 = I",
   });
 });
 
@@ -238,6 +277,36 @@ graded("6.10 applyRope: the offset continues positions after a KV cache", () => 
   });
 });
 
+graded("6.10 applyRope: options given as undefined take their defaults; bad offset and base are RangeErrors", () => {
+  const rng = new Rng(105);
+  const x = randMatrix(rng, 3, 4);
+  expectClose(applyRope(tf.tensor2d(x), { offset: undefined, base: undefined }), refRope(x), {
+    what: "applyRope(x, { offset: undefined, base: undefined })",
+    input: x,
+    hint: "an option given as undefined is the same as one left out: options.offset ?? 0 and options.base ?? 10000",
+  });
+  const bad: [string, Record<string, number>][] = [
+    ["offset", { offset: -1 }],
+    ["offset", { offset: 1.5 }],
+    ["offset", { offset: NaN }],
+    ["base", { base: 0 }],
+    ["base", { base: -2 }],
+    ["base", { base: NaN }],
+    ["base", { base: Infinity }],
+  ];
+  for (const [name, options] of bad) {
+    const value = String(options[name]);
+    for (const text of [name, value]) {
+      expectThrows(() => applyRope(tf.tensor2d(x), options), RangeError, {
+        what: `applyRope(x, { ${name}: ${value} }) (the message must name ${name} and its value)`,
+        includes: text,
+        hint: "offset must be an integer >= 0 and base a finite number > 0: throw a RangeError naming the option " +
+          "and its value (a default written with || turns base: 0 into 10000 instead)",
+      });
+    }
+  }
+});
+
 graded("6.10 applyRope: an odd dimension is a RangeError naming d; no tensors left behind", () => {
   expectThrows(() => applyRope(tf.ones([2, 5])), RangeError, {
     what: "applyRope of a (2, 5) tensor",
@@ -275,7 +344,7 @@ graded("6.11 repeatKV: nRep = 1 returns the same values; bad nRep is a RangeErro
     what: "repeatKV(x, 1)",
     hint: "with one query head per kv head nothing is repeated",
   });
-  for (const bad of [0, 1.5, -2]) {
+  for (const bad of [0, 1.5, -2, NaN, Infinity]) {
     expectThrows(() => repeatKV(tf.tensor4d(x), bad), RangeError, {
       what: `repeatKV(x, ${bad})`,
       includes: String(bad),
@@ -285,6 +354,26 @@ graded("6.11 repeatKV: nRep = 1 returns the same values; bad nRep is a RangeErro
   const t = tf.tensor4d(x);
   checkHygiene("repeatKV", [t], () => repeatKV(t, 3));
   t.dispose();
+});
+
+graded("6.11 repeatKV: nRep = 1 gives a new tensor, never x itself", () => {
+  const x = tf.tensor4d([[[[1, 2]], [[3, 4]]]]);
+  const got = repeatKV(x, 1);
+  const same = got === x;
+  if (!same) got.dispose();
+  expectEqual({ returnedX: same, xAliveAfterResultDisposed: !x.isDisposed }, {
+    returnedX: false,
+    xAliveAfterResultDisposed: true,
+  }, {
+    what: "repeatKV(x, 1): whether the result is x itself, and whether x survives disposing the result",
+    hint: "return a new tensor even when nothing is repeated (x.clone(), or the reshape/tile inside tf.tidy): the " +
+      "caller may dispose the result and still use x",
+  });
+  expectClose(x.isDisposed ? "disposed" : x, [[[[1, 2]], [[3, 4]]]], {
+    what: "x after repeatKV(x, 1) and disposing the result",
+    hint: "the result must not share x's tensor: never return x itself",
+  });
+  x.dispose();
 });
 
 // ---------------------------------------------------------------- 6.12 cross-attention
@@ -353,6 +442,16 @@ graded("6.12 crossAttention: queries from x, keys and values from the memory (ra
       hint: "Q = x W^Q, K = memory W^K, V = memory W^V; split into heads of C/nHead channels; scale by " +
         "sqrt(headSize); softmax over the memory positions (last axis); NO causal mask; merge heads, then W^O",
     });
+    const unmasked = crossAttention(tf.tensor3d(x), tf.tensor3d(mem), toTensors(w), {
+      nHead: H,
+      memoryMask: undefined,
+    });
+    expectClose(unmasked, refCross(x, mem, w, H), {
+      what: `crossAttention with { memoryMask: undefined }, B=${B}, Tq=${Tq}, Tk=${Tk}, C=${C}, nHead=${H}`,
+      atol: 1e-4,
+      hint: "memoryMask: undefined means no mask, like leaving it out: test if (options.memoryMask), not " +
+        '"memoryMask" in options',
+    });
   }
 });
 
@@ -375,17 +474,58 @@ graded("6.12 crossAttention: the memory mask hides encoder padding", () => {
   });
 });
 
+graded("6.12 crossAttention: masked memory gets weight exactly 0 against scores of 1e30; all padding gives 0", () => {
+  // Batch 0: the query (1e15, 0) scores the visible key about -7e29 and the MASKED key about +7e29 (keys = memory
+  // scaled by 1e15), so a masked score filled with a finite -1e9 would take all the weight; with -Infinity the
+  // visible key gets weight 1 and the output is its value, (-1, 0.5). Batch 1: the memory is all padding.
+  const x = [[[1e15, 0]], [[1, 1]]], mem = [[[-1, 0.5], [1, 0.25]], [[2, 3], [4, 5]]];
+  const mask = [[1, 0], [0, 0]];
+  const eye = [[1, 0], [0, 1]];
+  const w = { wQ: eye, wK: [[1e15, 0], [0, 1e15]], wV: eye, wO: eye };
+  const got = crossAttention(tf.tensor3d(x), tf.tensor3d(mem), toTensors(w), {
+    nHead: 1,
+    memoryMask: tf.tensor2d(mask),
+  });
+  expectAllFinite(
+    got,
+    "crossAttention with memoryMask [[1, 0], [0, 0]] and scores near +-7e29",
+    "NaN here is 0 / 0: exp of a visible score of about -7e29 underflows to 0 unless you subtract the row's " +
+      "maximum first (tf.softmax does), and an all-padding row must get weights 0 rather than the softmax of a " +
+      "row of -Infinity",
+  );
+  const out = got.arraySync() as number[][][];
+  expectClose(out[0], [[-1, 0.5]], {
+    what: "batch 0 of crossAttention with memoryMask [[1, 0], ...] where the masked key scores about +7e29 and the " +
+      "visible one about -7e29",
+    input: { x: x[0], mem: mem[0] },
+    hint: "a masked position must get weight exactly 0 whatever its score: fill it with -Infinity before the " +
+      "softmax, not a finite number such as -1e9 (scores can be far larger)",
+  });
+  expectClose(out[1], [[0, 0]], {
+    what: "batch 1 of crossAttention, whose memoryMask row [0, 0] hides the whole memory",
+    input: { x: x[1], mem: mem[1] },
+    hint: "a query with no visible memory position attends to nothing: its weights are all 0 and the output is 0, " +
+      "not NaN (set masked weights to 0 after the softmax, e.g. tf.where(mask, weights, 0))",
+  });
+});
+
 graded("6.12 crossAttention: large scores stay finite (numerically hard case)", () => {
   const rng = new Rng(123);
   const B = 1, Tq = 2, C = 2;
   const x = [[[30, -20], [10, 40]]], mem = [[[25, 10], [-30, 20], [15, -35]]];
   const w = { wQ: [[1, 0], [0, 1]], wK: [[1, 0], [0, 1]], wV: randMatrix(rng, C, C), wO: [[1, 0], [0, 1]] };
   const got = crossAttention(tf.tensor3d(x), tf.tensor3d(mem), toTensors(w), { nHead: 1 });
+  expectAllFinite(
+    got,
+    "crossAttention with scores in the hundreds (x and memory entries up to 40)",
+    "exp(1000) is Infinity: subtract each row's maximum score before exp (tf.softmax does it for you)",
+  );
   expectClose(got, refCross(x, mem, w, 1), {
     what: "crossAttention with scores in the hundreds (x and memory entries up to 40)",
     input: { x, mem },
     atol: 1e-3,
-    hint: "exp(1000) is Infinity: subtract each row's maximum score before exp (tf.softmax does it for you)",
+    hint: "Q = x W^Q, K = memory W^K, V = memory W^V, softmax(Q K^T / sqrt(headSize)) V, then W^O: check each " +
+      "step on this input",
   });
   expectShape(got, [B, Tq, C], { what: "the output's shape", hint: "(B, Tq, C)" });
 });
@@ -435,6 +575,36 @@ graded("6.13 mlmMask: exactly round(0.15 n) positions chosen; labels and untouch
     what: "chosen positions with rate 0.5 and n = 40",
     hint: "use options.rate when given (default 0.15)",
   });
+});
+
+graded("6.13 mlmMask: rate 0 chooses nothing, 1 everything, undefined the default; others are RangeErrors", () => {
+  const n = 40, ids = sequence(n, 41), all = Array.from(ids);
+  const none = mlmMask(ids, { vocabSize: V, maskId: MASK, rng: new Rng(3), rate: 0 });
+  expectEqual([Array.from(none.input), Array.from(none.labels)], [all, new Array(n).fill(-100)], {
+    what: "mlmMask(40 ids, { rate: 0 }): input and labels",
+    hint: "rate: 0 chooses no position: read it with options.rate ?? 0.15, not options.rate || 0.15 (which turns " +
+      "0 into 0.15)",
+  });
+  const every = mlmMask(ids, { vocabSize: V, maskId: MASK, rng: new Rng(4), rate: 1 });
+  expectEqual(Array.from(every.labels), all, {
+    what: "the labels of mlmMask(40 ids, { rate: 1 })",
+    hint: "rate 1 chooses every position: k = Math.round(1 * n) = n",
+  });
+  const { labels } = mlmMask(ids, { vocabSize: V, maskId: MASK, rng: new Rng(5), rate: undefined });
+  expectEqual(labels.filter((l) => l !== -100).length, Math.round(0.15 * n), {
+    what: "chosen positions of mlmMask(40 ids, { rate: undefined })",
+    hint: "rate: undefined is the same as leaving rate out: the default 0.15 (options.rate ?? 0.15)",
+  });
+  for (const bad of [-0.1, 1.5, NaN]) {
+    for (const text of ["rate", String(bad)]) {
+      expectThrows(() => mlmMask(ids, { vocabSize: V, maskId: MASK, rng: new Rng(6), rate: bad }), RangeError, {
+        what: `mlmMask(ids, { ..., rate: ${bad} }) (the message must name rate and its value)`,
+        includes: text,
+        hint: "rate must be a number in [0, 1]: check !(rate >= 0 && rate <= 1) (NaN fails it) and throw a " +
+          "RangeError naming rate and its value",
+      });
+    }
+  }
 });
 
 graded("6.13 mlmMask: 80% mask token, 10% random token, 10% kept (statistics over many draws)", () => {
@@ -506,6 +676,15 @@ graded("6.13 mlmMask: the input ids are not modified; a bad mask id is a RangeEr
     what: "the ids after mlmMask",
     hint: "copy the ids (Int32Array.from(ids)) and corrupt the copy: the caller still needs the originals",
   });
+  for (const maskId of [0, V - 1]) {
+    const { input, labels } = mlmMask(ids, { vocabSize: V, maskId, rng: new Rng(8), rate: 1 });
+    const masked = [...labels.keys()].filter((i) => input[i] === maskId).length;
+    expectEqual(masked > 0, true, {
+      what: `whether mlmMask(30 ids, { maskId: ${maskId}, vocabSize: ${V}, rate: 1 }) put maskId anywhere`,
+      hint: `maskId ${maskId} is a valid id (the range is [0, vocabSize), both ends checked with < and >=, not with ` +
+        "a truthiness test, which rejects 0)",
+    });
+  }
   for (const bad of [V, -1, 2.5]) {
     expectThrows(() => mlmMask(ids, { vocabSize: V, maskId: bad, rng: new Rng(1) }), RangeError, {
       what: `mlmMask with maskId = ${bad} and vocabSize = ${V}`,

@@ -18,6 +18,7 @@
  * ...): writing them is the exercise.
  * @module
  */
+import * as lm from "../lib/mod.ts";
 import { notImplemented, tf } from "../lib/mod.ts";
 
 /** Layer-norm parameters, each of shape (C). */
@@ -79,7 +80,8 @@ export interface SizeConfig {
  *
  * eps (default 1e-5) keeps a constant row (var = 0) from dividing by zero:
  * such a row must come out as beta, never NaN. A given `options.eps`
- * replaces the default, even when it is 0; an eps that is negative, NaN or
+ * replaces the default, even when it is 0 (read it with `??`, not `||`);
+ * `eps: undefined` is the same as leaving it out; an eps that is negative, NaN or
  * infinite is an error: throw a RangeError naming `eps`. Rows of very
  * different sizes (e.g. around 10000 beside around 0.01) must each be
  * normalised accurately. Do not dispose x, gamma or beta, and leave no
@@ -118,7 +120,10 @@ export function gelu(x: tf.Tensor): tf.Tensor {
  *   ffn(x) = gelu(x W1 + b1) W2 + b2
  *
  * Every position (row of x) goes through the same two layers independently:
- * widen to H (usually 4C), apply your GELU from 6.2, narrow back to C.
+ * widen to H (usually 4C), apply GELU, narrow back to C. For the GELU call
+ * the library's `lm.gelu` (the reference for 6.2, same formula), not your
+ * own `gelu`: 6.3 is graded on its own, so a mistake in your 6.2 costs points
+ * in 6.2 only.
  * There is no non-linearity after the second layer. H is whatever w1's
  * width is (not always 4C), and N may be 1. Do not dispose x or the
  * weights, and leave no tensor behind but the result.
@@ -210,8 +215,9 @@ export function countParameters(config: SizeConfig): number {
  * @param tokens the token ids of a text.
  * @param options `starts` (one window start per row) and `blockSize`.
  * A start that is not an integer (NaN, Infinity and 1.5 included), is
- * negative, or leaves fewer than blockSize + 1 tokens is a RangeError naming
- * it and its value, e.g. `starts[2]=98`; the last valid start is
+ * negative, or leaves fewer than blockSize + 1 tokens is a RangeError whose
+ * message contains `starts[b]` (b the entry's index) and its value, e.g.
+ * `starts[2]=98`; the last valid start is
  * tokens.length - blockSize - 1. A blockSize that is not an integer >= 1 is
  * a RangeError naming `blockSize`. Empty starts give tensors of shape
  * (0, blockSize). Token ids must come out exactly (ids above 2^24 too, so

@@ -224,6 +224,12 @@ graded("6.1 layerNorm: the default eps is 1e-5 and a given eps replaces it, 0 in
       "options.eps || 1e-5, which turns 0 into 1e-5)",
     atol: 1e-3,
   });
+  expectClose(layerNorm(tf.tensor2d(x), p(), { eps: undefined }), [refLayerNormRow(x[0], ones, zeros, 1e-5)], {
+    what: "layerNorm([[0.001, -0.001, 0.002, -0.002]], ..., { eps: undefined })",
+    hint: 'eps: undefined is the same as leaving eps out: the default 1e-5 (options.eps ?? 1e-5; "eps" in ' +
+      "options is true for { eps: undefined })",
+    atol: 1e-4,
+  });
   for (const eps of [-1e-5, NaN, Infinity]) {
     expectThrows(() => layerNorm(tf.tensor2d(x), p(), { eps }), RangeError, {
       what: `layerNorm(x, params, { eps: ${eps} })`,
@@ -342,7 +348,8 @@ graded("6.3 feedForward: gelu(x W1 + b1) W2 + b2 on every row", () => {
   expectClose(got, expected, {
     what: "feedForward(x)",
     input: { x, b1, b2 },
-    hint: "both biases count; GELU (your 6.2) goes between the two layers only, not after the second",
+    hint: "both biases count; GELU (lm.gelu, the library's: 6.3 is graded with it, not with your 6.2) goes " +
+      "between the two layers only, not after the second",
   });
 });
 
@@ -369,11 +376,14 @@ graded("6.3 feedForward: random sizes (H not always 4C), against a from-scratch 
     expectClose(got, refFeedForward(x, w1, b1, w2, b2), {
       what: `feedForward of ${n} positions, C = ${c}, H = ${h} (trial ${trial})`,
       input: { x, w1, b1, w2, b2 },
-      hint: "gelu(x W1 + b1) W2 + b2 with your 6.2 GELU between the layers only; the sizes come from the " +
+      hint: "gelu(x W1 + b1) W2 + b2 with lm.gelu between the layers only; the sizes come from the " +
         "weights (H need not be 4C)",
       atol: 1e-4,
       mistakes: [
-        ...WRONG_GELUS.map(([f, hint]) => ({ value: refFeedForward(x, w1, b1, w2, b2, f), hint })),
+        ...WRONG_GELUS.map(([f, hint]) => ({
+          value: refFeedForward(x, w1, b1, w2, b2, f),
+          hint: `the GELU between the layers is not GPT-2's (${hint}): 6.3 calls lm.gelu, not your own 6.2`,
+        })),
         { value: refFeedForward(x, w1, b1, w2, b2, (v) => v), hint: "there is no GELU between the two layers" },
         {
           value: refFeedForward(x, w1, b1, w2, b2, refGelu, true),

@@ -26,9 +26,12 @@ import { notImplemented, Rng, tf } from "../lib/mod.ts";
  * Rules: on ties return the LOWEST index; logits may all be negative, and
  * some may be -Infinity (a token that may not be chosen); if ALL are
  * -Infinity they tie, so the answer is 0. +Infinity beats every finite
- * logit. Empty logits, or a NaN logit, are an error: throw a RangeError that
- * names `logits` (for NaN, the position, e.g. `logits[2]=NaN`). Do not
- * change the array you are given.
+ * logit. Empty logits, or a NaN logit, are an error: throw a RangeError
+ * whose message contains `logits` (for NaN, `logits[i]` with the index i of
+ * the first NaN, e.g. `logits[2]=NaN`). Do not change the array you are
+ * given. Logits may be as many as a real vocabulary (GPT-4o has 200,000
+ * tokens): `Math.max(...logits)` overflows the call stack at about 128,000
+ * arguments, so find the maximum with a loop.
  *
  * @param logits one score per token, e.g. [-2.1, 0.3, 0.3, -Infinity].
  * @returns the index of the largest logit (1 in the example).
@@ -52,7 +55,9 @@ export function greedyChoice(logits: number[]): number {
  * A logit of -Infinity is a masked token: its probability is exactly 0.
  * Empty logits, a NaN or +Infinity logit, or logits that are all -Infinity
  * are an error: throw a RangeError that names `logits`. Return a new array
- * and leave `logits` unchanged.
+ * and leave `logits` unchanged. There may be 200,000 logits (a real
+ * vocabulary): find the maximum with a loop, since `Math.max(...logits)`
+ * overflows the call stack at about 128,000 arguments.
  *
  * @param logits one score per token: finite, or -Infinity for a masked token.
  * @param temperature a number >= 0.
@@ -76,7 +81,10 @@ export function softmaxWithTemperature(
  * everything; k that is not an integer >= 1 (0, 2.5, NaN, Infinity) is an
  * error: throw a RangeError naming `k`. Empty probs give an empty array.
  * Always return a NEW array (never `probs` itself, even when nothing is
- * filtered) and leave `probs` unchanged.
+ * filtered) and leave `probs` unchanged. There may be 200,000 tokens whose
+ * probabilities differ by orders of magnitude (1e-9 beside 0.3): sort
+ * numbers with a comparator, since `sort()` without one compares them as
+ * strings ("1e-9" > "0.3"), and never spread them into `Math.max(...)`.
  *
  * @param probs probabilities summing to 1, e.g. [0.1, 0.4, 0.3, 0.2].
  * @param k how many tokens to keep, e.g. 2.
@@ -101,7 +109,8 @@ export function topKFilter(probs: number[], k: number): number[] {
  * token, even when rounding leaves the running total a hair below 1; p
  * outside (0, 1] (NaN included) is an error: throw a RangeError naming `p`.
  * Empty probs give an empty array. Always return a NEW array and leave
- * `probs` unchanged.
+ * `probs` unchanged. As in 7.3, there may be 200,000 tokens of very different
+ * sizes: sort with a comparator and do not spread them into a call.
  *
  * @param probs probabilities summing to 1.
  * @param p the probability mass to keep, in (0, 1].
@@ -125,7 +134,7 @@ export function topPFilter(probs: number[], p: number): number[] {
  * rounding leaves the total a hair below u, return the last token with
  * non-zero probability. Probs with no token above 0 (empty included) are an
  * error: throw a RangeError naming `probs` (before drawing). Leave `probs`
- * unchanged.
+ * unchanged. There may be 200,000 tokens: use loops, not `Math.max(...probs)`.
  *
  * @param probs probabilities summing to 1.
  * @param rng the seeded generator (`new Rng(seed)`).
@@ -187,7 +196,9 @@ export interface Hypothesis {
  *    prompt). Return all results sorted by score, best first; results with
  *    equal scores keep the order in which they joined the results.
  *
- * Rules: endToken may be any token id, 0 included. beamWidth and
+ * Rules: endToken may be any token id, 0 included; an option given as
+ * `undefined` takes its default, like one left out (so read it with `??`,
+ * which keeps a given 0, not `||`). beamWidth and
  * maxNewTokens that are not integers >= 1 (0, 1.5, NaN, Infinity), or a
  * lengthPenalty that is not finite, are an error: throw a RangeError naming
  * the option. Do not change `prompt`, and give every hypothesis its own

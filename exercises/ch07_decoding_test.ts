@@ -196,14 +196,29 @@ graded("7.2 softmaxWithTemperature: low t sharpens, high t flattens", () => {
   });
 });
 
+/** Checks that every number of a result is finite, so a hint about overflow is given only when something overflowed. */
+function expectAllFinite(got: unknown, what: string, hint: string): void {
+  const values = Array.isArray(got) ? got : [];
+  const bad = values.findIndex((v) => typeof v === "number" && !Number.isFinite(v));
+  expectEqual(bad < 0 ? "all finite" : `${values[bad]} at index ${bad}`, "all finite", {
+    what: `whether ${what} is finite everywhere`,
+    hint,
+  });
+}
+
 graded("7.2 softmaxWithTemperature: stable for large scaled logits", () => {
   const logits = [10, 9.5, 0];
   const t = 0.01; // scaled logits 1000, 950, 0
   const expected = [1 / (1 + Math.exp(-50)), Math.exp(-50) / (1 + Math.exp(-50)), 0];
-  expectClose(softmaxWithTemperature(logits, t), expected, {
+  const got = softmaxWithTemperature(logits, t);
+  expectAllFinite(
+    got,
+    "softmaxWithTemperature([10, 9.5, 0], 0.01)",
+    "exp(1000) is Infinity: subtract the largest SCALED logit before exp(); the result is unchanged mathematically",
+  );
+  expectClose(got, expected, {
     what: "softmaxWithTemperature([10, 9.5, 0], 0.01)",
-    hint:
-      "exp(1000) is Infinity: subtract the largest SCALED logit before exp(); the result is unchanged mathematically",
+    hint: "divide every logit by t, subtract the largest scaled logit, exp, and divide by the sum",
     atol: 1e-12,
   });
 });
@@ -235,10 +250,16 @@ graded("7.2 softmaxWithTemperature: large spreads and all-negative logits stay f
     [[-5, -5.5, -9], 0.004], // scaled logits all far below 0
   ];
   for (const [logits, t] of cases) {
-    expectClose(softmaxWithTemperature(logits, t), refSoftmax(logits, t), {
-      what: `softmaxWithTemperature([${logits.join(", ")}], ${t})`,
-      hint: "subtract the LARGEST scaled logit (max of z / t) before exp(): then the top term is exp(0) = 1 and " +
+    const got = softmaxWithTemperature(logits, t);
+    expectAllFinite(
+      got,
+      `softmaxWithTemperature([${logits.join(", ")}], ${t})`,
+      "subtract the LARGEST scaled logit (max of z / t) before exp(): then the top term is exp(0) = 1 and " +
         "nothing overflows or underflows to 0 / 0, whatever the sign or size of the logits",
+    );
+    expectClose(got, refSoftmax(logits, t), {
+      what: `softmaxWithTemperature([${logits.join(", ")}], ${t})`,
+      hint: "p_i = exp(z_i / t - m) / sum_j exp(z_j / t - m) with m the largest z / t: check each step on this input",
       atol: 1e-6, // loose enough for a float32 (tf) softmax
     });
   }
@@ -866,6 +887,170 @@ graded("7.5 sampleIndex: probs without a positive probability are an error", () 
   }
 });
 
+// ------------------------------------------- 7.1-7.5 at a real vocabulary size
+
+// GPT-4o's vocabulary has 200,000 tokens. Spreading that many values into a call (Math.max(...logits)) overflows
+// the call stack (at about 128,000 arguments), and sort() without a comparator orders numbers as strings
+// ("1e-9" before "0.3" when sorted descending). These tests use a real vocabulary size and probabilities that differ
+// by orders of magnitude; their expected values come from plain loops.
+
+const VOCAB = 200_000;
+
+/** Runs a call on 200,000 values; a call-stack overflow becomes a failed check that names its usual cause. */
+function atVocabSize<T>(what: string, call: () => T): T {
+  try {
+    return call();
+  } catch (e) {
+    if (e instanceof RangeError && /call stack/i.test(e.message)) {
+      expectEqual(`${e.name}: ${e.message}`, "a result", {
+        what,
+        hint: "the call stack overflowed on 200,000 values: spreading a long array into a call (Math.max(...xs), " +
+          "Math.min(...xs), push(...xs)) passes one argument per element; find the maximum with a loop",
+      });
+    }
+    throw e;
+  }
+}
+
+/**
+ * 200,000 probabilities: six large ones (0.3, 0.2, 0.15, 0.1, 0.08, 0.07) at random places, about 1% exact zeros,
+ * and the remaining mass 0.1 spread over the rest, from about 1e-5 down to about 1e-12 (so their decimal strings
+ * mix "0.00000x" and "xe-7" forms).
+ */
+function vocabProbs(seed: number): { probs: number[]; big: number[] } {
+  const rng = new Rng(seed);
+  const big: number[] = [];
+  while (big.length < 6) {
+    const i = rng.int(VOCAB);
+    if (!big.includes(i)) big.push(i);
+  }
+  const w = Array.from({ length: VOCAB }, () => (rng.next() < 0.01 ? 0 : Math.pow(10, -7 * rng.next())));
+  for (const i of big) w[i] = 0;
+  let tail = 0;
+  for (const x of w) tail += x;
+  const probs = w.map((x) => (0.1 * x) / tail);
+  [0.3, 0.2, 0.15, 0.1, 0.08, 0.07].forEach((p, j) => (probs[big[j]] = p));
+  return { probs, big };
+}
+
+/** A plain array of numbers as a Float64Array (compared about ten times faster at this size); anything else as it is. */
+function floats(x: unknown): unknown {
+  return Array.isArray(x) && x.every((v) => typeof v === "number") ? Float64Array.from(x) : x;
+}
+
+/** The k most probable indices from scratch, by k passes of a plain maximum search (lower index on ties). */
+function topIndices(probs: number[], k: number): number[] {
+  const taken = new Set<number>();
+  for (let round = 0; round < k; round++) {
+    let best = -1;
+    for (let i = 0; i < probs.length; i++) if (!taken.has(i) && (best < 0 || probs[i] > probs[best])) best = i;
+    taken.add(best);
+  }
+  return [...taken];
+}
+
+/** A distribution that keeps only `keep` and renormalises, from scratch. */
+function keepOnly(probs: number[], keep: number[]): number[] {
+  const out = new Array(probs.length).fill(0);
+  let total = 0;
+  for (const i of keep) total += probs[i];
+  for (const i of keep) out[i] = probs[i] / total;
+  return out;
+}
+
+graded("7.1 greedyChoice: 200,000 logits (a real vocabulary) of very different sizes", () => {
+  const { probs, big } = vocabProbs(701);
+  const logits = probs.map((p) => Math.log(p)); // -Infinity for the zeros
+  const got = atVocabSize("greedyChoice of 200,000 logits", () => greedyChoice(logits));
+  expectEqual(got, big[0], {
+    what: "greedyChoice of 200,000 log-probabilities (the largest is log 0.3)",
+    hint: "the index of the largest logit: walk the array once with a loop",
+  });
+});
+
+graded("7.2 softmaxWithTemperature: 200,000 logits (a real vocabulary)", () => {
+  const { probs, big } = vocabProbs(702);
+  const logits = probs.map((p) => Math.log(p));
+  for (const t of [0.7, 1.5]) {
+    const got = atVocabSize(
+      `softmaxWithTemperature of 200,000 logits, t = ${t}`,
+      () => softmaxWithTemperature(logits, t),
+    );
+    let max = -Infinity, total = 0;
+    for (const z of logits) if (z / t > max) max = z / t;
+    const e = logits.map((z) => Math.exp(z / t - max));
+    for (const x of e) total += x;
+    expectClose(floats(got), floats(e.map((x) => x / total)), {
+      what: `softmaxWithTemperature of 200,000 log-probabilities from 1e-12 to 0.3, t = ${t}`,
+      atol: 0,
+      rtol: 1e-6,
+      hint: "exp(z / t - max) / sum over every token: take the maximum with a loop and keep the -Infinity ones at 0",
+    });
+  }
+  const greedy = atVocabSize(
+    "softmaxWithTemperature of 200,000 logits, t = 0",
+    () => softmaxWithTemperature(logits, 0),
+  );
+  expectEqual(
+    greedy.length === VOCAB && greedy[big[0]] === 1 && greedy.every((p, i) => p === (i === big[0] ? 1 : 0)),
+    true,
+    {
+      what: "whether softmaxWithTemperature(200,000 logits, 0) is one-hot at the largest logit",
+      hint: "t = 0 is a one-hot distribution at the arg-max",
+    },
+  );
+});
+
+graded("7.3 topKFilter: 200,000 probabilities from 1e-12 to 0.3", () => {
+  const { probs } = vocabProbs(703);
+  for (const k of [4, 9]) {
+    const got = atVocabSize(`topKFilter(200,000 probabilities, ${k})`, () => topKFilter(probs, k));
+    expectClose(floats(got), floats(keepOnly(probs, topIndices(probs, k))), {
+      what: `topKFilter of 200,000 probabilities (six of 0.07 to 0.3, the rest from 1e-12 to 1e-5), k = ${k}`,
+      atol: 0,
+      rtol: 1e-9,
+      hint: "rank by probability with a numeric comparator, (a, b) => probs[b] - probs[a]: sort() without one " +
+        'compares numbers as strings, and "9e-7" sorts above "0.3"',
+    });
+  }
+});
+
+graded("7.4 topPFilter: 200,000 probabilities from 1e-12 to 0.3", () => {
+  const { probs } = vocabProbs(704);
+  const order = probs.map((_, i) => i).sort((a, b) => probs[b] - probs[a] || a - b);
+  for (const p of [0.7, 0.95]) {
+    const keep: number[] = [];
+    let cum = 0;
+    for (const i of order) {
+      keep.push(i);
+      cum += probs[i];
+      if (cum >= p) break;
+    }
+    const got = atVocabSize(`topPFilter(200,000 probabilities, ${p})`, () => topPFilter(probs, p));
+    expectClose(floats(got), floats(keepOnly(probs, keep)), {
+      what: `topPFilter of 200,000 probabilities (six of 0.07 to 0.3, the rest from 1e-12 to 1e-5), p = ${p} ` +
+        `(keeps ${keep.length} tokens)`,
+      atol: 0,
+      rtol: 1e-9,
+      hint: "rank by probability with a numeric comparator, (a, b) => probs[b] - probs[a]: sort() without one " +
+        'compares numbers as strings, and "9e-7" sorts above "0.3"',
+    });
+  }
+});
+
+graded("7.5 sampleIndex: 200,000 probabilities from 1e-12 to 0.3", () => {
+  const { probs } = vocabProbs(705);
+  const rng = new Rng(7050), twin = new Rng(7050);
+  const got = atVocabSize(
+    "sampleIndex of 200,000 probabilities",
+    () => Array.from({ length: 20 }, () => sampleIndex(probs, rng)),
+  );
+  expectEqual(got, Array.from({ length: 20 }, () => refInverseCdf(probs, twin.next())), {
+    what: "20 draws of sampleIndex from 200,000 probabilities with new Rng(7050)",
+    hint: "one u = rng.next() per draw, then the first index whose running total exceeds u; check probs with a loop",
+  });
+});
+
 // ------------------------------------------------------------ 7.6 beam search
 
 // Spec 7.6: start from one empty hypothesis (logProb 0), width = beamWidth;
@@ -951,6 +1136,21 @@ graded("7.6 beamSearch: lengthPenalty 0 ranks by the total log-probability", () 
     what: "scores with lengthPenalty 0",
     hint: "with lengthPenalty 0 the score is the logProb itself (length ** 0 = 1): dividing by the length anyway, " +
       "or a default written with || that turns 0 into 1, gives other scores",
+  });
+});
+
+graded("7.6 beamSearch: options given as undefined take their defaults", () => {
+  const results = beamSearch(counting, [START], {
+    beamWidth: 2,
+    maxNewTokens: 6,
+    endToken: END,
+    lengthPenalty: undefined,
+  });
+  expectClose(results.map((h) => h.score), [Math.log(0.324) / 3, Math.log(0.4)], {
+    what: "scores of beamSearch(counting, [START], { beamWidth: 2, maxNewTokens: 6, endToken: END, " +
+      "lengthPenalty: undefined })",
+    hint: 'an option given as undefined is the same as one left out: lengthPenalty ?? 1 (not "lengthPenalty" in ' +
+      "options, which takes undefined as its value)",
   });
 });
 
@@ -1388,6 +1588,10 @@ graded("7.7 attendWithCache: the output and new cache survive the caller disposi
     const step = { q: row(Q, t), k: row(K, t), v: row(V, t) };
     const old = cache;
     const res = attendWithCache(step, old);
+    // Each result is compared with its own values before the caller disposed anything, so a wrong (but unshared)
+    // answer is not blamed on shared storage here: the values themselves are judged by the other tests.
+    const snapshot = (x: unknown) => (x instanceof tf.Tensor && !x.isDisposed ? x.arraySync() : "not a live tensor");
+    const keysBefore = snapshot(res.cache.keys), outputBefore = snapshot(res.output);
     tf.dispose([step.q, step.k, step.v]);
     if (old.keys) tf.dispose([old.keys, old.values!]);
     const usable = [res.output, res.cache.keys, res.cache.values].map((x) => x instanceof tf.Tensor && !x.isDisposed);
@@ -1397,12 +1601,14 @@ graded("7.7 attendWithCache: the output and new cache survive the caller disposi
       hint: "return NEW tensors: on the first call store k.clone() and v.clone() (not k and v themselves), and " +
         "never return one of the inputs as the output",
     });
-    expectClose(res.cache.keys, K.slice(0, t + 1), {
-      what: `cache.keys of step ${t} after the caller disposed the step's tensors and the old cache`,
+    expectClose(res.cache.keys, keysBefore, {
+      what: `cache.keys of step ${t} after the caller disposed the step's tensors and the old cache, against ` +
+        "its values before",
       hint: "the new cache must not share storage with the inputs: concat (or clone on the first call) makes a copy",
     });
-    expectClose(res.output, [refCausalRow(Q, K, V, t)], {
-      what: `output of step ${t} after the caller disposed the step's tensors and the old cache`,
+    expectClose(res.output, outputBefore, {
+      what: `output of step ${t} after the caller disposed the step's tensors and the old cache, against its ` +
+        "values before",
       hint: "return a new tensor computed inside tf.tidy, not one of the inputs",
     });
     res.output.dispose();

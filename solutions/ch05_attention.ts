@@ -2,6 +2,7 @@
  * Chapter 5 exercises: attention and masking (reference solution).
  * @module
  */
+import * as lm from "../lib/mod.ts";
 import { tf } from "../lib/mod.ts";
 
 /** Queries, keys and values. */
@@ -126,11 +127,12 @@ export function multiHeadAttention(
   return tf.tidy(() => {
     const [B, T, C] = x.shape;
     const project = (w: tf.Tensor2D) => tf.reshape(tf.matMul(tf.reshape(x, [B * T, C]), w), [B, T, C]) as tf.Tensor3D;
-    const q = splitHeads(project(weights.wQ), options.nHead);
-    const k = splitHeads(project(weights.wK), options.nHead);
-    const v = splitHeads(project(weights.wV), options.nHead);
-    const att = scaledDotProductAttention({ q, k, v }, { mask: options.mask });
-    const merged = mergeHeads(att.output as tf.Tensor4D);
+    // The library's 5.1, 5.4 and 5.5 (the references), so 5.6 is graded on its own.
+    const q = lm.splitHeads(project(weights.wQ), options.nHead);
+    const k = lm.splitHeads(project(weights.wK), options.nHead);
+    const v = lm.splitHeads(project(weights.wV), options.nHead);
+    const att = lm.scaledDotProductAttention({ q, k, v }, { mask: options.mask });
+    const merged = lm.mergeHeads(att.output as tf.Tensor4D);
     const output = tf.reshape(tf.matMul(tf.reshape(merged, [B * T, C]), weights.wO), [B, T, C]);
     return { output, weights: att.weights };
   });

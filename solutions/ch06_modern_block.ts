@@ -14,6 +14,7 @@ import { type Rng, tf } from "../lib/mod.ts";
  */
 export function rmsNorm(x: tf.Tensor, gamma: tf.Tensor, options: { eps?: number } = {}): tf.Tensor {
   const eps = options.eps ?? 1e-5;
+  if (!(eps >= 0 && eps < Infinity)) throw new RangeError(`eps must be a finite number >= 0: eps=${eps}`);
   return tf.tidy(() => {
     const ms = tf.mean(tf.square(x), -1, true); // (..., 1)
     return tf.mul(tf.div(x, tf.sqrt(tf.add(ms, eps))), gamma); // (..., C)
@@ -52,6 +53,10 @@ export function swiglu(x: tf.Tensor2D, weights: SwigluWeights): tf.Tensor2D {
  */
 export function applyRope(x: tf.Tensor, options: { offset?: number; base?: number } = {}): tf.Tensor {
   const offset = options.offset ?? 0, base = options.base ?? 10000;
+  if (!Number.isInteger(offset) || offset < 0) {
+    throw new RangeError(`offset must be an integer >= 0: offset=${offset}`);
+  }
+  if (!(base > 0 && base < Infinity)) throw new RangeError(`base must be a finite number > 0: base=${base}`);
   const d = x.shape[x.rank - 1], T = x.shape[x.rank - 2];
   if (d % 2 !== 0) throw new RangeError(`applyRope needs an even last dimension: d=${d}`);
   return tf.tidy(() => {
@@ -121,7 +126,12 @@ export function crossAttention(
       const keep = tf.cast(tf.reshape(options.memoryMask, [B, 1, 1, Tk]), "bool");
       scores = tf.where(tf.broadcastTo(keep, scores.shape), scores, tf.fill(scores.shape, -Infinity));
     }
-    const y = tf.matMul(tf.softmax(scores), v); // (B, H, Tq, hs)
+    let att = tf.softmax(scores); // (B, H, Tq, Tk); NaN rows where the memory is all padding
+    if (options.memoryMask) {
+      const keep = tf.cast(tf.reshape(options.memoryMask, [B, 1, 1, Tk]), "bool");
+      att = tf.where(tf.broadcastTo(keep, att.shape), att, tf.zerosLike(att)); // masked weights: exactly 0
+    }
+    const y = tf.matMul(att, v); // (B, H, Tq, hs)
     const merged = tf.reshape(tf.transpose(y, [0, 2, 1, 3]), [B * Tq, C]); // (B*Tq, C)
     return tf.reshape(tf.matMul(merged, weights.wO), [B, Tq, C]) as tf.Tensor3D;
   });
@@ -149,7 +159,9 @@ export function mlmMask(
   if (!Number.isInteger(maskId) || maskId < 0 || maskId >= vocabSize) {
     throw new RangeError(`maskId must be a token id in [0, vocabSize): maskId=${maskId}, vocabSize=${vocabSize}`);
   }
-  const n = ids.length, k = Math.round((options.rate ?? 0.15) * n);
+  const rate = options.rate ?? 0.15;
+  if (!(rate >= 0 && rate <= 1)) throw new RangeError(`rate must be a number in [0, 1]: rate=${rate}`);
+  const n = ids.length, k = Math.round(rate * n);
   const order = Array.from({ length: n }, (_, i) => i);
   for (let i = 0; i < k; i++) {
     const j = i + rng.int(n - i);

@@ -51,7 +51,8 @@ export function softmaxWithTemperature(
     return logits.map((_, i) => (i === best ? 1 : 0));
   }
   const scaled = logits.map((z) => z / temperature);
-  const max = Math.max(...scaled);
+  let max = -Infinity; // a loop, not Math.max(...scaled): spreading 200,000 arguments overflows the call stack
+  for (const z of scaled) if (z > max) max = z;
   const exps = scaled.map((z) => Math.exp(z - max));
   const total = exps.reduce((a, b) => a + b, 0);
   return exps.map((e) => e / total);
