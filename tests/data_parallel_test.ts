@@ -30,12 +30,6 @@ function data(): lm.Dataset {
 /** A tiny word-level transformer (the chapter 6 model, as `bench/transformer_brown.ts --workers` trains it). */
 const TCFG = lm.transformerConfig({ nLayer: 1, nHead: 2, nEmbd: 8, blockSize: 6 }, { vocabSize: 40 });
 const TOPTS = { seed: 5, bosId: lm.BOS_ID };
-const TSPEC: ModelSpec = {
-  module: import.meta.resolve("../lib/mod.ts"),
-  exportName: "TransformerLM",
-  config: TCFG,
-  options: TOPTS,
-};
 
 /** 203 windows of 6 tokens of a pseudo-random stream, each predicting the next 6. */
 function sequences(): lm.Dataset {
@@ -47,11 +41,11 @@ async function train(
   opts: { helpers?: number; localShare?: number; batchSize: number; steps: number; transformer?: boolean },
 ): Promise<{ weights: Record<string, Float32Array>; losses: number[]; tensorsAfter: number[] }> {
   const d = opts.transformer ? sequences() : data();
-  const model: lm.TrainableModel & { dispose(): void } = opts.transformer
+  const model: lm.TrainableModel & { dispose(): void; spec(): ModelSpec } = opts.transformer
     ? new lm.TransformerLM(TCFG, TOPTS)
     : new lm.FixedWindowLM(CFG, { seed: 5 });
   const share = opts.helpers
-    ? await DataParallel.start(model, opts.transformer ? TSPEC : SPEC, {
+    ? await DataParallel.start(model, model.spec(), { // each model says how a helper rebuilds it
       data: d,
       batchSize: opts.batchSize,
       helpers: opts.helpers,

@@ -54,6 +54,7 @@ import { Rng } from "../core/random.ts";
 import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
 import type { Batch } from "../train/dataset.ts";
 import type { LossOptions, TrainableModel } from "../train/train.ts";
+import type { ModelSpec } from "../train/data_parallel.ts";
 import { assignWeights, loadWeights, saveWeights } from "../train/checkpoint.ts";
 import { layerNormFused, rmsNormFused } from "../kernels/mod.ts";
 import { WindowScorer, windowStart } from "../lm/windows.ts";
@@ -99,6 +100,15 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   #vars: Record<string, tf.Variable> = {};
   #fast: FastForward;
   #scorer: WindowScorer;
+
+  /**
+   * How a data-parallel helper rebuilds this model (the trainer's `workers` option).
+   * @returns this module, the class, the configuration and the options (the helper gets the weights every step).
+   */
+  spec(): ModelSpec {
+    const options: TransformerOptions = { name: this.name, bosId: this.bosId, evalStride: this.evalStride };
+    return { module: import.meta.url, exportName: "TransformerLM", config: this.config, options };
+  }
 
   /**
    * Creates the model with freshly initialised weights: N(0, 0.02) for
