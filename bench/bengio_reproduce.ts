@@ -322,14 +322,14 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
   /** The training before this run, when it continues a saved model (--init). */
   let earlier: { trainMinutes: number; epochs: number; training: unknown; history: unknown } | null = null;
   if (args["evaluate-only"]) {
-    const loaded = await lm.FixedWindowLM.load(weightsPath(modelName));
+    const loaded = await lm.loadModel(weightsPath(modelName), lm.FixedWindowLM);
     model = loaded.model;
     trainMinutes = (loaded.meta.trainMinutes as number) ?? NaN;
     history = (loaded.meta.history as lm.TrainHistory) ?? null;
     console.log(`loaded ${weightsPath(modelName)} (${model.name})`);
   } else {
     if (args.init !== undefined) {
-      const loaded = await lm.FixedWindowLM.load(args.init);
+      const loaded = await lm.loadModel(args.init, lm.FixedWindowLM);
       model = loaded.model;
       const m = loaded.meta;
       if (m.preparation !== "bengio2003" || model.config.vocabSize !== V) {
@@ -497,7 +497,7 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
     } mixed with the trigram (weight ${fit.weight.toFixed(3)} fitted on validation)`,
   );
   if (!args["evaluate-only"]) {
-    await model.save(weightsPath(modelName), {
+    await lm.saveModel(weightsPath(modelName), model, {
       meta: {
         trainMinutes,
         epochs,

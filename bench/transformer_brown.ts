@@ -40,7 +40,7 @@
  * `--workers` defaults to 2, or 1 on a one-core machine; `--steps` overrides
  * the planned step count.
  *
- * Writes `<out>.lmbw` (weights and config, see TransformerLM.load) and
+ * Writes `<out>.lmbw` (weights and config, see lm.loadModel) and
  * `build/bench/transformer_brown.json` (figures, history, command line,
  * machine load), which notebook 06 reads.
  *
@@ -189,7 +189,7 @@ const trainer = new lm.Trainer(model, data, {
     );
     if (h.best === r) {
       await Deno.mkdir(out.replace(/\/[^/]*$/, ""), { recursive: true });
-      await model.save(`${out}.lmbw`, { step: r.step, valPerplexitySubset: r.perplexity });
+      await lm.saveModel(`${out}.lmbw`, model, { meta: { step: r.step, valPerplexitySubset: r.perplexity } });
     }
   },
 });
@@ -257,7 +257,9 @@ const summary = {
   date: new Date().toISOString(),
 };
 await Deno.mkdir(out.replace(/\/[^/]*$/, ""), { recursive: true });
-await model.save(`${out}.lmbw`, { testPerplexity: test.perplexity, validPerplexity: valid.perplexity });
+await lm.saveModel(`${out}.lmbw`, model, {
+  meta: { testPerplexity: test.perplexity, validPerplexity: valid.perplexity },
+});
 const resultsPath = arg("results", "build/bench/transformer_brown.json");
 await Deno.mkdir(resultsPath.replace(/\/[^/]*$/, ""), { recursive: true });
 await Deno.writeTextFile(resultsPath, JSON.stringify({ ...summary, weights: `${out}.lmbw` }, null, 1));

@@ -70,10 +70,12 @@ console.log(
 console.log(sample);
 await Deno.mkdir("build/models", { recursive: true });
 await Deno.mkdir("build/bench", { recursive: true });
-await model.save("build/models/transformer_moby.lmbw", {
-  valLoss: full.loss,
-  steps: history.steps,
-  vocab: vocab.toJSON(),
+await lm.saveModel("build/models/transformer_moby.lmbw", model, {
+  meta: {
+    valLoss: full.loss,
+    steps: history.steps,
+    vocab: vocab.toJSON(),
+  },
 });
 await Deno.writeTextFile(
   "build/bench/transformer_moby.json",

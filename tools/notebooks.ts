@@ -66,7 +66,7 @@ export function checkNotebookSource(nb: Json): string[] {
           problems.push(
             `cell ${i}: uses Deno.${api}, which the live page's stand-in for Deno lacks ` +
               `(it has ${LIVE_PAGE_DENO.map((a) => `Deno.${a}`).join(", ")}); go through lm (lm.readJsonFile, ` +
-              `lm.isNotFound, a model's save and load)`,
+              `lm.isNotFound, lm.saveModel and lm.loadModel)`,
           );
         }
       }

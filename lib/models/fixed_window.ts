@@ -38,7 +38,6 @@ import { BOS_ID, EOS_ID, UNK_ID } from "../data/vocab.ts";
 import { crossEntropyFromLogits, embeddingLookup, linear, nextTokenLogProbs } from "../kernels/mod.ts";
 import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
 import { arrayDataset, type Batch, type Dataset } from "../train/dataset.ts";
-import { assignWeights, loadWeights, saveWeights } from "../train/checkpoint.ts";
 import { type LossOptions, type TrainableModel } from "../train/train.ts";
 import type { ModelSpec } from "../train/data_parallel.ts";
 
@@ -351,7 +350,7 @@ export const BENGIO_MODELS: Readonly<
 /**
  * Bengio et al.'s (2003) fixed-window neural language model (chapter 3).
  *
- * Weights (names as stored by {@link FixedWindowLM.save}):
+ * Weights (names as stored by `saveModel`):
  * - `embedding` C: (vocabSize, nEmbd)
  * - `hidden.weight` H: (blockSize·nEmbd, nHidden), `hidden.bias` d: (nHidden)
  * - `output.weight`: (nHidden [+ blockSize·nEmbd], vocabSize): U, with the
@@ -725,41 +724,6 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
       await pace();
     }
     return out;
-  }
-
-  /**
-   * Saves the weights and the configuration to one file (see {@link saveWeights}).
-   * @param path e.g. `build/models/bengio.lmw`.
-   * @param options extra metadata to store (e.g. training figures, the vocabulary size).
-   * @returns the bytes written.
-   */
-  save(path: string, options: { meta?: Record<string, unknown> } = {}): Promise<number> {
-    return saveWeights(path, this.#vars, {
-      meta: { kind: "FixedWindowLM", config: this.config, name: this.name, ...options.meta },
-    });
-  }
-
-  /**
-   * Builds a model from a file written by {@link FixedWindowLM.save}.
-   * @param path the file.
-   * @returns the model and the metadata stored with it.
-   * @throws {TypeError} when the file holds another kind of model.
-   */
-  static async load(
-    path: string,
-  ): Promise<{ model: FixedWindowLM; meta: Record<string, unknown> }> {
-    const { tensors, meta } = await loadWeights(path);
-    if (meta.kind !== "FixedWindowLM") {
-      tf.dispose(Object.values(tensors));
-      throw new TypeError(
-        `not a FixedWindowLM weights file (kind=${JSON.stringify(meta.kind)}): path=${path}`,
-      );
-    }
-    const model = new FixedWindowLM(meta.config as FixedWindowConfig, {
-      name: meta.name as string | undefined,
-    });
-    assignWeights(model.variables(), tensors);
-    return { model, meta };
   }
 
   /** The embedding table C as rows of numbers, (vocabSize, nEmbd). */

@@ -1,4 +1,5 @@
 import { assert, assertAlmostEquals, assertEquals, assertRejects, assertThrows } from "@std/assert";
+import { loadModel, saveModel } from "../train/model_file.ts";
 import * as tf from "@tensorflow/tfjs";
 import {
   buildWindows,
@@ -380,8 +381,8 @@ Deno.test("FixedWindowLM + Trainer: learns the toy grammar on cpu; no leaks; sav
   }
   tf.dispose([b.x, b.y]);
   const dir = await Deno.makeTempDir();
-  await model.save(`${dir}/m.lmw`, { meta: { note: "toy" } });
-  const { model: back, meta } = await FixedWindowLM.load(`${dir}/m.lmw`);
+  await saveModel(`${dir}/m.lmw`, model, { meta: { note: "toy" } });
+  const { model: back, meta } = await loadModel(`${dir}/m.lmw`, FixedWindowLM);
   assertEquals(meta.note, "toy");
   assertEquals(back.config, model.config);
   assertAlmostEquals(
@@ -393,7 +394,7 @@ Deno.test("FixedWindowLM + Trainer: learns the toy grammar on cpu; no leaks; sav
     async () => {
       const { saveWeights } = await import("../train/checkpoint.ts");
       await saveWeights(`${dir}/other.lmw`, { w: tf.zeros([1]) }, { meta: { kind: "Other" } });
-      await FixedWindowLM.load(`${dir}/other.lmw`);
+      await loadModel(`${dir}/other.lmw`, FixedWindowLM);
     },
     TypeError,
     "FixedWindowLM",

@@ -55,7 +55,6 @@ import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
 import type { Batch } from "../train/dataset.ts";
 import type { LossOptions, TrainableModel } from "../train/train.ts";
 import type { ModelSpec } from "../train/data_parallel.ts";
-import { assignWeights, loadWeights, saveWeights } from "../train/checkpoint.ts";
 import { layerNormFused, rmsNormFused } from "../kernels/mod.ts";
 import { WindowScorer, windowStart } from "../lm/windows.ts";
 import { gptForward, initWeights } from "./gpt.ts";
@@ -163,7 +162,7 @@ export class TransformerLM implements TrainableModel, LanguageModel {
 
   /**
    * The trainable variables by stable name (`wte`, `wpe`, `h0.attn.wq`,
-   * ...), for the trainer and {@link saveWeights}.
+   * ...), for the trainer and `saveModel`.
    * @returns the same variables on every call.
    */
   variables(): Record<string, tf.Variable> {
@@ -291,35 +290,6 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    */
   logProbs(stream: Int32Array, options: LogProbsOptions & { batchSize?: number } = {}): Promise<Float64Array> {
     return this.#scorer.logProbs(stream, options);
-  }
-
-  /**
-   * Saves the weights and the config to one file (see {@link saveWeights}).
-   * @param path the file to write.
-   * @param meta extra metadata to store (e.g. the training figures).
-   */
-  async save(path: string, meta: Record<string, unknown> = {}): Promise<void> {
-    await saveWeights(path, this.#vars, {
-      meta: { ...meta, config: this.config, bosId: this.bosId, evalStride: this.evalStride, name: this.name },
-    });
-  }
-
-  /**
-   * Loads a model saved with {@link TransformerLM.save}.
-   * @param path the file.
-   * @returns the model and the saved metadata.
-   * @throws {RangeError} when the file lacks a config or a weight is missing or has the wrong shape.
-   */
-  static async load(path: string): Promise<{ model: TransformerLM; meta: Record<string, unknown> }> {
-    const { tensors, meta } = await loadWeights(path);
-    if (!meta.config) throw new RangeError(`no transformer config in ${path}: meta keys=${Object.keys(meta)}`);
-    const model = new TransformerLM(meta.config as TransformerConfig, {
-      bosId: meta.bosId as number | undefined,
-      evalStride: meta.evalStride as number | undefined,
-      name: meta.name as string | undefined,
-    });
-    assignWeights(model.variables(), tensors);
-    return { model, meta };
   }
 
   /** Frees the variables and cached constants. */

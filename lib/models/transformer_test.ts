@@ -7,6 +7,7 @@
  * any WebGPU adapter the webgpu part is skipped with a message, unless
  * LMBOOK_REQUIRE_WEBGPU=1 makes that a failure (CI sets it).
  */
+import { loadModel, saveModel } from "../train/model_file.ts";
 import { assert, assertAlmostEquals, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { initBackend, probeWebGpu } from "../core/backend.ts";
@@ -317,8 +318,8 @@ Deno.test("evaluation is exact on every backend, even where probabilities underf
 Deno.test("save and load round trip", async () => {
   const model = new TransformerLM(tiny({ positions: "sinusoidal" }), { seed: 12, bosId: 3, name: "t" });
   const path = await Deno.makeTempFile({ suffix: ".lmbw" });
-  await model.save(path, { note: "hi" });
-  const { model: loaded, meta } = await TransformerLM.load(path);
+  await saveModel(path, model, { meta: { note: "hi" } });
+  const { model: loaded, meta } = await loadModel(path, TransformerLM);
   assertEquals(meta.note, "hi");
   assertEquals(loaded.config, model.config);
   assertEquals([loaded.bosId, loaded.name], [3, "t"]);
@@ -584,8 +585,8 @@ Deno.test("modern block: trains (loss falls, tensors flat), scores, generates, s
   assertEquals((await generate(model, [1, 4, 2], { maxNewTokens: 6, greedy: true })).tokens, [8, 5, 7, 1, 4, 2]);
   // Save and load: same config, same logits.
   const path = await Deno.makeTempFile({ suffix: ".lmbw" });
-  await model.save(path);
-  const { model: loaded } = await TransformerLM.load(path);
+  await saveModel(path, model);
+  const { model: loaded } = await loadModel(path, TransformerLM);
   assertEquals(loaded.config, model.config);
   const x = ids([[1, 4, 2, 8]]);
   assertEquals(maxDiff(model.forward(x).logits, loaded.forward(x).logits), 0);
@@ -693,8 +694,8 @@ async function combinationRun(over: Record<string, unknown>): Promise<number[]> 
     out.push(g1.length === 5 && g1.join() === g2.join() ? 0 : 1);
   }
   const path = await Deno.makeTempFile({ suffix: ".lmbw" });
-  await model.save(path);
-  const { model: loaded } = await TransformerLM.load(path);
+  await saveModel(path, model);
+  const { model: loaded } = await loadModel(path, TransformerLM);
   await Deno.remove(path);
   const saved = tf.tidy(() =>
     tf.max(tf.abs(tf.sub(model.forward(ids([[1, 2, 3]])).logits, loaded.forward(ids([[1, 2, 3]])).logits)))

@@ -2,7 +2,7 @@
  * The training layer (chapter 3, shared with chapters 4-6): the trainer loop
  * (`train.ts`), its datasets (`dataset.ts`), AdamW (`adamw.ts`) and SGD (`sgd.ts`),
  * learning-rate schedules and gradient clipping (`schedule.ts`), checkpoints
- * (`checkpoint.ts`), runs that resume after a stop (`resume.ts`), loss curves
+ * (`checkpoint.ts`), model files (`model_file.ts`), runs that resume after a stop (`resume.ts`), loss curves
  * (`curves.ts`) and data parallelism over several cores (`data_parallel.ts`), for any model that
  * implements {@link TrainableModel}.
  *
@@ -17,4 +17,5 @@ export * from "./train.ts";
 export * from "./checkpoint.ts";
 export { type CheckpointOptions, fingerprintDiff, loadRun, runFingerprint, type SavedRun, saveRun } from "./resume.ts";
 export * from "./curves.ts";
+export * from "./model_file.ts";
 export { chooseWorkers, DataParallel, type ModelSpec, type WorkersChoice } from "./data_parallel.ts";

@@ -274,7 +274,7 @@ Deno.test({
             (code) => (window as Json).lmbook.runCode(code),
             'import * as lm from "../lib/mod.ts";\n' + probe +
               "const m = new lm.FixedWindowLM({ vocabSize: 12, blockSize: 2, nEmbd: 3, nHidden: 4 }, { seed: 5 });\n" +
-              'await m.save("../build/models/page_test.lmw", { meta: { from: "the page" } });\n' +
+              'await lm.saveModel("../build/models/page_test.lmw", m, { meta: { from: "the page" } });\n' +
               "console.log(JSON.stringify(p(m)));",
           );
           assert(saved.ok, saved.texts.join("\n"));
@@ -299,8 +299,8 @@ Deno.test({
           const file = await Deno.makeTempFile({ suffix: ".lmw" });
           try {
             await Deno.writeFile(file, Uint8Array.from(bytes));
-            const { FixedWindowLM } = await import("../../lib/mod.ts");
-            const loaded = await FixedWindowLM.load(file);
+            const { FixedWindowLM, loadModel } = await import("../../lib/mod.ts");
+            const loaded = await loadModel(file, FixedWindowLM);
             assertAlmostEquals(loaded.model.nextDistribution([2, 3])[4], expected, 1e-6);
             assertEquals(loaded.meta.from, "the page");
             loaded.model.dispose();
@@ -312,7 +312,7 @@ Deno.test({
           const again: { ok: boolean; texts: string[] } = await page.evaluate(
             (code) => (window as Json).lmbook.runCode(code),
             'import * as lm from "../lib/mod.ts";\n' + probe +
-              'const { model } = await lm.FixedWindowLM.load("../build/models/page_test.lmw");\n' +
+              'const { model } = await lm.loadModel("../build/models/page_test.lmw", lm.FixedWindowLM);\n' +
               "console.log(JSON.stringify(p(model)));",
           );
           assert(again.ok, again.texts.join("\n"));
