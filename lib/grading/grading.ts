@@ -200,7 +200,9 @@ export interface MistakeOptions {
    * Known wrong variants of the answer. When the check fails, the actual value is compared (with the check's own
    * tolerance and shape rules) with each variant's `value`; the first that matches gives the hint the student sees
    * ("this looks like: <hint>"; any other variant that matches too is added as "or: <hint>", since this input
-   * cannot tell them apart). When none matches, the check's neutral `hint` is shown.
+   * cannot tell them apart). When none matches, the check's neutral `hint` is shown. An actual value that holds
+   * NaN anywhere matches no variant (not even one that is NaN there too): NaN is what many different mistakes
+   * give on the same input, so it cannot name one; the NaN line of the message and the neutral hint explain it.
    */
   mistakes?: Mistake[];
 }
@@ -310,7 +312,9 @@ export function expectClose(
   checkMistakes(options.mistakes);
   const lines = closeProblem(got, expected, atol, rtol);
   if (lines === null) return;
-  const matching = (options.mistakes ?? []).filter((m) => closeProblem(got, mistakeValue(m), atol, rtol) === null);
+  const matching = hasNaN(got)
+    ? []
+    : (options.mistakes ?? []).filter((m) => closeProblem(got, mistakeValue(m), atol, rtol) === null);
   fail(withMistakes(options, matching), lines);
 }
 
@@ -325,6 +329,30 @@ function withMistakes(ctx: CheckContext, matching: Mistake[]): CheckContext {
     ...ctx,
     hint: [`${MISTAKE_PREFIX}${hints[0]}`, ...hints.slice(1).map((h) => `  or:       ${h}`)].join("\n"),
   };
+}
+
+/**
+ * Whether a returned value holds NaN anywhere (a number, nested arrays, typed arrays, tensors, Map values or
+ * plain-object fields). Such an output is never matched with a known mistake: many different mistakes (and the
+ * unstable arithmetic a test file may use to compute a variant) all collapse to NaN on the same input, so a
+ * variant being NaN there says nothing about what the student did. The check's neutral hint and the NaN line
+ * ({@link NAN_CAUSES}) explain it instead.
+ */
+function hasNaN(value: unknown, depth = 0): boolean {
+  if (depth > 8) return false;
+  if (typeof value === "number") return Number.isNaN(value);
+  if (value instanceof tf.Tensor) {
+    return !value.isDisposed && value.dtype !== "string" && Array.from(value.dataSync()).some(Number.isNaN);
+  }
+  if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
+    return Array.from(value as unknown as ArrayLike<number>).some((v) => Number.isNaN(v));
+  }
+  if (Array.isArray(value)) return value.some((v) => hasNaN(v, depth + 1));
+  if (value instanceof Map) return [...value.values()].some((v) => hasNaN(v, depth + 1));
+  if (value !== null && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.values(value).some((v) => hasNaN(v, depth + 1));
+  }
+  return false;
 }
 
 /** A mistake's value, computing it first when it is given as a function. */
@@ -463,7 +491,7 @@ export function expectEqual(
   checkMistakes(options.mistakes);
   if (!deepEqual(got, expected)) {
     const te = describeType(expected), tg = describeType(got);
-    const matching = (options.mistakes ?? []).filter((m) => deepEqual(got, mistakeValue(m)));
+    const matching = hasNaN(got) ? [] : (options.mistakes ?? []).filter((m) => deepEqual(got, mistakeValue(m)));
     fail(withMistakes(options, matching), [
       `expected: ${formatValue(expected)}`,
       `got:      ${formatValue(got)}`,

@@ -229,18 +229,18 @@ Deno.test("graded registers its test at the caller's line, so deno test points a
 Deno.test("mistakes that give the same output on this input are all named; malformed mistakes are a TypeError", () => {
   const msg = assertThrows(
     () =>
-      expectClose([NaN, NaN], [0.5, 0.5], {
-        what: "softmax([-1000, -1000])",
+      expectClose([1, 0], [0.5, 0.5], {
+        what: "softmax([1000, 0])",
         hint: "neutral",
         mistakes: [
-          { value: [NaN, NaN], hint: "no shift" },
+          { value: [1, 0], hint: "one-hot of the largest" },
           { value: [0.25, 0.25], hint: "halved" },
-          { value: [NaN, NaN], hint: "a shift by 0" },
+          { value: [1, 0], hint: "argmax instead of softmax" },
         ],
       }),
     WrongAnswerError,
   ).message;
-  assertStringIncludes(msg, "hint:     this looks like: no shift\n  or:       a shift by 0");
+  assertStringIncludes(msg, "hint:     this looks like: one-hot of the largest\n  or:       argmax instead of softmax");
   assertEquals(msg.includes("halved"), false);
   assertThrows(
     () => expectClose([1], [1], { what: "x", mistakes: [{ value: [2], hint: "" }] }),
@@ -283,4 +283,65 @@ Deno.test("expectClose: an infinite expected value matches only that infinity (i
     assertThrows(() => expectClose(got, [-Infinity, 1], { what: "log-probabilities" }), WrongAnswerError);
   }
   assertThrows(() => expectClose([1e300], [Infinity], { what: "a sum" }), WrongAnswerError);
+});
+
+Deno.test("an output holding NaN is matched with no mistake, even one that is NaN there too (issue 31)", () => {
+  // Chapter 0's case: softmax([1000, 1001]) gave NaN; the variant "reversed order" computed without a shift is NaN
+  // on this input too, and so is "no shift": neither may be offered as what the student did.
+  const options = {
+    what: "softmax([1000, 1001])",
+    hint: "shift every logit by the largest one before exp",
+    mistakes: [
+      { value: [NaN, NaN], hint: "the probabilities come out in reverse order" },
+      { value: [NaN, 0.5], hint: "half NaN" },
+      { value: () => [NaN, NaN], hint: "no shift" },
+    ],
+  };
+  for (const got of [[NaN, NaN], [NaN, 0.5], new Float32Array([NaN, NaN])]) {
+    const msg = assertThrows(() => expectClose(got, [0.2689, 0.7311], options), WrongAnswerError).message;
+    assertStringIncludes(msg, "got NaN at flat index 0");
+    assertStringIncludes(msg, "hint:     shift every logit by the largest one before exp");
+    assertEquals(msg.includes("this looks like"), false, msg);
+  }
+  const tensor = tf.tensor1d([NaN, 1]);
+  try {
+    const msg = assertThrows(() => expectClose(tensor, [0.5, 0.5], options), WrongAnswerError).message;
+    assertEquals(msg.includes("this looks like"), false, msg);
+  } finally {
+    tensor.dispose();
+  }
+  // expectEqual too: NaN in a Map value or an object field names no mistake.
+  const eq = assertThrows(
+    () =>
+      expectEqual(new Map([["a", NaN]]), new Map([["a", 0]]), {
+        what: "probs",
+        hint: "neutral",
+        mistakes: [{ value: new Map([["a", NaN]]), hint: "0/0" }],
+      }),
+    WrongAnswerError,
+  ).message;
+  assertStringIncludes(eq, "hint:     neutral");
+  assertEquals(eq.includes("this looks like"), false);
+  const obj = assertThrows(
+    () =>
+      expectEqual({ p: NaN }, { p: 1 }, { what: "o", hint: "neutral", mistakes: [{ value: { p: NaN }, hint: "x" }] }),
+    WrongAnswerError,
+  ).message;
+  assertEquals(obj.includes("this looks like"), false);
+  // An output without NaN is still diagnosed.
+  assertStringIncludes(
+    assertThrows(() => expectClose([0.5, 0.5], [0.2689, 0.7311], options), WrongAnswerError).message,
+    "hint:     shift every logit",
+  );
+  assertStringIncludes(
+    assertThrows(
+      () =>
+        expectClose([0.7311, 0.2689], [0.2689, 0.7311], {
+          ...options,
+          mistakes: [{ value: [0.7311, 0.2689], hint: "reversed" }],
+        }),
+      WrongAnswerError,
+    ).message,
+    "this looks like: reversed",
+  );
 });
