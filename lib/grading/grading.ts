@@ -150,7 +150,9 @@ export function errorHint(e: Error): string {
       "read environment variables or start programs. Compute the answer from the function's arguments only.";
   }
   if (/Maximum call stack size exceeded/.test(m)) {
-    return "a function calls itself without end: check the base case of your recursion.";
+    return "a long array was spread into a call (Math.max(...xs), Math.min(...xs), push(...xs)): that passes " +
+      "every entry as an argument and overflows the stack at around 100,000 of them, so use a loop; " +
+      "or a function calls itself without end: check the base case of your recursion.";
   }
   if (/Invalid array length|Array buffer allocation failed/.test(m)) {
     return "an array of an impossible size was requested: check the length you compute (negative? NaN? huge?).";

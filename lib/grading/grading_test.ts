@@ -345,3 +345,17 @@ Deno.test("an output holding NaN is matched with no mistake, even one that is Na
     "this looks like: reversed",
   );
 });
+
+Deno.test("a stack overflow from a long array spread into Math.max gets a hint that names the spread", () => {
+  let overflow: unknown;
+  try {
+    const xs = new Array(300_000).fill(1);
+    Math.max(...xs);
+  } catch (err) {
+    overflow = err;
+  }
+  assertInstanceOf(overflow, RangeError);
+  const msg = explainFailure(overflow).message;
+  assertStringIncludes(msg, "Math.max(...xs)");
+  assertStringIncludes(msg, "use a loop");
+});
