@@ -525,17 +525,54 @@ export function expectShape(
   }
 }
 
+/** What {@link expectThrows} requires of the message, beyond the error's class. */
+export interface ThrowsOptions extends CheckContext {
+  /** Text the message must include verbatim (only for a wording the exercise's doc spells out). */
+  includes?: string;
+  /**
+   * Names and values the message must mention, in any wording: each as a whole token, so `"n"` is not found in
+   * `"must"`, `2` not in `2.5` or `-2`, `"x"` is found in `"x.length=2"` and `NaN` in `"logits[1]=NaN"`. For a doc
+   * that promises "a message naming the argument and the value" without fixing the format.
+   */
+  mentions?: (string | number)[];
+}
+
+/**
+ * Whether `message` mentions `token` as a whole token (see {@link ThrowsOptions.mentions}).
+ * @param message an error message.
+ * @param token a name or a value (numbers as `String(value)` writes them).
+ * @returns true when some occurrence is not part of a longer name or number.
+ *
+ * @example
+ * ```ts
+ * import { mentionsToken } from "./grading.ts";
+ * console.log(mentionsToken("n must be an integer >= 1: n=2.5", 2.5), mentionsToken("n=2.5", 2)); // true false
+ * ```
+ */
+export function mentionsToken(message: string, token: string | number): boolean {
+  const t = String(token);
+  if (t === "") return true;
+  const numeric = typeof token === "number";
+  for (let i = message.indexOf(t); i >= 0; i = message.indexOf(t, i + 1)) {
+    const before = message[i - 1] ?? "", after = message[i + t.length] ?? "", after2 = message[i + t.length + 1] ?? "";
+    if (/[\w$]/.test(before) || (numeric && /[-.]/.test(before) && !/^-/.test(t))) continue;
+    if (/[\w$]/.test(after) || (after === "." && /\d/.test(after2))) continue;
+    return true;
+  }
+  return false;
+}
+
 /**
  * Checks that a call throws an error of the given class whose message
- * includes some text.
+ * includes some text and mentions some names and values.
  * @param fn the call that should throw.
  * @param errorClass the expected error class, e.g. `RangeError`.
- * @param options what is checked, the text the message must include, a hint.
+ * @param options what is checked, the text the message must include or the tokens it must mention, a hint.
  */
 export function expectThrows(
   fn: () => unknown,
   errorClass: new (...args: never[]) => Error,
-  options: CheckContext & { includes?: string },
+  options: ThrowsOptions,
 ): void {
   let thrown: unknown = undefined, threw = false;
   try {
@@ -558,6 +595,14 @@ export function expectThrows(
   if (options.includes && !(thrown as Error).message.includes(options.includes)) {
     fail(options, [
       `expected the message to include ${JSON.stringify(options.includes)}`,
+      `got message: ${JSON.stringify((thrown as Error).message)}`,
+    ]);
+  }
+  const missing = (options.mentions ?? []).filter((t) => !mentionsToken((thrown as Error).message, t));
+  if (missing.length > 0) {
+    fail(options, [
+      `expected the message to mention ${missing.map((t) => JSON.stringify(String(t))).join(" and ")} ` +
+      `(in any wording)`,
       `got message: ${JSON.stringify((thrown as Error).message)}`,
     ]);
   }

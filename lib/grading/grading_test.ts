@@ -10,6 +10,7 @@ import {
   explainFailure,
   formatValue,
   graded,
+  mentionsToken,
   TEST_LOCATION,
   WrongAnswerError,
 } from "./grading.ts";
@@ -358,4 +359,28 @@ Deno.test("a stack overflow from a long array spread into Math.max gets a hint t
   const msg = explainFailure(overflow).message;
   assertStringIncludes(msg, "Math.max(...xs)");
   assertStringIncludes(msg, "use a loop");
+});
+
+Deno.test("expectThrows mentions: names and values in any wording, each as a whole token", () => {
+  assertEquals(mentionsToken("n must be an integer >= 1: n=2.5", "n"), true);
+  assertEquals(mentionsToken("must be an integer >= 1: got 2.5", "n"), false); // "n" only inside words
+  assertEquals(mentionsToken("n=2.5", 2.5), true);
+  assertEquals(mentionsToken("n=2.5", 2), false);
+  assertEquals(mentionsToken("n=-2", 2), false);
+  assertEquals(mentionsToken("n=-2", -2), true);
+  assertEquals(mentionsToken("x.length=2, y.length=3", "x"), true);
+  assertEquals(mentionsToken("logits[1]=NaN", NaN), true);
+  assertEquals(mentionsToken("got -Infinity in logits", Infinity), false);
+  assertEquals(mentionsToken("got -Infinity in logits", -Infinity), true);
+  assertEquals(mentionsToken("k is 10", 1), false);
+  const throwing = (msg: string) => () => {
+    throw new RangeError(msg);
+  };
+  const options = { what: "f(0)", hint: "name n and its value", mentions: ["n", 0] };
+  expectThrows(throwing("n must be >= 1, got 0"), RangeError, options);
+  expectThrows(throwing("bad n: 0"), RangeError, options);
+  const msg = assertThrows(() => expectThrows(throwing("bad value 10 for n"), RangeError, options), WrongAnswerError)
+    .message;
+  assertStringIncludes(msg, 'expected the message to mention "0" (in any wording)');
+  assertStringIncludes(msg, 'got message: "bad value 10 for n"');
 });
