@@ -16,8 +16,9 @@ const BOS = "<s>", EOS = "</s>";
 
 // Random checks draw words from this vocabulary: some words are prefixes or suffixes of others ("a", "ab",
 // "abc"; "he", "the", "then"), so string keys built or matched carelessly collide; "constructor" breaks counts
-// kept in a plain object ({}), which already has a property of that name.
-const WORDS = ["a", "ab", "abc", "b", "bc", "c", "he", "the", "then", "constructor"];
+// kept in a plain object ({}), which already has a property of that name; "The" and "A" differ from "the" and "a"
+// only in case, and words are kept as written (nothing in the docs folds case).
+const WORDS = ["a", "ab", "abc", "b", "bc", "c", "he", "the", "then", "constructor", "The", "A"];
 
 /** A random sentence of `len` words of WORDS. */
 function randomSentence(rng: Rng, len: number): string[] {
@@ -162,12 +163,12 @@ graded("1.1 extractNgrams: the count is L + 1 for longer sentences and higher n"
 graded("1.1 extractNgrams: n < 1 is a RangeError naming the value", () => {
   expectThrows(() => extractNgrams(["a"], 0), RangeError, {
     what: 'extractNgrams(["a"], 0)',
-    includes: "n=0",
+    mentions: ["n", 0],
     hint: "throw new RangeError(`n must be an integer >= 1: n=${n}`)",
   });
   expectThrows(() => extractNgrams(["a"], -2), RangeError, {
     what: 'extractNgrams(["a"], -2)',
-    includes: "n=-2",
+    mentions: ["n", -2],
     hint: "reject every n < 1, not only n === 0, and put the value actually passed in the message",
   });
 });
@@ -195,11 +196,23 @@ graded("1.1 extractNgrams: rejects NaN, Infinity and fractional n, naming the va
   for (const bad of [NaN, Infinity, -Infinity, 2.5, 0.5, -1]) {
     expectThrows(() => extractNgrams(["a", "b"], bad), RangeError, {
       what: `extractNgrams(["a", "b"], ${bad})`,
-      includes: `n=${bad}`,
+      mentions: ["n", bad],
       hint: "n < 1 is false for NaN, Infinity and 2.5: test !Number.isInteger(n) || n < 1 first and " +
         "throw new RangeError(`n must be an integer >= 1: n=${n}`)",
     });
   }
+});
+
+graded("1.1 extractNgrams: words are kept as written, case and all", () => {
+  const sentence = ["The", "cat", "saw", "THE", "the"];
+  expectEqual(extractNgrams(sentence, 2), ngramsPlain(sentence, 2), {
+    what: 'extractNgrams(["The", "cat", "saw", "THE", "the"], 2)',
+    hint: "copy the words unchanged: do not lower-case (or otherwise normalise) them, the docs never ask for it",
+    mistakes: [{
+      value: ngramsPlain(sentence.map((w) => w.toLowerCase()), 2),
+      hint: "the words were lower-cased: keep them as written",
+    }],
+  });
 });
 
 graded("1.1 extractNgrams: leaves the sentence alone and returns fresh n-grams", () => {
@@ -262,6 +275,19 @@ graded("1.2 ngramCounts: no n-gram crosses a sentence boundary", () => {
   }
 });
 
+graded("1.2 ngramCounts: The and the are different words", () => {
+  // Case is kept: "The cat" and "the cat" are two n-grams, each counted on its own.
+  const corpus = [["The", "cat"], ["the", "cat"], ["the", "Cat"], ["The", "cat"]];
+  expectEqual(entries(ngramCounts(corpus, 2)), entries(countsPlain(corpus, 2)), {
+    what: 'ngramCounts([["The", "cat"], ["the", "cat"], ["the", "Cat"], ["The", "cat"]], 2)',
+    hint: "keep the words as written in the keys: do not lower-case them (The and the are different words here)",
+    mistakes: [{
+      value: entries(countsPlain(corpus.map((s) => s.map((w) => w.toLowerCase())), 2)),
+      hint: "the keys were lower-cased, so The and the were counted as one word",
+    }],
+  });
+});
+
 graded("1.2 ngramCounts: repeated n-grams are counted, not just listed", () => {
   // trigrams: "<s> <s> the" starts two sentences; "<s> <s> a" one.
   const got = ngramCounts(CORPUS, 3);
@@ -314,7 +340,7 @@ graded("1.2 ngramCounts: an empty corpus, empty sentences, and bad n", () => {
   for (const bad of [0, 1.5, NaN]) {
     expectThrows(() => ngramCounts(CORPUS, bad), RangeError, {
       what: `ngramCounts(corpus, ${bad})`,
-      includes: `n=${bad}`,
+      mentions: ["n", bad],
       hint: "reuse extractNgrams (exercise 1.1): it rejects n that is not an integer >= 1, naming the value",
     });
   }
@@ -323,7 +349,7 @@ graded("1.2 ngramCounts: an empty corpus, empty sentences, and bad n", () => {
     for (const bad of [0, -1, 2.5, NaN, Infinity]) {
       expectThrows(() => ngramCounts(corpus, bad), RangeError, {
         what: `ngramCounts(${shown}, ${bad})`,
-        includes: `n=${bad}`,
+        mentions: ["n", bad],
         hint: "check n before looping over the sentences: an empty corpus must still reject an invalid n",
       });
     }
@@ -433,6 +459,25 @@ graded("1.3 mleProb: whole words only, in the context and in the word", () => {
       input: why,
       hint: "compare whole words: split each key on the space and compare word by word (key.startsWith(h) " +
         "also matches a longer word, key.endsWith(w) a word ending in w)",
+    });
+  }
+});
+
+graded("1.3 mleProb: The and the are different words, in the context and in the word", () => {
+  const counts = new Map([["The cat", 3], ["the cat", 1], ["the dog", 3], ["the Cat", 2]]);
+  const cases: [string[], number, string][] = [
+    [["The", "cat"], 1, "c(The cat) = 3 = c(The ·)"],
+    [["the", "cat"], 1 / 6, "c(the cat) = 1, c(the ·) = 1 + 3 + 2 = 6"],
+    [["the", "Cat"], 2 / 6, "c(the Cat) = 2, c(the ·) = 6"],
+    [["THE", "cat"], 0, "THE was never seen"],
+  ];
+  for (const [gram, p, why] of cases) {
+    expectClose(mleProb(counts, gram), p, {
+      what: `mleProb(${JSON.stringify([...counts])}, ${JSON.stringify(gram)})`,
+      input: why,
+      hint: "compare words exactly as written: The and the are different words (do not lower-case either side)",
+      // Folded, every key is "the cat" (6) or "the dog" (3): each of these queries would give 6 / 9.
+      mistakes: [{ value: 6 / 9, hint: "the words were lower-cased before comparing: The and the became one word" }],
     });
   }
 });
