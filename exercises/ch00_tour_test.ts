@@ -75,7 +75,13 @@ function softmaxMistakes(x: number[]) {
     { value: softmaxRef(x, "mean"), hint: "a shift by the mean logit: subtract the largest" },
     { value: softmaxRef(x, "none"), hint: "exp of the raw logits: subtract the largest logit before exp" },
     { value: exps, hint: "exp(x_i) without dividing by the sum of all exp(x_j)" },
-    { value: right.map((p) => p / topP), hint: "a division by the largest exp instead of the sum" },
+    {
+      // exp(x_i - max) itself equals p_i / max p: the same output whether the sum was left out or the largest
+      // exp was used in its place.
+      value: right.map((p) => p / topP),
+      hint: "exp(x_i - max) was not divided by the sum of all of them (or was divided by the largest exp, " +
+        "which gives the same numbers): divide each by the sum",
+    },
     { value: x.map((v) => Math.exp(v) / sumLogits), hint: "a division by the sum of the logits, not of their exps" },
     { value: x.map((v) => v / sumLogits), hint: "the logits divided by their sum: exponentiate them first" },
     { value: x.map((v) => v - lse), hint: "the log of the softmax (log-softmax): exponentiate the result" },

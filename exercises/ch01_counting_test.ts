@@ -36,7 +36,7 @@ function randomCorpora(seed: number, count: number): string[][][] {
   return out;
 }
 
-type GramMistake = "none" | "nStarts" | "noEnd" | "bothEnds" | "oneStart";
+type GramMistake = "none" | "nStarts" | "noEnd" | "bothEnds" | "oneStart" | "skipFirst";
 
 /** Reference 1.1, from scratch: the padded windows, with plain loops (and switches for the usual mistakes). */
 function ngramsPlain(sentence: string[], n: number, mistake: GramMistake = "none"): string[][] {
@@ -47,7 +47,7 @@ function ngramsPlain(sentence: string[], n: number, mistake: GramMistake = "none
   const ends = mistake === "noEnd" ? 0 : mistake === "bothEnds" ? Math.max(1, n - 1) : 1;
   for (let i = 0; i < ends; i++) padded.push(EOS);
   const out: string[][] = [];
-  for (let i = 0; i + n <= padded.length; i++) {
+  for (let i = mistake === "skipFirst" ? 1 : 0; i + n <= padded.length; i++) {
     const gram: string[] = [];
     for (let j = 0; j < n; j++) gram.push(padded[i + j]);
     out.push(gram);
@@ -55,12 +55,18 @@ function ngramsPlain(sentence: string[], n: number, mistake: GramMistake = "none
   return out;
 }
 
-/** Reference 1.2, from scratch (`sep` and `joined` reproduce the usual mistakes). */
-function countsPlain(sentences: string[][], n: number, sep = " ", joined = false): Map<string, number> {
+/** Reference 1.2, from scratch (`sep`, `joined` and `distinct` reproduce the usual mistakes). */
+function countsPlain(
+  sentences: string[][],
+  n: number,
+  sep = " ",
+  joined = false,
+  distinct = false,
+): Map<string, number> {
   const m = new Map<string, number>();
   const units = joined ? [sentences.flat()] : sentences;
   for (const s of units) {
-    for (const g of ngramsPlain(s, n)) m.set(g.join(sep), (m.get(g.join(sep)) ?? 0) + 1);
+    for (const g of ngramsPlain(s, n)) m.set(g.join(sep), distinct ? 1 : (m.get(g.join(sep)) ?? 0) + 1);
   }
   return m;
 }
@@ -178,15 +184,27 @@ graded("1.1 extractNgrams: random sentences and orders match a from-scratch coun
   for (let t = 0; t < 60; t++) {
     const L = Math.floor(t / 6), n = 1 + rng.int(Math.min(6, 1 + Math.floor(t / 5)));
     const sentence = randomSentence(rng, L);
-    expectEqual(extractNgrams(sentence, n), ngramsPlain(sentence, n), {
-      what: `extractNgrams(${JSON.stringify(sentence)}, ${n})`,
+    // The references read a copy: a wrong answer that changes the sentence must not change what it is judged by.
+    const original = [...sentence];
+    expectEqual(extractNgrams(sentence, n), ngramsPlain(original, n), {
+      what: `extractNgrams(${JSON.stringify(original)}, ${n})`,
       hint: `pad with n - 1 = ${n - 1} <s> in front and exactly one </s> at the end, then every window of ` +
         `${n} words, in order: ${L + 1} n-grams in all, for every n`,
       mistakes: [
-        { value: ngramsPlain(sentence, n, "nStarts"), hint: "n copies of <s> in front: it takes n - 1" },
-        { value: ngramsPlain(sentence, n, "noEnd"), hint: "the </s> at the end is missing" },
-        { value: ngramsPlain(sentence, n, "bothEnds"), hint: "one </s> at the end, not n - 1" },
-        { value: ngramsPlain(sentence, n, "oneStart"), hint: "always one <s>: it takes n - 1 of them" },
+        { value: ngramsPlain(original, n, "nStarts"), hint: "n copies of <s> in front: it takes n - 1" },
+        {
+          // No </s> and a window that stops one short give the same n-grams: the hint names both.
+          value: ngramsPlain(original, n, "noEnd"),
+          hint: "the last n-gram, the one that predicts </s>, is missing: put one </s> after the sentence and " +
+            "slide the window to the very end (i + n <= padded.length)",
+        },
+        { value: ngramsPlain(original, n, "bothEnds"), hint: "one </s> at the end, not n - 1" },
+        { value: ngramsPlain(original, n, "oneStart"), hint: "always one <s>: it takes n - 1 of them" },
+        {
+          value: ngramsPlain(original, n, "skipFirst"),
+          hint: "the first n-gram, the one that predicts the first word after n - 1 <s>, is missing: slide from " +
+            "index 0",
+        },
       ],
     });
   }
@@ -311,9 +329,11 @@ graded("1.2 ngramCounts: repeated n-grams are counted, not just listed", () => {
 graded("1.2 ngramCounts: random corpora and orders match a from-scratch count", () => {
   const rng = new Rng(12);
   const corpora = randomCorpora(120, 40);
-  corpora.forEach((corpus, t) => {
+  corpora.forEach((given, t) => {
     const n = 1 + rng.int(Math.min(5, 1 + Math.floor(t / 6)));
-    expectEqual(entries(ngramCounts(corpus, n)), entries(countsPlain(corpus, n)), {
+    // The references read a copy: a wrong answer that pads the sentences in place must not change its judge.
+    const corpus = given.map((sentence) => [...sentence]);
+    expectEqual(entries(ngramCounts(given, n)), entries(countsPlain(corpus, n)), {
       what: `ngramCounts(corpus, ${n})`,
       input: corpus,
       hint: 'pad each sentence on its own (n - 1 <s>, one </s>), count every window in a Map, key = words.join(" ") ' +
@@ -322,6 +342,11 @@ graded("1.2 ngramCounts: random corpora and orders match a from-scratch count", 
         { value: entries(countsPlain(corpus, n, "")), hint: "the words of a key are joined with one space" },
         { value: entries(countsPlain(corpus, n, ",")), hint: 'String(array) joins with commas: use join(" ")' },
         { value: entries(countsPlain(corpus, n, " ", true)), hint: "pad and count each sentence on its own" },
+        {
+          value: entries(countsPlain(corpus, n, " ", false, true)),
+          hint: "each n-gram was recorded once (count 1), not counted: add one per occurrence, " +
+            "(counts.get(key) ?? 0) + 1 (mind the precedence: get(key) || 0 + 1 is get(key) || 1)",
+        },
       ],
     });
   });
