@@ -276,7 +276,11 @@ graded("2.2 crossEntropyBits: random lists of every length match the mean in bit
       hint: "-(sum of logProbs) / N / Math.LN2",
       mistakes: [
         { value: -sum / N, hint: "that is nats: divide by ln 2 (Math.LN2) to get bits" },
-        { value: -sum / N * Math.LN2, hint: "log2(x) = ln(x) / ln(2): divide by Math.LN2, do not multiply" },
+        {
+          value: -sum / N * Math.LN2,
+          hint: "log2(x) = ln(x) / ln(2): divide by Math.LN2, do not multiply by it (dividing by Math.LOG2E " +
+            "is the same as multiplying by ln 2)",
+        },
         { value: -sum / N / Math.LN10, hint: "bits need log base 2, not base 10: divide by Math.LN2" },
         { value: -sum / Math.LN2, hint: "divide by N: bits per token, not in total" },
         { value: sum / N / Math.LN2, hint: "negate: a cross-entropy is >= 0" },
@@ -632,13 +636,15 @@ graded("2.4 interpolatedProb: random orders, weights and queries match a from-sc
     const corpus = randomCorpus(rng, 1 + Math.floor(t / 5));
     const n = 1 + rng.int(Math.min(4, 1 + Math.floor(t / 6)));
     const byOrder = Array.from({ length: n }, (_, k) => countsPlain(corpus, k + 1));
-    const weights = randomWeights(rng, n);
+    // Each call gets a copy of the weights, so this test judges the formula alone (an answer that reorders the
+    // weights in place fails "nothing passed in is modified" instead, with that hint).
+    const original = randomWeights(rng, n);
     for (let q = 0; q < 3; q++) {
       const gram = randomQuery(rng, corpus, n);
-      const variant = (m: InterpMistake) => interpPlain(corpus, gram, weights, V, m);
-      expectClose(interpolatedProb(byOrder, gram, { weights, vocabSize: V }), variant("none"), {
+      const variant = (m: InterpMistake) => interpPlain(corpus, gram, original, V, m);
+      expectClose(interpolatedProb(byOrder, gram, { weights: [...original], vocabSize: V }), variant("none"), {
         what: `interpolatedProb(counts of orders 1..${n}, ${JSON.stringify(gram)}, ` +
-          `{ weights: ${JSON.stringify(weights.map((w) => +w.toFixed(4)))}, vocabSize: ${V} })`,
+          `{ weights: ${JSON.stringify(original.map((w) => +w.toFixed(4)))}, vocabSize: ${V} })`,
         input: corpus,
         hint: "λ_0 / V + sum over k = 1..n of λ_k P_k, P_k from the k-gram counts and the last k - 1 context " +
           "words (whole words); when a context was never seen, P_k is the value P_(k-1) had",
