@@ -840,7 +840,12 @@ graded("3.4 mixDistributions: random distributions, lengths and weights match a 
       mistakes: [
         { value: p.map((pi, i) => (1 - lambda) * pi + lambda * q[i]), hint: "lambda weighs p, the FIRST argument" },
         { value: p.map((pi, i) => lambda * pi + lambda * q[i]), hint: "the second weight is 1 - λ, not λ" },
-        { value: p.map((pi, i) => (pi + q[i]) / 2), hint: "use lambda, not a plain average" },
+        {
+          value: p.map((pi, i) => (pi + q[i]) / 2),
+          hint: lambda === 0
+            ? "λ = 0 gave a plain average: 0 is a weight, not a missing one (lambda || 0.5 turns it into 0.5)"
+            : "use lambda, not a plain average",
+        },
       ],
     });
   }
