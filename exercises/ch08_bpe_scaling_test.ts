@@ -44,14 +44,14 @@ function randomCorpus(rng: Rng, trial: number): Map<string, number> {
 /** Reference 8.1, and its common wrong versions. */
 function refCountPairs(
   words: Map<string, number>,
-  how: "right" | "unweighted" | "noLast" | "oncePerWord" | "chars" | "noSpace" = "right",
+  how: "right" | "unweighted" | "noLast" | "noFirst" | "oncePerWord" | "chars" | "noSpace" = "right",
 ): Map<string, number> {
   const out = new Map<string, number>();
   for (const [word, freq] of words) {
     const s = how === "chars" ? Array.from(word.replaceAll(" ", "")) : word.split(" ");
     const seen = new Set<string>();
     const last = how === "noLast" ? s.length - 2 : s.length - 1;
-    for (let i = 0; i < last; i++) {
+    for (let i = how === "noFirst" ? 1 : 0; i < last; i++) {
       const key = how === "noSpace" ? s[i] + s[i + 1] : s[i] + " " + s[i + 1];
       if (how === "oncePerWord" && seen.has(key)) continue;
       seen.add(key);
@@ -67,6 +67,10 @@ function countPairsMistakes(words: Map<string, number>): { value: unknown; hint:
     {
       value: refCountPairs(words, "noLast"),
       hint: "the last pair of each word is missing: a word of n symbols has n - 1 pairs",
+    },
+    {
+      value: refCountPairs(words, "noFirst"),
+      hint: "the first pair of each word is missing: start at i = 0 (a word of n symbols has n - 1 pairs)",
     },
     {
       value: refCountPairs(words, "oncePerWord"),
@@ -448,12 +452,26 @@ graded("8.3 encodeWord: starts from code points, so an emoji is one symbol", () 
   expectEqual(encodeWord("", merges), [], { what: 'encodeWord("", merges)', hint: "an empty word has no symbols" });
 });
 
-type EncodeHow = "right" | "leftmost" | "sequential" | "firstOnly" | "lastMergeFirst" | "utf16";
+type EncodeHow =
+  | "right"
+  | "leftmost"
+  | "sequential"
+  | "firstOnly"
+  | "lastMergeFirst"
+  | "utf16"
+  | "stringRanks"
+  | "lastDuplicate"
+  | "concatKey";
 
 /** Reference 8.3 (a linear search for each pair's rank), and its common wrong versions. */
 function refEncode(word: string, merges: [string, string][], how: EncodeHow = "right"): string[] {
   let s = how === "utf16" ? word.split("") : Array.from(word);
-  const rank = (a: string, b: string) => merges.findIndex((m) => m[0] === a && m[1] === b);
+  const rank = (a: string, b: string) =>
+    how === "lastDuplicate"
+      ? merges.findLastIndex((m) => m[0] === a && m[1] === b)
+      : how === "concatKey"
+      ? merges.findIndex((m) => m[0] + m[1] === a + b)
+      : merges.findIndex((m) => m[0] === a && m[1] === b);
   if (how === "sequential") {
     for (const [a, b] of merges) s = mergeSymbols(s, a, b);
     return s;
@@ -465,14 +483,28 @@ function refEncode(word: string, merges: [string, string][], how: EncodeHow = "r
         ? merges.findLastIndex((m) => m[0] === s[i] && m[1] === s[i + 1])
         : rank(s[i], s[i + 1]);
       if (r < 0) continue;
-      const better = how === "leftmost" ? best < 0 : how === "lastMergeFirst" ? r > best : best < 0 || r < best;
+      const better = how === "leftmost"
+        ? best < 0
+        : how === "lastMergeFirst"
+        ? r > best
+        : how === "stringRanks"
+        ? best < 0 || String(r) < String(best)
+        : best < 0 || r < best;
       if (better) [best, bestAt] = [r, i];
     }
     if (best < 0) return s;
     const [a, b] = merges[best];
-    s = how === "firstOnly" || how === "leftmost"
-      ? [...s.slice(0, bestAt), a + b, ...s.slice(bestAt + 2)]
-      : mergeSymbols(s, a, b);
+    if (how === "concatKey") {
+      // Every neighbouring pair whose text is a + b merges, whatever its two symbols are.
+      const out: string[] = [];
+      for (let i = 0; i < s.length;) {
+        if (i + 1 < s.length && s[i] + s[i + 1] === a + b) [out[out.length], i] = [a + b, i + 2];
+        else [out[out.length], i] = [s[i], i + 1];
+      }
+      s = out;
+      continue;
+    }
+    s = how === "firstOnly" ? [...s.slice(0, bestAt), a + b, ...s.slice(bestAt + 2)] : mergeSymbols(s, a, b);
   }
   return s;
 }
@@ -480,25 +512,37 @@ function refEncode(word: string, merges: [string, string][], how: EncodeHow = "r
 function encodeMistakes(word: string, merges: [string, string][]): { value: unknown; hint: string }[] {
   return [
     {
-      value: refEncode(word, merges, "leftmost"),
+      value: () => refEncode(word, merges, "leftmost"),
       hint: "the leftmost pair in the word was merged: merge the pair EARLIEST in merges",
     },
     {
-      value: refEncode(word, merges, "sequential"),
+      value: () => refEncode(word, merges, "sequential"),
       hint:
         "each merge was applied once, in list order: after every merge look again for the earliest pair present (a merge can create a pair of an earlier merge)",
     },
     {
-      value: refEncode(word, merges, "firstOnly"),
+      value: () => refEncode(word, merges, "firstOnly"),
       hint: "only the first occurrence of the chosen pair was merged: merge every occurrence, left to right",
     },
     {
-      value: refEncode(word, merges, "lastMergeFirst"),
+      value: () => refEncode(word, merges, "lastMergeFirst"),
       hint: "the LAST merge in the list won: merges[0] has the highest priority",
     },
     {
-      value: refEncode(word, merges, "utf16"),
+      value: () => refEncode(word, merges, "utf16"),
       hint: "the word was split into UTF-16 halves: start from Array.from(word) (code points)",
+    },
+    {
+      value: () => refEncode(word, merges, "stringRanks"),
+      hint: "the ranks were compared as strings (a sort() without a comparator?): 10 came before 9",
+    },
+    {
+      value: () => refEncode(word, merges, "lastDuplicate"),
+      hint: "a merge listed twice took the rank of its LAST place: it keeps the priority of its first",
+    },
+    {
+      value: () => refEncode(word, merges, "concatKey"),
+      hint: "pairs were looked up by a + b, so (a, bc) was taken for (ab, c): compare both symbols",
     },
   ];
 }
@@ -539,28 +583,27 @@ graded("8.3 encodeWord: T and t are different symbols", () => {
 });
 
 graded("8.3 encodeWord: a merge list of 200,000 entries, ranks of every number of digits", () => {
-  // GPT-4o's vocabulary has about 200,000 merges. The word's own pairs sit at ranks 9 and 10, 99,999 and
-  // 100,000, and 199,999: sorted as strings, "10" comes before "9" and "100000" before "99999", so a sort()
-  // without a comparator picks the wrong merge; Math.min(...ranks of all merges) overflows the call stack.
+  // GPT-4o's vocabulary has about 200,000 merges. The word's own pairs sit at ranks 9, 10, 100, 99,999 and
+  // 100,000: sorted as strings, "10" comes before "9" and "100000" before "99999", so a sort() without a
+  // comparator picks the wrong merges (and gives [a, bc, d, x, yz]); Math.min(...ranks of all merges) overflows
+  // the call stack.
   const size = 200_000;
   const merges: [string, string][] = Array.from({ length: size }, (_, r) => [`#${r}`, `@${r}`]);
-  merges[9] = ["b", "c"];
-  merges[10] = ["a", "b"];
-  merges[99_999] = ["y", "z"];
-  merges[100_000] = ["x", "y"];
-  merges[199_999] = ["a", "bc"];
+  merges[9] = ["c", "d"];
+  merges[10] = ["b", "c"];
+  merges[100] = ["a", "b"];
+  merges[99_999] = ["x", "y"];
+  merges[100_000] = ["y", "z"];
   const copy = merges.map((m) => [...m]);
-  const word = "abcxyz";
-  expectEqual(encodeWord(word, merges), ["abc", "x", "yz"], {
-    what: 'encodeWord("abcxyz", 200,000 merges with (b,c) at 9, (a,b) at 10, (y,z) at 99999, (x,y) at 100000, ' +
-      "(a,bc) at 199999)",
-    hint: "the pair with the SMALLEST rank wins, compared as numbers: (b,c) at 9 before (a,b) at 10, (y,z) at " +
-      "99999 before (x,y) at 100000 (sort() without a comparator compares numbers as strings), and no " +
+  const word = "abcdxyz";
+  expectEqual(encodeWord(word, merges), ["ab", "cd", "xy", "z"], {
+    what: 'encodeWord("abcdxyz", 200,000 merges with (c,d) at 9, (b,c) at 10, (a,b) at 100, (x,y) at 99999, ' +
+      "(y,z) at 100000)",
+    hint: "the pair with the SMALLEST rank wins, compared as numbers: (c,d) at 9 before (b,c) at 10, (x,y) at " +
+      "99999 before (y,z) at 100000 (sort() without a comparator compares numbers as strings), and no " +
       "Math.min(...) over 200,000 values (it overflows the call stack)",
-    mistakes: [{
-      value: ["ab", "c", "xy", "z"],
-      hint: "the ranks were compared as strings (a sort() without a comparator?): 10 came before 9",
-    }],
+    // Each variant is computed only on failure (it scans the 200,000 merges).
+    mistakes: encodeMistakes(word, merges),
   });
   expectEqual(merges, copy, { what: "the merges after encodeWord", hint: "leave merges unchanged" });
 });
