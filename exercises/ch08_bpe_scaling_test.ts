@@ -594,7 +594,6 @@ graded("8.3 encodeWord: a merge list of 200,000 entries, ranks of every number o
   merges[100] = ["a", "b"];
   merges[99_999] = ["x", "y"];
   merges[100_000] = ["y", "z"];
-  const copy = merges.map((m) => [...m]);
   const word = "abcdxyz";
   expectEqual(encodeWord(word, merges), ["ab", "cd", "xy", "z"], {
     what: 'encodeWord("abcdxyz", 200,000 merges with (c,d) at 9, (b,c) at 10, (a,b) at 100, (x,y) at 99999, ' +
@@ -605,7 +604,13 @@ graded("8.3 encodeWord: a merge list of 200,000 entries, ranks of every number o
     // Each variant is computed only on failure (it scans the 200,000 merges).
     mistakes: encodeMistakes(word, merges),
   });
-  expectEqual(merges, copy, { what: "the merges after encodeWord", hint: "leave merges unchanged" });
+  expectEqual([merges.length, merges[9], merges[100_000], merges[123]], [size, ["c", "d"], ["y", "z"], [
+    "#123",
+    "@123",
+  ]], {
+    what: "the merges after encodeWord (their number and a few entries)",
+    hint: "leave merges unchanged",
+  });
 });
 
 graded("8.3 encodeWord: random words and merge lists match a from-scratch encoder", () => {

@@ -277,6 +277,8 @@ function flatten(value: unknown): { values: unknown[]; shape: number[] } {
   }
   if (Array.isArray(value)) {
     if (value.length === 0) return { values: [], shape: [0] };
+    // A flat list of numbers (a vocabulary's 200,000 probabilities) needs no object per entry.
+    if (value.every((v) => typeof v === "number")) return { values: value, shape: [value.length] };
     const parts = value.map(flatten);
     const inner = parts[0].shape;
     const ragged = parts.some((p) => p.shape.join() !== inner.join());
