@@ -58,7 +58,6 @@ function softmaxRef(x: number[], shift: Shift = "max"): number[] {
 /** The wrong answers students most often give for softmax(x), each named, for the failure message. */
 function softmaxMistakes(x: number[]) {
   const exps = x.map(Math.exp);
-  const sumExps = exps.reduce((a, b) => a + b, 0);
   const sumLogits = x.reduce((a, b) => a + b, 0);
   const right = softmaxRef(x);
   const top = maxOf(x);
