@@ -41,8 +41,9 @@ export const EOS = "</s>";
  * @param n the order, an integer >= 1 (1 = unigrams, 2 = bigrams, ...).
  * @returns one n-gram (an array of n words) per predicted token, in order.
  * @throws {RangeError} when n is not an integer >= 1, which includes 0,
- * negative numbers, fractions such as 2.5, NaN and Infinity; the message
- * names n and the value, in any wording (e.g. `n must be an integer >= 1: n=0`).
+ * negative numbers, fractions such as 2.5, NaN, Infinity and undefined (n
+ * has no default); the message names n and the value, in any wording (e.g.
+ * `n must be an integer >= 1: n=0`).
  */
 export function extractNgrams(sentence: string[], n: number): string[][] {
   return notImplemented("extractNgrams");

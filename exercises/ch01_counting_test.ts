@@ -211,10 +211,11 @@ graded("1.1 extractNgrams: random sentences and orders match a from-scratch coun
 });
 
 graded("1.1 extractNgrams: rejects NaN, Infinity and fractional n, naming the value", () => {
-  for (const bad of [NaN, Infinity, -Infinity, 2.5, 0.5, -1]) {
-    expectThrows(() => extractNgrams(["a", "b"], bad), RangeError, {
+  // undefined too: n has no default.
+  for (const bad of [NaN, Infinity, -Infinity, 2.5, 0.5, -1, undefined]) {
+    expectThrows(() => extractNgrams(["a", "b"], bad as number), RangeError, {
       what: `extractNgrams(["a", "b"], ${bad})`,
-      mentions: ["n", bad],
+      mentions: ["n", bad ?? "undefined"],
       hint: "n < 1 is false for NaN, Infinity and 2.5: test !Number.isInteger(n) || n < 1 first and " +
         "throw new RangeError(`n must be an integer >= 1: n=${n}`)",
     });
@@ -362,10 +363,10 @@ graded("1.2 ngramCounts: an empty corpus, empty sentences, and bad n", () => {
     what: "ngramCounts([[], []], 1) (two empty sentences)",
     hint: "each empty sentence still predicts its </s> once",
   });
-  for (const bad of [0, 1.5, NaN]) {
-    expectThrows(() => ngramCounts(CORPUS, bad), RangeError, {
+  for (const bad of [0, 1.5, NaN, undefined]) {
+    expectThrows(() => ngramCounts(CORPUS, bad as number), RangeError, {
       what: `ngramCounts(corpus, ${bad})`,
-      mentions: ["n", bad],
+      mentions: ["n", bad ?? "undefined"],
       hint: "reuse extractNgrams (exercise 1.1): it rejects n that is not an integer >= 1, naming the value",
     });
   }
