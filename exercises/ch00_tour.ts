@@ -20,9 +20,14 @@ import { notImplemented, tf } from "../lib/mod.ts";
  * Rules:
  * - The result is a new array on every call, as long as `logits`, each entry in [0, 1],
  *   summing to 1; a single logit gives [1]. `logits` itself is left unchanged.
- * - Logits of any size work, e.g. [-1000, 0, 1000] gives [0, 0, 1].
+ * - Logits of any size work, e.g. [-1000, 0, 1000] gives [0, 0, 1], and so
+ *   does any length: a vocabulary of 200,000 logits too (find the largest with
+ *   a loop: `Math.max(...logits)` overflows the call stack for arrays that
+ *   long; sorting, if you sort, needs a comparator, as `sort()` compares
+ *   numbers as strings and puts 90 above 800).
  * - Throws a RangeError naming `logits` when it is empty, or when an entry is
- *   not a finite number (NaN, Infinity or -Infinity), naming the value.
+ *   not a finite number (NaN, Infinity or -Infinity), naming the value (the
+ *   wording is yours, e.g. `logits[1]=NaN` or `logits holds NaN`).
  *
  * @param logits finite numbers, at least one.
  * @returns probabilities that sum to 1.

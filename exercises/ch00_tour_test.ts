@@ -10,11 +10,28 @@ import { rowSoftmax, softmax } from "./ch00_tour.ts";
 // - p_i = exp(x_i - max x) / sum_j exp(x_j - max x): small input, equal inputs, random lengths and values.
 // - any magnitude: [1000, 1001] (overflow), [-1000, -1001] (underflow to 0/0), [-1000, 0, 1000] (a large
 //   spread: a shift by the smallest, first or mean value overflows), random values with spreads in the hundreds.
+// - any length: a vocabulary of 200,000 logits whose magnitudes range from 1e-7 to 1e3 (Math.max(...logits)
+//   overflows the call stack; a sort without a comparator ranks 9e-7 above 800 and shifts by the wrong value).
 // - a single logit gives [1]; the result is a new array and logits is left unchanged.
-// - RangeError naming `logits` when empty or holding NaN, Infinity or -Infinity.
+// - RangeError naming `logits` when empty or holding NaN, Infinity or -Infinity, and naming the value (the doc
+//   leaves the wording open: any message that holds "logits" and the value passes).
 
 /** How a wrong softmax shifts the logits before exp. */
 type Shift = "max" | "none" | "min" | "first" | "mean" | "max with 0";
+
+/** The largest of xs, with a loop (a spread into Math.max overflows the stack on 200,000 entries). */
+function maxOf(xs: ArrayLike<number>): number {
+  let m = -Infinity;
+  for (let i = 0; i < xs.length; i++) if (xs[i] > m) m = xs[i];
+  return m;
+}
+
+/** The smallest of xs, with a loop. */
+function minOf(xs: ArrayLike<number>): number {
+  let m = Infinity;
+  for (let i = 0; i < xs.length; i++) if (xs[i] < m) m = xs[i];
+  return m;
+}
 
 /** Softmax written with plain loops, shifted as asked: the reference ("max") and the usual wrong shifts. */
 function softmaxRef(x: number[], shift: Shift = "max"): number[] {
@@ -41,10 +58,11 @@ function softmaxRef(x: number[], shift: Shift = "max"): number[] {
 /** The wrong answers students most often give for softmax(x), each named, for the failure message. */
 function softmaxMistakes(x: number[]) {
   const exps = x.map(Math.exp);
-  const sumExps = exps.reduce((a, b) => a + b, 0);
   const sumLogits = x.reduce((a, b) => a + b, 0);
   const right = softmaxRef(x);
-  const lse = Math.max(...x) + Math.log(x.reduce((a, v) => a + Math.exp(v - Math.max(...x)), 0));
+  const top = maxOf(x);
+  const lse = top + Math.log(x.reduce((a, v) => a + Math.exp(v - top), 0));
+  const topP = maxOf(right);
   return [
     {
       value: softmaxRef(x, "max with 0"),
@@ -56,11 +74,18 @@ function softmaxMistakes(x: number[]) {
     { value: softmaxRef(x, "mean"), hint: "a shift by the mean logit: subtract the largest" },
     { value: softmaxRef(x, "none"), hint: "exp of the raw logits: subtract the largest logit before exp" },
     { value: exps, hint: "exp(x_i) without dividing by the sum of all exp(x_j)" },
-    { value: right.map((p) => p / Math.max(...right)), hint: "a division by the largest exp instead of the sum" },
+    {
+      // exp(x_i - max) itself equals p_i / max p: the same output whether the sum was left out or the largest
+      // exp was used in its place.
+      value: right.map((p) => p / topP),
+      hint: "exp(x_i - max) was not divided by the sum of all of them (or was divided by the largest exp, " +
+        "which gives the same numbers): divide each by the sum",
+    },
     { value: x.map((v) => Math.exp(v) / sumLogits), hint: "a division by the sum of the logits, not of their exps" },
     { value: x.map((v) => v / sumLogits), hint: "the logits divided by their sum: exponentiate them first" },
     { value: x.map((v) => v - lse), hint: "the log of the softmax (log-softmax): exponentiate the result" },
-    { value: exps.map((v) => v / sumExps).reverse(), hint: "the probabilities come out in reverse order" },
+    // Reversed from the stable answer, so that this variant is a wrong order and nothing else.
+    { value: [...right].reverse(), hint: "the probabilities come out in reverse order" },
   ];
 }
 
@@ -98,6 +123,31 @@ graded("0.1 softmax: a single logit gives [1]", () => {
   for (const x of [[0], [7], [-1000], [1e300]]) {
     checkSoftmax(x, "one logit takes all the probability: its exp divided by itself");
   }
+});
+
+graded("0.1 softmax: logits of very different magnitudes, a vocabulary of 200,000 of them", () => {
+  const hint = "shift by the largest logit, found with a loop: Math.max(...logits) overflows the call stack on " +
+    "200,000 entries, and sort() without a comparator compares numbers as strings (90 above 800, 9e-7 above 999)";
+  // Small cases first: the string order of these numbers differs from their numeric order.
+  checkSoftmax([800, 90], hint);
+  checkSoftmax([1e-7, 0.5, 750], hint);
+  checkSoftmax([9e-7, -3, 999, 1000], hint);
+  // A vocabulary of GPT-4o's size, magnitudes 1e-7 ... 1e3 of both signs, the largest somewhere in the middle.
+  const rng = new Rng(8002);
+  const n = 200_000;
+  const x = Array.from({ length: n }, () => (rng.next() < 0.5 ? -1 : 1) * 10 ** (-7 + 10 * rng.next()));
+  x[123_457] = 1000;
+  const input = [...x];
+  const got = softmax(x);
+  expectClose(got, softmaxRef(input), {
+    what: "softmax of 200,000 logits with magnitudes from 1e-7 to 1e3 (the largest, 1000, at index 123457)",
+    hint,
+    mistakes: [{ value: () => softmaxMistakes(input)[4].value, hint: "exp of the raw logits: subtract the largest" }],
+  });
+  expectEqual(x.length === n && x.every((v, i) => Object.is(v, input[i])), true, {
+    what: "the 200,000 logits after softmax",
+    hint: "do not write into logits: build a new array",
+  });
 });
 
 graded("0.1 softmax: random lengths and values against a reference", () => {
@@ -161,17 +211,17 @@ graded("0.1 softmax: rejects empty input, NaN and infinities with a RangeError",
   for (const [x, shown] of cases) {
     expectThrows(() => softmax(x), RangeError, {
       what: `softmax(${shown})`,
-      includes: "logits",
+      mentions: ["logits"],
       hint: "check the input first: throw new RangeError(`logits must ...: logits=...`) when it is empty or an " +
         "entry is not finite (Number.isFinite)",
     });
-    // The message names the offending value (and so its position): e.g. "logits[1]=NaN".
+    // The message names the offending value, in any wording ("logits[1]=NaN", "logits holds NaN", ...).
     const bad = x.findIndex((v) => !Number.isFinite(v));
     if (bad >= 0) {
       expectThrows(() => softmax(x), RangeError, {
         what: `softmax(${shown})`,
-        includes: `logits[${bad}]=${x[bad]}`,
-        hint: "name the offending entry and its value in the message, e.g. `logits[${i}]=${logits[i]}`",
+        mentions: ["logits", x[bad]],
+        hint: "name the offending value in the message, e.g. `logits[${i}]=${logits[i]}`",
       });
     }
   }
@@ -209,12 +259,12 @@ function rowSoftmaxRef(x: number[][], v: RowVariant = {}): number[][] {
   // Work on lines along the reduced axis: rows for axis 1, columns for axis 0.
   const lines = axis === 1 ? x.map((r) => r.map(f32)) : Array.from({ length: cols }, (_, c) => x.map((r) => f32(r[c])));
   const all = lines.flat();
-  const gmax = Math.max(...all), gmin = Math.min(...all);
+  const gmax = maxOf(all), gmin = minOf(all);
   const exps = lines.map((line) => {
     const m = shift === "row max"
-      ? Math.max(...line)
+      ? maxOf(line)
       : shift === "row min"
-      ? Math.min(...line)
+      ? minOf(line)
       : shift === "row mean"
       ? f32(line.reduce((a, b) => a + b, 0) / line.length)
       : shift === "global max"
@@ -325,6 +375,42 @@ graded("0.2 rowSoftmax: random shapes and values against a reference", () => {
     for (const [scale, offset] of [[1, 0], [30, 500], [400, 1500]]) {
       checkRowSoftmax(randomMatrix(rng, rows, cols, scale, offset), ROW_HINT);
     }
+  }
+});
+
+graded("0.2 rowSoftmax: rows as long as a vocabulary of 200,000", () => {
+  // Two rows of GPT-4o's vocabulary size, magnitudes 1e-7 ... 1e3 of both signs: tensor ops handle any length;
+  // a loop over arraySync() rows must find each row's max with a loop, not Math.max(...row).
+  const rng = new Rng(8003);
+  const cols = 200_000;
+  const flat = Float32Array.from(
+    { length: 2 * cols },
+    () => (rng.next() < 0.5 ? -1 : 1) * 10 ** (-7 + 10 * rng.next()),
+  );
+  flat[77_777] = 900;
+  flat[cols + 77_778] = -900;
+  // The reference with loops in float64, each row shifted by its own max.
+  const expected = new Float32Array(2 * cols);
+  for (let r = 0; r < 2; r++) {
+    const row = flat.subarray(r * cols, (r + 1) * cols);
+    const top = maxOf(row);
+    let total = 0;
+    for (let c = 0; c < cols; c++) total += Math.exp(row[c] - top);
+    for (let c = 0; c < cols; c++) expected[r * cols + c] = Math.exp(row[c] - top) / total;
+  }
+  const t = tf.tensor2d(flat, [2, cols]), want = tf.tensor2d(expected, [2, cols]);
+  const hint = "shift each row by its own max, found with tensor ops (x.max(1, true)) or a loop: " +
+    "Math.max(...row) overflows the call stack on 200,000 entries";
+  try {
+    const got = rowSoftmax(t);
+    try {
+      expectShape(got, [2, cols], { what: "rowSoftmax of a (2, 200000) matrix", hint });
+      expectClose(got, want, { what: "rowSoftmax of a (2, 200000) matrix with magnitudes from 1e-7 to 1e3", hint });
+    } finally {
+      tf.dispose(got);
+    }
+  } finally {
+    tf.dispose([t, want]);
   }
 });
 

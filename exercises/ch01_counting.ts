@@ -33,6 +33,7 @@ export const EOS = "</s>";
  *   -> [["<s>", "<s>", "the"], ["<s>", "the", "cat"], ["the", "cat", "</s>"]]
  * ```
  *
+ * Words are kept exactly as written (`The` and `the` are different words).
  * The sentence itself is left unchanged, and every n-gram is a new array of
  * its own (changing one changes no other n-gram and not the sentence).
  *
@@ -40,7 +41,8 @@ export const EOS = "</s>";
  * @param n the order, an integer >= 1 (1 = unigrams, 2 = bigrams, ...).
  * @returns one n-gram (an array of n words) per predicted token, in order.
  * @throws {RangeError} when n is not an integer >= 1, which includes 0,
- * negative numbers, fractions such as 2.5, NaN and Infinity (name the value:
+ * negative numbers, fractions such as 2.5, NaN, Infinity and undefined (n
+ * has no default); the message names n and the value, in any wording (e.g.
  * `n must be an integer >= 1: n=0`).
  */
 export function extractNgrams(sentence: string[], n: number): string[][] {
@@ -54,7 +56,8 @@ export function extractNgrams(sentence: string[], n: number): string[][] {
  * sentence is padded on its own: no n-gram reaches from one sentence into
  * the next. The key of an n-gram is its words joined by one space, e.g.
  * `"<s> the"` (words never contain a space, so different n-grams always
- * get different keys). An empty corpus gives an empty map; an empty
+ * get different keys), with the words as written: `"The cat"` and
+ * `"the cat"` are two different n-grams. An empty corpus gives an empty map; an empty
  * sentence still gives its n-gram that predicts `</s>`. The sentences are
  * left unchanged.
  *
@@ -79,8 +82,9 @@ export function ngramCounts(sentences: string[][], n: number): Map<string, numbe
  * h was followed by anything: the sum of the counts of all n-grams that start
  * with h. (Not the number of all n-grams, and not the count of w.)
  *
- * Contexts and words are compared as whole words: the context "a" does not
- * match the key "ab x", and the word "b" is not the last word of "a ab".
+ * Contexts and words are compared as whole words, exactly as written: the
+ * context "a" does not match the key "ab x", the word "b" is not the last
+ * word of "a ab", and "The" does not match "the".
  * For n = 1 the context is empty, so every key matches it and
  * P(w) = c(w) / (the sum of all counts).
  *

@@ -16,8 +16,9 @@ const BOS = "<s>", EOS = "</s>";
 
 // Random checks draw words from this vocabulary: some words are prefixes or suffixes of others ("a", "ab",
 // "abc"; "he", "the", "then"), so string keys built or matched carelessly collide; "constructor" breaks counts
-// kept in a plain object ({}), which already has a property of that name.
-const WORDS = ["a", "ab", "abc", "b", "bc", "c", "he", "the", "then", "constructor"];
+// kept in a plain object ({}), which already has a property of that name; "The" and "A" differ from "the" and "a"
+// only in case, and words are kept as written (nothing in the docs folds case).
+const WORDS = ["a", "ab", "abc", "b", "bc", "c", "he", "the", "then", "constructor", "The", "A"];
 
 /** A random sentence of `len` words of WORDS. */
 function randomSentence(rng: Rng, len: number): string[] {
@@ -35,7 +36,7 @@ function randomCorpora(seed: number, count: number): string[][][] {
   return out;
 }
 
-type GramMistake = "none" | "nStarts" | "noEnd" | "bothEnds" | "oneStart";
+type GramMistake = "none" | "nStarts" | "noEnd" | "bothEnds" | "oneStart" | "skipFirst";
 
 /** Reference 1.1, from scratch: the padded windows, with plain loops (and switches for the usual mistakes). */
 function ngramsPlain(sentence: string[], n: number, mistake: GramMistake = "none"): string[][] {
@@ -46,7 +47,7 @@ function ngramsPlain(sentence: string[], n: number, mistake: GramMistake = "none
   const ends = mistake === "noEnd" ? 0 : mistake === "bothEnds" ? Math.max(1, n - 1) : 1;
   for (let i = 0; i < ends; i++) padded.push(EOS);
   const out: string[][] = [];
-  for (let i = 0; i + n <= padded.length; i++) {
+  for (let i = mistake === "skipFirst" ? 1 : 0; i + n <= padded.length; i++) {
     const gram: string[] = [];
     for (let j = 0; j < n; j++) gram.push(padded[i + j]);
     out.push(gram);
@@ -54,12 +55,18 @@ function ngramsPlain(sentence: string[], n: number, mistake: GramMistake = "none
   return out;
 }
 
-/** Reference 1.2, from scratch (`sep` and `joined` reproduce the usual mistakes). */
-function countsPlain(sentences: string[][], n: number, sep = " ", joined = false): Map<string, number> {
+/** Reference 1.2, from scratch (`sep`, `joined` and `distinct` reproduce the usual mistakes). */
+function countsPlain(
+  sentences: string[][],
+  n: number,
+  sep = " ",
+  joined = false,
+  distinct = false,
+): Map<string, number> {
   const m = new Map<string, number>();
   const units = joined ? [sentences.flat()] : sentences;
   for (const s of units) {
-    for (const g of ngramsPlain(s, n)) m.set(g.join(sep), (m.get(g.join(sep)) ?? 0) + 1);
+    for (const g of ngramsPlain(s, n)) m.set(g.join(sep), distinct ? 1 : (m.get(g.join(sep)) ?? 0) + 1);
   }
   return m;
 }
@@ -162,12 +169,12 @@ graded("1.1 extractNgrams: the count is L + 1 for longer sentences and higher n"
 graded("1.1 extractNgrams: n < 1 is a RangeError naming the value", () => {
   expectThrows(() => extractNgrams(["a"], 0), RangeError, {
     what: 'extractNgrams(["a"], 0)',
-    includes: "n=0",
+    mentions: ["n", 0],
     hint: "throw new RangeError(`n must be an integer >= 1: n=${n}`)",
   });
   expectThrows(() => extractNgrams(["a"], -2), RangeError, {
     what: 'extractNgrams(["a"], -2)',
-    includes: "n=-2",
+    mentions: ["n", -2],
     hint: "reject every n < 1, not only n === 0, and put the value actually passed in the message",
   });
 });
@@ -177,29 +184,54 @@ graded("1.1 extractNgrams: random sentences and orders match a from-scratch coun
   for (let t = 0; t < 60; t++) {
     const L = Math.floor(t / 6), n = 1 + rng.int(Math.min(6, 1 + Math.floor(t / 5)));
     const sentence = randomSentence(rng, L);
-    expectEqual(extractNgrams(sentence, n), ngramsPlain(sentence, n), {
-      what: `extractNgrams(${JSON.stringify(sentence)}, ${n})`,
+    // The references read a copy: a wrong answer that changes the sentence must not change what it is judged by.
+    const original = [...sentence];
+    expectEqual(extractNgrams(sentence, n), ngramsPlain(original, n), {
+      what: `extractNgrams(${JSON.stringify(original)}, ${n})`,
       hint: `pad with n - 1 = ${n - 1} <s> in front and exactly one </s> at the end, then every window of ` +
         `${n} words, in order: ${L + 1} n-grams in all, for every n`,
       mistakes: [
-        { value: ngramsPlain(sentence, n, "nStarts"), hint: "n copies of <s> in front: it takes n - 1" },
-        { value: ngramsPlain(sentence, n, "noEnd"), hint: "the </s> at the end is missing" },
-        { value: ngramsPlain(sentence, n, "bothEnds"), hint: "one </s> at the end, not n - 1" },
-        { value: ngramsPlain(sentence, n, "oneStart"), hint: "always one <s>: it takes n - 1 of them" },
+        { value: ngramsPlain(original, n, "nStarts"), hint: "n copies of <s> in front: it takes n - 1" },
+        {
+          // No </s> and a window that stops one short give the same n-grams: the hint names both.
+          value: ngramsPlain(original, n, "noEnd"),
+          hint: "the last n-gram, the one that predicts </s>, is missing: put one </s> after the sentence and " +
+            "slide the window to the very end (i + n <= padded.length)",
+        },
+        { value: ngramsPlain(original, n, "bothEnds"), hint: "one </s> at the end, not n - 1" },
+        { value: ngramsPlain(original, n, "oneStart"), hint: "always one <s>: it takes n - 1 of them" },
+        {
+          value: ngramsPlain(original, n, "skipFirst"),
+          hint: "the first n-gram, the one that predicts the first word after n - 1 <s>, is missing: slide from " +
+            "index 0",
+        },
       ],
     });
   }
 });
 
 graded("1.1 extractNgrams: rejects NaN, Infinity and fractional n, naming the value", () => {
-  for (const bad of [NaN, Infinity, -Infinity, 2.5, 0.5, -1]) {
-    expectThrows(() => extractNgrams(["a", "b"], bad), RangeError, {
+  // undefined too: n has no default.
+  for (const bad of [NaN, Infinity, -Infinity, 2.5, 0.5, -1, undefined]) {
+    expectThrows(() => extractNgrams(["a", "b"], bad as number), RangeError, {
       what: `extractNgrams(["a", "b"], ${bad})`,
-      includes: `n=${bad}`,
+      mentions: ["n", bad ?? "undefined"],
       hint: "n < 1 is false for NaN, Infinity and 2.5: test !Number.isInteger(n) || n < 1 first and " +
         "throw new RangeError(`n must be an integer >= 1: n=${n}`)",
     });
   }
+});
+
+graded("1.1 extractNgrams: words are kept as written, case and all", () => {
+  const sentence = ["The", "cat", "saw", "THE", "the"];
+  expectEqual(extractNgrams(sentence, 2), ngramsPlain(sentence, 2), {
+    what: 'extractNgrams(["The", "cat", "saw", "THE", "the"], 2)',
+    hint: "copy the words unchanged: do not lower-case (or otherwise normalise) them, the docs never ask for it",
+    mistakes: [{
+      value: ngramsPlain(sentence.map((w) => w.toLowerCase()), 2),
+      hint: "the words were lower-cased: keep them as written",
+    }],
+  });
 });
 
 graded("1.1 extractNgrams: leaves the sentence alone and returns fresh n-grams", () => {
@@ -262,6 +294,19 @@ graded("1.2 ngramCounts: no n-gram crosses a sentence boundary", () => {
   }
 });
 
+graded("1.2 ngramCounts: The and the are different words", () => {
+  // Case is kept: "The cat" and "the cat" are two n-grams, each counted on its own.
+  const corpus = [["The", "cat"], ["the", "cat"], ["the", "Cat"], ["The", "cat"]];
+  expectEqual(entries(ngramCounts(corpus, 2)), entries(countsPlain(corpus, 2)), {
+    what: 'ngramCounts([["The", "cat"], ["the", "cat"], ["the", "Cat"], ["The", "cat"]], 2)',
+    hint: "keep the words as written in the keys: do not lower-case them (The and the are different words here)",
+    mistakes: [{
+      value: entries(countsPlain(corpus.map((s) => s.map((w) => w.toLowerCase())), 2)),
+      hint: "the keys were lower-cased, so The and the were counted as one word",
+    }],
+  });
+});
+
 graded("1.2 ngramCounts: repeated n-grams are counted, not just listed", () => {
   // trigrams: "<s> <s> the" starts two sentences; "<s> <s> a" one.
   const got = ngramCounts(CORPUS, 3);
@@ -285,9 +330,11 @@ graded("1.2 ngramCounts: repeated n-grams are counted, not just listed", () => {
 graded("1.2 ngramCounts: random corpora and orders match a from-scratch count", () => {
   const rng = new Rng(12);
   const corpora = randomCorpora(120, 40);
-  corpora.forEach((corpus, t) => {
+  corpora.forEach((given, t) => {
     const n = 1 + rng.int(Math.min(5, 1 + Math.floor(t / 6)));
-    expectEqual(entries(ngramCounts(corpus, n)), entries(countsPlain(corpus, n)), {
+    // The references read a copy: a wrong answer that pads the sentences in place must not change its judge.
+    const corpus = given.map((sentence) => [...sentence]);
+    expectEqual(entries(ngramCounts(given, n)), entries(countsPlain(corpus, n)), {
       what: `ngramCounts(corpus, ${n})`,
       input: corpus,
       hint: 'pad each sentence on its own (n - 1 <s>, one </s>), count every window in a Map, key = words.join(" ") ' +
@@ -296,6 +343,11 @@ graded("1.2 ngramCounts: random corpora and orders match a from-scratch count", 
         { value: entries(countsPlain(corpus, n, "")), hint: "the words of a key are joined with one space" },
         { value: entries(countsPlain(corpus, n, ",")), hint: 'String(array) joins with commas: use join(" ")' },
         { value: entries(countsPlain(corpus, n, " ", true)), hint: "pad and count each sentence on its own" },
+        {
+          value: entries(countsPlain(corpus, n, " ", false, true)),
+          hint: "each n-gram was recorded once (count 1), not counted: add one per occurrence, " +
+            "(counts.get(key) ?? 0) + 1 (mind the precedence: get(key) || 0 + 1 is get(key) || 1)",
+        },
       ],
     });
   });
@@ -311,10 +363,10 @@ graded("1.2 ngramCounts: an empty corpus, empty sentences, and bad n", () => {
     what: "ngramCounts([[], []], 1) (two empty sentences)",
     hint: "each empty sentence still predicts its </s> once",
   });
-  for (const bad of [0, 1.5, NaN]) {
-    expectThrows(() => ngramCounts(CORPUS, bad), RangeError, {
+  for (const bad of [0, 1.5, NaN, undefined]) {
+    expectThrows(() => ngramCounts(CORPUS, bad as number), RangeError, {
       what: `ngramCounts(corpus, ${bad})`,
-      includes: `n=${bad}`,
+      mentions: ["n", bad ?? "undefined"],
       hint: "reuse extractNgrams (exercise 1.1): it rejects n that is not an integer >= 1, naming the value",
     });
   }
@@ -323,7 +375,7 @@ graded("1.2 ngramCounts: an empty corpus, empty sentences, and bad n", () => {
     for (const bad of [0, -1, 2.5, NaN, Infinity]) {
       expectThrows(() => ngramCounts(corpus, bad), RangeError, {
         what: `ngramCounts(${shown}, ${bad})`,
-        includes: `n=${bad}`,
+        mentions: ["n", bad],
         hint: "check n before looping over the sentences: an empty corpus must still reject an invalid n",
       });
     }
@@ -433,6 +485,25 @@ graded("1.3 mleProb: whole words only, in the context and in the word", () => {
       input: why,
       hint: "compare whole words: split each key on the space and compare word by word (key.startsWith(h) " +
         "also matches a longer word, key.endsWith(w) a word ending in w)",
+    });
+  }
+});
+
+graded("1.3 mleProb: The and the are different words, in the context and in the word", () => {
+  const counts = new Map([["The cat", 3], ["the cat", 1], ["the dog", 3], ["the Cat", 2]]);
+  const cases: [string[], number, string][] = [
+    [["The", "cat"], 1, "c(The cat) = 3 = c(The ·)"],
+    [["the", "cat"], 1 / 6, "c(the cat) = 1, c(the ·) = 1 + 3 + 2 = 6"],
+    [["the", "Cat"], 2 / 6, "c(the Cat) = 2, c(the ·) = 6"],
+    [["THE", "cat"], 0, "THE was never seen"],
+  ];
+  for (const [gram, p, why] of cases) {
+    expectClose(mleProb(counts, gram), p, {
+      what: `mleProb(${JSON.stringify([...counts])}, ${JSON.stringify(gram)})`,
+      input: why,
+      hint: "compare words exactly as written: The and the are different words (do not lower-case either side)",
+      // Folded, every key is "the cat" (6) or "the dog" (3): each of these queries would give 6 / 9.
+      mistakes: [{ value: 6 / 9, hint: "the words were lower-cased before comparing: The and the became one word" }],
     });
   }
 });

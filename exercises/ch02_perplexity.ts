@@ -28,7 +28,8 @@ import { notImplemented } from "../lib/mod.ts";
  *
  * @param logProbs ln P(w_t | w_<t) for every token (natural logarithms).
  * @returns the perplexity, a number >= 1 (Infinity if a probability was 0).
- * @throws {RangeError} for an empty list (`logProbs must not be empty: logProbs.length=0`).
+ * @throws {RangeError} for an empty list, naming logProbs and its length 0 in
+ * any wording (e.g. `logProbs must not be empty: logProbs.length=0`).
  */
 export function perplexity(logProbs: number[]): number {
   return notImplemented("perplexity");
@@ -44,7 +45,8 @@ export function perplexity(logProbs: number[]): number {
  *
  * @param logProbs ln P(w_t | w_<t) for every token (natural logarithms).
  * @returns -(1/N) sum_t log2 P(w_t | w_<t).
- * @throws {RangeError} for an empty list (`logProbs must not be empty: logProbs.length=0`).
+ * @throws {RangeError} for an empty list, naming logProbs and its length 0 in
+ * any wording (e.g. `logProbs must not be empty: logProbs.length=0`).
  */
 export function crossEntropyBits(logProbs: number[]): number {
   return notImplemented("crossEntropyBits");
@@ -52,7 +54,7 @@ export function crossEntropyBits(logProbs: number[]): number {
 
 /** Options of {@link addKProb}. */
 export interface AddKOptions {
-  /** The pseudo-count added to every n-gram: a finite number >= 0. */
+  /** The pseudo-count added to every n-gram: a finite number >= 0 (0 included; no default). */
   k: number;
   /** V: how many different words can come next, an integer >= 1. */
   vocabSize: number;
@@ -67,8 +69,8 @@ export interface AddKOptions {
  *     P(w | h) = (c(h w) + k) / (c(h ·) + k V)
  *
  * where c(h ·) is the total count of the n-grams that start with h (as in
- * exercise 1.3: whole words, and for n = 1 the empty context matches every
- * key). k = 1 is Laplace's add-one; k = 0 is the plain maximum-likelihood
+ * exercise 1.3: whole words compared exactly as written, so `The` is not
+ * `the`, and for n = 1 the empty context matches every key). k = 1 is Laplace's add-one; k = 0 is the plain maximum-likelihood
  * estimate (and if c(h ·) is 0 too, return 0, not NaN). With k > 0 an unseen
  * context gives every word 1 / V. The probabilities of all V words after h
  * still sum to 1. The counts and the n-gram are only read, never changed.
@@ -77,9 +79,14 @@ export interface AddKOptions {
  * @param ngram n words: the context, then the word.
  * @param options k and the vocabulary size V.
  * @returns the smoothed probability.
- * @throws {RangeError} when k is negative, NaN or infinite (`k must be a
- * finite number >= 0: k=-1`), or when vocabSize is not an integer >= 1
- * (`vocabSize must be an integer >= 1: vocabSize=0`).
+ * Both options are required and have no default: k = 0 is a value (read it
+ * with `options.k`, never `options.k || 1`), and a missing or undefined k or
+ * vocabSize is an error like any other bad value.
+ *
+ * @throws {RangeError} when k is negative, NaN, infinite or undefined, or when
+ * vocabSize is not an integer >= 1 (undefined included); the message names
+ * the option and its value, in any wording (e.g. `k must be a finite number
+ * >= 0: k=-1`, `vocabSize must be an integer >= 1: vocabSize=0`).
  */
 export function addKProb(
   counts: Map<string, number>,
@@ -110,8 +117,9 @@ export interface InterpolationOptions {
  * the context of order k was never seen (c(h ·) = 0), P_k is undefined: use
  * P_(k-1) in its place (the value it had, itself perhaps a fall-back, down to
  * P_0 = 1 / V), so the result is always a probability and the V words'
- * probabilities after any context sum to 1. Words are compared whole, as in
- * exercise 1.3. Nothing passed in is changed (do not sort or reverse the
+ * probabilities after any context sum to 1. A context that was seen but never
+ * followed by w gives P_k = 0: that 0 is the estimate, not a reason to fall
+ * back. Words are compared whole and exactly as written, as in exercise 1.3. Nothing passed in is changed (do not sort or reverse the
  * weights in place).
  *
  * @param countsByOrder countsByOrder[k - 1] holds the k-gram counts, k = 1 ... n.
@@ -121,9 +129,11 @@ export interface InterpolationOptions {
  * @throws {RangeError} naming `ngram` when it does not have n words (n =
  * countsByOrder.length); naming `weights` when they do not have n + 1
  * entries, one is negative, NaN or infinite, or they do not sum to 1 (up
- * to rounding: |sum - 1| <= 1e-9, so [0.7, 0.2, 0.1] is accepted; e.g.
- * `weights must sum to 1: sum=1.2`); naming `vocabSize` when it is not an
- * integer >= 1.
+ * to rounding: |sum - 1| <= 1e-9, so [0.7, 0.2, 0.1] is accepted; weights of
+ * exactly 0 or 1 are fine; e.g. `weights must sum to 1: sum=1.2`), or are
+ * missing (undefined); naming `vocabSize` when it is not an integer >= 1
+ * (undefined included). Neither option has a default. The wording of the
+ * messages is yours.
  */
 export function interpolatedProb(
   countsByOrder: Map<string, number>[],

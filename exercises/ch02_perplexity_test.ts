@@ -20,8 +20,9 @@ import {
 // ------------------------------------------------------------ from-scratch references for the random checks
 
 const BOS = "<s>", EOS = "</s>";
-// Some words are prefixes or suffixes of others, so careless string matching of keys collides.
-const WORDS = ["a", "ab", "abc", "b", "bc", "he", "the", "then", "constructor"];
+// Some words are prefixes or suffixes of others, so careless string matching of keys collides; "The" and "A"
+// differ from "the" and "a" only in case (words are compared exactly as written).
+const WORDS = ["a", "ab", "abc", "b", "bc", "he", "the", "then", "constructor", "The", "A"];
 /** Every word that can come next (the vocabulary of the random checks): WORDS, </s> and one never seen. */
 const NEXT = [...WORDS, EOS, "zz"];
 
@@ -195,7 +196,7 @@ graded("2.1 perplexity: a zero probability gives Infinity; an empty list throws"
   });
   expectThrows(() => perplexity([]), RangeError, {
     what: "perplexity([])",
-    includes: "length=0",
+    mentions: ["logProbs", 0],
     hint: "the mean of nothing is undefined: throw a RangeError naming logProbs.length",
   });
 });
@@ -263,7 +264,7 @@ graded("2.2 crossEntropyBits: a uniform model over 1024 words needs 10 bits", ()
   });
   expectThrows(() => crossEntropyBits([]), RangeError, {
     what: "crossEntropyBits([])",
-    includes: "length=0",
+    mentions: ["logProbs", 0],
     hint: "dividing by zero tokens gives NaN, not an error: check for an empty list first and name its length",
   });
 });
@@ -282,7 +283,11 @@ graded("2.2 crossEntropyBits: random lists of every length match the mean in bit
       hint: "-(sum of logProbs) / N / Math.LN2",
       mistakes: [
         { value: -sum / N, hint: "that is nats: divide by ln 2 (Math.LN2) to get bits" },
-        { value: -sum / N * Math.LN2, hint: "log2(x) = ln(x) / ln(2): divide by Math.LN2, do not multiply" },
+        {
+          value: -sum / N * Math.LN2,
+          hint: "log2(x) = ln(x) / ln(2): divide by Math.LN2, do not multiply by it (dividing by Math.LOG2E " +
+            "is the same as multiplying by ln 2)",
+        },
         { value: -sum / N / Math.LN10, hint: "bits need log base 2, not base 10: divide by Math.LN2" },
         { value: -sum / Math.LN2, hint: "divide by N: bits per token, not in total" },
         { value: sum / N / Math.LN2, hint: "negate: a cross-entropy is >= 0" },
@@ -311,9 +316,11 @@ graded("2.2 crossEntropyBits: extreme log-probabilities, and the input is left a
 // ------------------------------------------------------------ 2.3 addKProb
 // Spec: (c(h w) + k) / (c(h ·) + k V) with whole-word matching of h and w (a prefix is not a match), for every
 // order n >= 1 (n = 1: empty context, c(h ·) = all counts); k = 0 is MLE and 0 (not NaN) when c(h ·) = 0;
-// k > 0 on an unseen context gives 1/V; the V probabilities after any context sum to 1; k < 0, NaN or
-// +-Infinity is a RangeError naming k ("k=<value>"); vocabSize not an integer >= 1 (0, 2.5, NaN, Infinity) is a
-// RangeError naming vocabSize; the counts and the n-gram are not modified.
+// k > 0 on an unseen context gives 1/V; the V probabilities after any context sum to 1; k < 0, NaN,
+// +-Infinity or undefined (k has no default) is a RangeError naming k and the value, in any wording; vocabSize
+// not an integer >= 1 (0, 2.5, NaN, Infinity, undefined) is a RangeError naming vocabSize; vocabSize 1 and k 0
+// (the documented boundaries) work, as do V = 200,000 and k = 1e-7; words are compared as written ("The" is not
+// "the"); the counts and the n-gram are not modified.
 
 graded("2.3 addKProb: Laplace (k = 1) on bigrams", () => {
   // c(the cat) = 1, c(the ·) = 2: (1 + 1) / (2 + 1 * 8) = 0.2
@@ -368,7 +375,7 @@ graded("2.3 addKProb: unseen context, k = 0, and k < 0", () => {
   });
   expectThrows(() => addKProb(BIGRAMS, ["the", "cat"], { k: -1, vocabSize: V }), RangeError, {
     what: "addKProb with k = -1",
-    includes: "k=-1",
+    mentions: ["k", -1],
     hint: "negative pseudo-counts could give negative probabilities: throw a RangeError naming k",
   });
 });
@@ -442,7 +449,7 @@ graded("2.3 addKProb: rejects NaN and infinite k and a vocabSize that is not a p
   for (const bad of [NaN, Infinity, -Infinity, -0.5]) {
     expectThrows(() => addKProb(BIGRAMS, ["the", "cat"], { k: bad, vocabSize: V }), RangeError, {
       what: `addKProb(bigrams, ["the", "cat"], { k: ${bad}, vocabSize: 8 })`,
-      includes: `k=${bad}`,
+      mentions: ["k", bad],
       hint: "k < 0 is false for NaN, and k = Infinity gives Infinity / Infinity: require a finite k >= 0 " +
         "(Number.isFinite(k) && k >= 0) and name the value",
     });
@@ -450,8 +457,72 @@ graded("2.3 addKProb: rejects NaN and infinite k and a vocabSize that is not a p
   for (const bad of [0, -3, 2.5, NaN, Infinity]) {
     expectThrows(() => addKProb(BIGRAMS, ["the", "cat"], { k: 1, vocabSize: bad }), RangeError, {
       what: `addKProb(bigrams, ["the", "cat"], { k: 1, vocabSize: ${bad} })`,
-      includes: `vocabSize=${bad}`,
+      mentions: ["vocabSize", bad],
       hint: "V counts words: reject a vocabSize that is not an integer >= 1 with a RangeError naming vocabSize",
+    });
+  }
+});
+
+graded("2.3 addKProb: k = 0 and vocabSize = 1 are values, undefined is an error, and a vocabulary of 200,000", () => {
+  // The boundaries the doc names are values like any other: k = 0 is not "no k", V = 1 is a one-word vocabulary.
+  expectClose(addKProb(BIGRAMS, ["cat", "ran"], { k: 0, vocabSize: 1 }), 1 / 2, {
+    what: 'addKProb(bigrams, ["cat", "ran"], { k: 0, vocabSize: 1 })',
+    input: "c(cat ran) = 1, c(cat ·) = 2: (1 + 0) / (2 + 0 * 1)",
+    hint: "k = 0 is a pseudo-count of zero, not a missing k: read it with `options.k` (or ??), never with " +
+      "`options.k || 1`, which turns 0 into the default; vocabSize = 1 is allowed",
+  });
+  expectClose(addKProb(BIGRAMS, ["cat", "ran"], { k: 2, vocabSize: 1 }), 3 / 4, {
+    what: 'addKProb(bigrams, ["cat", "ran"], { k: 2, vocabSize: 1 })',
+    input: "(1 + 2) / (2 + 2 * 1)",
+    hint: "vocabSize = 1 is an integer >= 1: accept it",
+  });
+  // A vocabulary of GPT-4o's size and a tiny k: the terms differ by orders of magnitude.
+  expectClose(addKProb(BIGRAMS, ["the", "cat"], { k: 1e-7, vocabSize: 200_000 }), (1 + 1e-7) / (2 + 0.02), {
+    what: 'addKProb(bigrams, ["the", "cat"], { k: 1e-7, vocabSize: 200000 })',
+    input: "(1 + 1e-7) / (2 + 1e-7 * 200000)",
+    hint: "(c(h w) + k) / (c(h ·) + k V) for any V and any k >= 0, however small",
+    rtol: 1e-9,
+  });
+  expectClose(addKProb(BIGRAMS, ["zebra", "cat"], { k: 1e-7, vocabSize: 200_000 }), 1 / 200_000, {
+    what: 'addKProb(bigrams, ["zebra", "cat"], { k: 1e-7, vocabSize: 200000 }) (context never seen)',
+    hint: "an unseen context gives every word k / (k V) = 1 / V, whatever k > 0 is",
+    rtol: 1e-9,
+  });
+  // undefined is not a value: k and vocabSize have no defaults.
+  const opts = [
+    [{ k: undefined, vocabSize: V }, "k", "{ k: undefined, vocabSize: 8 }"],
+    [{ vocabSize: V }, "k", "{ vocabSize: 8 } (no k)"],
+    [{ k: 1, vocabSize: undefined }, "vocabSize", "{ k: 1, vocabSize: undefined }"],
+  ] as const;
+  for (const [options, name, shown] of opts) {
+    expectThrows(
+      () => addKProb(BIGRAMS, ["the", "cat"], options as unknown as { k: number; vocabSize: number }),
+      RangeError,
+      {
+        what: `addKProb(bigrams, ["the", "cat"], ${shown})`,
+        mentions: [name, "undefined"],
+        hint: `${name} has no default: a missing or undefined ${name} is an error (a RangeError naming ${name} and ` +
+          "its value), not a reason to pick a value (no `= 1` default in the destructuring, no `?? 1`)",
+      },
+    );
+  }
+});
+
+graded("2.3 addKProb: The and the are different words", () => {
+  const counts = new Map([["The cat", 3], ["the cat", 1], ["the dog", 3], ["the Cat", 2]]);
+  const cases: [string[], number, string][] = [
+    [["The", "cat"], (3 + 1) / (3 + 5), "c(The cat) = 3, c(The ·) = 3: (3 + 1) / (3 + 1 * 5)"],
+    [["the", "cat"], (1 + 1) / (6 + 5), "c(the cat) = 1, c(the ·) = 6: (1 + 1) / (6 + 5)"],
+    [["the", "Cat"], (2 + 1) / (6 + 5), "c(the Cat) = 2, c(the ·) = 6"],
+    [["THE", "cat"], 1 / 5, "THE was never seen: 1 / V"],
+  ];
+  for (const [gram, p, why] of cases) {
+    expectClose(addKProb(counts, gram, { k: 1, vocabSize: 5 }), p, {
+      what: `addKProb(${JSON.stringify([...counts])}, ${JSON.stringify(gram)}, { k: 1, vocabSize: 5 })`,
+      input: why,
+      hint: "compare words exactly as written: The and the are different words (do not lower-case either side)",
+      // Folded, every key is "the cat" (6) or "the dog" (3): each of these queries would give (6 + 1) / (9 + 5).
+      mistakes: [{ value: 7 / 14, hint: "the words were lower-cased before comparing: The and the became one word" }],
     });
   }
 });
@@ -549,8 +620,8 @@ graded("2.4 interpolatedProb: weights must have n + 1 entries and sum to 1", () 
     RangeError,
     {
       what: "interpolatedProb with weights [0.2, 0.3, 0.7] (sum 1.2)",
-      includes: "sum",
-      hint: "check that the weights sum to 1",
+      mentions: ["weights"],
+      hint: "check that the weights sum to 1, and name weights in the message",
     },
   );
   expectThrows(
@@ -558,7 +629,7 @@ graded("2.4 interpolatedProb: weights must have n + 1 entries and sum to 1", () 
     RangeError,
     {
       what: "interpolatedProb with 2 weights for a bigram model (needs 3: λ_0, λ_1, λ_2)",
-      includes: "weights",
+      mentions: ["weights"],
       hint: "these weights do sum to 1, so only a length check catches them: a model of order n needs n + 1 " +
         "weights (one per count map, plus λ_0); name weights in the message",
     },
@@ -572,13 +643,15 @@ graded("2.4 interpolatedProb: random orders, weights and queries match a from-sc
     const corpus = randomCorpus(rng, 1 + Math.floor(t / 5));
     const n = 1 + rng.int(Math.min(4, 1 + Math.floor(t / 6)));
     const byOrder = Array.from({ length: n }, (_, k) => countsPlain(corpus, k + 1));
-    const weights = randomWeights(rng, n);
+    // Each call gets a copy of the weights, so this test judges the formula alone (an answer that reorders the
+    // weights in place fails "nothing passed in is modified" instead, with that hint).
+    const original = randomWeights(rng, n);
     for (let q = 0; q < 3; q++) {
       const gram = randomQuery(rng, corpus, n);
-      const variant = (m: InterpMistake) => interpPlain(corpus, gram, weights, V, m);
-      expectClose(interpolatedProb(byOrder, gram, { weights, vocabSize: V }), variant("none"), {
+      const variant = (m: InterpMistake) => interpPlain(corpus, gram, original, V, m);
+      expectClose(interpolatedProb(byOrder, gram, { weights: [...original], vocabSize: V }), variant("none"), {
         what: `interpolatedProb(counts of orders 1..${n}, ${JSON.stringify(gram)}, ` +
-          `{ weights: ${JSON.stringify(weights.map((w) => +w.toFixed(4)))}, vocabSize: ${V} })`,
+          `{ weights: ${JSON.stringify(original.map((w) => +w.toFixed(4)))}, vocabSize: ${V} })`,
         input: corpus,
         hint: "λ_0 / V + sum over k = 1..n of λ_k P_k, P_k from the k-gram counts and the last k - 1 context " +
           "words (whole words); when a context was never seen, P_k is the value P_(k-1) had",
@@ -656,7 +729,7 @@ graded("2.4 interpolatedProb: weights that sum to 1 up to rounding; NaN, Infinit
   for (const [weights, why] of bads) {
     expectThrows(() => interpolatedProb([UNIGRAMS, BIGRAMS], ["the", "cat"], { weights, vocabSize: V }), RangeError, {
       what: `interpolatedProb(bigram model, ..., { weights: [${weights}] }) (${why})`,
-      includes: "weights",
+      mentions: ["weights"],
       hint: "every weight must be finite and >= 0 (NaN >= 0 is false, so test !(w >= 0) || !Number.isFinite(w)), " +
         "there must be n + 1 of them, and they must sum to 1: throw a RangeError naming weights",
     });
@@ -666,7 +739,7 @@ graded("2.4 interpolatedProb: weights that sum to 1 up to rounding; NaN, Infinit
     RangeError,
     {
       what: 'interpolatedProb([unigrams, bigrams], ["a", "cat", "ran"], ...) (3 words for a bigram model)',
-      includes: "ngram",
+      mentions: ["ngram"],
       hint: "a model of order n = countsByOrder.length needs n words: throw a RangeError naming ngram.length",
     },
   );
@@ -676,10 +749,97 @@ graded("2.4 interpolatedProb: weights that sum to 1 up to rounding; NaN, Infinit
       RangeError,
       {
         what: `interpolatedProb(..., { vocabSize: ${bad} })`,
-        includes: `vocabSize=${bad}`,
+        mentions: ["vocabSize", bad],
         hint: "V counts words: reject a vocabSize that is not an integer >= 1 with a RangeError naming vocabSize",
       },
     );
+  }
+});
+
+graded("2.4 interpolatedProb: zero weights, a zero estimate, vocabSize 1 and 200,000, and undefined options", () => {
+  // Weights of exactly 0 and 1 are allowed (the boundaries of "non-negative, summing to 1").
+  const cases: [number[], number, string][] = [
+    [[0, 0, 1], 1 / 2, "only the bigram: c(the cat) / c(the ·) = 1/2"],
+    [[1, 0, 0], 1 / 8, "only the uniform 1 / V"],
+    [[0, 1, 0], 2 / 12, "only the unigram c(cat) / 12"],
+  ];
+  for (const [weights, p, why] of cases) {
+    expectClose(interpolatedProb([UNIGRAMS, BIGRAMS], ["the", "cat"], { weights, vocabSize: V }), p, {
+      what: `interpolatedProb([unigrams, bigrams], ["the", "cat"], { weights: [${weights}], vocabSize: 8 })`,
+      input: why,
+      hint: "a weight of 0 or 1 is a weight like any other: accept it, and do not replace a 0 by a default",
+    });
+  }
+  // A seen context whose estimate is 0 (c(the sat) = 0, c(the ·) = 2): P_2 = 0 is the estimate, not a reason to
+  // fall back (`joint / total || previous` does).
+  expectClose(
+    interpolatedProb([UNIGRAMS, BIGRAMS], ["the", "sat"], { weights: [0.2, 0.3, 0.5], vocabSize: V }),
+    0.2 / 8 + 0.3 * 2 / 12 + 0.5 * 0,
+    {
+      what: 'interpolatedProb([unigrams, bigrams], ["the", "sat"], { weights: [0.2, 0.3, 0.5], vocabSize: 8 })',
+      input: "c(the sat) = 0, c(the ·) = 2: P_2 = 0 (the context was seen, so no fall-back)",
+      hint: "fall back to P_(k-1) only when the context was never seen (c(h ·) = 0); a seen context with an " +
+        "unseen word has P_k = 0: `joint / total || pk` wrongly falls back on that 0",
+      mistakes: [{ value: 0.2 / 8 + 0.3 * 2 / 12 + 0.5 * 2 / 12, hint: "a P_k of 0 was replaced by P_(k-1)" }],
+    },
+  );
+  expectClose(
+    interpolatedProb([UNIGRAMS, BIGRAMS], ["zebra", "cat"], { weights: [0.5, 0.25, 0.25], vocabSize: 1 }),
+    0.5 + 0.25 * 2 / 12 + 0.25 * 2 / 12,
+    {
+      what: 'interpolatedProb([unigrams, bigrams], ["zebra", "cat"], { weights: [0.5, 0.25, 0.25], vocabSize: 1 })',
+      hint: "vocabSize = 1 is an integer >= 1: accept it (P_0 = 1)",
+    },
+  );
+  expectClose(
+    interpolatedProb([UNIGRAMS, BIGRAMS], ["the", "cat"], { weights: [1e-6, 0.1 - 1e-6, 0.9], vocabSize: 200_000 }),
+    1e-6 / 200_000 + (0.1 - 1e-6) * 2 / 12 + 0.9 / 2,
+    {
+      what: 'interpolatedProb([unigrams, bigrams], ["the", "cat"], { weights: [1e-6, 0.1 - 1e-6, 0.9], ' +
+        "vocabSize: 200000 })",
+      hint: "λ_0 / V + λ_1 P_1 + λ_2 P_2 for any V",
+      rtol: 1e-9,
+    },
+  );
+  const opts = [
+    [{ weights: [0.2, 0.3, 0.5], vocabSize: undefined }, "vocabSize", "vocabSize: undefined"],
+    [{ weights: [0.2, 0.3, 0.5] }, "vocabSize", "no vocabSize"],
+    [{ weights: undefined, vocabSize: V }, "weights", "weights: undefined"],
+  ] as const;
+  for (const [options, name, shown] of opts) {
+    expectThrows(
+      () =>
+        interpolatedProb(
+          [UNIGRAMS, BIGRAMS],
+          ["the", "cat"],
+          options as unknown as { weights: number[]; vocabSize: number },
+        ),
+      RangeError,
+      {
+        what: `interpolatedProb([unigrams, bigrams], ["the", "cat"], { ${shown} })`,
+        mentions: [name],
+        hint: `${name} has no default: a missing or undefined ${name} is a RangeError naming ${name}`,
+      },
+    );
+  }
+});
+
+graded("2.4 interpolatedProb: The and the are different words", () => {
+  const uni = new Map([["The", 3], ["the", 1], ["cat", 4], ["Cat", 2]]);
+  const bi = new Map([["The cat", 3], ["the cat", 1], ["the Cat", 2], ["<s> The", 3], ["<s> the", 3]]);
+  const w = [0.1, 0.3, 0.6];
+  // unigram total 10; c(The ·) = 3, c(the ·) = 3.
+  const cases: [string[], number][] = [
+    [["The", "cat"], 0.1 / 4 + 0.3 * 4 / 10 + 0.6 * 3 / 3],
+    [["the", "cat"], 0.1 / 4 + 0.3 * 4 / 10 + 0.6 * 1 / 3],
+    [["the", "Cat"], 0.1 / 4 + 0.3 * 2 / 10 + 0.6 * 2 / 3],
+  ];
+  for (const [gram, p] of cases) {
+    expectClose(interpolatedProb([uni, bi], gram, { weights: w, vocabSize: 4 }), p, {
+      what: `interpolatedProb([${JSON.stringify([...uni])}, ${JSON.stringify([...bi])}], ${JSON.stringify(gram)}, ` +
+        "{ weights: [0.1, 0.3, 0.6], vocabSize: 4 })",
+      hint: "compare words exactly as written: The and the are different words (do not lower-case either side)",
+    });
   }
 });
 

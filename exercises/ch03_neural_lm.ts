@@ -53,8 +53,8 @@ export interface FixedWindowParams {
  * contexts [[1, 1], [1, 5], [5, 6], [1, 1]], targets [5, 6, 2, 7].
  *
  * Rules: a blockSize that is not an integer >= 1 (0, negative, 2.5, NaN,
- * Infinity) is an error: throw a RangeError whose message names `blockSize`
- * and its value. The stream need not end with `</s>`; an empty stream gives
+ * Infinity, or undefined: it has no default) is an error: throw a RangeError
+ * whose message names `blockSize` and its value, in any wording. The stream need not end with `</s>`; an empty stream gives
  * no windows. `tokens` is only read: `targets` is a new array (not `tokens`
  * itself) and every context is a new array of its own, so changing one
  * changes nothing else.
@@ -85,7 +85,10 @@ export function makeWindows(
  * result remains, and the caller's tensors (params, contexts) are neither
  * disposed nor returned. The softmax must be stable row by row: one row's
  * logits may be near +1000 while another's are near -1000. Read B, n, m
- * from the shapes: any sizes work, not only those of the examples.
+ * from the shapes: any sizes work, not only those of the examples, and V
+ * may be as large as a real vocabulary (200,000 words: if you loop over rows
+ * in plain JavaScript, find each max with a loop, as `Math.max(...row)`
+ * overflows the call stack on arrays that long).
  *
  * @param params the weights (see {@link FixedWindowParams}).
  * @param contexts int32 word ids, shape (B, n).
@@ -108,8 +111,10 @@ export function fixedWindowForward(params: FixedWindowParams, contexts: tf.Tenso
  * a row near -1000 beside one near +1000 must not underflow, and a target
  * 150 below its row's maximum has log-probability -150, not log(0).
  * `tf.logSoftmax`, or subtracting EACH ROW's own maximum before exp and
- * staying in logs, does it. Use `tf.tidy`: only the result remains, and
- * the caller's tensors are not disposed.
+ * staying in logs, does it. V may be a real vocabulary's 200,000 words (in
+ * plain loops, find each row's max with a loop, not `Math.max(...row)`,
+ * which overflows the call stack). Use `tf.tidy` (or dispose what you
+ * create): only the result remains, and the caller's tensors are not disposed.
  *
  * @param logits unnormalised scores, shape (B, V).
  * @param targets int32 ids of the true next words, shape (B,).
@@ -127,10 +132,11 @@ export function batchNll(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Scalar {
  * word, where λ (lambda) is the weight of the FIRST model. A mixture of two
  * distributions is again a distribution (it sums to 1).
  *
- * Rules: lambda outside [0, 1] (or NaN, or infinite) is an error: throw a
- * RangeError naming `lambda` and its value; both ends, 0 and 1, are
- * allowed. p and q of different lengths is an error: throw a RangeError
- * naming both lengths. Empty p and q give []. Mix word by word and do not
+ * Rules: lambda outside [0, 1] (or NaN, or infinite, or undefined: it has
+ * no default) is an error: throw a RangeError naming `lambda` and its value;
+ * both ends, 0 and 1, are allowed (0 is a weight, not a missing one). p and
+ * q of different lengths is an error: throw a RangeError naming both
+ * lengths. The wording of the messages is yours. Empty p and q give []. Mix word by word and do not
  * renormalise: p and q may be parts of distributions (e.g. the
  * probabilities of a few candidate words), and the mixture of each entry is
  * still λ p_i + (1 - λ) q_i. p and q are only read, and
@@ -159,9 +165,10 @@ export function mixDistributions(p: number[], q: number[], lambda: number): numb
  * (it still counts in the mean's N).
  *
  * Rules: empty arrays or arrays of different lengths are an error: throw a
- * RangeError naming both lengths; lambda outside [0, 1] (or NaN) is an
- * error: throw a RangeError naming `lambda` and its value. pA and pB are
- * only read, never changed.
+ * RangeError naming both lengths; lambda outside [0, 1] (or NaN, or
+ * undefined: it has no default) is an error: throw a RangeError naming
+ * `lambda` and its value. The wording of the messages is yours. pA and pB
+ * are only read, never changed.
  *
  * @param pA probabilities under model A, one per held-out token.
  * @param pB probabilities under model B for the same tokens.

@@ -25,7 +25,8 @@ import { notImplemented } from "../lib/mod.ts";
  * `words` maps each distinct word, written as its symbols separated by single
  * spaces, to how many times it occurs in the corpus. Symbols never contain a
  * space, but can be longer than one character (`"lo w </w>"` has the three
- * symbols `lo`, `w` and `</w>`).
+ * symbols `lo`, `w` and `</w>`). Symbols are kept exactly as written: `T`
+ * and `t` are different symbols (in 8.1, 8.2 and 8.3 alike).
  *
  * For every pair of neighbouring symbols `a`, `b` in a word, add the word's
  * frequency to the count of the pair, keyed `"a b"` (the two symbols with one
@@ -78,7 +79,11 @@ export function mergePair(
  *
  * Start from the word's characters (Unicode code points: `Array.from(word)`,
  * so an emoji is ONE symbol, not two UTF-16 halves). `merges` is in priority
- * order: `merges[0]` was learned first and wins over every later merge.
+ * order: `merges[0]` was learned first and wins over every later merge. The
+ * list may be as long as a real tokenizer's (GPT-4o has about 200,000
+ * merges): compare ranks as numbers (`sort()` without a comparator compares
+ * them as strings, putting 10 before 9) and do not spread the list into a
+ * call (`Math.min(...ranks)` overflows the call stack at that length).
  *
  * Repeat: among all pairs of neighbouring symbols in the word, find the pair
  * that comes EARLIEST in `merges` (not the leftmost pair in the word); merge
@@ -123,13 +128,17 @@ export interface PowerLaw {
  * intercept = mean u - slope * mean v.
  *
  * Errors: throw a RangeError whose message names the argument (for a bad
- * value, with its index, e.g. `y[2] must be positive: y[2]=0`) when x and y
- * have different lengths (e.g. `x and y must have the same length:
- * x.length=2, y.length=3`), when there are fewer than 2 points (none at all
- * included; say so, e.g. `x needs at least 2 points: x.length=1`), when an x or y is not a positive finite number (the log of 0 or
- * of a negative number does not exist; NaN and +-Infinity are rejected too),
- * or when all x are equal (no line is defined: the slope is 0 / 0). Leave `x`
- * and `y` unchanged.
+ * value, with its index and the value, e.g. `y[2] must be positive: y[2]=0`)
+ * when x and y have different lengths (e.g. `x and y must have the same
+ * length: x.length=2, y.length=3`), when there are fewer than 2 points (none
+ * at all included; say so, naming the number of points, e.g. `x needs at
+ * least 2 points: x.length=1`), when an x or y is not a positive finite
+ * number (the log of 0 or of a negative number does not exist; NaN and
+ * +-Infinity are rejected too), or when all x are equal (no line is defined:
+ * the slope is 0 / 0). The wording is yours; the examples show one way.
+ * Any number of points works, e.g. a Zipf fit over the 200,000 ranks of a
+ * vocabulary (loop over them: `Math.min(...x)` overflows the call stack at
+ * that length). Leave `x` and `y` unchanged.
  *
  * @param x sizes, all positive, e.g. parameter counts.
  * @param y measurements, all positive, e.g. losses.

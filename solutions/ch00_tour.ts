@@ -15,7 +15,7 @@ export function softmax(logits: number[]): number[] {
   if (logits.length === 0) throw new RangeError("logits must not be empty: logits=[]");
   const bad = logits.findIndex((x) => !Number.isFinite(x));
   if (bad >= 0) throw new RangeError(`logits must be finite numbers: logits[${bad}]=${logits[bad]}`);
-  const max = Math.max(...logits);
+  const max = logits.reduce((m, x) => Math.max(m, x), -Infinity); // Math.max(...logits) overflows on 200k logits
   const exps = logits.map((x) => Math.exp(x - max));
   const total = exps.reduce((a, b) => a + b, 0);
   return exps.map((e) => e / total);

@@ -113,6 +113,7 @@ export function interpolatedProb(
   if (ngram.length !== n) {
     throw new RangeError(`ngram must have ${n} words (one per order): ngram.length=${ngram.length}`);
   }
+  if (!Array.isArray(weights)) throw new RangeError(`weights must be an array of n + 1 numbers: weights=${weights}`);
   if (weights.length !== n + 1) {
     throw new RangeError(`weights must have n + 1 = ${n + 1} entries: weights.length=${weights.length}`);
   }

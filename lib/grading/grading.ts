@@ -150,7 +150,9 @@ export function errorHint(e: Error): string {
       "read environment variables or start programs. Compute the answer from the function's arguments only.";
   }
   if (/Maximum call stack size exceeded/.test(m)) {
-    return "a function calls itself without end: check the base case of your recursion.";
+    return "a long array was spread into a call (Math.max(...xs), Math.min(...xs), push(...xs)): that passes " +
+      "every entry as an argument and overflows the stack at around 100,000 of them, so use a loop; " +
+      "or a function calls itself without end: check the base case of your recursion.";
   }
   if (/Invalid array length|Array buffer allocation failed/.test(m)) {
     return "an array of an impossible size was requested: check the length you compute (negative? NaN? huge?).";
@@ -200,7 +202,9 @@ export interface MistakeOptions {
    * Known wrong variants of the answer. When the check fails, the actual value is compared (with the check's own
    * tolerance and shape rules) with each variant's `value`; the first that matches gives the hint the student sees
    * ("this looks like: <hint>"; any other variant that matches too is added as "or: <hint>", since this input
-   * cannot tell them apart). When none matches, the check's neutral `hint` is shown.
+   * cannot tell them apart). When none matches, the check's neutral `hint` is shown. An actual value that holds
+   * NaN anywhere matches no variant (not even one that is NaN there too): NaN is what many different mistakes
+   * give on the same input, so it cannot name one; the NaN line of the message and the neutral hint explain it.
    */
   mistakes?: Mistake[];
 }
@@ -273,6 +277,8 @@ function flatten(value: unknown): { values: unknown[]; shape: number[] } {
   }
   if (Array.isArray(value)) {
     if (value.length === 0) return { values: [], shape: [0] };
+    // A flat list of numbers (a vocabulary's 200,000 probabilities) needs no object per entry.
+    if (value.every((v) => typeof v === "number")) return { values: value, shape: [value.length] };
     const parts = value.map(flatten);
     const inner = parts[0].shape;
     const ragged = parts.some((p) => p.shape.join() !== inner.join());
@@ -310,7 +316,9 @@ export function expectClose(
   checkMistakes(options.mistakes);
   const lines = closeProblem(got, expected, atol, rtol);
   if (lines === null) return;
-  const matching = (options.mistakes ?? []).filter((m) => closeProblem(got, mistakeValue(m), atol, rtol) === null);
+  const matching = hasNaN(got)
+    ? []
+    : (options.mistakes ?? []).filter((m) => closeProblem(got, mistakeValue(m), atol, rtol) === null);
   fail(withMistakes(options, matching), lines);
 }
 
@@ -325,6 +333,30 @@ function withMistakes(ctx: CheckContext, matching: Mistake[]): CheckContext {
     ...ctx,
     hint: [`${MISTAKE_PREFIX}${hints[0]}`, ...hints.slice(1).map((h) => `  or:       ${h}`)].join("\n"),
   };
+}
+
+/**
+ * Whether a returned value holds NaN anywhere (a number, nested arrays, typed arrays, tensors, Map values or
+ * plain-object fields). Such an output is never matched with a known mistake: many different mistakes (and the
+ * unstable arithmetic a test file may use to compute a variant) all collapse to NaN on the same input, so a
+ * variant being NaN there says nothing about what the student did. The check's neutral hint and the NaN line
+ * ({@link NAN_CAUSES}) explain it instead.
+ */
+function hasNaN(value: unknown, depth = 0): boolean {
+  if (depth > 8) return false;
+  if (typeof value === "number") return Number.isNaN(value);
+  if (value instanceof tf.Tensor) {
+    return !value.isDisposed && value.dtype !== "string" && Array.from(value.dataSync()).some(Number.isNaN);
+  }
+  if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
+    return Array.from(value as unknown as ArrayLike<number>).some((v) => Number.isNaN(v));
+  }
+  if (Array.isArray(value)) return value.some((v) => hasNaN(v, depth + 1));
+  if (value instanceof Map) return [...value.values()].some((v) => hasNaN(v, depth + 1));
+  if (value !== null && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.values(value).some((v) => hasNaN(v, depth + 1));
+  }
+  return false;
 }
 
 /** A mistake's value, computing it first when it is given as a function. */
@@ -463,7 +495,7 @@ export function expectEqual(
   checkMistakes(options.mistakes);
   if (!deepEqual(got, expected)) {
     const te = describeType(expected), tg = describeType(got);
-    const matching = (options.mistakes ?? []).filter((m) => deepEqual(got, mistakeValue(m)));
+    const matching = hasNaN(got) ? [] : (options.mistakes ?? []).filter((m) => deepEqual(got, mistakeValue(m)));
     fail(withMistakes(options, matching), [
       `expected: ${formatValue(expected)}`,
       `got:      ${formatValue(got)}`,
@@ -495,17 +527,54 @@ export function expectShape(
   }
 }
 
+/** What {@link expectThrows} requires of the message, beyond the error's class. */
+export interface ThrowsOptions extends CheckContext {
+  /** Text the message must include verbatim (only for a wording the exercise's doc spells out). */
+  includes?: string;
+  /**
+   * Names and values the message must mention, in any wording: each as a whole token, so `"n"` is not found in
+   * `"must"`, `2` not in `2.5` or `-2`, `"x"` is found in `"x.length=2"` and `NaN` in `"logits[1]=NaN"`. For a doc
+   * that promises "a message naming the argument and the value" without fixing the format.
+   */
+  mentions?: (string | number)[];
+}
+
+/**
+ * Whether `message` mentions `token` as a whole token (see {@link ThrowsOptions.mentions}).
+ * @param message an error message.
+ * @param token a name or a value (numbers as `String(value)` writes them).
+ * @returns true when some occurrence is not part of a longer name or number.
+ *
+ * @example
+ * ```ts
+ * import { mentionsToken } from "./grading.ts";
+ * console.log(mentionsToken("n must be an integer >= 1: n=2.5", 2.5), mentionsToken("n=2.5", 2)); // true false
+ * ```
+ */
+export function mentionsToken(message: string, token: string | number): boolean {
+  const t = String(token);
+  if (t === "") return true;
+  const numeric = typeof token === "number";
+  for (let i = message.indexOf(t); i >= 0; i = message.indexOf(t, i + 1)) {
+    const before = message[i - 1] ?? "", after = message[i + t.length] ?? "", after2 = message[i + t.length + 1] ?? "";
+    if (/[\w$]/.test(before) || (numeric && /[-.]/.test(before) && !/^-/.test(t))) continue;
+    if (/[\w$]/.test(after) || (after === "." && /\d/.test(after2))) continue;
+    return true;
+  }
+  return false;
+}
+
 /**
  * Checks that a call throws an error of the given class whose message
- * includes some text.
+ * includes some text and mentions some names and values.
  * @param fn the call that should throw.
  * @param errorClass the expected error class, e.g. `RangeError`.
- * @param options what is checked, the text the message must include, a hint.
+ * @param options what is checked, the text the message must include or the tokens it must mention, a hint.
  */
 export function expectThrows(
   fn: () => unknown,
   errorClass: new (...args: never[]) => Error,
-  options: CheckContext & { includes?: string },
+  options: ThrowsOptions,
 ): void {
   let thrown: unknown = undefined, threw = false;
   try {
@@ -528,6 +597,14 @@ export function expectThrows(
   if (options.includes && !(thrown as Error).message.includes(options.includes)) {
     fail(options, [
       `expected the message to include ${JSON.stringify(options.includes)}`,
+      `got message: ${JSON.stringify((thrown as Error).message)}`,
+    ]);
+  }
+  const missing = (options.mentions ?? []).filter((t) => !mentionsToken((thrown as Error).message, t));
+  if (missing.length > 0) {
+    fail(options, [
+      `expected the message to mention ${missing.map((t) => JSON.stringify(String(t))).join(" and ")} ` +
+      `(in any wording)`,
       `got message: ${JSON.stringify((thrown as Error).message)}`,
     ]);
   }

@@ -10,6 +10,7 @@ import {
   explainFailure,
   formatValue,
   graded,
+  mentionsToken,
   TEST_LOCATION,
   WrongAnswerError,
 } from "./grading.ts";
@@ -229,18 +230,18 @@ Deno.test("graded registers its test at the caller's line, so deno test points a
 Deno.test("mistakes that give the same output on this input are all named; malformed mistakes are a TypeError", () => {
   const msg = assertThrows(
     () =>
-      expectClose([NaN, NaN], [0.5, 0.5], {
-        what: "softmax([-1000, -1000])",
+      expectClose([1, 0], [0.5, 0.5], {
+        what: "softmax([1000, 0])",
         hint: "neutral",
         mistakes: [
-          { value: [NaN, NaN], hint: "no shift" },
+          { value: [1, 0], hint: "one-hot of the largest" },
           { value: [0.25, 0.25], hint: "halved" },
-          { value: [NaN, NaN], hint: "a shift by 0" },
+          { value: [1, 0], hint: "argmax instead of softmax" },
         ],
       }),
     WrongAnswerError,
   ).message;
-  assertStringIncludes(msg, "hint:     this looks like: no shift\n  or:       a shift by 0");
+  assertStringIncludes(msg, "hint:     this looks like: one-hot of the largest\n  or:       argmax instead of softmax");
   assertEquals(msg.includes("halved"), false);
   assertThrows(
     () => expectClose([1], [1], { what: "x", mistakes: [{ value: [2], hint: "" }] }),
@@ -283,4 +284,103 @@ Deno.test("expectClose: an infinite expected value matches only that infinity (i
     assertThrows(() => expectClose(got, [-Infinity, 1], { what: "log-probabilities" }), WrongAnswerError);
   }
   assertThrows(() => expectClose([1e300], [Infinity], { what: "a sum" }), WrongAnswerError);
+});
+
+Deno.test("an output holding NaN is matched with no mistake, even one that is NaN there too (issue 31)", () => {
+  // Chapter 0's case: softmax([1000, 1001]) gave NaN; the variant "reversed order" computed without a shift is NaN
+  // on this input too, and so is "no shift": neither may be offered as what the student did.
+  const options = {
+    what: "softmax([1000, 1001])",
+    hint: "shift every logit by the largest one before exp",
+    mistakes: [
+      { value: [NaN, NaN], hint: "the probabilities come out in reverse order" },
+      { value: [NaN, 0.5], hint: "half NaN" },
+      { value: () => [NaN, NaN], hint: "no shift" },
+    ],
+  };
+  for (const got of [[NaN, NaN], [NaN, 0.5], new Float32Array([NaN, NaN])]) {
+    const msg = assertThrows(() => expectClose(got, [0.2689, 0.7311], options), WrongAnswerError).message;
+    assertStringIncludes(msg, "got NaN at flat index 0");
+    assertStringIncludes(msg, "hint:     shift every logit by the largest one before exp");
+    assertEquals(msg.includes("this looks like"), false, msg);
+  }
+  const tensor = tf.tensor1d([NaN, 1]);
+  try {
+    const msg = assertThrows(() => expectClose(tensor, [0.5, 0.5], options), WrongAnswerError).message;
+    assertEquals(msg.includes("this looks like"), false, msg);
+  } finally {
+    tensor.dispose();
+  }
+  // expectEqual too: NaN in a Map value or an object field names no mistake.
+  const eq = assertThrows(
+    () =>
+      expectEqual(new Map([["a", NaN]]), new Map([["a", 0]]), {
+        what: "probs",
+        hint: "neutral",
+        mistakes: [{ value: new Map([["a", NaN]]), hint: "0/0" }],
+      }),
+    WrongAnswerError,
+  ).message;
+  assertStringIncludes(eq, "hint:     neutral");
+  assertEquals(eq.includes("this looks like"), false);
+  const obj = assertThrows(
+    () =>
+      expectEqual({ p: NaN }, { p: 1 }, { what: "o", hint: "neutral", mistakes: [{ value: { p: NaN }, hint: "x" }] }),
+    WrongAnswerError,
+  ).message;
+  assertEquals(obj.includes("this looks like"), false);
+  // An output without NaN is still diagnosed.
+  assertStringIncludes(
+    assertThrows(() => expectClose([0.5, 0.5], [0.2689, 0.7311], options), WrongAnswerError).message,
+    "hint:     shift every logit",
+  );
+  assertStringIncludes(
+    assertThrows(
+      () =>
+        expectClose([0.7311, 0.2689], [0.2689, 0.7311], {
+          ...options,
+          mistakes: [{ value: [0.7311, 0.2689], hint: "reversed" }],
+        }),
+      WrongAnswerError,
+    ).message,
+    "this looks like: reversed",
+  );
+});
+
+Deno.test("a stack overflow from a long array spread into Math.max gets a hint that names the spread", () => {
+  let overflow: unknown;
+  try {
+    const xs = new Array(300_000).fill(1);
+    Math.max(...xs);
+  } catch (err) {
+    overflow = err;
+  }
+  assertInstanceOf(overflow, RangeError);
+  const msg = explainFailure(overflow).message;
+  assertStringIncludes(msg, "Math.max(...xs)");
+  assertStringIncludes(msg, "use a loop");
+});
+
+Deno.test("expectThrows mentions: names and values in any wording, each as a whole token", () => {
+  assertEquals(mentionsToken("n must be an integer >= 1: n=2.5", "n"), true);
+  assertEquals(mentionsToken("must be an integer >= 1: got 2.5", "n"), false); // "n" only inside words
+  assertEquals(mentionsToken("n=2.5", 2.5), true);
+  assertEquals(mentionsToken("n=2.5", 2), false);
+  assertEquals(mentionsToken("n=-2", 2), false);
+  assertEquals(mentionsToken("n=-2", -2), true);
+  assertEquals(mentionsToken("x.length=2, y.length=3", "x"), true);
+  assertEquals(mentionsToken("logits[1]=NaN", NaN), true);
+  assertEquals(mentionsToken("got -Infinity in logits", Infinity), false);
+  assertEquals(mentionsToken("got -Infinity in logits", -Infinity), true);
+  assertEquals(mentionsToken("k is 10", 1), false);
+  const throwing = (msg: string) => () => {
+    throw new RangeError(msg);
+  };
+  const options = { what: "f(0)", hint: "name n and its value", mentions: ["n", 0] };
+  expectThrows(throwing("n must be >= 1, got 0"), RangeError, options);
+  expectThrows(throwing("bad n: 0"), RangeError, options);
+  const msg = assertThrows(() => expectThrows(throwing("bad value 10 for n"), RangeError, options), WrongAnswerError)
+    .message;
+  assertStringIncludes(msg, 'expected the message to mention "0" (in any wording)');
+  assertStringIncludes(msg, 'got message: "bad value 10 for n"');
 });

@@ -1,0 +1,41 @@
+// mutant of 0.2 rowSoftmax: plain loops over arraySync() rows, each row's max by Math.max(...row), which overflows the call stack on a 200,000-entry row
+/**
+ * Chapter 0 exercises: a first taste of the grader (reference solution).
+ * @module
+ */
+import { tf } from "../../../lib/mod.ts";
+
+/**
+ * Exercise 0.1: the softmax of a list of numbers, computed stably (shifted by
+ * the largest logit).
+ * @param logits finite numbers, at least one; left unchanged.
+ * @returns a new array (on every call) of probabilities exp(x_i) / sum_j exp(x_j), summing to 1.
+ * @throws {RangeError} when `logits` is empty or holds NaN or +-Infinity.
+ */
+export function softmax(logits: number[]): number[] {
+  if (logits.length === 0) throw new RangeError("logits must not be empty: logits=[]");
+  const bad = logits.findIndex((x) => !Number.isFinite(x));
+  if (bad >= 0) throw new RangeError(`logits must be finite numbers: logits[${bad}]=${logits[bad]}`);
+  // A loop, not Math.max(...logits): spreading a vocabulary of 200,000 logits into one call overflows the stack.
+  let max = -Infinity;
+  for (const x of logits) if (x > max) max = x;
+  const exps = logits.map((x) => Math.exp(x - max));
+  const total = exps.reduce((a, b) => a + b, 0);
+  return exps.map((e) => e / total);
+}
+
+/**
+ * Exercise 0.2: softmax of every row of a matrix, with TensorFlow.js ops,
+ * each row shifted by its own largest value, inside tf.tidy.
+ * @param x a matrix of shape (rows, cols), cols >= 1; neither changed nor disposed.
+ * @returns a new float32 matrix (on every call) of the same shape whose rows each sum to 1.
+ */
+export function rowSoftmax(x: tf.Tensor2D): tf.Tensor2D {
+  const rows = x.arraySync().map((row) => {
+    const max = Math.max(...row);
+    const e = row.map((v) => Math.exp(v - max));
+    const total = e.reduce((a, b) => a + b, 0);
+    return e.map((v) => v / total);
+  });
+  return tf.tensor2d(rows.flat(), x.shape);
+}
