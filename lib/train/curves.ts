@@ -31,7 +31,7 @@ export interface TrainingCurvesOptions extends ChartOptions {
  * import { type TrainHistory } from "./train.ts";
  * const h = { train: [{ step: 10, epoch: 0.5, loss: 2, perplexity: 7.4, lr: 1e-3, gradNorm: 1, seconds: 1 }],
  *   val: [], steps: 10, examples: 640, stopReason: "steps", restoredBest: false, seconds: 1,
- *   examplesPerSecond: 640 } as TrainHistory;
+ *   examplesPerSecond: 640, workers: 1, workersReason: "one worker was requested" } as TrainHistory;
  * assertEquals(trainingCurves(h).data.length, 2);
  * ```
  */

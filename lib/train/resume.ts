@@ -204,7 +204,7 @@ function decode<T>(value: unknown): T {
  * opt.applyGradients({ w }, { w: tf.ones([2]) }, { lr: 0.1 });
  * const path = `${await Deno.makeTempDir()}/run.lmw`, fingerprint = { options: { lr: 0.1 } };
  * const history = { train: [], val: [], steps: 1, examples: 4, stopReason: "steps" as const, restoredBest: false,
- *   seconds: 0, examplesPerSecond: 0 };
+ *   seconds: 0, examplesPerSecond: 0, workers: 1, workersReason: "one worker was requested" };
  * await saveRun(path, { fingerprint, runStart: 0, stepsDone: 1, examplesSeen: 4, order: null, cursor: 0,
  *   rng: { words: [1, 2, 3, 4], spare: null }, history, sinceBest: 0, trainMs: 5, seconds: 0.01, finished: false,
  *   weights: { w }, best: null }, opt);
