@@ -244,6 +244,12 @@ export interface TrainerOptions {
   /** Which variables are decayed (default: rank >= 2). */
   decay?: (name: string, variable: tf.Variable) => boolean;
   /**
+   * Which variables a step updates (chapter 9, fine-tuning): their names, or
+   * a test on a name (default: all). The others get no gradient, so they stay
+   * bit-identical (frozen).
+   */
+  trainable?: string[] | ((name: string) => boolean);
+  /**
    * An optimiser to use instead of a new {@link AdamW} built from the options
    * above (e.g. one configured with `implementation`, one whose state
    * should carry over from another trainer, or an {@link SGD}).
@@ -439,6 +445,7 @@ export class Trainer {
         "the model has no variables to train: variables()={}",
       );
     }
+    trainableNames(model.variables(), o.trainable);
     // Validate the schedule once, at the last step.
     learningRateAt(0, this.#scheduleOf(o, 1));
     this.model = model;
@@ -492,7 +499,7 @@ export class Trainer {
   step(batch: Batch, lr?: number): { loss: tf.Scalar; gradNorm: tf.Scalar } {
     const rate = lr ?? this.learningRate(this.#stepsDone);
     const vars = this.model.variables();
-    const names = Object.keys(vars);
+    const names = trainableNames(vars, this.options.trainable);
     const byTfName = new Map(names.map((n) => [vars[n].name, n]));
     const seed = this.#rng.uint32();
     const share = this.options.share;
@@ -768,4 +775,22 @@ function snapshot(
   const out: Record<string, tf.Tensor> = {};
   for (const [k, v] of Object.entries(vars)) out[k] = tf.keep(v.clone());
   return out;
+}
+
+/** The names of the variables a step updates; throws on a name not in the model or an empty selection. */
+function trainableNames(
+  vars: Record<string, tf.Variable>,
+  trainable: TrainerOptions["trainable"],
+): string[] {
+  const all = Object.keys(vars);
+  if (trainable === undefined) return all;
+  if (Array.isArray(trainable)) {
+    const unknown = trainable.filter((n) => !(n in vars));
+    if (unknown.length > 0) {
+      throw new RangeError(`trainable names a variable the model does not have: ${JSON.stringify(unknown[0])}`);
+    }
+  }
+  const names = Array.isArray(trainable) ? all.filter((n) => trainable.includes(n)) : all.filter((n) => trainable(n));
+  if (names.length === 0) throw new RangeError("trainable selects no variable: nothing would be trained");
+  return names;
 }
