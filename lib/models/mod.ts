@@ -5,7 +5,8 @@
  * `attention.ts`), the transformer language model (chapter 6:
  * `transformer_config.ts`, then `transformer.ts`, with its internal
  * `transformer_helpers.ts`) with the encoder and encoder-decoder families
- * (`families.ts`), and scaling laws (chapter 8: `scaling.ts`).
+ * (`families.ts`), scaling laws (chapter 8: `scaling.ts`), and classification
+ * heads for fine-tuning (chapter 9: `heads.ts`).
  *
  * @module
  */
@@ -16,3 +17,4 @@ export * from "./transformer_config.ts";
 export * from "./transformer.ts";
 export * from "./families.ts";
 export * from "./scaling.ts";
+export * from "./heads.ts";
