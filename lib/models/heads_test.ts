@@ -10,6 +10,8 @@ import {
   SequenceClassifier,
 } from "./heads.ts";
 import { TransformerEncoder } from "./families.ts";
+import { TransformerLM } from "./transformer.ts";
+import { transformerConfig } from "./transformer_config.ts";
 import { Rng } from "../core/random.ts";
 
 tf.env().set("PROD", true);
@@ -157,5 +159,32 @@ Deno.test("fineTune: learns a separable task; bad prefixes and an empty budget a
     "selects no variable",
   );
   await assertRejects(() => fineTune(clf, data, { maxSteps: 0 }), RangeError, "maxSteps");
+  clf.dispose();
+});
+
+Deno.test("SequenceClassifier works on a decoder's hidden states too (TransformerLM's returnHidden)", async () => {
+  const lmModel = new TransformerLM(
+    transformerConfig({ nLayer: 1, nHead: 2, nEmbd: 8, blockSize: 6 }, { vocabSize: 12 }),
+    {
+      seed: 1,
+    },
+  );
+  const clf = new SequenceClassifier({
+    body: lmModel,
+    hidden: (x) => lmModel.forward(x, undefined, { returnHidden: true }).hidden!.at(-1)!,
+    head: new ClassifierHead(8, 3, { pool: "mean" }),
+  });
+  const data = classificationDataset([Int32Array.from([1, 2, 3]), Int32Array.from([4, 5])], [2, 0], {
+    length: 4,
+    padId: 0,
+    numLabels: 3,
+  });
+  const before = lmModel.variables();
+  const snapshot = Object.fromEntries(Object.entries(before).map(([k, v]) => [k, v.dataSync().slice()]));
+  await fineTune(clf, data, { maxSteps: 2, batchSize: 2, lr: 1e-2, progress: false });
+  assert(
+    Object.entries(before).some(([k, v]) => v.dataSync().some((x, i) => x !== snapshot[k][i])),
+    "the decoder did not move",
+  );
   clf.dispose();
 });
