@@ -378,7 +378,7 @@ export function classifierAccuracy(
 /** Options of {@link fineTune}: the {@link Trainer}'s, and which part to freeze. */
 export interface FineTuneOptions extends TrainerOptions {
   /** Variable name prefixes to freeze (e.g. `["body."]` trains only the head); default none. */
-  freeze?: string[];
+  freeze?: readonly string[];
 }
 
 /**
