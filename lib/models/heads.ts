@@ -26,7 +26,7 @@ import {
 export type Pooling = "mean" | "first";
 
 /**
- * The pooled representation of each sequence (not tidied: call inside `tf.tidy`).
+ * The pooled representation of each sequence (chapter 9; not tidied: call inside `tf.tidy`).
  * `"first"` takes position 0 (BERT's [CLS]); `"mean"` averages the positions
  * whose mask is 1 (all positions without a mask).
  *
