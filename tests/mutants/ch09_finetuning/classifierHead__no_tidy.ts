@@ -60,7 +60,7 @@ export function classifierHead(
     const logits = tf.add(tf.matMul(pooled, w), b) as tf.Tensor2D; // (B, K)
     const picked = tf.sum(tf.mul(tf.logSoftmax(logits), tf.oneHot(tf.tensor1d(labels, "int32"), K)), 1); // (B)
     return { logits, loss: tf.neg(tf.mean(picked)) as tf.Scalar };
-  });
+  })();
 }
 
 /**
