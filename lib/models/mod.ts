@@ -7,7 +7,8 @@
  * as the namespace `gpt`, and `transformer.ts`, the class that holds its
  * weights and runs it through the fused kernels of `gpt_fast.ts`) with the
  * encoder and encoder-decoder families built from the same pieces
- * (`families.ts`), and scaling laws (chapter 8: `scaling.ts`).
+ * (`families.ts`), scaling laws (chapter 8: `scaling.ts`), and classification
+ * heads for fine-tuning (chapter 9: `heads.ts`).
  *
  * @module
  */
@@ -19,3 +20,4 @@ export * as gpt from "./gpt.ts";
 export * from "./transformer.ts";
 export * from "./families.ts";
 export * from "./scaling.ts";
+export * from "./heads.ts";

@@ -60,6 +60,7 @@ import type { Optimizer } from "./optimizer.ts";
 import { clipScale, learningRateAt, type ScheduleOptions } from "./schedule.ts";
 import { chooseWorkers, type ModelSpec, type WorkersChoice } from "./data_parallel.ts";
 import { evaluateLoss } from "./evaluate.ts";
+import { trainableNames } from "./trainable.ts";
 export { evaluateLoss, type EvaluateLossOptions, type LossReport } from "./evaluate.ts";
 import { assignWeights } from "./checkpoint.ts";
 import { type CheckpointOptions, openRun, type SavedRun, saveRun } from "./resume.ts";
@@ -193,6 +194,12 @@ export interface TrainerOptions {
   betas?: [number, number];
   /** Which variables are decayed (default: rank >= 2). */
   decay?: (name: string, variable: tf.Variable) => boolean;
+  /**
+   * Which variables a step updates (chapter 9, fine-tuning): their names, or
+   * a test on a name (default: all). The others get no gradient, so they stay
+   * bit-identical (frozen).
+   */
+  trainable?: string[] | ((name: string) => boolean);
   /**
    * An optimiser to use instead of a new {@link AdamW} built from the options
    * above (e.g. one configured with `implementation`, one whose state
@@ -411,6 +418,7 @@ export class Trainer {
         "the model has no variables to train: variables()={}",
       );
     }
+    trainableNames(model.variables(), o.trainable);
     // Validate the schedule once, at the last step.
     learningRateAt(0, this.#scheduleOf(o, 1));
     this.model = model;
@@ -488,7 +496,7 @@ export class Trainer {
     use: (grads: Record<string, tf.Tensor>, loss: tf.Scalar) => T,
   ): T {
     const vars = this.model.variables();
-    const names = Object.keys(vars);
+    const names = trainableNames(vars, this.options.trainable);
     const byTfName = new Map(names.map((n) => [vars[n].name, n]));
     const local = share ? share.split(batch, vars, seed) : batch;
     try {
@@ -516,6 +524,10 @@ export class Trainer {
   async #chooseWorkers(steps: number): Promise<WorkersChoice> {
     const o = this.options;
     if (o.share) return { workers: 1, reason: "the share given as an option splits each step" };
+    if (o.trainable && o.workers !== undefined && o.workers !== "auto" && o.workers > 1) {
+      throw new RangeError(`workers=${o.workers} cannot train a selection of variables (trainable): use one worker`);
+    }
+    if (o.trainable) return { workers: 1, reason: "a selection of variables (trainable) trains on one core" };
     return await chooseWorkers(this.model, {
       workers: o.workers ?? "auto",
       data: this.data,
