@@ -172,6 +172,18 @@ export class AdamW implements Optimizer {
       return;
     }
     tf.tidy(() => {
+      // The step's constants as tensors made once, not once per variable: on a GPU
+      // backend each number in an op is a buffer upload (8 per variable before).
+      const [b1, c1, b2, c2, root, eps, rate, decay] = [
+        this.beta1,
+        1 - this.beta1,
+        this.beta2,
+        1 - this.beta2,
+        Math.sqrt(bc2),
+        this.epsilon,
+        lr / bc1,
+        lr * this.weightDecay,
+      ].map((x) => tf.scalar(x));
       for (const [name, p] of Object.entries(variables)) {
         let g = grads[name];
         if (!g) continue;
@@ -183,13 +195,13 @@ export class AdamW implements Optimizer {
           this.#m.set(name, m);
           this.#v.set(name, v);
         }
-        m.assign(m.mul(this.beta1).add(g.mul(1 - this.beta1)));
-        v.assign(v.mul(this.beta2).add(g.square().mul(1 - this.beta2)));
-        const denom = v.sqrt().div(Math.sqrt(bc2)).add(this.epsilon);
-        let next = p.sub(m.div(denom).mul(lr / bc1));
+        m.assign(m.mul(b1).add(g.mul(c1)));
+        v.assign(v.mul(b2).add(g.square().mul(c2)));
+        const denom = v.sqrt().div(root).add(eps);
+        let next = p.sub(m.div(denom).mul(rate));
         if (this.weightDecay > 0 && this.#decay(name, p)) {
           // decay the weights of before this step, as PyTorch does
-          next = next.sub(p.mul(lr * this.weightDecay));
+          next = next.sub(p.mul(decay));
         }
         p.assign(next);
       }
