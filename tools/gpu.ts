@@ -11,7 +11,7 @@
  * When no hardware adapter is found it says why and what to install.
  *
  * Run: deno task gpu [--config baby|gpu|both|tiny] [--steps 5] [--backends webgpu,wasm]
- *        [--check 3] [--json] [--profile] [--no-torch]
+ *        [--check 3] [--batch N] [--json] [--profile] [--no-torch]
  *
  * - `baby`: nanoGPT's CPU config (4 layers, 4 heads, 128 dims, context 64, batch 12, no dropout);
  * - `gpu`: nanoGPT's Shakespeare-character GPU config (6 layers, 6 heads, 384 dims, context 256,
@@ -21,7 +21,8 @@
  * from the seed, so both backends drop the same units. The first step of each
  * run (shader compilation, buffer allocation) is not timed. `--profile` adds,
  * per step, the kernels run, the reads back to the CPU and the uploads (see
- * tools/gpu_counts.ts). `--json` prints one JSON object per run (and one for
+ * tools/gpu_counts.ts). `--batch N` replaces the config's batch size (the
+ * counts per step do not depend on it, except the dropout masks' size). `--json` prints one JSON object per run (and one for
  * the adapter), nothing else on stdout.
  *
  * @module
@@ -176,6 +177,7 @@ export interface GpuRun {
   kind: "run";
   config: keyof typeof GPU_CONFIGS;
   backend: string;
+  batchSize: number;
   steps: number;
   /** The loss of every step, in order (the first included). */
   losses: number[];
@@ -202,9 +204,9 @@ export interface GpuRun {
  */
 export async function trainSteps(
   config: keyof typeof GPU_CONFIGS,
-  options: { steps: number; profile?: boolean },
+  options: { steps: number; profile?: boolean; batchSize?: number },
 ): Promise<GpuRun> {
-  const c = GPU_CONFIGS[config];
+  const c = { ...GPU_CONFIGS[config], batchSize: options.batchSize ?? GPU_CONFIGS[config].batchSize };
   const { vocab, train } = lm.mobyDickChars();
   const tc = lm.transformerConfig(c.preset, { vocabSize: vocab.size, dropout: c.dropout });
   const model = new lm.TransformerLM(tc, { seed: 1 });
@@ -254,6 +256,7 @@ export async function trainSteps(
     kind: "run",
     config,
     backend,
+    batchSize: c.batchSize,
     steps: options.steps,
     losses,
     msPerStep: ms,
@@ -281,6 +284,7 @@ async function torchPeer(
   config: keyof typeof GPU_CONFIGS,
   vocabSize: number,
   steps: number,
+  batchSize?: number,
 ): Promise<{ device: string; version: string; msPerStep: number; tokensPerSecond: number } | { skipped: string }> {
   const probe = "import torch,json;print(json.dumps({'cuda':torch.cuda.is_available()," +
     "'mps':bool(getattr(torch.backends,'mps',None)) and torch.backends.mps.is_available()}))";
@@ -295,7 +299,8 @@ async function torchPeer(
   } catch {
     return { skipped: "no python3" };
   }
-  const c = GPU_CONFIGS[config], p = lm.TRANSFORMER_PRESETS[c.preset];
+  const c = { ...GPU_CONFIGS[config], batchSize: batchSize ?? GPU_CONFIGS[config].batchSize };
+  const p = lm.TRANSFORMER_PRESETS[c.preset];
   const script = new URL("../bench/transformer_torch.py", import.meta.url).pathname;
   const args = [script, "--json", "--device", device, "--threads", "1"];
   for (
@@ -343,12 +348,17 @@ export function parseGpuArgs(args: string[]) {
   if (!Number.isInteger(check) || check < 1) {
     throw new RangeError(`--check must be a positive integer: --check=${check}`);
   }
+  const batch = args.includes("--batch") ? Number(value("batch", "")) : undefined;
+  if (batch !== undefined && !(Number.isInteger(batch) && batch >= 1)) {
+    throw new RangeError(`--batch must be a positive integer: --batch=${batch}`);
+  }
   const backends = value("backends", "webgpu,wasm").split(",");
   for (const b of backends) lm.parseBackend(b);
   return {
     configs: (config === "both" ? ["baby", "gpu"] : [config]) as (keyof typeof GPU_CONFIGS)[],
     steps,
     check,
+    batch,
     backends,
     json: args.includes("--json"),
     profile: args.includes("--profile"),
@@ -374,7 +384,8 @@ async function main(args: string[]) {
   for (const a of adapter.advice) say(`  ${a}`);
   const { vocab } = lm.mobyDickChars();
   for (const config of o.configs) {
-    const c = GPU_CONFIGS[config], p = lm.TRANSFORMER_PRESETS[c.preset];
+    const c = { ...GPU_CONFIGS[config], batchSize: o.batch ?? GPU_CONFIGS[config].batchSize };
+    const p = lm.TRANSFORMER_PRESETS[c.preset];
     say(
       `\n${config} config: ${p.nLayer} layers, ${p.nHead} heads, ${p.nEmbd} dims, context ${p.blockSize}, ` +
         `batch ${c.batchSize}, dropout ${c.dropout}; ${o.steps} steps from seed 1 on Moby Dick characters`,
@@ -384,12 +395,13 @@ async function main(args: string[]) {
       let run: GpuRun;
       try {
         await lm.initBackend(backend);
-        run = await trainSteps(config, { steps: o.steps, profile: o.profile });
+        run = await trainSteps(config, { steps: o.steps, profile: o.profile, batchSize: o.batch });
       } catch (e) {
         run = {
           kind: "run",
           config,
           backend,
+          batchSize: c.batchSize,
           steps: 0,
           losses: [],
           msPerStep: NaN,
@@ -439,7 +451,7 @@ async function main(args: string[]) {
       );
     }
     if (o.torch) {
-      const t = await torchPeer(config, vocab.size, o.steps);
+      const t = await torchPeer(config, vocab.size, o.steps, o.batch);
       if (o.json) console.log(JSON.stringify({ kind: "torch", config, ...t }));
       if ("skipped" in t) say(`  PyTorch peer skipped: ${t.skipped}`);
       else {
