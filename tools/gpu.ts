@@ -95,14 +95,22 @@ function exists(path: string): boolean {
   }
 }
 
-/** The first `libvulkan.so.1` on LD_LIBRARY_PATH or the usual library folders, or null. */
+/**
+ * Looks for the Vulkan loader, which Deno's WebGPU needs on Linux.
+ * @param env reads an environment variable (default: the process's).
+ * @returns the first `libvulkan.so.1` on LD_LIBRARY_PATH or in the usual library folders, or null.
+ */
 export function findVulkanLoader(env: (k: string) => string | undefined = (k) => Deno.env.get(k)): string | null {
   const dirs = [...(env("LD_LIBRARY_PATH") ?? "").split(":").filter((d) => d), ...LIB_DIRS];
   for (const d of dirs) if (exists(`${d}/libvulkan.so.1`)) return `${d}/libvulkan.so.1`;
   return null;
 }
 
-/** The Vulkan driver files named by VK_DRIVER_FILES / VK_ICD_FILENAMES, or found in {@link ICD_DIRS}. */
+/**
+ * Looks for Vulkan driver (ICD) files.
+ * @param env reads an environment variable (default: the process's).
+ * @returns the existing files named by VK_DRIVER_FILES (or VK_ICD_FILENAMES), then those in {@link ICD_DIRS}.
+ */
 export function findIcdFiles(env: (k: string) => string | undefined = (k) => Deno.env.get(k)): string[] {
   const named = (env("VK_DRIVER_FILES") ?? env("VK_ICD_FILENAMES") ?? "").split(":").filter((f) => f && exists(f));
   const found: string[] = [...named];
@@ -114,7 +122,10 @@ export function findIcdFiles(env: (k: string) => string | undefined = (k) => Den
   return [...new Set(found)];
 }
 
-/** Reports the WebGPU adapter and, where it is missing or software, why and what to install. */
+/**
+ * Asks for a WebGPU adapter and describes it.
+ * @returns the adapter's names, limits and kind, and, where it is missing or software, why and what to install.
+ */
 export async function adapterReport(): Promise<AdapterReport> {
   const linux = Deno.build.os === "linux";
   const vulkanLoader = linux ? findVulkanLoader() : undefined;
@@ -271,7 +282,13 @@ export async function trainSteps(
   return run;
 }
 
-/** Whether two runs' first `n` losses agree (within 2e-3 relative: float32 on different kernels). */
+/**
+ * Compares two runs' first losses (float32 on different kernels: within 2e-3 relative).
+ * @param a one run's losses.
+ * @param b the other's.
+ * @param n how many first steps to compare.
+ * @returns whether they agree (false when there is nothing to compare) and the largest relative difference.
+ */
 export function lossesAgree(a: number[], b: number[], n: number): { agree: boolean; maxDiff: number } {
   let maxDiff = 0;
   const k = Math.min(n, a.length, b.length);
@@ -328,7 +345,12 @@ async function torchPeer(
   return { device, version: last.torch, msPerStep: r.seconds_per_step * 1000, tokensPerSecond: r.tokens_per_second };
 }
 
-/** The command line's options, checked. */
+/**
+ * Reads and checks the command line.
+ * @param args the arguments (as `Deno.args`).
+ * @returns the options.
+ * @throws {RangeError} naming the flag and its value when one is wrong.
+ */
 export function parseGpuArgs(args: string[]) {
   const value = (name: string, fallback: string) => {
     const i = args.indexOf(`--${name}`);
