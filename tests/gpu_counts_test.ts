@@ -85,3 +85,27 @@ Deno.test("Trainer.run reads the loss and gradient norm only when it logs", asyn
       "hint: do not read a tensor every step",
   );
 });
+
+Deno.test("AdamW's tensor step runs at most 13 kernels per variable and uploads a fixed number of constants", async () => {
+  await lm.initBackend("cpu", { probeWebGpu: false });
+  const rng = new lm.Rng(5);
+  const n = 20;
+  const vars: Record<string, lm.tf.Variable> = {}, grads: Record<string, lm.tf.Tensor> = {};
+  for (let i = 0; i < n; i++) {
+    vars[`w${i}`] = tf.variable(tf.tensor2d(Array.from({ length: 6 }, () => rng.next()), [2, 3]));
+    grads[`w${i}`] = tf.tensor2d(Array.from({ length: 6 }, () => rng.next() - 0.5), [2, 3]);
+  }
+  const opt = new lm.AdamW({ weightDecay: 0.1, implementation: "tensor" });
+  const scale = tf.scalar(0.5);
+  opt.applyGradients(vars, grads, { lr: 1e-2, scale }); // makes the moments
+  const { counts } = await countBackend(() => opt.applyGradients(vars, grads, { lr: 1e-2, scale }));
+  opt.dispose();
+  tf.dispose([scale, ...Object.values(vars), ...Object.values(grads)]);
+  assert(
+    counts.kernels <= 13 * n + 10,
+    `what: kernels in one AdamW step over ${n} decayed variables: ${counts.kernels} (16 per variable before issue 35); ` +
+      "hint: fold the constants (stepSize, epsHat, the clipping scale in the moments' factors, the decay as one product)",
+  );
+  assert(counts.fromCpu <= 10, `what: tensors made from CPU values in one AdamW step: ${counts.fromCpu}`);
+  assertEquals(counts.newTensors, 0, "what: tensors left by an AdamW step");
+});

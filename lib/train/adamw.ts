@@ -172,22 +172,26 @@ export class AdamW implements Optimizer {
       return;
     }
     tf.tidy(() => {
-      // The step's constants as tensors made once, not once per variable: on a GPU
-      // backend each number in an op is a buffer upload (8 per variable before).
-      const [b1, c1, b2, c2, root, eps, rate, decay] = [
+      // The step's constants as tensors made once, not once per variable (on a GPU
+      // backend each number in an op is a buffer upload), and folded as in the js
+      // loop: (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps) = stepSize m / (sqrt(v) + epsHat),
+      // the clipping scale s folded into the moments' factors (s g, s^2 g^2), the decay
+      // as one product: 12 or 13 kernels per variable instead of 16.
+      const [b1, b2, stepSize, epsHat, keep] = [
         this.beta1,
-        1 - this.beta1,
         this.beta2,
-        1 - this.beta2,
-        Math.sqrt(bc2),
-        this.epsilon,
-        lr / bc1,
-        lr * this.weightDecay,
+        (lr / bc1) * Math.sqrt(bc2),
+        this.epsilon * Math.sqrt(bc2),
+        1 - lr * this.weightDecay,
       ].map((x) => tf.scalar(x));
+      let c1: tf.Tensor = tf.scalar(1 - this.beta1), c2: tf.Tensor = tf.scalar(1 - this.beta2);
+      if (options.scale) {
+        c1 = c1.mul(options.scale);
+        c2 = c2.mul(options.scale.square());
+      }
       for (const [name, p] of Object.entries(variables)) {
-        let g = grads[name];
+        const g = grads[name];
         if (!g) continue;
-        if (options.scale) g = g.mul(options.scale);
         let m = this.#m.get(name), v = this.#v.get(name);
         if (!m || !v) {
           m = tf.variable(tf.zerosLike(p), false);
@@ -197,13 +201,10 @@ export class AdamW implements Optimizer {
         }
         m.assign(m.mul(b1).add(g.mul(c1)));
         v.assign(v.mul(b2).add(g.square().mul(c2)));
-        const denom = v.sqrt().div(root).add(eps);
-        let next = p.sub(m.div(denom).mul(rate));
-        if (this.weightDecay > 0 && this.#decay(name, p)) {
-          // decay the weights of before this step, as PyTorch does
-          next = next.sub(p.mul(decay));
-        }
-        p.assign(next);
+        const update = m.div(v.sqrt().add(epsHat)).mul(stepSize);
+        // decay the weights of before this step, as PyTorch does
+        const decayed = this.weightDecay > 0 && this.#decay(name, p) ? p.mul(keep) : p;
+        p.assign(decayed.sub(update));
       }
     });
   }
