@@ -57,6 +57,7 @@ export interface AdapterReport {
   advice: string[];
 }
 
+const OUT_OF_MEMORY = /out of bounds|out of memory|allocat|OOM|memory/i;
 const SOFTWARE = /llvmpipe|swiftshader|lavapipe|softpipe|software/i;
 const LIMITS = [
   "maxBufferSize",
@@ -201,6 +202,8 @@ export interface GpuRun {
   peakGpuBytes?: number;
   /** Per-step counts of the last step (with --profile). */
   counts?: Omit<BackendCounts, "byKernel">;
+  /** The config's batch size, when this backend ran out of memory at it and ran `batchSize` instead. */
+  reducedFrom?: number;
   /** Wrapped error message, when the backend could not run. */
   error?: string;
 }
@@ -414,23 +417,33 @@ async function main(args: string[]) {
     );
     const runs: GpuRun[] = [];
     for (const backend of o.backends) {
-      let run: GpuRun;
-      try {
-        await lm.initBackend(backend);
-        run = await trainSteps(config, { steps: o.steps, profile: o.profile, batchSize: o.batch });
-      } catch (e) {
-        run = {
-          kind: "run",
-          config,
-          backend,
-          batchSize: c.batchSize,
-          steps: 0,
-          losses: [],
-          msPerStep: NaN,
-          tokensPerSecond: NaN,
-          firstStepMs: NaN,
-          error: (e as Error).message,
-        };
+      let run: GpuRun | undefined;
+      // A backend out of memory at the config's batch (wasm has at most 4 GiB; the GPU config's
+      // activations need more) is timed at half the batch, and so on: its tokens/s stays comparable.
+      for (let batchSize = c.batchSize; !run; batchSize = Math.floor(batchSize / 2)) {
+        try {
+          await lm.initBackend(backend);
+          run = await trainSteps(config, { steps: o.steps, profile: o.profile, batchSize });
+          if (batchSize < c.batchSize) run.reducedFrom = c.batchSize;
+        } catch (e) {
+          const message = (e as Error).message;
+          if (batchSize > 1 && OUT_OF_MEMORY.test(message)) {
+            say(`  ${backend.padEnd(6)} batch ${batchSize}: ${message}; trying batch ${Math.floor(batchSize / 2)}`);
+            continue;
+          }
+          run = {
+            kind: "run",
+            config,
+            backend,
+            batchSize,
+            steps: 0,
+            losses: [],
+            msPerStep: NaN,
+            tokensPerSecond: NaN,
+            firstStepMs: NaN,
+            error: message,
+          };
+        }
       }
       runs.push(run);
       if (o.json) console.log(JSON.stringify(run));
@@ -440,7 +453,8 @@ async function main(args: string[]) {
       }
       say(
         `  ${backend.padEnd(6)} ${run.msPerStep.toFixed(1)} ms/step, ${run.tokensPerSecond.toFixed(0)} tokens/s` +
-          ` (first step ${run.firstStepMs.toFixed(0)} ms)` +
+          ` (first step ${run.firstStepMs.toFixed(0)} ms` +
+          (run.reducedFrom ? `; batch ${run.batchSize}, ${run.reducedFrom} did not fit)` : ")") +
           (run.peakGpuBytes !== undefined ? `, GPU buffers up to ${mib(run.peakGpuBytes)}` : "") +
           `; losses ${run.losses.map((l) => l.toFixed(4)).join(" ")}`,
       );
@@ -455,19 +469,32 @@ async function main(args: string[]) {
     }
     const [a, b] = runs.filter((r) => !r.error);
     if (a && b) {
-      const agreement = lossesAgree(a.losses, b.losses, o.check);
+      // Runs at different batches are compared at the smaller one: the larger-batch backend
+      // trains the first steps again at that batch.
+      let [la, lb] = [a.losses, b.losses];
+      if (a.batchSize !== b.batchSize) {
+        const big = a.batchSize > b.batchSize ? a : b, batchSize = Math.min(a.batchSize, b.batchSize);
+        await lm.initBackend(big.backend);
+        const again = await trainSteps(config, { steps: Math.min(o.check, o.steps), batchSize });
+        if (big === a) la = again.losses;
+        else lb = again.losses;
+      }
+      const agreement = lossesAgree(la, lb, o.check);
       const summary = {
         kind: "comparison",
         config,
         backends: [a.backend, b.backend],
         lossesAgree: agreement.agree,
-        checkedSteps: Math.min(o.check, a.losses.length),
+        checkedSteps: Math.min(o.check, la.length, lb.length),
+        checkedBatch: Math.min(a.batchSize, b.batchSize),
         maxRelativeLossDiff: agreement.maxDiff,
         speedRatio: a.tokensPerSecond / b.tokensPerSecond,
       };
       if (o.json) console.log(JSON.stringify(summary));
       say(
-        `  first ${summary.checkedSteps} losses ${agreement.agree ? "agree" : "DISAGREE"} ` +
+        `  first ${summary.checkedSteps} losses (batch ${summary.checkedBatch}) ${
+          agreement.agree ? "agree" : "DISAGREE"
+        } ` +
           `(largest relative difference ${agreement.maxDiff.toExponential(1)}); ` +
           `${a.backend}/${b.backend} tokens/s: ${summary.speedRatio.toFixed(2)}`,
       );

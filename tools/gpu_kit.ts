@@ -192,7 +192,14 @@ export async function buildKit(
   if (options.vulkan ?? true) {
     await Deno.mkdir(`${out}/vulkan`);
     try {
-      await sh("apt-get", ["download", "libvulkan1:amd64"], { cwd: `${out}/vulkan` });
+      await sh("apt-get", [
+        "-o",
+        "Acquire::http::Timeout=15",
+        "-o",
+        "Acquire::Retries=0",
+        "download",
+        "libvulkan1:amd64",
+      ], { cwd: `${out}/vulkan` });
     } catch (e) {
       await Deno.remove(`${out}/vulkan`, { recursive: true });
       notes.push(
