@@ -391,6 +391,39 @@ export function parseGpuArgs(args: string[]) {
   };
 }
 
+/** A run that could not be made. */
+function failedRun(config: keyof typeof GPU_CONFIGS, backend: string, batchSize: number, error: string): GpuRun {
+  return {
+    kind: "run",
+    config,
+    backend,
+    batchSize,
+    steps: 0,
+    losses: [],
+    msPerStep: NaN,
+    tokensPerSecond: NaN,
+    firstStepMs: NaN,
+    error,
+  };
+}
+
+/** The same run in a new process (this module again, with `--batch`), for a backend that ran out of memory. */
+async function childRun(
+  config: keyof typeof GPU_CONFIGS,
+  backend: string,
+  batchSize: number,
+  o: { steps: number; profile: boolean },
+): Promise<GpuRun> {
+  const args = ["run", "-A", Deno.mainModule, "--config", config, "--backends", backend, "--batch", String(batchSize)];
+  args.push("--steps", String(o.steps), "--json", "--no-torch", ...(o.profile ? ["--profile"] : []));
+  const out = await new Deno.Command(Deno.execPath(), { args, stdout: "piped", stderr: "piped" }).output();
+  const dec = new TextDecoder();
+  const run = dec.decode(out.stdout).split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l))
+    .find((l) => l.kind === "run");
+  const tail = dec.decode(out.stderr).trim().split("\n").at(-1);
+  return run ?? failedRun(config, backend, batchSize, `the process at batch ${batchSize} ended (${out.code}): ${tail}`);
+}
+
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
 
 async function main(args: string[]) {
@@ -417,33 +450,26 @@ async function main(args: string[]) {
     );
     const runs: GpuRun[] = [];
     for (const backend of o.backends) {
-      let run: GpuRun | undefined;
-      // A backend out of memory at the config's batch (wasm has at most 4 GiB; the GPU config's
-      // activations need more) is timed at half the batch, and so on: its tokens/s stays comparable.
-      for (let batchSize = c.batchSize; !run; batchSize = Math.floor(batchSize / 2)) {
-        try {
-          await lm.initBackend(backend);
-          run = await trainSteps(config, { steps: o.steps, profile: o.profile, batchSize });
-          if (batchSize < c.batchSize) run.reducedFrom = c.batchSize;
-        } catch (e) {
-          const message = (e as Error).message;
-          if (batchSize > 1 && OUT_OF_MEMORY.test(message)) {
-            say(`  ${backend.padEnd(6)} batch ${batchSize}: ${message}; trying batch ${Math.floor(batchSize / 2)}`);
-            continue;
-          }
-          run = {
-            kind: "run",
-            config,
-            backend,
-            batchSize,
-            steps: 0,
-            losses: [],
-            msPerStep: NaN,
-            tokensPerSecond: NaN,
-            firstStepMs: NaN,
-            error: message,
-          };
-        }
+      let run: GpuRun;
+      try {
+        await lm.initBackend(backend);
+        run = await trainSteps(config, { steps: o.steps, profile: o.profile, batchSize: c.batchSize });
+      } catch (e) {
+        run = failedRun(config, backend, c.batchSize, (e as Error).message);
+      }
+      // A backend out of memory at the config's batch (wasm has at most 4 GiB, and its module is
+      // unusable after) is timed again in a fresh process at half the batch, and so on: its
+      // tokens/s stays comparable.
+      for (
+        let batchSize = Math.floor(c.batchSize / 2);
+        run.error && o.batch === undefined && OUT_OF_MEMORY.test(run.error) && batchSize >= 1;
+        batchSize = Math.floor(batchSize / 2)
+      ) {
+        say(
+          `  ${backend.padEnd(6)} ${run.error} at batch ${run.batchSize}: trying batch ${batchSize} in a new process`,
+        );
+        run = await childRun(config, backend, batchSize, o);
+        if (!run.error) run.reducedFrom = c.batchSize;
       }
       runs.push(run);
       if (o.json) console.log(JSON.stringify(run));
