@@ -16,6 +16,7 @@ With --json the last line is a JSON object that transformer_bench.ts reads.
 import argparse
 import json
 import math
+import sys
 import time
 
 import torch
@@ -73,7 +74,7 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets):
         B, T = idx.shape
-        pos = torch.arange(T)
+        pos = torch.arange(T, device=idx.device)
         x = self.wte(idx) + self.wpe(pos)                             # (B, T, C)
         for block in self.blocks:
             x = block(x)                                              # (B, T, C)
@@ -85,12 +86,12 @@ class GPT(nn.Module):
 def bench(threads, args):
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model = GPT(args.vocab, args.block, args.layers, args.heads, args.embd)
+    model = GPT(args.vocab, args.block, args.layers, args.heads, args.embd).to(args.device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
     gen = torch.Generator().manual_seed(0)
 
     def step():
-        idx = torch.randint(0, args.vocab, (args.batch, args.block + 1), generator=gen)
+        idx = torch.randint(0, args.vocab, (args.batch, args.block + 1), generator=gen).to(args.device)
         loss = model(idx[:, :-1], idx[:, 1:])
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -115,7 +116,10 @@ def bench(threads, args):
 
 
 def main():
-    require_fast_blas()
+    # On a GPU (--device cuda or mps) the products do not use the CPU's BLAS.
+    on_cpu = "--device" not in sys.argv or sys.argv[sys.argv.index("--device") + 1:][:1] == ["cpu"]
+    if on_cpu:
+        require_fast_blas()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--heads", type=int, default=4)
@@ -126,6 +130,7 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or mps (tools/gpu.ts times the GPU as a peer)")
     p.add_argument("--json", action="store_true", help="print a JSON summary as the last line")
     args = p.parse_args()
     n_params = sum(p.numel() for p in GPT(args.vocab, args.block, args.layers, args.heads, args.embd).parameters())

@@ -172,10 +172,26 @@ export class AdamW implements Optimizer {
       return;
     }
     tf.tidy(() => {
+      // The step's constants as tensors made once, not once per variable (on a GPU
+      // backend each number in an op is a buffer upload), and folded as in the js
+      // loop: (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps) = stepSize m / (sqrt(v) + epsHat),
+      // the clipping scale s folded into the moments' factors (s g, s^2 g^2), the decay
+      // as one product: 12 or 13 kernels per variable instead of 16.
+      const [b1, b2, stepSize, epsHat, keep] = [
+        this.beta1,
+        this.beta2,
+        (lr / bc1) * Math.sqrt(bc2),
+        this.epsilon * Math.sqrt(bc2),
+        1 - lr * this.weightDecay,
+      ].map((x) => tf.scalar(x));
+      let c1: tf.Tensor = tf.scalar(1 - this.beta1), c2: tf.Tensor = tf.scalar(1 - this.beta2);
+      if (options.scale) {
+        c1 = c1.mul(options.scale);
+        c2 = c2.mul(options.scale.square());
+      }
       for (const [name, p] of Object.entries(variables)) {
-        let g = grads[name];
+        const g = grads[name];
         if (!g) continue;
-        if (options.scale) g = g.mul(options.scale);
         let m = this.#m.get(name), v = this.#v.get(name);
         if (!m || !v) {
           const mJs = this.#mJs.get(name), vJs = this.#vJs.get(name); // moments loaded or from another backend
@@ -186,15 +202,12 @@ export class AdamW implements Optimizer {
           this.#m.set(name, m);
           this.#v.set(name, v);
         }
-        m.assign(m.mul(this.beta1).add(g.mul(1 - this.beta1)));
-        v.assign(v.mul(this.beta2).add(g.square().mul(1 - this.beta2)));
-        const denom = v.sqrt().div(Math.sqrt(bc2)).add(this.epsilon);
-        let next = p.sub(m.div(denom).mul(lr / bc1));
-        if (this.weightDecay > 0 && this.#decay(name, p)) {
-          // decay the weights of before this step, as PyTorch does
-          next = next.sub(p.mul(lr * this.weightDecay));
-        }
-        p.assign(next);
+        m.assign(m.mul(b1).add(g.mul(c1)));
+        v.assign(v.mul(b2).add(g.square().mul(c2)));
+        const update = m.div(v.sqrt().add(epsHat)).mul(stepSize);
+        // decay the weights of before this step, as PyTorch does
+        const decayed = this.weightDecay > 0 && this.#decay(name, p) ? p.mul(keep) : p;
+        p.assign(decayed.sub(update));
       }
     });
   }

@@ -687,7 +687,9 @@ export class Trainer {
           stop = true;
         }
         if (done % evalEvery === 0 || stop) {
-          if (!logNow) await flushLog();
+          // (without validation data there is nothing to evaluate: reading the loss here would
+          // stall a GPU backend every `evalEvery` steps, every step in a short run)
+          if (!logNow && (stop || o.valData)) await flushLog();
           if (await evaluate()) {
             history.stopReason = "early stopping";
             stop = true;
