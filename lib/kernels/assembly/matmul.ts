@@ -1,0 +1,147 @@
+// A matrix-product kernel for the training shapes (chapter 6): C = A B with
+// A (M, K), B (K, N) and C (M, N), all row-major float32, over the tfjs wasm
+// backend's memory. Pointers are byte offsets.
+//
+// B is new every call (a weight, or a gradient in the backward pass), so it is
+// packed one panel of 8 columns at a time into `scratch` (K rows of 8 floats,
+// contiguous, the missing columns of a last narrow panel set to zero); the
+// panel then stays in the first-level cache while every block of 6 rows of A
+// runs over it. A 6 x 8 block of C lives in twelve f32x4 accumulators (a
+// register-blocked micro-kernel): per k, two loads of the panel, six splatted
+// values of A and twelve multiply-adds.
+//
+// Built twice by `deno task kernels`: with relaxed SIMD each multiply-add is
+// `f32x4.relaxed_madd` (one fused instruction where the CPU has FMA), without
+// it a multiply then an add.
+
+/** a * b + c on four lanes: fused where relaxed SIMD is enabled. */
+@inline
+function madd(a: v128, b: v128, c: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return f32x4.relaxed_madd(a, b, c);
+  return f32x4.add(f32x4.mul(a, b), c);
+}
+
+/**
+ * One block of R rows (1 to 6, a constant once inlined) by 8 columns:
+ * C[r, 0..8] = sum_k A[r, k] P[k, 0..8], rows of A `lda` bytes apart, rows of
+ * C `ldc` bytes apart, P the packed panel.
+ */
+@inline
+function block(a: usize, lda: usize, p: usize, c: usize, ldc: usize, K: u32, R: i32): void {
+  const z = f32x4.splat(0);
+  let c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z;
+  let c30 = z, c31 = z, c40 = z, c41 = z, c50 = z, c51 = z;
+  const a1 = a + lda, a2 = a1 + lda, a3 = a2 + lda, a4 = a3 + lda, a5 = a4 + lda;
+  let off: usize = 0, pp = p, k = K;
+  do {
+    const b0 = v128.load(pp, 0), b1 = v128.load(pp, 16);
+    let x = v128.load32_splat(a + off);
+    c00 = madd(x, b0, c00);
+    c01 = madd(x, b1, c01);
+    if (R > 1) {
+      x = v128.load32_splat(a1 + off);
+      c10 = madd(x, b0, c10);
+      c11 = madd(x, b1, c11);
+    }
+    if (R > 2) {
+      x = v128.load32_splat(a2 + off);
+      c20 = madd(x, b0, c20);
+      c21 = madd(x, b1, c21);
+    }
+    if (R > 3) {
+      x = v128.load32_splat(a3 + off);
+      c30 = madd(x, b0, c30);
+      c31 = madd(x, b1, c31);
+    }
+    if (R > 4) {
+      x = v128.load32_splat(a4 + off);
+      c40 = madd(x, b0, c40);
+      c41 = madd(x, b1, c41);
+    }
+    if (R > 5) {
+      x = v128.load32_splat(a5 + off);
+      c50 = madd(x, b0, c50);
+      c51 = madd(x, b1, c51);
+    }
+    off += 4;
+    pp += 32;
+  } while (--k);
+  v128.store(c, c00, 0);
+  v128.store(c, c01, 16);
+  if (R > 1) {
+    v128.store(c + ldc, c10, 0);
+    v128.store(c + ldc, c11, 16);
+  }
+  if (R > 2) {
+    v128.store(c + 2 * ldc, c20, 0);
+    v128.store(c + 2 * ldc, c21, 16);
+  }
+  if (R > 3) {
+    v128.store(c + 3 * ldc, c30, 0);
+    v128.store(c + 3 * ldc, c31, 16);
+  }
+  if (R > 4) {
+    v128.store(c + 4 * ldc, c40, 0);
+    v128.store(c + 4 * ldc, c41, 16);
+  }
+  if (R > 5) {
+    v128.store(c + 5 * ldc, c50, 0);
+    v128.store(c + 5 * ldc, c51, 16);
+  }
+}
+
+/**
+ * Rows [i, i + R) of one panel: straight into C when the panel is 8 columns
+ * wide, else through a 6 x 8 tile at `tile` whose first `w` columns are copied.
+ */
+@inline
+function rows(a: usize, lda: usize, p: usize, c: usize, ldc: usize, K: u32, R: i32, w: u32, tile: usize): void {
+  if (w == 8) {
+    block(a, lda, p, c, ldc, K, R);
+    return;
+  }
+  block(a, lda, p, tile, 32, K, R);
+  for (let r = 0; r < R; r++) {
+    for (let j: u32 = 0; j < w; j++) store<f32>(c + <usize>r * ldc + (<usize>j << 2), load<f32>(tile + (<usize>r << 5) + (<usize>j << 2)));
+  }
+}
+
+/**
+ * matmul(a, b, c, M, K, N, scratch): C = A B, M, K, N >= 1. `scratch` needs
+ * K * 32 + 192 bytes, 16-byte aligned; C must not overlap A, B or scratch.
+ */
+export function matmul(a: usize, b: usize, c: usize, M: u32, K: u32, N: u32, scratch: usize): void {
+  const lda = <usize>K << 2, ldb = <usize>N << 2, ldc = ldb;
+  const tile = scratch + (<usize>K << 5);
+  for (let j: u32 = 0; j < N; j += 8) {
+    const w = N - j < 8 ? N - j : 8;
+    // Pack columns [j, j + w) of B into K rows of 8 floats.
+    const src = b + (<usize>j << 2);
+    if (w == 8) {
+      for (let k: u32 = 0; k < K; k++) {
+        const s = src + <usize>k * ldb, d = scratch + (<usize>k << 5);
+        v128.store(d, v128.load(s, 0), 0);
+        v128.store(d, v128.load(s, 16), 16);
+      }
+    } else {
+      for (let k: u32 = 0; k < K; k++) {
+        const s = src + <usize>k * ldb, d = scratch + (<usize>k << 5);
+        v128.store(d, f32x4.splat(0), 0);
+        v128.store(d, f32x4.splat(0), 16);
+        for (let q: u32 = 0; q < w; q++) store<f32>(d + (<usize>q << 2), load<f32>(s + (<usize>q << 2)));
+      }
+    }
+    const cj = c + (<usize>j << 2);
+    let i: u32 = 0;
+    for (; i + 6 <= M; i += 6) rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 6, w, tile);
+    if (i + 4 <= M) {
+      rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 4, w, tile);
+      i += 4;
+    }
+    if (i + 2 <= M) {
+      rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 2, w, tile);
+      i += 2;
+    }
+    if (i < M) rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 1, w, tile);
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * The project's own matrix-product kernel on the `wasm` backend (chapter 6):
+ * `assembly/matmul.ts`, a 6 x 8 register-blocked micro-kernel that packs the
+ * right operand one 8-column panel at a time, built twice: with relaxed SIMD
+ * (fused multiply-adds, `f32x4.relaxed_madd`) and with plain SIMD (a multiply
+ * then an add). The relaxed build runs where the runtime validates it (Deno's
+ * V8 does), the plain one elsewhere.
+ *
+ * {@link installMatMulKernel} puts it behind tfjs's own `BatchMatMul` kernel
+ * of the wasm backend: a plain 2-D float32 product (no transposes, batch 1)
+ * of a shape where it measured faster than XNNPACK runs here, every other
+ * product goes to XNNPACK as before. So `tf.matMul` (and with it
+ * {@link linear} and the models) needs no change, and gradients are tfjs's.
+ *
+ * @module
+ */
+import * as tf from "../core/tf.ts";
+import { kernelsModule, relaxedKernelsModule } from "./wasm.ts";
+
+/** Which kernel runs a product: ours (relaxed or plain SIMD), XNNPACK's, or the measured choice. */
+export type MatMulKernel = "auto" | "relaxed" | "simd" | "xnnpack";
+
+type MatMulFn = (a: number, b: number, c: number, m: number, k: number, n: number, scratch: number) => void;
+
+interface WasmBackendLike {
+  wasm: { asm?: { memory?: WebAssembly.Memory }; _malloc(bytes: number): number; _free(ptr: number): void };
+  dataIdMap: { get(id: unknown): { memoryOffset: number } };
+  makeOutput(shape: number[], dtype: string): tf.TensorInfo;
+}
+
+let mode: MatMulKernel = "auto";
+let kernels: { relaxed: MatMulFn | null; simd: MatMulFn } | null = null;
+let scratch = { ptr: 0, bytes: 0 };
+let installed = false;
+
+/**
+ * Whether our kernel beats XNNPACK for an (M, K) x (K, N) product, from
+ * `bench/matmul_bench.ts` (see `bench/README.md`): XNNPACK packs the right
+ * operand of every call into its own layout and runs a plain-SIMD micro-kernel,
+ * so ours wins when the fused multiply-add is there and the product is large
+ * enough for the packing to be amortised.
+ */
+export function oursWins(m: number, k: number, n: number, relaxed: boolean): boolean {
+  return relaxed && m >= 64 && k >= 32 && n >= 32;
+}
+
+/**
+ * Chooses which kernel runs the products (tests and benchmarks); "auto" (the
+ * default) is the measured choice per shape.
+ * @param kernel the kernel to use for every eligible product from now on.
+ * @returns the previous setting.
+ *
+ * Chapter 6.
+ *
+ * @example
+ * ```ts
+ * import { setMatMulKernel } from "./matmul.ts";
+ * const before = setMatMulKernel("xnnpack");
+ * setMatMulKernel(before);
+ * ```
+ */
+export function setMatMulKernel(kernel: MatMulKernel): MatMulKernel {
+  if (!["auto", "relaxed", "simd", "xnnpack"].includes(kernel)) {
+    throw new RangeError(`setMatMulKernel: kernel must be "auto", "relaxed", "simd" or "xnnpack": kernel=${kernel}`);
+  }
+  const before = mode;
+  mode = kernel;
+  return before;
+}
+
+/**
+ * Whether the relaxed-SIMD build runs here (Chapter 6).
+ * @returns true when the runtime validates relaxed SIMD.
+ *
+ * @example
+ * ```ts
+ * import { relaxedSimdAvailable } from "./matmul.ts";
+ * console.log(relaxedSimdAvailable()); // true in Deno
+ * ```
+ */
+export function relaxedSimdAvailable(): boolean {
+  return relaxedKernelsModule() !== null;
+}
+
+function load(memory: WebAssembly.Memory): boolean {
+  if (kernels) return true;
+  const plain = kernelsModule("training");
+  if (!plain) return false;
+  const inst = (m: WebAssembly.Module) =>
+    new WebAssembly.Instance(m, { env: { memory } }).exports.matmul as unknown as MatMulFn;
+  const rm = relaxedKernelsModule();
+  kernels = { simd: inst(plain), relaxed: rm ? inst(rm) : null };
+  return true;
+}
+
+/** Which kernel an eligible (M, K) x (K, N) product gets under the current setting. */
+function choose(m: number, k: number, n: number): "relaxed" | "simd" | "xnnpack" {
+  if (mode === "xnnpack" || !kernels) return "xnnpack";
+  if (mode === "relaxed") return kernels.relaxed ? "relaxed" : "simd";
+  if (mode === "simd") return "simd";
+  const relaxed = kernels.relaxed !== null;
+  return oursWins(m, k, n, relaxed) ? (relaxed ? "relaxed" : "simd") : "xnnpack";
+}
+
+/** The batch dimensions of an operand, when they are all 1 (else null). */
+function unitBatch(t: tf.TensorInfo): number[] | null {
+  const batch = t.shape.slice(0, -2);
+  return batch.every((d) => d === 1) ? batch : null;
+}
+
+/**
+ * Puts our kernel behind the wasm backend's `BatchMatMul` (chapter 6):
+ * eligible products (float32, no transposes, batch 1) of shapes where it wins
+ * run on it, all others on XNNPACK. Process-wide and idempotent; does nothing
+ * without the wasm backend or WebAssembly SIMD.
+ *
+ * @returns nothing.
+ *
+ * @example
+ * ```ts
+ * import { installMatMulKernel } from "./matmul.ts";
+ * installMatMulKernel(); // harmless before or without the wasm backend
+ * ```
+ */
+export function installMatMulKernel(): void {
+  if (installed) return;
+  const original = tf.getKernel("BatchMatMul", "wasm");
+  const backend = tf.findBackend("wasm") as unknown as WasmBackendLike | null;
+  const memory = backend?.wasm?.asm?.memory;
+  if (!original || !(memory instanceof WebAssembly.Memory) || !load(memory)) return;
+  installed = true;
+  tf.unregisterKernel("BatchMatMul", "wasm");
+  tf.registerKernel({
+    ...original,
+    kernelFunc: (args) => {
+      const { inputs, attrs } = args;
+      const a = inputs.a as tf.TensorInfo, b = inputs.b as tf.TensorInfo;
+      const ab = unitBatch(a), bb = unitBatch(b);
+      const plain = !attrs?.transposeA && !attrs?.transposeB && a.dtype === "float32" && b.dtype === "float32" &&
+        a.shape.length >= 2 && b.shape.length >= 2 && ab !== null && bb !== null;
+      if (!plain) return original.kernelFunc(args);
+      const [m, k] = a.shape.slice(-2), [kb, n] = b.shape.slice(-2);
+      if (k !== kb || m < 1 || k < 1 || n < 1) return original.kernelFunc(args);
+      const which = choose(m, k, n);
+      if (which === "xnnpack") return original.kernelFunc(args);
+      const be = args.backend as unknown as WasmBackendLike;
+      const out = be.makeOutput([...(ab.length >= bb.length ? ab : bb), m, n], "float32");
+      const need = k * 32 + 256;
+      if (scratch.bytes < need) {
+        if (scratch.ptr) be.wasm._free(scratch.ptr);
+        scratch = { ptr: be.wasm._malloc(need), bytes: need };
+      }
+      const at = (t: tf.TensorInfo) => be.dataIdMap.get(t.dataId).memoryOffset;
+      const s = (scratch.ptr + 15) & ~15;
+      (which === "relaxed" ? kernels!.relaxed! : kernels!.simd)(at(a), at(b), at(out), m, k, n, s);
+      return out;
+    },
+  });
+}
