@@ -12,7 +12,12 @@
 import * as tf from "@tensorflow/tfjs";
 import { initBackend } from "../lib/core/backend.ts";
 import { Rng } from "../lib/core/random.ts";
-import { installMatMulKernel, type MatMulKernel, relaxedSimdAvailable, setMatMulKernel } from "../lib/kernels/matmul.ts";
+import {
+  installMatMulKernel,
+  type MatMulKernel,
+  relaxedSimdAvailable,
+  setMatMulKernel,
+} from "../lib/kernels/matmul.ts";
 
 /** The value after `--name` on the command line, or `fallback`. */
 function flag(name: string, fallback: number): number {

@@ -175,5 +175,7 @@ if (import.meta.main) {
   await Deno.writeFile(new URL(KERNEL_PATHS.wasm, ROOT), wasm);
   await Deno.writeFile(new URL(KERNEL_PATHS.relaxed, ROOT), relaxed);
   await Deno.writeTextFile(new URL(KERNEL_PATHS.module, ROOT), module);
-  console.log(`wrote ${KERNEL_PATHS.wasm} (${wasm.length} bytes), ${KERNEL_PATHS.relaxed} (${relaxed.length}) and ${KERNEL_PATHS.module}`);
+  console.log(
+    `wrote ${KERNEL_PATHS.wasm} (${wasm.length} bytes), ${KERNEL_PATHS.relaxed} (${relaxed.length}) and ${KERNEL_PATHS.module}`,
+  );
 }

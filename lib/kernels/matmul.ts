@@ -20,7 +20,7 @@ import { kernelsModule, relaxedKernelsModule } from "./wasm.ts";
 /** Which kernel runs a product: ours (relaxed or plain SIMD), XNNPACK's, or the measured choice. */
 export type MatMulKernel = "auto" | "relaxed" | "simd" | "xnnpack";
 
-type MatMulFn = (a: number, b: number, c: number, m: number, k: number, n: number, scratch: number) => void;
+type MatMulFn = (...args: number[]) => void; // (a, b, c, M, K, N, scratch, bias, relu)
 
 interface WasmBackendLike {
   wasm: { asm?: { memory?: WebAssembly.Memory }; _malloc(bytes: number): number; _free(ptr: number): void };
@@ -32,6 +32,23 @@ let mode: MatMulKernel = "auto";
 let kernels: { relaxed: MatMulFn | null; simd: MatMulFn } | null = null;
 let scratch = { ptr: 0, bytes: 0 };
 let installed = false;
+let calls = 0;
+
+/**
+ * How many products our kernel has run in this process (tests check it ran).
+ * @returns the count.
+ *
+ * Chapter 6.
+ *
+ * @example
+ * ```ts
+ * import { matMulKernelCalls } from "./matmul.ts";
+ * console.log(matMulKernelCalls()); // 0 before any product on wasm
+ * ```
+ */
+export function matMulKernelCalls(): number {
+  return calls;
+}
 
 /**
  * Whether our kernel beats XNNPACK for an (M, K) x (K, N) product, from
@@ -109,10 +126,11 @@ function unitBatch(t: tf.TensorInfo): number[] | null {
 }
 
 /**
- * Puts our kernel behind the wasm backend's `BatchMatMul` (chapter 6):
- * eligible products (float32, no transposes, batch 1) of shapes where it wins
- * run on it, all others on XNNPACK. Process-wide and idempotent; does nothing
- * without the wasm backend or WebAssembly SIMD.
+ * Puts our kernel behind the wasm backend's `BatchMatMul` and `_FusedMatMul`
+ * (chapter 6): eligible products (float32, no transposes, batch 1; for the
+ * fused one, a bias of one row at most and no activation but ReLU) of shapes
+ * where it wins run on it, all others on XNNPACK. Process-wide and
+ * idempotent; does nothing without the wasm backend or WebAssembly SIMD.
  *
  * @returns nothing.
  *
@@ -123,37 +141,51 @@ function unitBatch(t: tf.TensorInfo): number[] | null {
  * ```
  */
 export function installMatMulKernel(): void {
-  if (installed) return;
-  const original = tf.getKernel("BatchMatMul", "wasm");
+  if (installed || tf.getBackend() !== "wasm") return;
+  const plainKernel = tf.getKernel("BatchMatMul", "wasm"), fusedKernel = tf.getKernel("_FusedMatMul", "wasm");
   const backend = tf.findBackend("wasm") as unknown as WasmBackendLike | null;
   const memory = backend?.wasm?.asm?.memory;
-  if (!original || !(memory instanceof WebAssembly.Memory) || !load(memory)) return;
+  if (!plainKernel || !fusedKernel || !(memory instanceof WebAssembly.Memory) || !load(memory)) return;
   installed = true;
-  tf.unregisterKernel("BatchMatMul", "wasm");
-  tf.registerKernel({
-    ...original,
-    kernelFunc: (args) => {
-      const { inputs, attrs } = args;
-      const a = inputs.a as tf.TensorInfo, b = inputs.b as tf.TensorInfo;
-      const ab = unitBatch(a), bb = unitBatch(b);
-      const plain = !attrs?.transposeA && !attrs?.transposeB && a.dtype === "float32" && b.dtype === "float32" &&
-        a.shape.length >= 2 && b.shape.length >= 2 && ab !== null && bb !== null;
-      if (!plain) return original.kernelFunc(args);
-      const [m, k] = a.shape.slice(-2), [kb, n] = b.shape.slice(-2);
-      if (k !== kb || m < 1 || k < 1 || n < 1) return original.kernelFunc(args);
-      const which = choose(m, k, n);
-      if (which === "xnnpack") return original.kernelFunc(args);
-      const be = args.backend as unknown as WasmBackendLike;
-      const out = be.makeOutput([...(ab.length >= bb.length ? ab : bb), m, n], "float32");
-      const need = k * 32 + 256;
-      if (scratch.bytes < need) {
-        if (scratch.ptr) be.wasm._free(scratch.ptr);
-        scratch = { ptr: be.wasm._malloc(need), bytes: need };
-      }
-      const at = (t: tf.TensorInfo) => be.dataIdMap.get(t.dataId).memoryOffset;
-      const s = (scratch.ptr + 15) & ~15;
-      (which === "relaxed" ? kernels!.relaxed! : kernels!.simd)(at(a), at(b), at(out), m, k, n, s);
-      return out;
-    },
-  });
+  for (const original of [plainKernel, fusedKernel]) {
+    tf.unregisterKernel(original.kernelName, "wasm");
+    tf.registerKernel({ ...original, kernelFunc: (args) => ours(args) ?? original.kernelFunc(args) });
+  }
+}
+
+/** Runs an eligible product on our kernel and returns its output, or returns null for XNNPACK. */
+function ours(args: Parameters<tf.KernelFunc>[0]): tf.TensorInfo | null {
+  const { inputs, attrs } = args;
+  const a = inputs.a as tf.TensorInfo, b = inputs.b as tf.TensorInfo, bias = inputs.bias as tf.TensorInfo | undefined;
+  const activation = (attrs?.activation as string | undefined) ?? "linear";
+  if (attrs?.transposeA || attrs?.transposeB || inputs.preluActivationWeights) return null;
+  if (activation !== "linear" && activation !== "relu") return null;
+  if (a.dtype !== "float32" || b.dtype !== "float32" || a.shape.length < 2 || b.shape.length < 2) return null;
+  const ab = unitBatch(a), bb = unitBatch(b);
+  if (!ab || !bb) return null;
+  const [m, k] = a.shape.slice(-2), [kb, n] = b.shape.slice(-2);
+  if (k !== kb || m < 1 || k < 1 || n < 1) return null;
+  if (bias && (bias.dtype !== "float32" || bias.shape[bias.shape.length - 1] !== n || valueCount(bias) !== n)) {
+    return null;
+  }
+  const which = choose(m, k, n);
+  if (which === "xnnpack") return null;
+  const be = args.backend as unknown as WasmBackendLike;
+  const out = be.makeOutput([...(ab.length >= bb.length ? ab : bb), m, n], "float32");
+  const need = k * 32 + 288; // K * 32 + 224 bytes from a 16-byte boundary
+  if (scratch.bytes < need) {
+    if (scratch.ptr) be.wasm._free(scratch.ptr);
+    scratch = { ptr: be.wasm._malloc(need), bytes: need };
+  }
+  const at = (t: tf.TensorInfo) => be.dataIdMap.get(t.dataId).memoryOffset;
+  const s = (scratch.ptr + 15) & ~15;
+  const fn = which === "relaxed" ? kernels!.relaxed! : kernels!.simd;
+  fn(at(a), at(b), at(out), m, k, n, s, bias ? at(bias) : 0, activation === "relu" ? 1 : 0);
+  calls++;
+  return out;
+}
+
+/** The number of values of a bias tensor (one row broadcast over the rows of the product). */
+function valueCount(t: tf.TensorInfo): number {
+  return t.shape.reduce((x, d) => x * d, 1);
 }

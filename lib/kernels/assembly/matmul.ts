@@ -10,6 +10,10 @@
 // register-blocked micro-kernel): per k, two loads of the panel, six splatted
 // values of A and twelve multiply-adds.
 //
+// A bias row (packed with the panel, 8 floats after it) starts the
+// accumulators, and a ReLU can be applied as the block is stored: tfjs's fused
+// product (`_FusedMatMul`) of a dense layer in one pass.
+//
 // Built twice by `deno task kernels`: with relaxed SIMD each multiply-add is
 // `f32x4.relaxed_madd` (one fused instruction where the CPU has FMA), without
 // it a multiply then an add.
@@ -23,14 +27,16 @@ function madd(a: v128, b: v128, c: v128): v128 {
 
 /**
  * One block of R rows (1 to 6, a constant once inlined) by 8 columns:
- * C[r, 0..8] = sum_k A[r, k] P[k, 0..8], rows of A `lda` bytes apart, rows of
- * C `ldc` bytes apart, P the packed panel.
+ * C[r, 0..8] = bias[0..8] + sum_k A[r, k] P[k, 0..8], rows of A `lda` bytes
+ * apart, rows of C `ldc` bytes apart, P the packed panel (K rows of 8 floats)
+ * followed by the bias (8 floats); negatives set to 0 when `relu`.
  */
 @inline
-function block(a: usize, lda: usize, p: usize, c: usize, ldc: usize, K: u32, R: i32): void {
-  const z = f32x4.splat(0);
-  let c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z;
-  let c30 = z, c31 = z, c40 = z, c41 = z, c50 = z, c51 = z;
+function block(a: usize, lda: usize, p: usize, c: usize, ldc: usize, K: u32, R: i32, relu: bool): void {
+  const bp = p + (<usize>K << 5);
+  const z = v128.load(bp, 0), h = v128.load(bp, 16);
+  let c00 = z, c01 = h, c10 = z, c11 = h, c20 = z, c21 = h;
+  let c30 = z, c31 = h, c40 = z, c41 = h, c50 = z, c51 = h;
   const a1 = a + lda, a2 = a1 + lda, a3 = a2 + lda, a4 = a3 + lda, a5 = a4 + lda;
   let off: usize = 0, pp = p, k = K;
   do {
@@ -66,6 +72,21 @@ function block(a: usize, lda: usize, p: usize, c: usize, ldc: usize, K: u32, R: 
     off += 4;
     pp += 32;
   } while (--k);
+  if (relu) {
+    const zero = f32x4.splat(0);
+    c00 = f32x4.max(c00, zero);
+    c01 = f32x4.max(c01, zero);
+    c10 = f32x4.max(c10, zero);
+    c11 = f32x4.max(c11, zero);
+    c20 = f32x4.max(c20, zero);
+    c21 = f32x4.max(c21, zero);
+    c30 = f32x4.max(c30, zero);
+    c31 = f32x4.max(c31, zero);
+    c40 = f32x4.max(c40, zero);
+    c41 = f32x4.max(c41, zero);
+    c50 = f32x4.max(c50, zero);
+    c51 = f32x4.max(c51, zero);
+  }
   v128.store(c, c00, 0);
   v128.store(c, c01, 16);
   if (R > 1) {
@@ -95,24 +116,27 @@ function block(a: usize, lda: usize, p: usize, c: usize, ldc: usize, K: u32, R: 
  * wide, else through a 6 x 8 tile at `tile` whose first `w` columns are copied.
  */
 @inline
-function rows(a: usize, lda: usize, p: usize, c: usize, ldc: usize, K: u32, R: i32, w: u32, tile: usize): void {
+function rows(a: usize, lda: usize, p: usize, c: usize, ldc: usize, K: u32, R: i32, w: u32, tile: usize, relu: bool): void {
   if (w == 8) {
-    block(a, lda, p, c, ldc, K, R);
+    block(a, lda, p, c, ldc, K, R, relu);
     return;
   }
-  block(a, lda, p, tile, 32, K, R);
+  block(a, lda, p, tile, 32, K, R, relu);
   for (let r = 0; r < R; r++) {
     for (let j: u32 = 0; j < w; j++) store<f32>(c + <usize>r * ldc + (<usize>j << 2), load<f32>(tile + (<usize>r << 5) + (<usize>j << 2)));
   }
 }
 
 /**
- * matmul(a, b, c, M, K, N, scratch): C = A B, M, K, N >= 1. `scratch` needs
- * K * 32 + 192 bytes, 16-byte aligned; C must not overlap A, B or scratch.
+ * matmul(a, b, c, M, K, N, scratch, bias, relu): C = A B (+ bias, a row of N
+ * floats, when `bias` is not 0; then max(., 0) when `relu` is not 0), with
+ * M, K, N >= 1. `scratch` needs K * 32 + 224 bytes, 16-byte aligned; C must not
+ * overlap A, B, the bias or scratch.
  */
-export function matmul(a: usize, b: usize, c: usize, M: u32, K: u32, N: u32, scratch: usize): void {
+export function matmul(a: usize, b: usize, c: usize, M: u32, K: u32, N: u32, scratch: usize, bias: usize, relu: u32): void {
   const lda = <usize>K << 2, ldb = <usize>N << 2, ldc = ldb;
-  const tile = scratch + (<usize>K << 5);
+  const bp = scratch + (<usize>K << 5), tile = bp + 32;
+  const r = relu != 0;
   for (let j: u32 = 0; j < N; j += 8) {
     const w = N - j < 8 ? N - j : 8;
     // Pack columns [j, j + w) of B into K rows of 8 floats.
@@ -131,17 +155,21 @@ export function matmul(a: usize, b: usize, c: usize, M: u32, K: u32, N: u32, scr
         for (let q: u32 = 0; q < w; q++) store<f32>(d + (<usize>q << 2), load<f32>(s + (<usize>q << 2)));
       }
     }
+    // The bias of these columns (zeros without one) after the panel.
+    v128.store(bp, f32x4.splat(0), 0);
+    v128.store(bp, f32x4.splat(0), 16);
+    if (bias) for (let q: u32 = 0; q < w; q++) store<f32>(bp + (<usize>q << 2), load<f32>(bias + (<usize>(j + q) << 2)));
     const cj = c + (<usize>j << 2);
     let i: u32 = 0;
-    for (; i + 6 <= M; i += 6) rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 6, w, tile);
+    for (; i + 6 <= M; i += 6) rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 6, w, tile, r);
     if (i + 4 <= M) {
-      rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 4, w, tile);
+      rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 4, w, tile, r);
       i += 4;
     }
     if (i + 2 <= M) {
-      rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 2, w, tile);
+      rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 2, w, tile, r);
       i += 2;
     }
-    if (i < M) rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 1, w, tile);
+    if (i < M) rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 1, w, tile, r);
   }
 }
