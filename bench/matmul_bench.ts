@@ -7,11 +7,19 @@
  *
  *   deno run -A bench/matmul_bench.ts [--rounds 5] [--ms 150] [--vocab 65]
  *
+ * `--steps N` instead times N full training steps of the baby GPT (the stepper
+ * of `bench/transformer_bench.ts`: Moby Dick characters, batch 12) with every
+ * product on XNNPACK and with the default choice ("auto": ours where it
+ * wins), one step of each in turn, and prints both medians:
+ *
+ *   deno run -A bench/matmul_bench.ts --steps 30
+ *
  * @module
  */
 import * as tf from "@tensorflow/tfjs";
 import { initBackend } from "../lib/core/backend.ts";
 import { Rng } from "../lib/core/random.ts";
+import { makeStepper } from "./transformer_bench.ts";
 import {
   installMatMulKernel,
   type MatMulKernel,
@@ -65,6 +73,36 @@ function time(kernel: MatMulKernel, a: tf.Tensor2D, b: tf.Tensor2D): number {
 }
 
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+
+if (Deno.args.includes("--steps")) {
+  const steps = flag("steps", 30), warmup = 3;
+  const stepper = makeStepper("baby", 12);
+  const times: Record<string, number[]> = { xnnpack: [], auto: [] };
+  const load0 = Deno.loadavg();
+  for (let i = 0; i < warmup + steps; i++) {
+    for (const kernel of (i % 2 ? ["auto", "xnnpack"] : ["xnnpack", "auto"]) as MatMulKernel[]) {
+      setMatMulKernel(kernel);
+      const t0 = performance.now();
+      await stepper.step();
+      if (i >= warmup) times[kernel].push(performance.now() - t0);
+    }
+  }
+  setMatMulKernel("auto");
+  stepper.dispose();
+  const load1 = Deno.loadavg();
+  for (const [k, t] of Object.entries(times)) {
+    const sorted = [...t].sort((x, y) => x - y);
+    console.log(
+      `${k.padEnd(8)} ms/step median ${median(t).toFixed(1)}, best ${sorted[0].toFixed(1)}, ` +
+        `tokens/s (median) ${Math.round(768 * 1000 / median(t))}`,
+    );
+  }
+  console.log(`xnnpack / auto (medians): ${(median(times.xnnpack) / median(times.auto)).toFixed(3)}`);
+  console.log(
+    `load average: start ${load0.map((x) => x.toFixed(2)).join(" ")}, end ${load1.map((x) => x.toFixed(2)).join(" ")}`,
+  );
+  Deno.exit(0);
+}
 console.log(`load average before: ${Deno.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
 const header = ["shape", "M x K x N", ...kernels.map((k) => `${k} GFLOP/s`)];
 const rows: string[][] = [];
