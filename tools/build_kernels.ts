@@ -1,11 +1,13 @@
 /**
  * Builds the SIMD kernels from their AssemblyScript source
- * (`lib/kernels/assembly/`) into ONE WebAssembly module, written twice:
- * `lib/kernels/kernels.wasm` (the binary) and `lib/kernels/kernels_wasm.ts`
- * (the same bytes in base64, so that loading the library needs no file-read
- * permission and works from any URL or bundle). Both are committed, so users
- * need no compiler; `lib/kernels/build_test.ts` fails when a rebuild does not
- * reproduce them byte for byte.
+ * (`lib/kernels/assembly/`) into ONE WebAssembly module, compiled twice: with
+ * SIMD (`lib/kernels/kernels.wasm`) and with relaxed SIMD as well
+ * (`lib/kernels/kernels_relaxed.wasm`: the matrix product's multiply-adds
+ * fused, for runtimes that have it). Both binaries are also embedded in base64
+ * in `lib/kernels/kernels_wasm.ts`, so that loading the library needs no
+ * file-read permission and works from any URL or bundle. All three are
+ * committed, so users need no compiler; `lib/kernels/build_test.ts` fails when
+ * a rebuild does not reproduce them byte for byte.
  *
  * Run: `deno task kernels` (after `deno install`, which fetches the pinned
  * `assemblyscript` from npm).

@@ -149,9 +149,10 @@ Deno.test("gradients through our kernel match cpu, and no tensor leaks", async (
   setMatMulKernel("auto");
 });
 
-Deno.test("setMatMulKernel rejects an unknown kernel, and the measured rule needs FMA and size", () => {
+Deno.test("setMatMulKernel rejects an unknown kernel, and the measured rule needs FMA and 16 rows", () => {
   assertThrows(() => setMatMulKernel("fast" as never), RangeError, "fast");
   assertEquals(oursWins(768, 128, 384, true), true);
   assertEquals(oursWins(768, 128, 384, false), false);
-  assertEquals(oursWins(4, 4, 4, true), false);
+  assertEquals(oursWins(15, 128, 384, true), false);
+  assertEquals(oursWins(16, 8, 8, true), true);
 });

@@ -2,7 +2,10 @@
  * The kernels' WebAssembly module (chapters 6 and 7): one binary, built from
  * the AssemblyScript in `assembly/` by `deno task kernels` and embedded in
  * `kernels_wasm.ts`, so loading it needs no file access and works from any URL
- * or bundle. It imports its memory as `env.memory` and is instantiated once
+ * or bundle. The same source is also built with relaxed SIMD
+ * (`kernels_relaxed.wasm`, embedded beside it), whose matrix product uses
+ * fused multiply-adds; `matmul.ts` uses that build where the runtime
+ * validates it. It imports its memory as `env.memory` and is instantiated once
  * per memory: the tfjs wasm backend's for the training kernels
  * (`tfjs_kernels.ts`), a decoding arena's for the mat-vec kernels
  * (`matvec.ts`).
