@@ -53,9 +53,10 @@ export function matMulKernelCalls(): number {
 /**
  * Whether our kernel runs an (M, K) x (K, N) product (the measured rule, from
  * `bench/matmul_bench.ts`; the figures are in `bench/README.md`). With relaxed
- * SIMD it was faster than XNNPACK on every baby-GPT training shape (768-row
- * products, forward and backward, 1.2x to 1.6x in alternating rounds on a
- * loaded 2-core machine) and on small square ones; with fewer than 16 rows
+ * SIMD it was faster than XNNPACK on the baby-GPT training shapes (768-row
+ * products, forward and backward: 1.1x to 1.7x per shape in alternating
+ * rounds on a loaded 2-core machine, one shape behind in one run of three)
+ * and on small square ones; with fewer than 16 rows
  * the two tied, so XNNPACK keeps those (its few-row kernels need no block of
  * 6 rows). Without relaxed SIMD ours is a multiply then an add, like
  * XNNPACK's, and was no faster: XNNPACK keeps every product then.
