@@ -36,8 +36,8 @@ function flag(name: string, fallback: number): number {
 }
 const rounds = flag("rounds", 5), budgetMs = flag("ms", 150), V = flag("vocab", 65);
 
-/** [name, M, K, N] of each product (768 = 12 x 64 rows). */
-const SHAPES: [string, number, number, number][] = [
+/** [name, M, K, N, transposeA, transposeB] of each product (768 = 12 x 64 rows). */
+const SHAPES: [string, number, number, number, boolean?, boolean?][] = [
   ["qkv x W", 768, 128, 384],
   ["attn-out x W", 768, 128, 128],
   ["fc x W", 768, 128, 512],
@@ -50,6 +50,9 @@ const SHAPES: [string, number, number, number][] = [
   ["dW = [x^T;1] g (proj)", 513, 768, 128],
   ["dW = [x^T;1] g (attn-out)", 129, 768, 128],
   [`dx = g E (V=${V})`, 768, V, 128],
+  // Without the explicit transposes of lib/kernels/products.ts (XNNPACK has no transposed form: tfjs's plain loop).
+  ["dx = g W^T, transposeB (qkv)", 768, 384, 128, false, true],
+  ["dW = x^T g, transposeA (qkv)", 128, 768, 384, true, false],
 ];
 
 await initBackend("wasm");
@@ -60,13 +63,13 @@ const rand = (r: number, c: number) =>
   tf.tensor2d(Float32Array.from({ length: r * c }, () => rng.normal(0, 1)), [r, c]);
 
 /** Seconds per product of kernel `kernel` on (a, b): as many calls as fit in the time budget. */
-function time(kernel: MatMulKernel, a: tf.Tensor2D, b: tf.Tensor2D): number {
+function time(kernel: MatMulKernel, a: tf.Tensor2D, b: tf.Tensor2D, ta: boolean, tb: boolean): number {
   setMatMulKernel(kernel);
-  tf.matMul(a, b).dispose(); // warm
+  tf.matMul(a, b, ta, tb).dispose(); // warm
   let calls = 0;
   const t0 = performance.now();
   while (performance.now() - t0 < budgetMs) {
-    tf.matMul(a, b).dispose();
+    tf.matMul(a, b, ta, tb).dispose();
     calls++;
   }
   return (performance.now() - t0) / 1000 / calls;
@@ -106,11 +109,11 @@ if (Deno.args.includes("--steps")) {
 console.log(`load average before: ${Deno.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
 const header = ["shape", "M x K x N", ...kernels.map((k) => `${k} GFLOP/s`)];
 const rows: string[][] = [];
-for (const [name, m, k, n] of SHAPES) {
-  const a = rand(m, k), b = rand(k, n);
+for (const [name, m, k, n, ta = false, tb = false] of SHAPES) {
+  const a = ta ? rand(k, m) : rand(m, k), b = tb ? rand(n, k) : rand(k, n);
   const secs: Record<string, number[]> = Object.fromEntries(kernels.map((x) => [x, []]));
   for (let r = 0; r < rounds; r++) {
-    for (const kernel of r % 2 ? [...kernels].reverse() : kernels) secs[kernel].push(time(kernel, a, b));
+    for (const kernel of r % 2 ? [...kernels].reverse() : kernels) secs[kernel].push(time(kernel, a, b, ta, tb));
   }
   rows.push([name, `${m}x${k}x${n}`, ...kernels.map((x) => (2 * m * k * n / median(secs[x]) / 1e9).toFixed(1))]);
   a.dispose();

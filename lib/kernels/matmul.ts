@@ -20,7 +20,7 @@ import { kernelsModule, relaxedKernelsModule } from "./wasm.ts";
 /** Which kernel runs a product: ours (relaxed or plain SIMD), XNNPACK's, or the measured choice. */
 export type MatMulKernel = "auto" | "relaxed" | "simd" | "xnnpack";
 
-type MatMulFn = (...args: number[]) => void; // (a, b, c, M, K, N, scratch, bias, relu)
+type MatMulFn = (...args: number[]) => void; // (a, b, c, M, K, N, scratch, bias, relu, trans)
 
 interface WasmBackendLike {
   wasm: { asm?: { memory?: WebAssembly.Memory }; _malloc(bytes: number): number; _free(ptr: number): void };
@@ -61,10 +61,12 @@ export function matMulKernelCalls(): number {
  * 6 rows). Without relaxed SIMD ours is a multiply then an add, like
  * XNNPACK's, and was no faster: XNNPACK keeps every product then.
  *
- * @param m rows of the left operand (and of the product).
- * @param k the inner size.
- * @param n columns of the right operand.
- * @param relaxed whether the relaxed-SIMD build runs here.
+ * A product with a transposed operand is ours whatever its size: XNNPACK
+ * has no transposed form, and tfjs then runs a plain loop (about 2 GFLOP/s).
+ *
+ * @param shape `[M, K, N]`: rows of the product, the inner size, columns.
+ * @param options `relaxed`: whether the relaxed-SIMD build runs here;
+ * `transposed`: whether an operand is transposed.
  * @returns true when ours should run it.
  *
  * Chapter 6.
@@ -73,11 +75,15 @@ export function matMulKernelCalls(): number {
  * ```ts
  * import { assert } from "@std/assert";
  * import { oursWins } from "./matmul.ts";
- * assert(oursWins(768, 128, 384, true));
+ * assert(oursWins([768, 128, 384], { relaxed: true }));
  * ```
  */
-export function oursWins(m: number, k: number, n: number, relaxed: boolean): boolean {
-  return relaxed && m >= 16 && k >= 1 && n >= 1;
+export function oursWins(
+  [m, k, n]: [number, number, number],
+  options: { relaxed: boolean; transposed?: boolean },
+): boolean {
+  if (options.transposed) return true;
+  return options.relaxed && m >= 16 && k >= 1 && n >= 1;
 }
 
 /**
@@ -130,12 +136,12 @@ function load(memory: WebAssembly.Memory): boolean {
 }
 
 /** Which kernel an eligible (M, K) x (K, N) product gets under the current setting. */
-function choose(m: number, k: number, n: number): "relaxed" | "simd" | "xnnpack" {
+function choose(m: number, k: number, n: number, transposed: boolean): "relaxed" | "simd" | "xnnpack" {
   if (mode === "xnnpack" || !kernels) return "xnnpack";
   if (mode === "relaxed") return kernels.relaxed ? "relaxed" : "simd";
   if (mode === "simd") return "simd";
   const relaxed = kernels.relaxed !== null;
-  return oursWins(m, k, n, relaxed) ? (relaxed ? "relaxed" : "simd") : "xnnpack";
+  return oursWins([m, k, n], { relaxed, transposed }) ? (relaxed ? "relaxed" : "simd") : "xnnpack";
 }
 
 /** The batch dimensions of an operand, when they are all 1 (else null). */
@@ -177,17 +183,19 @@ function ours(args: Parameters<tf.KernelFunc>[0]): tf.TensorInfo | null {
   const { inputs, attrs } = args;
   const a = inputs.a as tf.TensorInfo, b = inputs.b as tf.TensorInfo, bias = inputs.bias as tf.TensorInfo | undefined;
   const activation = (attrs?.activation as string | undefined) ?? "linear";
-  if (attrs?.transposeA || attrs?.transposeB || inputs.preluActivationWeights) return null;
+  const ta = attrs?.transposeA === true, tb = attrs?.transposeB === true;
+  if (inputs.preluActivationWeights) return null;
   if (activation !== "linear" && activation !== "relu") return null;
   if (a.dtype !== "float32" || b.dtype !== "float32" || a.shape.length < 2 || b.shape.length < 2) return null;
   const ab = unitBatch(a), bb = unitBatch(b);
   if (!ab || !bb) return null;
-  const [m, k] = a.shape.slice(-2), [kb, n] = b.shape.slice(-2);
+  const [a0, a1] = a.shape.slice(-2), [b0, b1] = b.shape.slice(-2);
+  const [m, k] = ta ? [a1, a0] : [a0, a1], [kb, n] = tb ? [b1, b0] : [b0, b1];
   if (k !== kb || m < 1 || k < 1 || n < 1) return null;
   if (bias && (bias.dtype !== "float32" || bias.shape[bias.shape.length - 1] !== n || valueCount(bias) !== n)) {
     return null;
   }
-  const which = choose(m, k, n);
+  const which = choose(m, k, n, ta || tb);
   if (which === "xnnpack") return null;
   const be = args.backend as unknown as WasmBackendLike;
   const out = be.makeOutput([...(ab.length >= bb.length ? ab : bb), m, n], "float32");
@@ -199,7 +207,18 @@ function ours(args: Parameters<tf.KernelFunc>[0]): tf.TensorInfo | null {
   const at = (t: tf.TensorInfo) => be.dataIdMap.get(t.dataId).memoryOffset;
   const s = (scratch.ptr + 15) & ~15;
   const fn = which === "relaxed" ? kernels!.relaxed! : kernels!.simd;
-  fn(at(a), at(b), at(out), m, k, n, s, bias ? at(bias) : 0, activation === "relu" ? 1 : 0);
+  fn(
+    at(a),
+    at(b),
+    at(out),
+    m,
+    k,
+    n,
+    s,
+    bias ? at(bias) : 0,
+    activation === "relu" ? 1 : 0,
+    (ta ? 1 : 0) | (tb ? 2 : 0),
+  );
   calls++;
   return out;
 }

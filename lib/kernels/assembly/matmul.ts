@@ -28,11 +28,11 @@ function madd(a: v128, b: v128, c: v128): v128 {
 /**
  * One block of R rows (1 to 6, a constant once inlined) by 8 columns:
  * C[r, 0..8] = bias[0..8] + sum_k A[r, k] P[k, 0..8], rows of A `lda` bytes
- * apart, rows of C `ldc` bytes apart, P the packed panel (K rows of 8 floats)
+ * apart and its values along k `ldk` bytes apart, rows of C `ldc` bytes apart, P the packed panel (K rows of 8 floats)
  * followed by the bias (8 floats); negatives set to 0 when `relu`.
  */
 @inline
-function block(a: usize, lda: usize, p: usize, c: usize, ldc: usize, K: u32, R: i32, relu: bool): void {
+function block(a: usize, lda: usize, ldk: usize, p: usize, c: usize, ldc: usize, K: u32, R: i32, relu: bool): void {
   const bp = p + (<usize>K << 5);
   const z = v128.load(bp, 0), h = v128.load(bp, 16);
   let c00 = z, c01 = h, c10 = z, c11 = h, c20 = z, c21 = h;
@@ -69,7 +69,7 @@ function block(a: usize, lda: usize, p: usize, c: usize, ldc: usize, K: u32, R: 
       c50 = madd(x, b0, c50);
       c51 = madd(x, b1, c51);
     }
-    off += 4;
+    off += ldk;
     pp += 32;
   } while (--k);
   if (relu) {
@@ -116,43 +116,57 @@ function block(a: usize, lda: usize, p: usize, c: usize, ldc: usize, K: u32, R: 
  * wide, else through a 6 x 8 tile at `tile` whose first `w` columns are copied.
  */
 @inline
-function rows(a: usize, lda: usize, p: usize, c: usize, ldc: usize, K: u32, R: i32, w: u32, tile: usize, relu: bool): void {
+function rows(
+  a: usize, lda: usize, ldk: usize, p: usize, c: usize, ldc: usize, K: u32, R: i32, w: u32, tile: usize, relu: bool,
+): void {
   if (w == 8) {
-    block(a, lda, p, c, ldc, K, R, relu);
+    block(a, lda, ldk, p, c, ldc, K, R, relu);
     return;
   }
-  block(a, lda, p, tile, 32, K, R, relu);
+  block(a, lda, ldk, p, tile, 32, K, R, relu);
   for (let r = 0; r < R; r++) {
     for (let j: u32 = 0; j < w; j++) store<f32>(c + <usize>r * ldc + (<usize>j << 2), load<f32>(tile + (<usize>r << 5) + (<usize>j << 2)));
   }
 }
 
 /**
- * matmul(a, b, c, M, K, N, scratch, bias, relu): C = A B (+ bias, a row of N
- * floats, when `bias` is not 0; then max(., 0) when `relu` is not 0), with
- * M, K, N >= 1. `scratch` needs K * 32 + 224 bytes, 16-byte aligned; C must not
- * overlap A, B, the bias or scratch.
+ * matmul(a, b, c, M, K, N, scratch, bias, relu, trans): C = op(A) op(B) (+ bias,
+ * a row of N floats, when `bias` is not 0; then max(., 0) when `relu` is not
+ * 0), with M, K, N >= 1. op(A) is A stored (M, K), or A^T with A stored (K, M)
+ * when bit 0 of `trans` is set; op(B) is B stored (K, N), or B^T with B stored
+ * (N, K) when bit 1 is set. `scratch` needs K * 32 + 224 bytes, 16-byte
+ * aligned; C must not overlap A, B, the bias or scratch.
  */
-export function matmul(a: usize, b: usize, c: usize, M: u32, K: u32, N: u32, scratch: usize, bias: usize, relu: u32): void {
-  const lda = <usize>K << 2, ldb = <usize>N << 2, ldc = ldb;
+export function matmul(
+  a: usize, b: usize, c: usize, M: u32, K: u32, N: u32, scratch: usize, bias: usize, relu: u32, trans: u32,
+): void {
+  // Byte strides of op(A) between rows and along k, and of op(B) along k and between columns.
+  const lda: usize = trans & 1 ? 4 : <usize>K << 2, ldk: usize = trans & 1 ? <usize>M << 2 : 4;
+  const bk: usize = trans & 2 ? 4 : <usize>N << 2, bj: usize = trans & 2 ? <usize>K << 2 : 4;
+  const ldc = <usize>N << 2;
   const bp = scratch + (<usize>K << 5), tile = bp + 32;
   const r = relu != 0;
   for (let j: u32 = 0; j < N; j += 8) {
     const w = N - j < 8 ? N - j : 8;
-    // Pack columns [j, j + w) of B into K rows of 8 floats.
-    const src = b + (<usize>j << 2);
-    if (w == 8) {
+    // Pack columns [j, j + w) of op(B) into K rows of 8 floats.
+    const src = b + <usize>j * bj;
+    if (w == 8 && bj == 4) {
       for (let k: u32 = 0; k < K; k++) {
-        const s = src + <usize>k * ldb, d = scratch + (<usize>k << 5);
+        const s = src + <usize>k * bk, d = scratch + (<usize>k << 5);
         v128.store(d, v128.load(s, 0), 0);
         v128.store(d, v128.load(s, 16), 16);
       }
     } else {
-      for (let k: u32 = 0; k < K; k++) {
-        const s = src + <usize>k * ldb, d = scratch + (<usize>k << 5);
-        v128.store(d, f32x4.splat(0), 0);
-        v128.store(d, f32x4.splat(0), 16);
-        for (let q: u32 = 0; q < w; q++) store<f32>(d + (<usize>q << 2), load<f32>(s + (<usize>q << 2)));
+      if (w < 8) {
+        for (let k: u32 = 0; k < K; k++) {
+          v128.store(scratch + (<usize>k << 5), f32x4.splat(0), 0);
+          v128.store(scratch + (<usize>k << 5), f32x4.splat(0), 16);
+        }
+      }
+      // One column of op(B) at a time: a row of B when it is transposed, read in order.
+      for (let q: u32 = 0; q < w; q++) {
+        const s = src + <usize>q * bj, d = scratch + (<usize>q << 2);
+        for (let k: u32 = 0; k < K; k++) store<f32>(d + (<usize>k << 5), load<f32>(s + <usize>k * bk));
       }
     }
     // The bias of these columns (zeros without one) after the panel.
@@ -161,15 +175,15 @@ export function matmul(a: usize, b: usize, c: usize, M: u32, K: u32, N: u32, scr
     if (bias) for (let q: u32 = 0; q < w; q++) store<f32>(bp + (<usize>q << 2), load<f32>(bias + (<usize>(j + q) << 2)));
     const cj = c + (<usize>j << 2);
     let i: u32 = 0;
-    for (; i + 6 <= M; i += 6) rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 6, w, tile, r);
+    for (; i + 6 <= M; i += 6) rows(a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 6, w, tile, r);
     if (i + 4 <= M) {
-      rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 4, w, tile, r);
+      rows(a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 4, w, tile, r);
       i += 4;
     }
     if (i + 2 <= M) {
-      rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 2, w, tile, r);
+      rows(a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 2, w, tile, r);
       i += 2;
     }
-    if (i < M) rows(a + <usize>i * lda, lda, scratch, cj + <usize>i * ldc, ldc, K, 1, w, tile, r);
+    if (i < M) rows(a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 1, w, tile, r);
   }
 }
