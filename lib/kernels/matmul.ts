@@ -6,11 +6,13 @@
  * then an add). The relaxed build runs where the runtime validates it (Deno's
  * V8 does), the plain one elsewhere.
  *
- * {@link installMatMulKernel} puts it behind tfjs's own `BatchMatMul` kernel
- * of the wasm backend: a plain 2-D float32 product (no transposes, batch 1)
- * of a shape where it measured faster than XNNPACK runs here, every other
- * product goes to XNNPACK as before. So `tf.matMul` (and with it
- * {@link linear} and the models) needs no change, and gradients are tfjs's.
+ * {@link installMatMulKernel} puts it behind tfjs's own `BatchMatMul` and
+ * `_FusedMatMul` kernels of the wasm backend: a 2-D float32 product (batch 1;
+ * a bias row and a ReLU folded in) runs here when {@link oursWins} says so:
+ * with relaxed SIMD from 16 rows up, and whenever an operand is transposed
+ * (tfjs has no fast transposed product on wasm). Every other product goes to
+ * XNNPACK as before. So `tf.matMul` (and with it {@link linear} and the
+ * models) needs no change, and gradients are tfjs's.
  *
  * @module
  */
@@ -152,9 +154,9 @@ function unitBatch(t: tf.TensorInfo): number[] | null {
 
 /**
  * Puts our kernel behind the wasm backend's `BatchMatMul` and `_FusedMatMul`
- * (chapter 6): eligible products (float32, no transposes, batch 1; for the
- * fused one, a bias of one row at most and no activation but ReLU) of shapes
- * where it wins run on it, all others on XNNPACK. Process-wide and
+ * (chapter 6): eligible products (float32, batch 1, either operand possibly
+ * transposed; for the fused one, a bias of one row at most and no activation
+ * but ReLU) that {@link oursWins} gives it run on it, all others on XNNPACK. Process-wide and
  * idempotent; does nothing without the wasm backend or WebAssembly SIMD.
  *
  * @returns nothing.
