@@ -65,7 +65,7 @@ function naiveLoss(model: lm.TransformerLM, batch: lm.Batch): lm.tf.Scalar {
 }
 
 /** A model, a trainer and a stream of real batches: `step()` runs one full training step. */
-function makeStepper(
+export function makeStepper(
   preset: lm.TransformerPreset,
   batchSize: number,
   naive = false,

@@ -7,6 +7,7 @@
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import { buildKernels, checkKernelModule, kernelModuleSource } from "../../tools/build_kernels.ts";
 import { SIMD_MODULE_BYTES } from "./mod.ts";
+import { RELAXED_MODULE_BYTES } from "./wasm.ts";
 
 /** The first byte offset where two byte strings differ, or -1 when they are equal. */
 function firstDifference(a: Uint8Array, b: Uint8Array): number {
@@ -37,15 +38,23 @@ Deno.test("kernels.wasm is exactly what the AssemblyScript source builds", async
   assertSameBytes(committed, built.wasm, "lib/kernels/kernels.wasm");
 });
 
+Deno.test("kernels_relaxed.wasm is exactly the relaxed-SIMD build, which differs from the plain one", async () => {
+  const committed = await Deno.readFile(new URL("./kernels_relaxed.wasm", import.meta.url));
+  assertSameBytes(committed, built.relaxed, "lib/kernels/kernels_relaxed.wasm");
+  assert(firstDifference(built.relaxed, built.wasm) !== -1, "the relaxed build has the fused multiply-adds");
+});
+
 Deno.test("kernels_wasm.ts embeds exactly the built bytes", async () => {
   const committed = await Deno.readFile(new URL("./kernels_wasm.ts", import.meta.url));
   assertSameBytes(committed, new TextEncoder().encode(built.module), "lib/kernels/kernels_wasm.ts");
   assertSameBytes(SIMD_MODULE_BYTES, built.wasm, "the bytes decoded from kernels_wasm.ts");
+  assertSameBytes(RELAXED_MODULE_BYTES, built.relaxed, "the relaxed bytes decoded from kernels_wasm.ts");
 });
 
 Deno.test("the build is deterministic", async () => {
   const again = await buildKernels();
   assertEquals(firstDifference(again.wasm, built.wasm), -1);
+  assertEquals(firstDifference(again.relaxed, built.relaxed), -1);
 });
 
 Deno.test("the module imports only env.memory and exports the kernels the runtime calls", () => {
@@ -68,6 +77,7 @@ Deno.test("the module imports only env.memory and exports the kernels the runtim
       "layerNorm",
       "layerNormGrad",
       "matmat",
+      "matmul",
       "matvec",
       "rmsNorm",
       "rmsNormGrad",

@@ -15,6 +15,7 @@
 import * as tf from "../core/tf.ts";
 import { fusedTranspose2d } from "./fused.ts";
 import { wasmSimdReady } from "./tfjs_kernels.ts";
+import { installMatMulKernel } from "./matmul.ts";
 
 export type Save = (tensors: tf.Tensor[]) => void;
 
@@ -67,6 +68,7 @@ let wasmFastPaths = false;
  * ```
  */
 export function installWasmFastPaths(): void {
+  installMatMulKernel(); // our matrix product where it beats XNNPACK (matmul.ts)
   if (wasmFastPaths || !tf.getKernel("Identity", "wasm")) return;
   wasmFastPaths = true;
   tf.unregisterKernel("Identity", "wasm");

@@ -2,14 +2,17 @@
  * The kernels' WebAssembly module (chapters 6 and 7): one binary, built from
  * the AssemblyScript in `assembly/` by `deno task kernels` and embedded in
  * `kernels_wasm.ts`, so loading it needs no file access and works from any URL
- * or bundle. It imports its memory as `env.memory` and is instantiated once
+ * or bundle. The same source is also built with relaxed SIMD
+ * (`kernels_relaxed.wasm`, embedded beside it), whose matrix product uses
+ * fused multiply-adds; `matmul.ts` uses that build where the runtime
+ * validates it. It imports its memory as `env.memory` and is instantiated once
  * per memory: the tfjs wasm backend's for the training kernels
  * (`tfjs_kernels.ts`), a decoding arena's for the mat-vec kernels
  * (`matvec.ts`).
  *
  * @module
  */
-import { KERNELS_WASM_BASE64 } from "./kernels_wasm.ts";
+import { KERNELS_RELAXED_WASM_BASE64, KERNELS_WASM_BASE64 } from "./kernels_wasm.ts";
 
 function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
   const binary = atob(text);
@@ -23,6 +26,31 @@ function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
  * SIMD kernels of training and of decoding, built from `assembly/`.
  */
 export const SIMD_MODULE_BYTES: Uint8Array<ArrayBuffer> = decodeBase64(KERNELS_WASM_BASE64);
+
+/**
+ * The same module built with relaxed SIMD as well (exported for tests): its
+ * matrix product uses fused multiply-adds (`f32x4.relaxed_madd`). Runtimes
+ * without relaxed SIMD reject it; {@link relaxedSimdAvailable} checks.
+ */
+export const RELAXED_MODULE_BYTES: Uint8Array<ArrayBuffer> = decodeBase64(KERNELS_RELAXED_WASM_BASE64);
+
+let relaxed: WebAssembly.Module | null | undefined;
+
+/**
+ * The relaxed-SIMD build of the kernels, or null where the runtime lacks
+ * relaxed SIMD (feature detection: the module compiles or it does not).
+ * @returns the module or null.
+ */
+export function relaxedKernelsModule(): WebAssembly.Module | null {
+  if (relaxed === undefined) {
+    try {
+      relaxed = WebAssembly.validate(RELAXED_MODULE_BYTES) ? new WebAssembly.Module(RELAXED_MODULE_BYTES) : null;
+    } catch {
+      relaxed = null;
+    }
+  }
+  return relaxed;
+}
 
 /** What an instance of the kernels works on: the tfjs wasm backend's memory, or a decoding arena's. */
 export type KernelsUse = "training" | "decoding";

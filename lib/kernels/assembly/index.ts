@@ -8,3 +8,4 @@ export { layerNorm, layerNormGrad, rmsNorm, rmsNormGrad, softmaxGrad } from "./n
 export { gatherRows, transpose } from "./layout";
 export { crossEntropy, crossEntropyGrad } from "./cross_entropy";
 export { dotRows, matmat, matvec } from "./decode";
+export { matmul } from "./matmul";

@@ -1,0 +1,175 @@
+/**
+ * Our matrix-product kernel (relaxed and plain SIMD builds) against tf.matMul
+ * on the cpu backend, for random shapes including sizes that are not
+ * multiples of the 6 x 8 block; the fused form (bias, ReLU); products it must
+ * leave to XNNPACK; gradients through it; no leaked tensors.
+ * Run: deno test -A --import-map tests/offline_import_map.json lib/kernels/matmul_test.ts
+ */
+import { assert, assertEquals, assertThrows } from "@std/assert";
+import * as tf from "@tensorflow/tfjs";
+import { initBackend } from "../core/backend.ts";
+import { Rng } from "../core/random.ts";
+import { installMatMulKernel, matMulKernelCalls, oursWins, relaxedSimdAvailable, setMatMulKernel } from "./matmul.ts";
+import { RELAXED_MODULE_BYTES } from "./wasm.ts";
+
+await initBackend("wasm");
+installMatMulKernel();
+
+function values(n: number, rng: Rng): Float32Array {
+  return Float32Array.from({ length: n }, () => rng.normal(0, 1));
+}
+
+/** Runs `f` on `backend` with tensors made from the given arrays and shapes; returns the output's values. */
+async function on(
+  backend: string,
+  data: [Float32Array, number[]][],
+  f: (...t: tf.Tensor[]) => tf.Tensor,
+): Promise<{ values: Float32Array; shape: number[] }> {
+  await tf.setBackend(backend);
+  return tf.tidy(() => {
+    const y = f(...data.map(([v, s]) => tf.tensor(v, s)));
+    return { values: y.dataSync() as Float32Array, shape: y.shape };
+  });
+}
+
+function assertClose(got: Float32Array, want: Float32Array, tol: number, what: string): void {
+  assertEquals(got.length, want.length, what);
+  let worst = 0, at = -1;
+  for (let i = 0; i < got.length; i++) {
+    const d = Math.abs(got[i] - want[i]);
+    if (!(d <= worst)) [worst, at] = [d, i];
+  }
+  assert(
+    worst <= tol,
+    `${what}: |got - want| = ${worst} at index ${at} (got ${got[at]}, want ${want[at]}), tolerance ${tol}`,
+  );
+}
+
+const builds = (relaxedSimdAvailable() ? ["relaxed", "simd"] : ["simd"]) as ("relaxed" | "simd")[];
+
+/** Edge sizes (1, odd, not multiples of 4, 6 or 8) and random ones, plus two training shapes. */
+function shapes(rng: Rng): [number, number, number][] {
+  const out: [number, number, number][] = [
+    [1, 1, 1],
+    [1, 7, 9],
+    [2, 3, 8],
+    [5, 1, 17],
+    [6, 8, 16],
+    [7, 13, 8],
+    [13, 5, 3],
+    [11, 4, 33],
+    [96, 128, 65],
+    [64, 512, 40],
+  ];
+  for (let i = 0; i < 10; i++) out.push([1 + rng.int(40), 1 + rng.int(40), 1 + rng.int(40)]);
+  return out;
+}
+
+Deno.test("relaxed SIMD is detected in Deno and the relaxed module validates", () => {
+  assertEquals(relaxedSimdAvailable(), true);
+  assert(WebAssembly.validate(RELAXED_MODULE_BYTES));
+});
+
+for (const build of builds) {
+  Deno.test(`the ${build} build matches tf.matMul on cpu for odd and random shapes`, async () => {
+    const rng = new Rng(7);
+    for (const [m, k, n] of shapes(rng)) {
+      const a = values(m * k, rng), b = values(k * n, rng);
+      const want = await on("cpu", [[a, [m, k]], [b, [k, n]]], (x, y) => tf.matMul(x, y));
+      setMatMulKernel(build);
+      const before = matMulKernelCalls();
+      const got = await on("wasm", [[a, [m, k]], [b, [k, n]]], (x, y) => tf.matMul(x, y));
+      setMatMulKernel("auto");
+      assertEquals(matMulKernelCalls(), before + 1, `our kernel ran for [${m}, ${k}] x [${k}, ${n}]`);
+      assertEquals(got.shape, [m, n]);
+      assertClose(got.values, want.values, 3e-6 * k + 1e-6, `${build} [${m}, ${k}] x [${k}, ${n}]`);
+    }
+  });
+
+  Deno.test(`the ${build} build runs the fused product: bias and ReLU, batch 1`, async () => {
+    const rng = new Rng(8);
+    for (const [m, k, n] of [[1, 3, 5], [9, 17, 12], [30, 64, 129]]) {
+      const a = values(m * k, rng), b = values(k * n, rng), c = values(n, rng);
+      for (const activation of ["linear", "relu"] as const) {
+        const f = (x: tf.Tensor, y: tf.Tensor, z: tf.Tensor) =>
+          tf.fused.matMul({ a: x as tf.Tensor3D, b: y as tf.Tensor3D, bias: z, activation });
+        const data: [Float32Array, number[]][] = [[a, [1, m, k]], [b, [1, k, n]], [c, [n]]];
+        const want = await on("cpu", data, f);
+        setMatMulKernel(build);
+        const before = matMulKernelCalls();
+        const got = await on("wasm", data, f);
+        setMatMulKernel("auto");
+        assertEquals(matMulKernelCalls(), before + 1, `our kernel ran the fused ${activation} product`);
+        assertEquals(got.shape, [1, m, n]);
+        assertClose(got.values, want.values, 3e-6 * k + 1e-6, `${build} fused ${activation} [${m}, ${k}, ${n}]`);
+      }
+    }
+  });
+}
+
+for (const build of builds) {
+  Deno.test(`the ${build} build runs transposed products (A^T B, A B^T, A^T B^T) for odd shapes`, async () => {
+    const rng = new Rng(11);
+    for (const [m, k, n] of [[1, 1, 1], [5, 7, 3], [13, 9, 17], [6, 16, 8], [40, 33, 65]]) {
+      const a = values(m * k, rng), b = values(k * n, rng);
+      for (const [ta, tb] of [[true, false], [false, true], [true, true]]) {
+        const data: [Float32Array, number[]][] = [[a, ta ? [k, m] : [m, k]], [b, tb ? [n, k] : [k, n]]];
+        const f = (x: tf.Tensor, y: tf.Tensor) => tf.matMul(x, y, ta, tb);
+        const want = await on("cpu", data, f);
+        setMatMulKernel(build);
+        const before = matMulKernelCalls();
+        const got = await on("wasm", data, f);
+        setMatMulKernel("auto");
+        const what = `${build} transposeA=${ta} transposeB=${tb} [${m}, ${k}, ${n}]`;
+        assertEquals(matMulKernelCalls(), before + 1, `our kernel ran: ${what}`);
+        assertEquals(got.shape, [m, n]);
+        assertClose(got.values, want.values, 3e-6 * k + 1e-6, what);
+      }
+    }
+  });
+}
+
+Deno.test("batched products stay with XNNPACK and stay right", async () => {
+  const rng = new Rng(9);
+  const a = values(2 * 5 * 7, rng), b = values(2 * 7 * 3, rng);
+  setMatMulKernel("relaxed");
+  const before = matMulKernelCalls();
+  const data: [Float32Array, number[]][] = [[a, [2, 5, 7]], [b, [2, 7, 3]]];
+  const want = await on("cpu", data, (x, y) => tf.matMul(x, y));
+  const got = await on("wasm", data, (x, y) => tf.matMul(x, y));
+  assertClose(got.values, want.values, 1e-4, "batch 2");
+  setMatMulKernel("auto");
+  assertEquals(matMulKernelCalls(), before, "the batched product did not run on our kernel");
+});
+
+Deno.test("gradients through our kernel match cpu, and no tensor leaks", async () => {
+  const rng = new Rng(10);
+  const [m, k, n] = [13, 21, 10];
+  const a = values(m * k, rng), b = values(k * n, rng);
+  const f = (x: tf.Tensor, y: tf.Tensor) => {
+    const [ga, gb] = tf.grads((p: tf.Tensor, q: tf.Tensor) => tf.sum(tf.square(tf.matMul(p, q))))([x, y]);
+    return tf.concat([ga.flatten(), gb.flatten()]);
+  };
+  const want = await on("cpu", [[a, [m, k]], [b, [k, n]]], f);
+  setMatMulKernel("relaxed");
+  const before = matMulKernelCalls();
+  const got = await on("wasm", [[a, [m, k]], [b, [k, n]]], f);
+  assert(matMulKernelCalls() > before, "the forward product ran on our kernel");
+  assertClose(got.values, want.values, 1e-3, "gradients of sum((A B)^2)");
+  const x = tf.tensor2d(a, [m, k]), y = tf.tensor2d(b, [k, n]);
+  tf.matMul(x, y).dispose();
+  const tensors = tf.memory().numTensors;
+  for (let i = 0; i < 5; i++) tf.matMul(x, y).dispose();
+  assertEquals(tf.memory().numTensors, tensors, "tensor count stays flat");
+  tf.dispose([x, y]);
+  setMatMulKernel("auto");
+});
+
+Deno.test("setMatMulKernel rejects an unknown kernel, and the measured rule needs FMA and 16 rows", () => {
+  assertThrows(() => setMatMulKernel("fast" as never), RangeError, "fast");
+  assertEquals(oursWins([768, 128, 384], { relaxed: true }), true);
+  assertEquals(oursWins([768, 128, 384], { relaxed: false }), false);
+  assertEquals(oursWins([15, 128, 384], { relaxed: true }), false);
+  assertEquals(oursWins([16, 8, 8], { relaxed: true }), true);
+  assertEquals(oursWins([4, 4, 4], { relaxed: false, transposed: true }), true);
+});
