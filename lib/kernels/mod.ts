@@ -18,11 +18,17 @@
  *   place ({@link wasmSimdReady}, `fused*`, {@link fusedAdamW} for the
  *   optimiser);
  * - the mat-vec kernels of cached decoding over their own memory
- *   ({@link KernelArena}, {@link makeKernels}, {@link jsKernels}).
+ *   ({@link KernelArena}, {@link makeKernels}, {@link jsKernels});
+ * - a register-blocked matrix product that takes over tfjs's `BatchMatMul`
+ *   and `_FusedMatMul` on `wasm` for the shapes where it beats XNNPACK
+ *   ({@link installMatMulKernel}, {@link setMatMulKernel}).
  *
  * Every SIMD kernel is written in AssemblyScript in `assembly/` and built by
- * `deno task kernels` into ONE WebAssembly module (`kernels.wasm`, embedded in
- * `kernels_wasm.ts`); `build_test.ts` checks both are what the source builds.
+ * `deno task kernels` into one WebAssembly module in two builds: plain SIMD
+ * (`kernels.wasm`) and relaxed SIMD with fused multiply-add
+ * (`kernels_relaxed.wasm`), used where the engine validates it; both are
+ * embedded in `kernels_wasm.ts`, and `build_test.ts` checks they are what the
+ * source builds.
  *
  * @module
  */
@@ -38,3 +44,11 @@ export { wasmSimdReady } from "./tfjs_kernels.ts";
 export * from "./fused.ts";
 export { type ArenaArray, arenaRow, jsKernels, KernelArena, type Kernels } from "./arena.ts";
 export { kernelModuleBytes, makeKernels, simdAvailable } from "./matvec.ts";
+export {
+  installMatMulKernel,
+  type MatMulKernel,
+  matMulKernelCalls,
+  oursWins,
+  relaxedSimdAvailable,
+  setMatMulKernel,
+} from "./matmul.ts";
