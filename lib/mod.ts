@@ -31,6 +31,7 @@ export {
   Rng,
   type RngState,
   setPlatform,
+  writeJsonFile,
 } from "./core/mod.ts";
 export {
   barChart,

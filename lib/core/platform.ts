@@ -196,3 +196,24 @@ export async function readJsonFile<T = unknown>(path: string): Promise<T | null>
     throw new SyntaxError(`path=${JSON.stringify(path)} is not valid JSON: ${(e as Error).message}`);
   }
 }
+
+/**
+ * Writes a value as JSON (two-space indented), through the platform: a file
+ * on disk in Deno (its folder created), the page's store in a browser. The
+ * pair of {@link readJsonFile}: a long opt-in run saves its results, and the
+ * default run of the same notebook reads them back (chapter 0).
+ * @param path where to write.
+ * @param value any JSON-serialisable value.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { readJsonFile, writeJsonFile } from "./platform.ts";
+ * const path = `${await Deno.makeTempDir()}/results.json`;
+ * await writeJsonFile(path, { rows: [1, 2] });
+ * assertEquals(await readJsonFile(path), { rows: [1, 2] });
+ * ```
+ */
+export async function writeJsonFile(path: string, value: unknown): Promise<void> {
+  await platform().writeFile(path, new TextEncoder().encode(JSON.stringify(value, null, 2) + "\n"));
+}
