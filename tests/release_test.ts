@@ -118,7 +118,7 @@ Deno.test({
   },
 });
 
-Deno.test("bareImports finds static, dynamic and side-effect imports of packages, not relative ones or comments", () => {
+Deno.test("bareImports finds static, dynamic and side-effect imports of packages, not relative ones, comments or prose", () => {
   const code = `import * as tf from "@tensorflow/tfjs";
 import "@tensorflow/tfjs-backend-wasm";
 import { a } from "./x.ts";
@@ -126,7 +126,10 @@ import { a } from "./x.ts";
 /** import { c } from "in-jsdoc"; */
 const m = await import("gpt-tokenizer/encoding/cl100k_base");
 import { d } from "npm:already-pinned@1";
-import type { E } from "node:path";`;
+import type { E } from "node:path";
+const prose = \`a word taken from "the text", and more
+text\`;
+const quoted = "the word after from ' and a quote ' here";`;
   assertEquals(bareImports(code).sort(), [
     "@tensorflow/tfjs",
     "@tensorflow/tfjs-backend-wasm",

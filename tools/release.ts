@@ -49,7 +49,8 @@ export function forbidden(path: string): string | null {
   if (/^tests\/(suite|mutation|mutation_test|grade_test|grade_fixtures)\.ts$/.test(path)) {
     return "an instructor test";
   }
-  if (/^tools\/(release|release_cli|gradescope|site\w*|serve)\.ts$/.test(path)) return "an instructor tool";
+  // serve.ts ships: deno task lab serves a live edition with it where one was built (not in a release, which has no renderer).
+  if (/^tools\/(release|release_cli|gradescope|site\w*)\.ts$/.test(path)) return "an instructor tool";
   if (/\.ipynb$/.test(path) && /^build\//.test(path)) return "an executed notebook";
   return null;
 }
@@ -109,7 +110,8 @@ export const COURSE = "lmbook";
 export function bareImports(code: string): string[] {
   const out = new Set<string>();
   const body = code.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
-  for (const m of body.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)["']([^"'./][^"']*)["']/gm)) {
+  // A specifier never holds whitespace: prose that says from "x y" (in a string or a notebook) is not an import.
+  for (const m of body.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)["']([^"'./\s][^"'\s]*)["']/gm)) {
     if (!/^(?:node|npm|jsr|https?|file|data):/.test(m[1])) out.add(m[1]);
   }
   return [...out];

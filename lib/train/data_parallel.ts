@@ -425,8 +425,9 @@ export class DataParallel implements StepShare {
 export interface ChooseWorkersOptions {
   /** A whole number of workers (this process counts as one), or `"auto"`: as many as measurably pay off. */
   workers: number | "auto";
-  /** The training data and the batch size the steps will use. */
+  /** The training data. */
   data: Dataset;
+  /** The batch size the steps will use. */
   batchSize: number;
   /** How a helper rebuilds the model (without one, `"auto"` chooses one worker and a number is an error). */
   spec?: ModelSpec;

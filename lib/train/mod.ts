@@ -18,4 +18,11 @@ export * from "./checkpoint.ts";
 export { type CheckpointOptions, fingerprintDiff, loadRun, runFingerprint, type SavedRun, saveRun } from "./resume.ts";
 export * from "./curves.ts";
 export * from "./model_file.ts";
-export { chooseWorkers, DataParallel, type ModelSpec, type WorkersChoice } from "./data_parallel.ts";
+export {
+  chooseWorkers,
+  type ChooseWorkersOptions,
+  DataParallel,
+  type DataParallelOptions,
+  type ModelSpec,
+  type WorkersChoice,
+} from "./data_parallel.ts";

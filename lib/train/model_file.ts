@@ -39,7 +39,11 @@ export type ModelClass<M extends TrainableModel> = { new (config: never, options
  * back.dispose();
  * ```
  */
-export function saveModel(path: string, model: SavableModel, options: { meta?: Record<string, unknown> } = {}) {
+export function saveModel(
+  path: string,
+  model: SavableModel,
+  options: { meta?: Record<string, unknown> } = {},
+): Promise<number> {
   const { exportName, config, options: modelOptions } = model.spec();
   return saveWeights(path, model.variables(), {
     meta: { ...options.meta, kind: exportName, config, options: modelOptions ?? {} },
