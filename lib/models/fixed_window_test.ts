@@ -446,3 +446,18 @@ Deno.test("nearestNeighbours and pca2d", () => {
   assertAlmostEquals(Math.abs(xy[3][0] - xy[0][0]), 3 * Math.sqrt(14), 1e-4);
   assertThrows(() => pca2d(line, 3, [0]), RangeError, "at least 2");
 });
+
+Deno.test("loadModel: a class a minifier renamed still loads its own files (the kind comes from spec())", async () => {
+  await tf.setBackend("cpu");
+  const model = new FixedWindowLM({ vocabSize: 12, blockSize: 2, nEmbd: 3, nHidden: 4 }, { seed: 3 });
+  const path = `${await Deno.makeTempDir()}/m.lmw`;
+  await saveModel(path, model);
+  // A browser bundle's minifier renames classes: Model.name is then something like "Ke", not "FixedWindowLM".
+  const Minified = { Ke: class extends FixedWindowLM {} }.Ke;
+  assertEquals(Minified.name, "Ke");
+  const { model: back } = await loadModel(path, Minified);
+  assertEquals(back.config, model.config);
+  back.dispose();
+  model.dispose();
+  await Deno.remove(path);
+});

@@ -70,14 +70,25 @@ export async function loadModel<M extends TrainableModel>(
     // Files written before every model recorded its kind and options held the config, a name and (transformers)
     // bosId and evalStride beside it.
     const kind = meta.kind ?? (meta.bosId !== undefined ? "TransformerLM" : undefined);
-    if (kind !== Model.name) {
-      throw new TypeError(`not a ${Model.name} weights file (kind=${JSON.stringify(kind)}): path=${path}`);
-    }
-    if (!meta.config) throw new RangeError(`no model config in ${path}: meta keys=${Object.keys(meta)}`);
     const legacy = Object.fromEntries(
       ["name", "bosId", "evalStride"].filter((k) => meta[k] !== undefined).map((k) => [k, meta[k]]),
     );
-    model = new Model(meta.config as never, (meta.options ?? legacy) as never);
+    // The class's own spec() names it (a minified bundle renames classes, so Model.name may not).
+    const notThis = () =>
+      new TypeError(`not a ${Model.name} weights file (kind=${JSON.stringify(kind)}): path=${path}`);
+    if (!meta.config) {
+      throw kind !== Model.name
+        ? notThis()
+        : new RangeError(`no model config in ${path}: meta keys=${Object.keys(meta)}`);
+    }
+    try {
+      model = new Model(meta.config as never, (meta.options ?? legacy) as never);
+    } catch (e) {
+      if (kind !== Model.name) throw notThis(); // another model's config does not build this one
+      throw e;
+    }
+    const built = (model as { spec?: () => ModelSpec }).spec?.().exportName ?? Model.name;
+    if (kind !== built) throw notThis();
     assignWeights(model.variables(), tensors);
     return { model, meta };
   } catch (e) {
