@@ -80,6 +80,8 @@ export interface AdamWOptions {
  * ```
  */
 export class AdamW implements Optimizer {
+  /** The optimiser's name, as checkpoints record it (a minifier may rename the class). */
+  readonly kind = "AdamW";
   /** Exponential decay of the mean of gradients. */
   readonly beta1: number;
   /** Exponential decay of the mean of squared gradients. */

@@ -310,7 +310,7 @@ export async function openRun(
   trainer: Pick<Trainer, "options" | "data" | "model" | "optimizer" | "totalSteps">,
 ): Promise<{ fingerprint: Record<string, unknown>; saved?: SavedRun }> {
   const { options, optimizer } = trainer;
-  const kind = optimizer.constructor.name;
+  const kind = (optimizer as { kind?: string }).kind ?? optimizer.constructor.name; // stable in a minified bundle
   if (!optimizer.saveState || !optimizer.loadState) {
     throw new TypeError(
       `a checkpoint needs an optimiser that can save and load its state (AdamW can): optimizer=${kind}`,

@@ -50,6 +50,8 @@ export interface SGDOptions {
  * ```
  */
 export class SGD implements Optimizer {
+  /** The optimiser's name, as checkpoints record it (a minifier may rename the class). */
+  readonly kind = "SGD";
   /** Heavy-ball momentum. */
   readonly momentum: number;
   /** L2 penalty coefficient. */
