@@ -397,6 +397,7 @@ async function trainOrLoad(modelName: keyof typeof lm.BENGIO_MODELS): Promise<Ne
     if (share) console.log(`data parallel: this process and ${share.helpers} helper worker(s) share each batch`);
     const trainer = new lm.Trainer(model, train, {
       share,
+      workers: 1, // --workers decides (see share above), not the trainer's "auto"
       batchSize,
       epochs: nEpochs,
       lr,

@@ -105,6 +105,7 @@ async function lmbook(v: Variant, secs: number): Promise<number> {
       progress: false,
       seed: 1,
       share,
+      workers: 1, // this script's --workers decides (the trainer's "auto" would time and choose by itself)
       optimizer: new lm.AdamW({ implementation: v.optimizer ?? "auto" }),
     });
     await trainer.run(); // warm-up (3 s)
@@ -115,6 +116,7 @@ async function lmbook(v: Variant, secs: number): Promise<number> {
       progress: false,
       seed: 2,
       share,
+      workers: 1,
       optimizer: trainer.optimizer, // keeps the warmed-up moments
     });
     const h = await timed.run();

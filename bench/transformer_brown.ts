@@ -163,6 +163,7 @@ const lr = num("lr", 3e-3);
 const epsilon = num("epsilon", 1e-4);
 const trainer = new lm.Trainer(model, data, {
   share,
+  workers: 1, // --workers decides (see share above), not the trainer's "auto"
   batchSize,
   maxSteps,
   sampling: "random",

@@ -337,13 +337,14 @@ Deno.test({
     let now = 0; // a stand-in clock: each fake gradient step advances it by a known time
     const d = data();
     const model = new lm.FixedWindowLM(CFG, { seed: 5 });
-    const choose = (aloneMs: number, sharedMs: number, steps = 10_000) =>
+    const choose = (aloneMs: number, sharedMs: number, steps = 10_000, maxSeconds?: number) =>
       lm.chooseWorkers(model, {
         workers: "auto",
         data: d,
         batchSize: 16,
         spec: model.spec(),
         steps,
+        maxSeconds,
         backend: "cpu",
         differentiate: (_batch, share) => void (now += share ? sharedMs : aloneMs),
         clock: () => now,
@@ -361,6 +362,10 @@ Deno.test({
     const short = await choose(10, 1, 5);
     assertEquals(short.workers, 1);
     assert(short.reason.includes("too short"), short.reason);
+    // A time budget ends the run before its steps: 10,000 steps of 30 ms, but 5 s allowed.
+    const budget = await choose(30, 10, 10_000, 5);
+    assertEquals(budget.workers, 1);
+    assert(budget.reason.includes("too short"), budget.reason);
     const left = helperThreads();
     if (left) assertEquals([...left], [], "chooseWorkers left helper threads running");
     model.dispose();

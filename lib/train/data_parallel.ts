@@ -435,6 +435,8 @@ export interface ChooseWorkersOptions {
   backend?: string;
   /** Steps the run will take: `"auto"` starts no helper for a run too short to repay it. */
   steps: number;
+  /** The run's time budget in seconds, if any (it may end the run before `steps`). */
+  maxSeconds?: number;
   /**
    * Differentiates a batch, with a share or in one piece, without changing
    * the model (the trainer's gradient step, not applied); `"auto"` times it.
@@ -525,7 +527,7 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
     options.differentiate(batch); // warm-up: kernels compiled, memory allocated
     const clock = options.clock ?? (() => performance.now());
     const alone = medianMs(() => options.differentiate(batch), 3, clock);
-    const estimate = (alone * options.steps) / 1000;
+    const estimate = Math.min((alone * options.steps) / 1000, options.maxSeconds ?? Infinity);
     if (estimate < AUTO_MIN_SECONDS) {
       return {
         workers: 1,

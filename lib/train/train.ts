@@ -534,6 +534,7 @@ export class Trainer {
       batchSize: o.batchSize,
       spec: o.workerSpec ?? this.model.spec?.(),
       steps,
+      maxSeconds: o.maxSeconds,
       differentiate: (batch, share) => this.#differentiate(batch, 0, share, () => undefined),
     });
   }
