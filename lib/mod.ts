@@ -130,12 +130,13 @@ export {
   type VocabularyJSON,
   type VocabularyOptions,
 } from "./data/mod.ts";
-// Chapters 2, 7: the language-model interface, evaluation (perplexity) and sampling.
+// Chapters 2, 3, 6, 7: the language-model interface, evaluation (perplexity), window scoring and sampling.
 export {
   contextWindow,
   evaluate,
   type EvaluateOptions,
   type Evaluation,
+  type FixedWindowModel,
   greedyToken,
   type LanguageModel,
   type LogProbsOptions,
@@ -159,7 +160,9 @@ export {
   topKLogits,
   topPLogits,
   UniformModel,
+  type SlidingWindowModel,
   type WindowedModel,
+  type WindowLogits,
   WindowScorer,
   windowStart,
 } from "./lm/mod.ts";

@@ -3,8 +3,9 @@
  * no model in it. The {@link LanguageModel} interface and its evaluation by
  * cross-entropy and perplexity (chapter 2: `lm.ts`), the samplers that
  * draw a next token from a model's logits (chapter 7: `sampling.ts`), and
- * the sliding-window scoring of long streams by a fixed-context model
- * (chapter 6: `windows.ts`).
+ * the window scoring of long streams that every neural model shares, one
+ * window per token for chapter 3's fixed-window model and sliding windows for
+ * chapter 6's transformer (`windows.ts`).
  *
  * It sits below the models because they implement its interface.
  *

@@ -1,26 +1,76 @@
 /**
- * Scoring a stream longer than a model's context with sliding windows
- * (chapter 2's {@link LanguageModel} interface for chapter 6's transformer):
- * one adapter that turns "next-token logits for a batch of windows" into
+ * Scoring a stream with windows: chapter 2's {@link LanguageModel}
+ * interface for every neural model of the course. One adapter,
+ * {@link WindowScorer}, turns "next-token logits for a batch of windows" into
  * `nextDistribution`, `logProb` and `logProbs`, all three reading the same
- * windows ({@link windowStart}), so they agree.
+ * windows, so they agree. Two layouts:
  *
- * A window holds at most `contextSize` tokens of `[bos, ...stream]` and moves
- * by `evalStride`: every token is predicted from at least
- * contextSize - evalStride earlier tokens (all of them near the start).
+ * - **fixed** (chapter 3's fixed-window model): each token is predicted from
+ *   exactly `contextSize` ids before it, which the model builds
+ *   ({@link FixedWindowModel.window}); one window per token.
+ * - **sliding** (chapter 6's transformer): a window holds at most
+ *   `contextSize` tokens of `[bos, ...stream]` and moves by `evalStride`
+ *   ({@link windowStart}); every token is predicted from at least
+ *   contextSize - evalStride earlier tokens (all of them near the start).
  *
  * @module
  */
 import * as tf from "../core/tf.ts";
+import { pacer } from "../display/progress.ts";
 import { nextTokenLogProbs } from "../kernels/mod.ts";
 import type { LogProbsOptions } from "./lm.ts";
 
-/** What {@link WindowScorer} needs from a model. */
-export interface WindowedModel {
+/** What {@link WindowScorer} needs from any model: its sizes and its logits. */
+export interface WindowLogits {
   /** The number of token ids. */
   readonly vocabSize: number;
-  /** The most tokens one window holds (a transformer's blockSize). */
+  /** The most tokens one window holds (a transformer's blockSize, a fixed-window model's n - 1). */
   readonly contextSize: number;
+  /**
+   * Next-token logits for a batch of windows, only at positions >= `from`,
+   * rows ordered (position, window). Not tidied: the caller tidies.
+   * @param idx int32 windows (W, T).
+   * @param from the first position that needs logits (T - 1 in the fixed layout).
+   * @returns ((T - from) * W, vocabSize).
+   */
+  windowLogits(idx: tf.Tensor2D, from: number): tf.Tensor2D;
+}
+
+/**
+ * A model that reads exactly `contextSize` ids to predict the next one
+ * (chapter 3's fixed-window model): one window per token, scored at its last
+ * position.
+ */
+export interface FixedWindowModel extends WindowLogits {
+  /** Selects this layout. */
+  readonly layout: "fixed";
+  /**
+   * The window read to predict the token after `context` (padded as the
+   * model pads it). Throws a RangeError naming a bad id.
+   * @param context preceding ids, oldest first (may be empty).
+   * @returns `contextSize` ids.
+   */
+  window(context: ArrayLike<number>): Int32Array;
+  /**
+   * The windows of every token of a stream, row after row: row t is
+   * `window(stream[0..t))`.
+   * @param stream token ids.
+   * @returns `stream.length * contextSize` ids.
+   */
+  windows(stream: Int32Array): Int32Array;
+  /** An id the model never predicts (its log-probability is -Infinity), if any. */
+  readonly neverPredicted?: number;
+  /** Windows per forward pass in `logProbs` (default: about 2^24 logits). */
+  readonly evalBatchSize?: number;
+}
+
+/**
+ * A model scored with windows sliding over `[bos, ...stream]` (chapter 6's
+ * transformer).
+ */
+export interface SlidingWindowModel extends WindowLogits {
+  /** Selects this layout (the default). */
+  readonly layout?: "sliding";
   /** The id fed before the first token of a stream. */
   readonly bosId: number;
   /** How far the windows move, in [1, contextSize]. */
@@ -31,15 +81,10 @@ export interface WindowedModel {
    * each from its context alone.
    */
   readonly causal: boolean;
-  /**
-   * Next-token logits for a batch of windows, only at positions >= `from`,
-   * rows ordered (position, window). Not tidied: the caller tidies.
-   * @param idx int32 windows (W, T).
-   * @param from the first position that needs logits.
-   * @returns ((T - from) * W, vocabSize).
-   */
-  windowLogits(idx: tf.Tensor2D, from: number): tf.Tensor2D;
 }
+
+/** What {@link WindowScorer} needs from a model: one of the two layouts. */
+export type WindowedModel = FixedWindowModel | SlidingWindowModel;
 
 /**
  * The window start used to predict position i of `[bos, ...stream]`: 0
@@ -75,8 +120,8 @@ function checkSyncRead(method: string): void {
 }
 
 /**
- * Sliding-window scoring of one model: the three {@link LanguageModel}
- * methods, from its {@link WindowedModel.windowLogits}.
+ * Window scoring of one model: the three {@link LanguageModel} methods, from
+ * its {@link WindowedModel.windowLogits} and its layout (chapters 3 and 6).
  *
  * @example
  * ```ts
@@ -100,7 +145,7 @@ export class WindowScorer {
 
   /**
    * Wraps a model.
-   * @param model the model's windowed logits and sizes.
+   * @param model the model's windowed logits, sizes and layout.
    */
   constructor(model: WindowedModel) {
     this.model = model;
@@ -108,10 +153,12 @@ export class WindowScorer {
 
   /** The model input for predicting the token after `context`. */
   #windowFor(context: ArrayLike<number>): Int32Array {
+    const m = this.model;
+    if (m.layout === "fixed") return m.window(context);
     const t = context.length; // position in [bos, ...context]
-    const a = windowStart(t, { contextSize: this.model.contextSize, stride: this.model.evalStride });
+    const a = windowStart(t, { contextSize: m.contextSize, stride: m.evalStride });
     const out = new Int32Array(t - a + 1);
-    for (let i = a; i <= t; i++) out[i - a] = i === 0 ? this.model.bosId : context[i - 1];
+    for (let i = a; i <= t; i++) out[i - a] = i === 0 ? m.bosId : context[i - 1];
     return out;
   }
 
@@ -147,6 +194,10 @@ export class WindowScorer {
     if (!Number.isInteger(word) || word < 0 || word >= V) {
       throw new RangeError(`word must be an id in [0, ${V}): word=${word}`);
     }
+    if (this.model.layout === "fixed" && word === this.model.neverPredicted) {
+      this.#windowFor(context); // still refuses a bad context
+      return -Infinity;
+    }
     const lp = tf.tidy(() => nextTokenLogProbs(this.#lastLogits(context), tf.tensor1d([word], "int32"))); // (1)
     const out = lp.dataSync()[0];
     lp.dispose();
@@ -154,11 +205,11 @@ export class WindowScorer {
   }
 
   /**
-   * Log-probabilities of every token of a stream, scored with overlapping
-   * windows in batches ({@link LanguageModel}); a model that is not causal
-   * is scored one position at a time instead (slowly).
+   * Log-probabilities of every token of a stream, scored with windows in
+   * batches ({@link LanguageModel}); a sliding-window model that is not
+   * causal is scored one position at a time instead (slowly).
    *
-   * @param stream token ids.
+   * @param stream token ids (for a fixed-window model, its start is a sentence start).
    * @param options progress reporting and the number of windows per batch.
    * @returns ln P(stream[t] | stream[0..t)) for every t.
    */
@@ -166,9 +217,11 @@ export class WindowScorer {
     stream: Int32Array,
     options: LogProbsOptions & { batchSize?: number } = {},
   ): Promise<Float64Array> {
+    if (this.model.layout === "fixed") return await this.#fixedLogProbs(this.model, stream, options);
     const { contextSize: L, evalStride: S, vocabSize: V } = this.model;
     const n = stream.length;
     const out = new Float64Array(n);
+    const pace = pacer(); // yields every ~100 ms, so a progress bar keeps pace
     if (!this.model.causal) {
       // A window would let each position read the very token it predicts:
       // score honestly, one position at a time, from the context alone.
@@ -179,6 +232,7 @@ export class WindowScorer {
         out[t] = (await lp.data())[0];
         lp.dispose();
         if (t % 64 === 63 || t === n - 1) options.onProgress?.(t + 1, n);
+        await pace();
       }
       return out;
     }
@@ -225,7 +279,36 @@ export class WindowScorer {
         });
         done += part.reduce((s, w) => s + w.len - w.from, 0);
         options.onProgress?.(done, n);
+        await pace();
       }
+    }
+    return out;
+  }
+
+  /** The fixed layout: one window per token, scored at its last position, `evalBatchSize` windows per pass. */
+  async #fixedLogProbs(
+    m: FixedWindowModel,
+    stream: Int32Array,
+    options: LogProbsOptions & { batchSize?: number },
+  ): Promise<Float64Array> {
+    const n = m.contextSize, N = stream.length;
+    const x = m.windows(stream); // (N, n), row after row
+    const out = new Float64Array(N);
+    const bs = options.batchSize ?? m.evalBatchSize ?? Math.max(1, Math.min(4096, Math.floor(2 ** 24 / m.vocabSize)));
+    const pace = pacer();
+    for (let s = 0; s < N; s += bs) {
+      const e = Math.min(N, s + bs);
+      const lp = tf.tidy(() =>
+        nextTokenLogProbs(
+          m.windowLogits(tf.tensor2d(x.subarray(s * n, e * n), [e - s, n], "int32"), n - 1), // (B, V)
+          tf.tensor1d(stream.subarray(s, e), "int32"),
+        )
+      ); // (B)
+      out.set(await lp.data(), s);
+      lp.dispose();
+      if (m.neverPredicted !== undefined) for (let t = s; t < e; t++) if (stream[t] === m.neverPredicted) out[t] = -Infinity;
+      options.onProgress?.(e, N);
+      await pace();
     }
     return out;
   }

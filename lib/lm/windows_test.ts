@@ -73,3 +73,52 @@ Deno.test("WindowScorer: a model that is not causal is scored from each context 
   stream.forEach((w, i) => assertAlmostEquals(lp[i], scorer.logProb(w, stream.slice(0, i)), 1e-6, `position ${i}`));
   assertThrows(() => scorer.logProb(V, [1]), RangeError, "word=5");
 });
+
+/** A fixed-layout toy: windows of n ids padded with bos 4, reset after id 2 (as a sentence-window model), never predicting 4. */
+function fixedToy(n: number): WindowedModel {
+  const window = (context: ArrayLike<number>): Int32Array => {
+    const out = new Int32Array(n).fill(4);
+    for (let i = 0, j = context.length - 1; i < n && j >= 0 && context[j] !== 2; i++, j--) out[n - 1 - i] = context[j];
+    return out;
+  };
+  return {
+    layout: "fixed",
+    vocabSize: V,
+    contextSize: n,
+    neverPredicted: 4,
+    window,
+    windows: (stream) => {
+      const x = new Int32Array(stream.length * n);
+      for (let t = 0; t < stream.length; t++) x.set(window(stream.subarray(0, t)), t * n);
+      return x;
+    },
+    windowLogits(idx, from) {
+      assertEquals(from, n - 1, "the fixed layout asks for the last position only");
+      return tf.tensor2d(idx.arraySync().map((w) => reference(w, n - 1)), [idx.shape[0], V]);
+    },
+  };
+}
+
+Deno.test("WindowScorer (fixed layout): each token from its own window, in any batch size; the never-predicted id is -Infinity", async () => {
+  const stream = [1, 3, 2, 0, 4, 2, 2, 1, 0, 3, 3, 1, 2, 0];
+  for (const [n, batchSize] of [[1, 1], [3, 2], [3, 5], [4, 100]]) {
+    const model = fixedToy(n), scorer = new WindowScorer(model);
+    const before = tf.memory().numTensors;
+    const lp = await scorer.logProbs(Int32Array.from(stream), { batchSize });
+    assertEquals(tf.memory().numTensors, before, "no tensors leak");
+    for (let i = 0; i < stream.length; i++) {
+      const ctx = stream.slice(0, i);
+      const logits = reference(Array.from((model as { window(c: number[]): Int32Array }).window(ctx)), n - 1);
+      const m = Math.max(...logits), lse = m + Math.log(logits.reduce((z, l) => z + Math.exp(l - m), 0));
+      const want = stream[i] === 4 ? -Infinity : logits[stream[i]] - lse;
+      if (want === -Infinity) {
+        assertEquals(lp[i], -Infinity, `position ${i}`);
+        assertEquals(scorer.logProb(4, ctx), -Infinity);
+        continue;
+      }
+      assertAlmostEquals(lp[i], want, 1e-5, `n=${n} batch=${batchSize} position ${i}`);
+      assertAlmostEquals(scorer.logProb(stream[i], ctx), want, 1e-5, `logProb at ${i}`);
+      assertAlmostEquals(Math.log(scorer.nextDistribution(ctx)[stream[i]]), want, 1e-5, `nextDistribution at ${i}`);
+    }
+  }
+});

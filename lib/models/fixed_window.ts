@@ -33,10 +33,10 @@
 import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
 import { MASK_VALUE } from "../core/mask.ts";
-import { pacer } from "../display/progress.ts";
 import { BOS_ID, EOS_ID, UNK_ID } from "../data/vocab.ts";
-import { crossEntropyFromLogits, embeddingLookup, linear, nextTokenLogProbs } from "../kernels/mod.ts";
+import { crossEntropyFromLogits, embeddingLookup, linear } from "../kernels/mod.ts";
 import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
+import { WindowScorer } from "../lm/windows.ts";
 import { arrayDataset, type Batch, type Dataset } from "../train/dataset.ts";
 import { type LossOptions, type TrainableModel } from "../train/train.ts";
 import type { ModelSpec } from "../train/data_parallel.ts";
@@ -334,9 +334,6 @@ export interface FixedWindowOptions {
   outputBias?: ArrayLike<number>;
 }
 
-/** ln(1e-30): log-probabilities below this are recomputed exactly by {@link FixedWindowLM.logProbs}. */
-const TINY_LOG_PROB = Math.log(1e-30);
-
 /** The paper's figures for the models of Table 1 this workbook reproduces (chapter 3). */
 export const BENGIO_MODELS: Readonly<
   Record<"MLP1" | "MLP9", Readonly<{ blockSize: number; nHidden: number; nEmbd: number; direct: boolean }>>
@@ -400,6 +397,7 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
   #vars: Record<string, tf.Variable>;
   #mask: tf.Tensor1D;
   #specOptions: FixedWindowOptions;
+  #scorer: WindowScorer;
 
   /**
    * Creates the model with seeded initial weights.
@@ -502,6 +500,15 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
     const mask = new Float32Array(V);
     mask[BOS_ID] = MASK_VALUE;
     this.#mask = tf.tensor1d(mask);
+    this.#scorer = new WindowScorer({
+      layout: "fixed",
+      vocabSize: V,
+      contextSize: c.blockSize,
+      neverPredicted: BOS_ID,
+      window: (context) => this.#window(context),
+      windows: (stream) => buildWindows(stream, c.blockSize, { window: c.window }).x,
+      windowLogits: (idx) => this.logits(idx), // (W, V): the window's last position
+    });
   }
 
   /**
@@ -636,94 +643,34 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
   }
 
   /**
-   * The next-word distribution after a context (chapter 2's interface).
+   * The next-word distribution after a context (chapter 2's interface;
+   * see {@link WindowScorer}).
    * @param context the preceding ids, oldest first (may be empty).
    * @returns `vocabSize` probabilities summing to 1.
    */
   nextDistribution(context: ArrayLike<number>): Float64Array {
-    const w = this.#window(context);
-    const probs = tf.tidy(() => tf.softmax(this.logits(tf.tensor2d(w, [1, w.length], "int32"))) // (1, V)
-    );
-    const out = Float64Array.from(probs.dataSync());
-    probs.dispose();
-    return out;
+    return this.#scorer.nextDistribution(context);
   }
 
   /**
-   * ln P(word | context) (chapter 2's interface).
-   * @param word the next token's id.
+   * ln P(word | context) (chapter 2's interface; see {@link WindowScorer}).
+   * @param word the next token's id (`<s>`, never predicted, gives -Infinity).
    * @param context the preceding ids, oldest first.
    * @returns the log-probability in nats.
    */
   logProb(word: number, context: ArrayLike<number>): number {
-    this.#checkId(word, "word");
-    if (word === BOS_ID) return -Infinity; // never predicted
-    const w = this.#window(context);
-    const lp = tf.tidy(() =>
-      nextTokenLogProbs(
-        this.logits(tf.tensor2d(w, [1, w.length], "int32")),
-        tf.tensor1d([word], "int32"),
-      )
-    );
-    const out = lp.dataSync()[0];
-    lp.dispose();
-    return out;
+    return this.#scorer.logProb(word, context);
   }
 
   /**
-   * Every log-probability of a stream, in batched forward passes (the fast
-   * path {@link evaluate} uses).
+   * Every log-probability of a stream, `evalBatchSize` windows per forward
+   * pass (the fast path {@link evaluate} uses; see {@link WindowScorer}).
    * @param stream token ids; its start is a sentence start.
    * @param options progress reporting.
    * @returns ln P(stream[t] | stream[0..t)) for every t.
    */
-  async logProbs(stream: Int32Array, options: LogProbsOptions = {}): Promise<Float64Array> {
-    const n = this.config.blockSize;
-    const { x, y } = buildWindows(stream, n, { window: this.config.window });
-    const out = new Float64Array(stream.length);
-    const bs = this.evalBatchSize;
-    const pace = pacer(); // yields every ~100 ms, so a progress bar keeps pace
-    for (let s = 0; s < stream.length; s += bs) {
-      const e = Math.min(stream.length, s + bs);
-      const xs = x.subarray(s * n, e * n), ys = y.subarray(s, e);
-      // Fast path: the softmax kernel (one vectorised pass on wasm), then ln p[target].
-      const lp = tf.tidy(() => {
-        const probs = tf.softmax(this.logits(tf.tensor2d(xs, [e - s, n], "int32"))); // (B, V)
-        const at = tf.stack([tf.range(0, e - s, 1, "int32"), tf.tensor1d(ys, "int32")], 1); // (B, 2)
-        return tf.gatherND(probs, at).log(); // (B,)
-      });
-      const values = await lp.data();
-      lp.dispose();
-      // A probability below ~1e-30 may have lost digits (or underflowed) in float32:
-      // recompute those rows exactly with the log-sum-exp.
-      const redo: number[] = [];
-      for (let i = 0; i < values.length; i++) if (!(values[i] > TINY_LOG_PROB)) redo.push(i);
-      if (redo.length > 0) {
-        const exact = tf.tidy(() =>
-          nextTokenLogProbs(
-            this.logits(
-              tf.tensor2d(
-                Int32Array.from(redo.flatMap((i) => Array.from(xs.subarray(i * n, (i + 1) * n)))),
-                [
-                  redo.length,
-                  n,
-                ],
-                "int32",
-              ),
-            ),
-            tf.tensor1d(Int32Array.from(redo.map((i) => ys[i])), "int32"),
-          )
-        );
-        const ev = await exact.data();
-        exact.dispose();
-        redo.forEach((i, j) => (values[i] = ev[j]));
-      }
-      out.set(values, s);
-      for (let t = s; t < e; t++) if (y[t] === BOS_ID) out[t] = -Infinity;
-      options.onProgress?.(e, stream.length);
-      await pace();
-    }
-    return out;
+  logProbs(stream: Int32Array, options: LogProbsOptions = {}): Promise<Float64Array> {
+    return this.#scorer.logProbs(stream, { ...options, batchSize: this.evalBatchSize });
   }
 
   /** The embedding table C as rows of numbers, (vocabSize, nEmbd). */
