@@ -306,7 +306,9 @@ export class WindowScorer {
       ); // (B)
       out.set(await lp.data(), s);
       lp.dispose();
-      if (m.neverPredicted !== undefined) for (let t = s; t < e; t++) if (stream[t] === m.neverPredicted) out[t] = -Infinity;
+      if (m.neverPredicted !== undefined) {
+        for (let t = s; t < e; t++) if (stream[t] === m.neverPredicted) out[t] = -Infinity;
+      }
       options.onProgress?.(e, N);
       await pace();
     }
