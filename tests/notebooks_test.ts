@@ -1,5 +1,6 @@
 import { assertEquals, assertGreater, assertStringIncludes } from "@std/assert";
 import {
+  cellTimeoutSeconds,
   checkExecuted,
   checkNotebookSource,
   checkProseAgainstTables,
@@ -18,6 +19,13 @@ Deno.test("every committed notebook is nbformat 4, uses the Deno kernel, and has
     const nb = JSON.parse(Deno.readTextFileSync(`${ROOT}/${f}`));
     assertEquals(checkNotebookSource(nb), [], `${f} has problems`);
   }
+});
+
+Deno.test("a cell may run 15 minutes, and 12 hours for the opt-in long runs (LMBOOK_FULL=1)", () => {
+  const env = (vars: Record<string, string>) => ({ get: (name: string) => vars[name] });
+  assertEquals(cellTimeoutSeconds(env({})), 900);
+  assertEquals(cellTimeoutSeconds(env({ LMBOOK_FULL: "0" })), 900);
+  assertEquals(cellTimeoutSeconds(env({ LMBOOK_FULL: "1" })), 12 * 3600);
 });
 
 Deno.test("checkNotebookSource catches outputs, counts and a wrong kernel", () => {

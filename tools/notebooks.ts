@@ -8,7 +8,10 @@
  *   to the ignored folder `build/executed/`. A cell error or time-out fails.
  *
  * CLI: `deno run -A tools/notebooks.ts [notebooks/NN_x.ipynb ...]` executes the
- * given notebooks (default: all) and exits non-zero on any failure.
+ * given notebooks (default: all) and exits non-zero on any failure. A cell
+ * may run for 15 minutes ({@link cellTimeoutSeconds}); with `LMBOOK_FULL=1`
+ * (the opt-in long runs, e.g. `LMBOOK_FULL=1 deno task notebooks
+ * notebooks/09_finetuning.ipynb`) for 12 hours.
  *
  * @module
  */
@@ -366,9 +369,21 @@ export function checkExecuted(nb: Json): string[] {
 }
 
 /**
+ * How long one cell may run, in seconds: 900 for the default runs (a chapter
+ * runs in a few minutes), 43,200 (12 hours) when `LMBOOK_FULL=1` asks for
+ * the long runs, whose training cells take much longer than 15 minutes on a
+ * laptop CPU.
+ * @param env the environment (default: this process's).
+ * @returns the limit in seconds.
+ */
+export function cellTimeoutSeconds(env: { get(name: string): string | undefined } = Deno.env): number {
+  return env.get("LMBOOK_FULL") === "1" ? 43_200 : 900;
+}
+
+/**
  * Executes one notebook under the Deno kernel.
  * @param notebook the notebook path relative to the root.
- * @param options cell timeout in seconds (default 900) and extra environment.
+ * @param options cell timeout in seconds (default {@link cellTimeoutSeconds}) and extra environment.
  * @returns what happened.
  */
 export async function executeNotebook(
@@ -404,7 +419,7 @@ async function executeOnce(
       "notebook",
       "--execute",
       "--ExecutePreprocessor.kernel_name=deno",
-      `--ExecutePreprocessor.timeout=${options.cellTimeout ?? 900}`,
+      `--ExecutePreprocessor.timeout=${options.cellTimeout ?? cellTimeoutSeconds()}`,
       "--output-dir",
       EXECUTED_DIR,
       "--output",
