@@ -129,6 +129,30 @@ for (const backend of backends) {
         const [a, b, c] = [drop(7), drop(7), drop(8)];
         assertEquals(await maxAbsDiff(a, b), 0);
         assert(await maxAbsDiff(a, c) > 1e-3, "different seeds should give different dropout masks");
+        // ...and the mask is the documented one: kept weights scaled by 1/(1 - rate), drawn over
+        // (Tq, B*H, Tk) on wasm and (B, H, Tq, Tk) elsewhere, values and gradients.
+        const keep = tf.tidy(() => {
+          const grouped = backend === "wasm";
+          const u = tf.randomUniform(grouped ? [T, B * H, T] : [B, H, T, T], 0, 1, "float32", 7);
+          const m = tf.mul(tf.cast(tf.greaterEqual(u, 0.5), "float32"), 2);
+          return grouped ? tf.transpose(tf.reshape(m, [T, B, H, T]), [1, 2, 0, 3]) : m; // (B, H, Tq, Tk)
+        });
+        await checkGrad(
+          "attentionCore dropout",
+          [q, k, v],
+          (q, k, v) =>
+            attentionCore({ q: q as tf.Tensor4D, k: k as tf.Tensor4D, v: v as tf.Tensor4D }, {
+              bias,
+              dropout: 0.5,
+              seed: 7,
+            }),
+          (q, k, v) => {
+            const toH = (t: tf.Tensor) => tf.transpose(t, [1, 2, 0, 3]); // (B, H, T, D)
+            const s = tf.add(tf.div(tf.matMul(toH(q), toH(k), false, true), Math.sqrt(D)), bias);
+            return tf.transpose(tf.matMul(tf.mul(tf.softmax(s), keep), toH(v)), [2, 0, 1, 3]); // (T, B, H, D)
+          },
+        );
+        keep.dispose();
         tf.dispose([q, k, v, q2, bias, a, b, c]);
       });
     }
