@@ -60,8 +60,6 @@ export interface FixedWindowModel extends WindowLogits {
   windows(stream: Int32Array): Int32Array;
   /** An id the model never predicts (its log-probability is -Infinity), if any. */
   readonly neverPredicted?: number;
-  /** Windows per forward pass in `logProbs` (default: about 2^24 logits). */
-  readonly evalBatchSize?: number;
 }
 
 /**
@@ -285,7 +283,7 @@ export class WindowScorer {
     return out;
   }
 
-  /** The fixed layout: one window per token, scored at its last position, `evalBatchSize` windows per pass. */
+  /** The fixed layout: one window per token, scored at its last position, `batchSize` windows per pass (default: about 2^24 logits). */
   async #fixedLogProbs(
     m: FixedWindowModel,
     stream: Int32Array,
@@ -294,7 +292,7 @@ export class WindowScorer {
     const n = m.contextSize, N = stream.length;
     const x = m.windows(stream); // (N, n), row after row
     const out = new Float64Array(N);
-    const bs = options.batchSize ?? m.evalBatchSize ?? Math.max(1, Math.min(4096, Math.floor(2 ** 24 / m.vocabSize)));
+    const bs = options.batchSize ?? Math.max(1, Math.min(4096, Math.floor(2 ** 24 / m.vocabSize)));
     const pace = pacer();
     for (let s = 0; s < N; s += bs) {
       const e = Math.min(N, s + bs);
