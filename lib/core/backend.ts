@@ -95,6 +95,30 @@ export async function probeWebGpu(): Promise<
   }
 }
 
+const startHooks: ((name: BackendName) => void)[] = [];
+
+/**
+ * Registers a function that runs each time {@link initBackend} has started a
+ * backend, before it returns (chapter 0). `lib/kernels` uses it to put its
+ * wasm kernels in place before the first op runs, so that which kernel
+ * computes a product never depends on what ran earlier in the process (a
+ * model's first step would otherwise differ from its later ones in the last
+ * bits, and so would every run after it).
+ * @param hook called with the backend's name; it must not throw.
+ * @returns nothing.
+ *
+ * @example
+ * ```ts
+ * import { afterBackendStart } from "./backend.ts";
+ * afterBackendStart((name) => {
+ *   if (name === "wasm") console.log("wasm is running");
+ * });
+ * ```
+ */
+export function afterBackendStart(hook: (name: BackendName) => void): void {
+  if (!startHooks.includes(hook)) startHooks.push(hook);
+}
+
 async function activate(name: BackendName): Promise<void> {
   if (name === "wasm") {
     if (platform().name === "deno" && Deno.permissions.querySync({ name: "read" }).state !== "granted") {
@@ -110,6 +134,7 @@ async function activate(name: BackendName): Promise<void> {
   const ok = await tf.setBackend(name);
   if (!ok) throw new Error(`tf.setBackend("${name}") returned false`);
   await tf.ready();
+  for (const hook of startHooks) hook(name);
 }
 
 /** Options of {@link initBackend}. */

@@ -173,3 +173,66 @@ Deno.test("setMatMulKernel rejects an unknown kernel, and the measured rule need
   assertEquals(oursWins([16, 8, 8], { relaxed: true }), true);
   assertEquals(oursWins([4, 4, 4], { relaxed: false, transposed: true }), true);
 });
+
+/**
+ * Runs `code` (a module that may import lib by absolute URL) in a fresh Deno process and returns what it printed
+ * last, parsed as JSON.
+ */
+async function inFreshProcess(code: string): Promise<Record<string, unknown>> {
+  const file = await Deno.makeTempFile({ suffix: ".ts" });
+  try {
+    await Deno.writeTextFile(file, code);
+    const res = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--no-lock", "--quiet", file],
+      cwd: new URL("../../", import.meta.url).pathname,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const out = new TextDecoder().decode(res.stdout).trim();
+    assert(res.success, `the fresh process failed:\n${out}\n${new TextDecoder().decode(res.stderr)}`);
+    return JSON.parse(out.split("\n").at(-1)!);
+  } finally {
+    await Deno.remove(file);
+  }
+}
+
+Deno.test({
+  name:
+    "initBackend puts the kernel in place: a fresh process's first product and first gradient run as its later ones",
+  ignore: !relaxedSimdAvailable(), // without relaxed SIMD XNNPACK runs every product, first or not
+  fn: async () => {
+    const lib = (p: string) => new URL(`../${p}`, import.meta.url).href;
+    const got = await inFreshProcess(`
+      import * as lm from ${JSON.stringify(lib("mod.ts"))};
+      import { matMulKernelCalls } from ${JSON.stringify(lib("kernels/matmul.ts"))};
+      const tf = lm.tf;
+      await lm.initBackend("wasm", { useEnv: false, probeWebGpu: false });
+      // The very first op of the process: a product the measured rule gives to our kernel.
+      const a = tf.randomNormal([32, 24], 0, 1, "float32", 1), b = tf.randomNormal([24, 16], 0, 1, "float32", 2);
+      tf.matMul(a, b).dataSync();
+      const firstProductOurs = matMulKernelCalls() === 1;
+      const model = new lm.TransformerLM(
+        lm.transformerConfig({ nLayer: 1, nHead: 2, nEmbd: 16, blockSize: 16 }, { vocabSize: 23 }),
+        { seed: 3 },
+      );
+      const data = lm.sequenceDataset(Int32Array.from({ length: 400 }, (_, i) => (i * 7) % 23), 16);
+      const batch = data.batch(Int32Array.from({ length: 8 }, (_, i) => i * 3));
+      const vars = model.variables();
+      const bits = () => tf.tidy(() => {
+        const { value, grads } = tf.variableGrads(() => model.loss(batch, { training: true, seed: 0 }), Object.values(vars));
+        const all = [value, ...Object.values(grads)].map((t) => Array.from(new Uint32Array(new Float32Array(t.dataSync()).buffer)));
+        return all.flat();
+      });
+      const first = bits(), second = bits();
+      const differing = first.filter((x, i) => x !== second[i]).length;
+      console.log(JSON.stringify({ firstProductOurs, differing, values: first.length }));
+    `);
+    assertEquals(
+      got.firstProductOurs,
+      true,
+      "the first product of the process went to XNNPACK: the kernel was not in place",
+    );
+    assert((got.values as number) > 1000, `too few values compared: ${got.values}`);
+    assertEquals(got.differing, 0, "the model's first loss and gradients differ in the last bits from its second ones");
+  },
+});

@@ -16,6 +16,7 @@ import * as tf from "../core/tf.ts";
 import { fusedTranspose2d } from "./fused.ts";
 import { wasmSimdReady } from "./tfjs_kernels.ts";
 import { installMatMulKernel } from "./matmul.ts";
+import { afterBackendStart } from "../core/backend.ts";
 
 export type Save = (tensors: tf.Tensor[]) => void;
 
@@ -46,6 +47,12 @@ export function onWasm(): boolean {
 }
 
 let wasmFastPaths = false;
+
+// In place as soon as initBackend starts wasm, not at the first op that asks:
+// products run before that would go to XNNPACK, later ones to our kernel.
+afterBackendStart((name) => {
+  if (name === "wasm") installWasmFastPaths();
+});
 
 /**
  * Makes `tf.clone` share memory on the wasm backend, as it already does on
