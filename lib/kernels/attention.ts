@@ -1,14 +1,16 @@
 /**
- * The attention core with a hand-written gradient (chapter 6): on `wasm` its
- * batched products (one per head and sequence) run as a grouped convolution,
- * about four times faster than tfjs's batched `matMul`, and the softmax
- * backward pass as one fused SIMD kernel.
+ * The attention core with a hand-written gradient (chapter 6). On `wasm`,
+ * with a head size that is a multiple of 4, the forward and the backward pass
+ * are one SIMD kernel each (`assembly/attention.ts`: no transposes, masked
+ * pairs skipped); with other head sizes the batched products (one per head
+ * and sequence) run as a grouped convolution, about four times faster than
+ * tfjs's batched `matMul`, and the softmax backward pass as one fused kernel.
  *
  * @module
  */
 import * as tf from "../core/tf.ts";
 import { customOp, onWasm, swapLast2 } from "./products.ts";
-import { fusedSoftmaxGrad } from "./fused.ts";
+import { fusedAttention, fusedAttentionGrad, fusedSoftmaxGrad } from "./fused.ts";
 import { wasmSimdReady } from "./tfjs_kernels.ts";
 
 /**
@@ -66,10 +68,12 @@ export interface AttentionCoreOptions {
  *
  * Tensors are time-major, (T, B, nHead, headSize): the transformer keeps its
  * residual stream as rows ordered (T, B), so q, k and v come straight out of
- * the projections and the output goes straight into the next one. On wasm,
- * with that layout, the six batched products of the forward and backward
- * passes run as grouped convolutions with only six transposes in all;
- * elsewhere they are ordinary batched `matMul`s.
+ * the projections and the output goes straight into the next one. On wasm
+ * each pass is one kernel that reads that layout directly (or, for a head
+ * size that is not a multiple of 4, six grouped convolutions with six
+ * transposes in all); elsewhere they are ordinary batched `matMul`s. A bias
+ * at or below -1e8 (a mask, such as the library's `MASK_VALUE`) gives a weight of
+ * exactly 0.
  *
  * @param inputs time-major queries q (Tq, B, nHead, headSize), keys k and values v (Tk, B, nHead, headSize).
  * @param options the scale, an additive bias, dropout.
@@ -105,6 +109,24 @@ export function attentionCore(
   const scale = options.scale ?? 1 / Math.sqrt(D);
   const rate = options.dropout ?? 0;
   const G = B * H;
+  if (onWasm() && wasmSimdReady([D])) {
+    // One kernel each way (assembly/attention.ts): no transposes, masked pairs skipped.
+    const op = customOp(([qs, ks, vs], save) => {
+      const keep = rate > 0 ? dropoutMask([Tq, G, Tk], rate, options.seed) : null; // (Tq, G, Tk)
+      const [y, p] = fusedAttention({ q: qs as tf.Tensor4D, k: ks as tf.Tensor4D, v: vs as tf.Tensor4D }, {
+        scale,
+        bias,
+        keep,
+      }); // (Tq, B, H, D), (Tq, G, Tk)
+      save(keep ? [qs, ks, vs, p, keep] : [qs, ks, vs, p]);
+      return {
+        value: y,
+        gradFunc: (dy, [q2, k2, v2, p2, keep2]) =>
+          fusedAttentionGrad(dy as tf.Tensor, { q: q2, k: k2, v: v2, p: p2, keep: keep2, scale }),
+      };
+    });
+    return op(q, k, v) as tf.Tensor4D;
+  }
   if (onWasm()) {
     const op = customOp(([qs, ks, vs], save) => {
       // Time-major tensors are (T, G, D) with G = (b, h): the group-last layouts

@@ -115,6 +115,48 @@ export function fusedSoftmaxGrad(p: tf.Tensor, options: { dp: tf.Tensor; scale: 
 }
 
 /**
+ * The attention core softmax(q k^T scale + bias) v in one kernel (wasm only;
+ * head size a multiple of 4). A bias at or below -1e8 masks its pair: the
+ * weight is exactly 0 and the pair's products are skipped.
+ * @param qkv time-major q (Tq, B, H, D), k and v (Tk, B, H, D).
+ * @param options `scale`, an optional `bias` (Tq, Tk) and dropout `keep`-mask (Tq, B*H, Tk).
+ * @returns `[y, p]`: y (Tq, B, H, D) and the weights p (Tq, B*H, Tk) before dropout.
+ */
+export function fusedAttention(
+  qkv: { q: tf.Tensor4D; k: tf.Tensor4D; v: tf.Tensor4D },
+  options: { scale: number; bias?: tf.Tensor2D; keep?: tf.Tensor | null },
+): [tf.Tensor4D, tf.Tensor3D] {
+  ensure("fusedAttention");
+  const inputs: tf.NamedTensorMap = { q: qkv.q, k: qkv.k, v: qkv.v };
+  if (options.bias) inputs.bias = options.bias;
+  if (options.keep) inputs.keep = options.keep;
+  return tf.engine().runKernel("LmbookAttention", inputs, { scale: options.scale }) as unknown as [
+    tf.Tensor4D,
+    tf.Tensor3D,
+  ];
+}
+
+/**
+ * The gradients of {@link fusedAttention}'s q, k and v in one kernel (wasm only).
+ * @param dy the gradient of y (Tq, B, H, D).
+ * @param saved q, k, v, the weights p and the keep-mask (if any) of the forward pass, and `scale`.
+ * @returns `[dq, dk, dv]`, shaped like q, k and v.
+ */
+export function fusedAttentionGrad(
+  dy: tf.Tensor,
+  saved: { q: tf.Tensor; k: tf.Tensor; v: tf.Tensor; p: tf.Tensor; keep?: tf.Tensor | null; scale: number },
+): [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D] {
+  ensure("fusedAttentionGrad");
+  const inputs: tf.NamedTensorMap = { q: saved.q, k: saved.k, v: saved.v, p: saved.p, dy };
+  if (saved.keep) inputs.keep = saved.keep;
+  return tf.engine().runKernel("LmbookAttentionGrad", inputs, { scale: saved.scale }) as unknown as [
+    tf.Tensor4D,
+    tf.Tensor4D,
+    tf.Tensor4D,
+  ];
+}
+
+/**
  * Rows of a table (an embedding lookup) (wasm only).
  * @param table (V, C), C a multiple of 4.
  * @param ids int32 ids, any shape, each in [0, V) (not checked).

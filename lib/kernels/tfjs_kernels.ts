@@ -23,7 +23,10 @@
  * - `LmbookCrossEntropy` / `LmbookCrossEntropyGrad`: the softmax cross-entropy
  *   over a large vocabulary in two passes per row, and its gradient in one;
  * - `LmbookAdamW`: one AdamW step over a variable (chapter 3's optimiser), its
- *   moments updated in place.
+ *   moments updated in place;
+ * - `LmbookAttention` / `LmbookAttentionGrad`: the attention core
+ *   softmax(q k^T scale + bias) v on time-major tensors, forward and
+ *   backward, each in one kernel (masked pairs skipped).
  *
  * `fused.ts` wraps each in a typed function. exp() is computed with Cephes'
  * range reduction and a degree-6 polynomial (relative error about 2e-7).
@@ -54,12 +57,17 @@ interface Exports {
   transpose(x: number, out: number, rows: number, cols: number, batches: number): void;
   crossEntropy(l: number, tgt: number, e: number, stats: number, rows: number, vb: number, storeE: number): void;
   crossEntropyGrad(e: number, tgt: number, stats: number, g: number, rows: number, vb: number, scale: number): void;
+  /** (q, k, v, bias, keep, y, p, scratch, Tq, Tk, G, D, scale); bias and keep 0 when absent. */
+  attention(...args: number[]): void;
+  /** (q, k, v, p, keep, dy, dq, dk, dv, scratch, Tq, Tk, G, D, scale); keep 0 when absent. */
+  attentionGrad(...args: number[]): void;
 }
 
 interface WasmBackendLike {
   wasm: { asm?: { memory?: WebAssembly.Memory } };
   dataIdMap: { get(id: unknown): { memoryOffset: number } };
   makeOutput(shape: number[], dtype: string): tf.TensorInfo;
+  disposeData(dataId: unknown): boolean;
 }
 
 let state: { exports: Exports; memory: WebAssembly.Memory } | null | undefined;
@@ -223,6 +231,57 @@ function registerKernels(): void {
       a.scale,
     );
     return out;
+  });
+  reg("LmbookAttention", ({ inputs, backend, attrs }) => {
+    const b = backend as unknown as WasmBackendLike;
+    const { q, k: kk, v, bias, keep } = inputs as Record<string, tf.TensorInfo | undefined>;
+    const [Tq, B, H, D] = q!.shape, Tk = kk!.shape[0];
+    const y = b.makeOutput(q!.shape, "float32"), p = b.makeOutput([Tq, B * H, Tk], "float32");
+    const at = (t: tf.TensorInfo | undefined) => (t ? ptr(b, t) : 0);
+    const scratch = b.makeOutput([2 * Tk * D], "float32"); // one group's keys and values, packed
+    k.attention(
+      ptr(b, q!),
+      ptr(b, kk!),
+      ptr(b, v!),
+      at(bias),
+      at(keep),
+      ptr(b, y),
+      ptr(b, p),
+      ptr(b, scratch),
+      Tq,
+      Tk,
+      B * H,
+      D,
+      attrs!.scale as number,
+    );
+    b.disposeData(scratch.dataId);
+    return [y, p];
+  });
+  reg("LmbookAttentionGrad", ({ inputs, backend, attrs }) => {
+    const b = backend as unknown as WasmBackendLike;
+    const { q, k: kk, v, p, keep, dy } = inputs as Record<string, tf.TensorInfo | undefined>;
+    const [Tq, B, H, D] = q!.shape, Tk = kk!.shape[0];
+    const [dq, dk, dv] = [q!, kk!, v!].map((t) => b.makeOutput(t.shape, "float32"));
+    const scratch = b.makeOutput([4 * Tk * D + Tk], "float32"); // one group's k, v, dk, dv, and dp
+    k.attentionGrad(
+      ptr(b, q!),
+      ptr(b, kk!),
+      ptr(b, v!),
+      ptr(b, p!),
+      keep ? ptr(b, keep) : 0,
+      ptr(b, dy!),
+      ptr(b, dq),
+      ptr(b, dk),
+      ptr(b, dv),
+      ptr(b, scratch),
+      Tq,
+      Tk,
+      B * H,
+      D,
+      attrs!.scale as number,
+    );
+    b.disposeData(scratch.dataId);
+    return [dq, dk, dv];
   });
   reg("LmbookGatherRows", ({ inputs, backend }) => {
     const b = backend as unknown as WasmBackendLike;

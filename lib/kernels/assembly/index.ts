@@ -9,3 +9,4 @@ export { gatherRows, transpose } from "./layout";
 export { crossEntropy, crossEntropyGrad } from "./cross_entropy";
 export { dotRows, matmat, matvec } from "./decode";
 export { matmul } from "./matmul";
+export { attention, attentionGrad } from "./attention";
