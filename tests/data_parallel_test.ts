@@ -11,7 +11,7 @@
 import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import * as tf from "../lib/core/tf.ts";
 import * as lm from "../lib/mod.ts";
-import { DataParallel, helperThreads, type ModelSpec, partSizes } from "../lib/train/data_parallel.ts";
+import { DataParallel, helperThreads, type ModelSpec, partSizes, tuneSplit } from "../lib/train/data_parallel.ts";
 
 await tf.setBackend("cpu");
 
@@ -370,4 +370,40 @@ Deno.test({
     if (left) assertEquals([...left], [], "chooseWorkers left helper threads running");
     model.dispose();
   },
+});
+
+Deno.test("tuneSplit: walks the split to the fastest measured shared step, each worker keeping an example", () => {
+  // A shared step lasts as long as its slowest part; a part costs a fixed time plus a time per example.
+  const cases = [
+    // n, helpers, local ms/example, helper ms/example, fixed ms, starting local share
+    [12, 1, 10.7, 11.1, 12, 0.55], // the baby transformer: the helper a little slower per example
+    [12, 1, 10.7, 11.1, 12, 0.3],
+    [12, 1, 10, 30, 5, 0.55], // a slow helper: most examples stay here
+    [12, 1, 10, 1000, 5, 0.8], // a hopeless helper: all but one example stay here (the bound)
+    [1024, 1, 1, 1.2, 40, 0.55], // MLP1's batch: steps of 64 examples
+    [48, 3, 2, 2, 3, 0.275], // three helpers, all alike
+  ] as const;
+  for (const [n, helpers, perLocal, perHelper, fixed, start] of cases) {
+    const share = { localShare: start, helpers };
+    const cost = (local: number) => {
+      const sizes = partSizes(n, helpers, local / n);
+      return Math.max(fixed + perLocal * sizes[0], ...sizes.slice(1).map((s) => fixed + perHelper * s));
+    };
+    let measured = 0;
+    const ms = tuneSplit(n, share, () => (measured++, cost(partSizes(n, helpers, share.localShare)[0])));
+    const local = partSizes(n, helpers, share.localShare)[0];
+    const what = `n ${n}, ${helpers} helper(s), ${perLocal} vs ${perHelper} ms/example, start ${start}`;
+    assertEquals(ms, cost(local), `${what}: the time returned is the kept split's`);
+    assert(local >= 1 && local <= n - helpers, `${what}: ${local} local examples is out of bounds`);
+    // Among the splits tuneSplit can reach (steps of about n/16), none is faster.
+    const step = Math.max(1, Math.round(n / 16));
+    const startLocal = partSizes(n, helpers, start)[0];
+    for (let k = -4; k <= 4; k++) {
+      const other = startLocal + k * step;
+      if (other >= 1 && other <= n - helpers) {
+        assert(cost(other) >= ms, `${what}: kept ${local} (${ms} ms), but ${other} takes ${cost(other)} ms`);
+      }
+    }
+    assert(measured <= 10, `${what}: ${measured} measurements`);
+  }
 });

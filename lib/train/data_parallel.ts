@@ -470,13 +470,45 @@ function medianMs(run: () => void, times: number, clock: () => number): number {
 }
 
 /**
+ * Moves the split of a batch of `n` examples from `share`'s local share, a
+ * step of about n/16 examples at a time, while the measured shared step gets
+ * faster (each way, at most four steps), and leaves the fastest split set.
+ * Each worker keeps at least one example.
+ * @param n the batch's examples.
+ * @param share the started helpers; its `localShare` is the start, and the result.
+ * @param time the milliseconds of a shared step at the current split.
+ * @returns the fastest split's time.
+ */
+export function tuneSplit(n: number, share: Pick<DataParallel, "localShare" | "helpers">, time: () => number): number {
+  const step = Math.max(1, Math.round(n / 16)), most = n - share.helpers;
+  const at = (local: number) => {
+    share.localShare = local / n;
+    return time();
+  };
+  let best = Math.min(most, partSizes(n, share.helpers, share.localShare)[0]);
+  let bestMs = at(best);
+  for (const dir of [1, -1]) {
+    for (let tries = 0; tries < 4; tries++) {
+      const next = best + dir * step;
+      if (next < 1 || next > most) break;
+      const ms = at(next);
+      if (!(ms < bestMs)) break;
+      [best, bestMs] = [next, ms];
+    }
+  }
+  share.localShare = best / n;
+  return bestMs;
+}
+
+/**
  * Decides how many workers differentiate each batch, and starts the helpers
  * (chapter 3; the trainer's `workers` option). A number is taken as given.
  * `"auto"` measures rather than guesses: it keeps one worker where shared
  * memory or a second core is missing, the model cannot be rebuilt in a
  * helper, or the run is too short to repay a helper's start; otherwise it
  * times the trainer's gradient step in one piece, starts one helper per
- * other core, balances the split from the measured times of each part, and
+ * other core, balances the split from the measured times of each part (then
+ * keeps the split whose shared step measures fastest, {@link tuneSplit}), and
  * keeps the helpers only when a shared step is clearly faster (else, e.g.
  * when another program holds the other cores, it closes them).
  * @param model the model being trained.
@@ -546,8 +578,9 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
     } catch (e) {
       return { workers: 1, reason: `a helper could not start (${(e as Error).message})` };
     }
-    options.differentiate(batch, share); // the helpers' warm-up
-    // Balance: give each worker examples in inverse proportion to its measured time per example.
+    options.differentiate(batch, share); // the helpers' warm-up (compiling, allocating): not a time to balance on
+    options.differentiate(batch, share);
+    // First guess: give each worker examples in inverse proportion to its measured time per example.
     const sizes = partSizes(n, helpers, share.localShare);
     const perLocal = alone / n;
     const perHelper = share.helperMilliseconds().reduce((a, ms, i) => a + ms / Math.max(1, sizes[i + 1]), 0) /
@@ -555,11 +588,14 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
     if (perHelper > 0) {
       share.localShare = Math.min(0.95, Math.max(0.05, 1 / (1 + (helpers * perLocal) / perHelper)));
     }
-    const shared = medianMs(() => options.differentiate(batch, share), 3, clock);
+    // Then keep the split whose shared step measures fastest, around that guess.
+    const shared = tuneSplit(n, share, () => medianMs(() => options.differentiate(batch, share), 3, clock));
     if (shared < 0.9 * alone) {
       return {
         workers: helpers + 1,
-        reason: `${helpers + 1} workers: a shared step took ${shared.toFixed(0)} ms, one core ${alone.toFixed(0)} ms`,
+        reason: `${helpers + 1} workers: a shared step took ${shared.toFixed(0)} ms (${
+          partSizes(n, helpers, share.localShare)[0]
+        } of ${n} examples here), one core ${alone.toFixed(0)} ms`,
         share,
       };
     }
