@@ -21,7 +21,9 @@
  *   ({@link KernelArena}, {@link makeKernels}, {@link jsKernels});
  * - a register-blocked matrix product that takes over tfjs's `BatchMatMul`
  *   and `_FusedMatMul` on `wasm` for the shapes where it beats XNNPACK
- *   ({@link installMatMulKernel}, {@link setMatMulKernel}).
+ *   ({@link installMatMulKernel}, {@link setMatMulKernel});
+ * - a guard on the wasm backend's allocator: running out of WebAssembly's
+ *   4 GiB is a clear error ({@link guardWasmMalloc}).
  *
  * Every SIMD kernel is written in AssemblyScript in `assembly/` and built by
  * `deno task kernels` into one WebAssembly module in two builds: plain SIMD
@@ -40,6 +42,7 @@ export { embeddingLookup, tiedHead } from "./embedding.ts";
 export { crossEntropyFromLogits, nextTokenLogProbs } from "./loss.ts";
 export { repeatKVHeads, ropeRotate } from "./positions.ts";
 export { SIMD_MODULE_BYTES } from "./wasm.ts";
+export { guardWasmMalloc, WASM_MEMORY_LIMIT_BYTES, type WasmAllocator } from "./wasm_memory.ts";
 export { wasmSimdReady } from "./tfjs_kernels.ts";
 export * from "./fused.ts";
 export { type ArenaArray, arenaRow, jsKernels, KernelArena, type Kernels } from "./arena.ts";

@@ -17,6 +17,7 @@ import { fusedTranspose2d } from "./fused.ts";
 import { wasmSimdReady } from "./tfjs_kernels.ts";
 import { installMatMulKernel } from "./matmul.ts";
 import { afterBackendStart } from "../core/backend.ts";
+import { guardWasmMalloc, type WasmAllocator } from "./wasm_memory.ts";
 
 export type Save = (tensors: tf.Tensor[]) => void;
 
@@ -75,6 +76,8 @@ afterBackendStart((name) => {
  * ```
  */
 export function installWasmFastPaths(): void {
+  const backend = tf.getBackend() === "wasm" ? tf.findBackend("wasm") as unknown as { wasm?: WasmAllocator } : null;
+  if (backend?.wasm) guardWasmMalloc(backend.wasm); // running out of memory is an error, not a corrupted heap
   installMatMulKernel(); // our matrix product where it beats XNNPACK (matmul.ts)
   if (wasmFastPaths || !tf.getKernel("Identity", "wasm")) return;
   wasmFastPaths = true;
