@@ -1,0 +1,91 @@
+/**
+ * Peak memory of baby-GPT training (chapter 6; issue 32's memory target): the
+ * largest resident set of a whole process that trains nanoGPT's "baby"
+ * config (4 layers, 4 heads, 128 dims, block 64, batch 12) for a number of
+ * steps, lmbook on `wasm` against the same model in PyTorch on one thread
+ * (`bench/transformer_torch.py`, held to one thread by `torch_peer.ts`'s
+ * environment). Each side runs in a process of its own, started fresh, and
+ * its peak is read by the kernel (`getrusage`'s `ru_maxrss` of the child,
+ * through Python's `resource` module, which the PyTorch peer needs anyway).
+ * Both figures include everything the process loaded: the runtime, the
+ * library, the data, the model, its gradients and optimiser state, and the
+ * activations of a step. The lmbook side also reports what the wasm
+ * backend's memory had grown to, and how many bytes tfjs held at the end.
+ *
+ * Run (on demand, never in CI; needs Debian's python3-torch):
+ *
+ *     deno run -A bench/train_memory.ts [--steps 20] [--rounds 2]
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { torchThreadEnv } from "./torch_peer.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    steps: { type: "string", default: "20" },
+    rounds: { type: "string", default: "2" },
+    python: { type: "string", default: "/usr/bin/python3" },
+    child: { type: "boolean", default: false },
+  },
+});
+const steps = Number(args.steps);
+
+if (args.child) {
+  // The lmbook side, in a process of its own: train, then report what the backend held.
+  const lm = await import("../lib/mod.ts");
+  const { makeStepper } = await import("./transformer_bench.ts");
+  await lm.initBackend("wasm", { useEnv: false, probeWebGpu: false });
+  const stepper = makeStepper("baby", 12);
+  for (let i = 0; i < steps + 3; i++) await stepper.step();
+  const backend = lm.tf.findBackend("wasm") as unknown as { wasm: { asm: { memory: WebAssembly.Memory } } };
+  const wasmBytes = backend.wasm.asm.memory.buffer.byteLength;
+  const tfBytes = lm.tf.memory().numBytes;
+  stepper.dispose();
+  console.log(JSON.stringify({ wasmBytes, tfBytes }));
+  Deno.exit(0);
+}
+
+/** Runs a command under Python's getrusage and returns its last stdout line and its peak resident set in MB. */
+async function peakOf(cmd: string[], env: Record<string, string> = {}): Promise<{ mb: number; last: string }> {
+  const wrapper = [
+    "import resource, subprocess, sys",
+    "r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)",
+    "sys.stdout.write(r.stdout)",
+    "print('MAXRSS_KB', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+    "sys.exit(r.returncode)",
+  ].join("\n");
+  const out = await new Deno.Command(args.python!, {
+    args: ["-c", wrapper, ...cmd],
+    env,
+    cwd: new URL(".", import.meta.url).pathname,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  if (!out.success) throw new Error(`${cmd.join(" ")} failed:\n${text}\n${new TextDecoder().decode(out.stderr)}`);
+  const lines = text.trim().split("\n");
+  const kb = Number(lines.at(-1)!.split(" ")[1]);
+  return { mb: kb / 1024, last: lines.at(-2) ?? "" };
+}
+
+const here = new URL(import.meta.url).pathname;
+const rows: Record<string, string | number>[] = [];
+for (let r = 0; r < Number(args.rounds); r++) {
+  const ours = await peakOf([Deno.execPath(), "run", "-A", here, "--child", "--steps", String(steps)]);
+  const inner = JSON.parse(ours.last) as { wasmBytes: number; tfBytes: number };
+  const torch = await peakOf(
+    [args.python!, "transformer_torch.py", "--threads", "1", "--steps", String(steps), "--vocab", "81"],
+    torchThreadEnv(1),
+  );
+  rows.push({
+    round: r + 1,
+    "lmbook peak RSS MB": Math.round(ours.mb),
+    "wasm memory MB": Math.round(inner.wasmBytes / 2 ** 20),
+    "tfjs bytes at end MB": Math.round(inner.tfBytes / 2 ** 20),
+    "PyTorch (1 thread) peak RSS MB": Math.round(torch.mb),
+    ratio: Number((ours.mb / torch.mb).toFixed(2)),
+  });
+}
+console.log(`baby config, batch 12, ${steps} steps after 3 warm-up steps; one fresh process per side per round`);
+console.table(rows);
