@@ -593,9 +593,9 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
     if (shared < 0.9 * alone) {
       return {
         workers: helpers + 1,
-        reason: `${helpers + 1} workers: a shared step took ${shared.toFixed(0)} ms (${
+        reason: `${helpers + 1} workers: a shared step took ${shared.toFixed(0)} ms with ${
           partSizes(n, helpers, share.localShare)[0]
-        } of ${n} examples here), one core ${alone.toFixed(0)} ms`,
+        } of ${n} examples here, one core ${alone.toFixed(0)} ms`,
         share,
       };
     }
