@@ -180,6 +180,18 @@ export function fusedTranspose2d<T extends tf.Tensor>(x: T): T {
 }
 
 /**
+ * The column sums of a float32 matrix, `sum(x, 0)`, in one pass over its
+ * rows (wasm only; columns a multiple of 4). No gradient: for backward
+ * passes (a bias's gradient, a norm's gain and shift gradients).
+ * @param x (rows, C).
+ * @returns (C).
+ */
+export function fusedColSum(x: tf.Tensor2D): tf.Tensor1D {
+  ensure("fusedColSum");
+  return tf.engine().runKernel("LmbookColSum", { x }) as tf.Tensor1D;
+}
+
+/**
  * The statistics of a softmax cross-entropy, one row of logits at a time
  * (wasm only; V a multiple of 4): with m the row maximum, `e = exp(l - m)`
  * (returned when asked, for the backward pass) and `stats[r] = [sum(e),

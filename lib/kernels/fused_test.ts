@@ -7,6 +7,7 @@ import * as tf from "@tensorflow/tfjs";
 import { initBackend } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
 import {
+  fusedColSum,
   fusedCrossEntropy,
   fusedCrossEntropyGrad,
   fusedGatherRows,
@@ -48,6 +49,31 @@ Deno.test("fused kernels match tfjs ops on wasm", async (t) => {
         const x = randn(shape, shape.length);
         const perm = shape.length === 2 ? [1, 0] : [0, 2, 1];
         assertEquals(maxDiff(fusedTranspose2d(x), tf.transpose(x, perm)), 0, `shape [${shape}]`);
+      });
+    }
+  });
+
+  await t.step("column sums: exactly the documented order (four rows at a time, then one), any row count", () => {
+    for (const [rows, C] of [[1, 4], [3, 12], [4, 8], [5, 4], [17, 12], [768, 128]]) {
+      tf.tidy(() => {
+        const x = randn([rows, C], rows + C, 3) as tf.Tensor2D;
+        const v = x.dataSync() as Float32Array;
+        const want = new Float32Array(C); // a from-scratch reference of the order the kernel promises
+        const f = Math.fround;
+        let r = 0;
+        for (; r + 4 <= rows; r += 4) {
+          for (let c = 0; c < C; c++) {
+            let acc = f(want[c] + v[r * C + c]);
+            acc = f(acc + v[(r + 1) * C + c]);
+            acc = f(acc + v[(r + 2) * C + c]);
+            want[c] = f(acc + v[(r + 3) * C + c]);
+          }
+        }
+        for (; r < rows; r++) for (let c = 0; c < C; c++) want[c] = f(want[c] + v[r * C + c]);
+        const got = fusedColSum(x);
+        assertEquals(got.shape, [C]);
+        assertEquals(Array.from(got.dataSync()), Array.from(want), `rows ${rows}, C ${C}`);
+        assert(maxDiff(got, tf.sum(x, 0)) < 1e-4 * rows, `rows ${rows}, C ${C}: far from tf.sum`);
       });
     }
   });

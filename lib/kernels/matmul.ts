@@ -137,6 +137,24 @@ function load(memory: WebAssembly.Memory): boolean {
   return true;
 }
 
+/**
+ * Whether a 2-D product with a transposed operand runs on our kernel, which
+ * reads the operand in place (chapter 6): then an explicit transpose before
+ * it is wasted work. False before {@link installMatMulKernel} has run on
+ * wasm, and under `setMatMulKernel("xnnpack")` (where tfjs would run such a
+ * product as a plain loop).
+ * @returns true when transposed products are ours.
+ *
+ * @example
+ * ```ts
+ * import { transposedProductsInPlace } from "./matmul.ts";
+ * console.log(transposedProductsInPlace()); // false until the wasm backend runs
+ * ```
+ */
+export function transposedProductsInPlace(): boolean {
+  return installed && kernels !== null && mode !== "xnnpack" && tf.getBackend() === "wasm";
+}
+
 /** Which kernel an eligible (M, K) x (K, N) product gets under the current setting. */
 function choose(m: number, k: number, n: number, transposed: boolean): "relaxed" | "simd" | "xnnpack" {
   if (mode === "xnnpack" || !kernels) return "xnnpack";

@@ -18,8 +18,9 @@
  * - `LmbookSwiglu`: SwiGLU's gate silu(a) b and its two derivatives;
  * - `LmbookSoftmaxGrad`: the softmax backward pass p * (dp - sum(dp p));
  * - `LmbookGatherRows`: an embedding lookup (rows of a table);
- * - `LmbookTranspose2D`: a matrix transpose in 4 x 4 blocks (the backward pass
- *   of every dense layer transposes its input or its gradient);
+ * - `LmbookTranspose2D`: a matrix transpose in 4 x 4 blocks;
+ * - `LmbookColSum`: the column sums of a matrix (bias and norm gradients),
+ *   rows added four at a time;
  * - `LmbookCrossEntropy` / `LmbookCrossEntropyGrad`: the softmax cross-entropy
  *   over a large vocabulary in two passes per row, and its gradient in one;
  * - `LmbookAdamW`: one AdamW step over a variable (chapter 3's optimiser), its
@@ -55,6 +56,7 @@ interface Exports {
   softmaxGrad(p: number, dp: number, ds: number, rows: number, lb: number, scale: number): void;
   gatherRows(table: number, ids: number, out: number, n: number, cb: number): void;
   transpose(x: number, out: number, rows: number, cols: number, batches: number): void;
+  colSum(x: number, out: number, rows: number, cb: number): void;
   crossEntropy(l: number, tgt: number, e: number, stats: number, rows: number, vb: number, storeE: number): void;
   crossEntropyGrad(e: number, tgt: number, stats: number, g: number, rows: number, vb: number, scale: number): void;
   /** (q, k, v, bias, keep, y, p, scratch, Tq, Tk, G, D, scale); bias and keep 0 when absent. */
@@ -188,6 +190,14 @@ function registerKernels(): void {
     const batch = x.shape.slice(0, -2);
     const out = b.makeOutput([...batch, cols, rows], x.dtype);
     k.transpose(ptr(b, x), ptr(b, out), rows, cols, batch.reduce((a, c) => a * c, 1));
+    return out;
+  });
+  reg("LmbookColSum", ({ inputs, backend }) => {
+    const b = backend as unknown as WasmBackendLike;
+    const x = inputs.x as tf.TensorInfo;
+    const [rows, C] = x.shape;
+    const out = b.makeOutput([C], "float32");
+    k.colSum(ptr(b, x), ptr(b, out), rows, C * 4);
     return out;
   });
   reg("LmbookCrossEntropy", ({ inputs, backend, attrs }) => {

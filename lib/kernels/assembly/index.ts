@@ -5,7 +5,7 @@
 // its callers pass.
 export { adamw, gelu, swiglu } from "./elementwise";
 export { layerNorm, layerNormGrad, rmsNorm, rmsNormGrad, softmaxGrad } from "./norms";
-export { gatherRows, transpose } from "./layout";
+export { colSum, gatherRows, transpose } from "./layout";
 export { crossEntropy, crossEntropyGrad } from "./cross_entropy";
 export { dotRows, matmat, matvec } from "./decode";
 export { matmul } from "./matmul";

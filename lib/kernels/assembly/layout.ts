@@ -45,3 +45,27 @@ export function transpose(x: usize, out: usize, rows: u32, cols: u32, batches: u
     ob += <usize>rows * rowBytes;
   }
 }
+
+/**
+ * colSum(x, out, rows, cBytes): out[c] = sum over r of x[r, c], the column
+ * sums of a (rows, C) matrix (a bias's gradient, a norm's gain and shift
+ * gradients), C a multiple of 4. Rows are added in order, four at a time:
+ * out = (((out + x[r]) + x[r+1]) + x[r+2]) + x[r+3].
+ */
+export function colSum(x: usize, out: usize, rows: u32, cb: usize): void {
+  for (let p: usize = 0; p < cb; p += 16) v128.store(out + p, f32x4.splat(0));
+  let r: u32 = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const x0 = x + <usize>r * cb, x1 = x0 + cb, x2 = x1 + cb, x3 = x2 + cb;
+    for (let p: usize = 0; p < cb; p += 16) {
+      let acc = f32x4.add(v128.load(out + p), v128.load(x0 + p));
+      acc = f32x4.add(acc, v128.load(x1 + p));
+      acc = f32x4.add(acc, v128.load(x2 + p));
+      v128.store(out + p, f32x4.add(acc, v128.load(x3 + p)));
+    }
+  }
+  for (; r < rows; r++) {
+    const xr = x + <usize>r * cb;
+    for (let p: usize = 0; p < cb; p += 16) v128.store(out + p, f32x4.add(v128.load(out + p), v128.load(xr + p)));
+  }
+}
