@@ -56,16 +56,23 @@ afterBackendStart((name) => {
 });
 
 /**
- * Makes `tf.clone` share memory on the wasm backend, as it already does on
- * cpu and webgpu (chapter 6).
+ * Puts the library's wasm fast paths in place (chapter 6): our matrix
+ * product behind tfjs's (`installMatMulKernel`), a guard on the backend's
+ * allocator (`guardWasmMalloc`), and `tf.clone` sharing memory on the wasm
+ * backend, as it already does on cpu and webgpu.
  *
  * TensorFlow.js keeps every tensor a backward pass needs by cloning it, and
  * the wasm backend's Identity kernel copies the data, so training copies
  * most activations once more. Tensors are immutable in TensorFlow.js, so a
  * clone can share the buffer and count references instead: the cpu backend's
  * Identity does exactly that. This re-registers wasm's Identity kernel that
- * way. It is process-wide and idempotent; the kernels here call it on their
- * first use on wasm.
+ * way.
+ *
+ * It is process-wide and idempotent. `initBackend` calls it as soon as wasm
+ * starts, before any op, so that the first product of a process runs on the
+ * same kernel as the later ones; a program that starts the backend itself
+ * with `tf.setBackend("wasm")` should call it right after (else the kernels
+ * here call it on their first use, and products before that run on XNNPACK).
  *
  * @returns nothing.
  *
