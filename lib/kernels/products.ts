@@ -83,11 +83,13 @@ afterBackendStart((name) => {
  * ```
  */
 export function installWasmFastPaths(): void {
-  const backend = tf.getBackend() === "wasm" ? tf.findBackend("wasm") as unknown as { wasm?: WasmAllocator } : null;
+  // Once, on the running wasm backend: onWasm() calls this before every fast-path op.
+  if (wasmFastPaths || tf.getBackend() !== "wasm") return;
+  wasmFastPaths = true;
+  const backend = tf.findBackend("wasm") as unknown as { wasm?: WasmAllocator } | null;
   if (backend?.wasm) guardWasmMalloc(backend.wasm); // running out of memory is an error, not a corrupted heap
   installMatMulKernel(); // our matrix product where it beats XNNPACK (matmul.ts)
-  if (wasmFastPaths || !tf.getKernel("Identity", "wasm")) return;
-  wasmFastPaths = true;
+  if (!tf.getKernel("Identity", "wasm")) return;
   tf.unregisterKernel("Identity", "wasm");
   tf.registerKernel({
     kernelName: "Identity",
