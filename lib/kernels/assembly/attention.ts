@@ -18,7 +18,7 @@
 // A bias at or below SKIP is a mask: that weight is exactly 0 and its dot
 // products are skipped (half the work under a causal mask). Every row must
 // allow at least one key.
-import { hsum, vexp } from "./simd";
+import { expRun, hsum, vexp } from "./simd";
 
 /** Biases at or below this mark masked pairs (the library's MASK_VALUE is -1e9). */
 const SKIP: f32 = -1e8;
@@ -112,7 +112,7 @@ export function attention(
   const db = <usize>D << 2, step = <usize>G * db; // bytes per row; between times
   const Tk4 = Tk & ~3;
   const kp = scratch, vp = scratch + <usize>Tk * db; // this group's keys and values, packed
-  const skip = f32x4.splat(SKIP), ninf = f32x4.splat(-Infinity), vscale = f32x4.splat(scale), low = f32x4.splat(-87.0);
+  const skip = f32x4.splat(SKIP), ninf = f32x4.splat(-Infinity), vscale = f32x4.splat(scale);
   for (let g: u32 = 0; g < G; g++) {
     const off = <usize>g * db;
     copyRows(k + off, step, kp, db, Tk, db);
@@ -149,17 +149,8 @@ export function attention(
         store<f32>(pr + (<usize>s << 2), x);
       }
       // exp(x - m), exactly 0 below e^-87 (and for masked pairs).
-      const vm = f32x4.splat(m);
-      let vs = f32x4.splat(0);
-      for (s = 0; s < Tk4; s += 4) {
-        const a = pr + (<usize>s << 2);
-        const xm = f32x4.sub(v128.load(a), vm);
-        const e = v128.and(vexp(xm), f32x4.gt(xm, low));
-        v128.store(a, e);
-        vs = f32x4.add(vs, e);
-      }
-      let sum = hsum(vs);
-      for (; s < Tk; s++) {
+      let sum = expRun(pr, pr, <usize>Tk4 << 2, m, true);
+      for (s = Tk4; s < Tk; s++) {
         const a = pr + (<usize>s << 2);
         const xm = load<f32>(a) - m;
         const e: f32 = xm > -87.0 ? f32x4.extract_lane(vexp(f32x4.splat(xm)), 0) : 0; // no Mathf.exp: its table would be data

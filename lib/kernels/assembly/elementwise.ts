@@ -1,24 +1,31 @@
 // Element-wise kernels: GELU, SwiGLU's gate and one AdamW step, four floats
 // at a time. Pointers are byte offsets into the imported memory; `bytes` is
 // the size of each array in bytes (a multiple of 16).
-import { vsigmoid } from "./simd";
+import { expRun } from "./simd";
 
 // 2 sqrt(2 / pi), GELU's tanh constant doubled (tanh(u) = 2 sigmoid(2u) - 1), and a = 0.044715, as float32.
 const GELU_K: f32 = 1.5957691669464111;
 const GELU_KA: f32 = 0.07135481387376785;
 const GELU_3KA: f32 = 0.21406444907188416;
 
-/** gelu(x, y, d, bytes): y = gelu(x) (tanh form), d = gelu'(x). */
+/**
+ * gelu(x, y, d, bytes): y = gelu(x) (tanh form), d = gelu'(x). Three passes,
+ * so that the exponentials run in `expRun`'s loop: y = -z with
+ * z = x (k + k a x^2); y = exp(y); then s = 1 / (1 + y) = sigmoid(z), y = x s.
+ */
 export function gelu(x: usize, y: usize, d: usize, bytes: usize): void {
   for (let p: usize = 0; p < bytes; p += 16) {
     const vx = v128.load(x + p);
-    const vx2 = f32x4.mul(vx, vx);
-    // s = 1 / (1 + exp(-x (k + k a x^2)))
-    const vs = vsigmoid(f32x4.mul(vx, f32x4.add(f32x4.mul(vx2, f32x4.splat(GELU_KA)), f32x4.splat(GELU_K))));
-    // y = x s
+    const z = f32x4.mul(vx, f32x4.add(f32x4.mul(f32x4.mul(vx, vx), f32x4.splat(GELU_KA)), f32x4.splat(GELU_K)));
+    v128.store(y + p, f32x4.sub(f32x4.splat(0), z));
+  }
+  expRun(y, y, bytes, 0, false);
+  for (let p: usize = 0; p < bytes; p += 16) {
+    const vx = v128.load(x + p);
+    const vs = f32x4.div(f32x4.splat(1), f32x4.add(f32x4.splat(1), v128.load(y + p)));
     v128.store(y + p, f32x4.mul(vx, vs));
     // d = s + x s (1 - s) (k + 3 k a x^2)
-    const slope = f32x4.add(f32x4.mul(vx2, f32x4.splat(GELU_3KA)), f32x4.splat(GELU_K));
+    const slope = f32x4.add(f32x4.mul(f32x4.mul(vx, vx), f32x4.splat(GELU_3KA)), f32x4.splat(GELU_K));
     const dsig = f32x4.mul(f32x4.mul(vx, vs), f32x4.sub(f32x4.splat(1), vs));
     v128.store(d + p, f32x4.add(vs, f32x4.mul(dsig, slope)));
   }
@@ -27,12 +34,15 @@ export function gelu(x: usize, y: usize, d: usize, bytes: usize): void {
 /**
  * swiglu(a, b, y, da, db, bytes): with s = sigmoid(a), y = a s b (SwiGLU's
  * gate) and the two partial derivatives da = (s + a s (1 - s)) b, db = a s.
+ * Like {@link gelu}, in three passes: y = -a, y = exp(y), then the rest.
  */
 export function swiglu(a: usize, b: usize, y: usize, da: usize, db: usize, bytes: usize): void {
+  for (let p: usize = 0; p < bytes; p += 16) v128.store(y + p, f32x4.sub(f32x4.splat(0), v128.load(a + p)));
+  expRun(y, y, bytes, 0, false);
   for (let p: usize = 0; p < bytes; p += 16) {
     const va = v128.load(a + p);
     const vb = v128.load(b + p);
-    const vs = vsigmoid(va);
+    const vs = f32x4.div(f32x4.splat(1), f32x4.add(f32x4.splat(1), v128.load(y + p)));
     const silu = f32x4.mul(va, vs);
     v128.store(db + p, silu);
     v128.store(y + p, f32x4.mul(silu, vb));
