@@ -158,6 +158,33 @@ for (const backend of backends) {
       });
     }
 
+    // The wasm kernel works in blocks of 4 queries by 8 keys and skips keys a whole block is
+    // masked from: a sliding window (whose first keys are masked), a finite bias, more queries
+    // than one block, and a head size that ends in half a block (12 = 8 + 4).
+    await t.step("attention core (T=19, D=12; sliding-window bias, finite bias)", async () => {
+      const [T, B, H, D] = [19, 2, 2, 12];
+      const q = randn([T, B, H, D], rng), k = randn([T, B, H, D], rng), v = randn([T, B, H, D], rng);
+      const window = tf.tidy(() => {
+        const t = tf.range(0, T).reshape([T, 1]), s = tf.range(0, T).reshape([1, T]);
+        const allowed = tf.logicalAnd(tf.lessEqual(s, t), tf.greater(s, tf.sub(t, 5))); // keys t-4 .. t
+        return tf.where(allowed, tf.zeros([T, T]), tf.fill([T, T], -1e9)) as tf.Tensor2D;
+      });
+      const finite = randn([T, T], rng) as tf.Tensor2D;
+      for (const [name, bias] of [["window", window], ["finite", finite]] as const) {
+        await checkGrad(
+          `attentionCore ${name} bias`,
+          [q, k, v],
+          (q, k, v) => attentionCore({ q: q as tf.Tensor4D, k: k as tf.Tensor4D, v: v as tf.Tensor4D }, { bias }),
+          (q, k, v) => {
+            const toH = (t: tf.Tensor) => tf.transpose(t, [1, 2, 0, 3]); // (B, H, T, D)
+            const s = tf.add(tf.div(tf.matMul(toH(q), toH(k), false, true), Math.sqrt(D)), bias);
+            return tf.transpose(tf.matMul(tf.softmax(s), toH(v)), [2, 0, 1, 3]); // (T, B, H, D)
+          },
+        );
+      }
+      tf.dispose([q, k, v, window, finite]);
+    });
+
     await t.step("the modern block: RMSNorm, SwiGLU gate, rotary positions, repeated kv heads", async () => {
       const x = randn([6, 8], rng), g = randn([8], rng);
       await checkGrad(

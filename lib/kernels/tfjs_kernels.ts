@@ -248,7 +248,9 @@ function registerKernels(): void {
     const [Tq, B, H, D] = q!.shape, Tk = kk!.shape[0];
     const y = b.makeOutput(q!.shape, "float32"), p = b.makeOutput([Tq, B * H, Tk], "float32");
     const at = (t: tf.TensorInfo | undefined) => (t ? ptr(b, t) : 0);
-    const scratch = b.makeOutput([2 * Tk * D], "float32"); // one group's keys and values, packed
+    const Tk8 = Math.ceil(Tk / 8) * 8;
+    // One group's keys (transposed) and values, its scores, and each query's keys.
+    const scratch = b.makeOutput([D * Tk8 + Tk * D + Tq * Tk8 + 2 * Tq], "float32");
     k.attention(
       ptr(b, q!),
       ptr(b, kk!),
@@ -272,7 +274,9 @@ function registerKernels(): void {
     const { q, k: kk, v, p, keep, dy } = inputs as Record<string, tf.TensorInfo | undefined>;
     const [Tq, B, H, D] = q!.shape, Tk = kk!.shape[0];
     const [dq, dk, dv] = [q!, kk!, v!].map((t) => b.makeOutput(t.shape, "float32"));
-    const scratch = b.makeOutput([4 * Tk * D + Tk], "float32"); // one group's k, v, dk, dv, and dp
+    const Tk8 = Math.ceil(Tk / 8) * 8;
+    // One group's keys, its values transposed, its weights and score gradients, and each query's keys.
+    const scratch = b.makeOutput([Tk * D + D * Tk8 + 2 * Tq * Tk8 + 2 * Tq], "float32");
     k.attentionGrad(
       ptr(b, q!),
       ptr(b, kk!),

@@ -18,12 +18,7 @@
 // `f32x4.relaxed_madd` (one fused instruction where the CPU has FMA), without
 // it a multiply then an add.
 
-/** a * b + c on four lanes: fused where relaxed SIMD is enabled. */
-@inline
-function madd(a: v128, b: v128, c: v128): v128 {
-  if (ASC_FEATURE_RELAXED_SIMD) return f32x4.relaxed_madd(a, b, c);
-  return f32x4.add(f32x4.mul(a, b), c);
-}
+import { madd } from "./simd";
 
 /**
  * One block of R rows (1 to 6, a constant once inlined) by 8 columns:

@@ -9,6 +9,13 @@ export function hsum(v: v128): f32 {
   return f32x4.extract_lane(v, 0) + f32x4.extract_lane(v, 1) + f32x4.extract_lane(v, 2) + f32x4.extract_lane(v, 3);
 }
 
+/** a * b + c on four lanes: fused where relaxed SIMD is enabled (the relaxed build). */
+@inline
+export function madd(a: v128, b: v128, c: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return f32x4.relaxed_madd(a, b, c);
+  return f32x4.add(f32x4.mul(a, b), c);
+}
+
 /**
  * exp of four lanes with its constants given: x clamped to [lo, hi], then
  * Cephes' range reduction (x = n ln 2 + r, ln 2 split in c1 + c2) and a
