@@ -21,6 +21,22 @@ export function fusedGelu(x: tf.Tensor): [tf.Tensor, tf.Tensor] {
 }
 
 /**
+ * x a + y b in one pass, rounded as `tf.add(tf.mul(x, a), tf.mul(y, b))`
+ * (wasm only): the data-parallel trainer's weighted sum of gradients.
+ * @param x any shape, size a multiple of 4.
+ * @param y the same shape.
+ * @param weights the scalars a and b.
+ * @returns x a + y b.
+ */
+export function fusedAxpby<T extends tf.Tensor>(x: T, y: T, weights: { a: number; b: number }): T {
+  ensure("fusedAxpby");
+  if (x.shape.join() !== y.shape.join()) {
+    throw new RangeError(`fusedAxpby needs x and y of one shape: x [${x.shape}], y [${y.shape}]`);
+  }
+  return tf.engine().runKernel("LmbookAxpby", { x, y }, { a: weights.a, b: weights.b }) as T;
+}
+
+/**
  * Layer norm forward in one pass per row (wasm only).
  * @param x (N, C), C a multiple of 4.
  * @param params gamma and beta (C), and eps.

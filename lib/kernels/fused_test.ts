@@ -7,6 +7,7 @@ import * as tf from "@tensorflow/tfjs";
 import { initBackend } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
 import {
+  fusedAxpby,
   fusedColSum,
   fusedCrossEntropy,
   fusedCrossEntropyGrad,
@@ -42,6 +43,19 @@ Deno.test("fused kernels match tfjs ops on wasm", async (t) => {
   await initBackend("wasm");
   assert(wasmSimdReady([4]));
   assertEquals(wasmSimdReady([6]), false, "sizes must be multiples of 4");
+
+  await t.step("x a + y b: bit for bit the three tfjs ops it replaces; one shape or a RangeError", () => {
+    for (const [shape, a, b] of [[[4], 0.5, 0.5], [[3, 128], 7 / 12, 5 / 12], [[512, 128], 1, 1 / 3]] as const) {
+      tf.tidy(() => {
+        const x = randn([...shape], shape.length, 10), y = randn([...shape], 7, 0.01);
+        const fused = fusedAxpby(x, y, { a, b }).dataSync(), ops = tf.add(tf.mul(x, a), tf.mul(y, b)).dataSync();
+        assertEquals(Array.from(fused), Array.from(ops), `shape [${shape}], a=${a}, b=${b}`);
+      });
+    }
+    tf.tidy(() =>
+      assertThrows(() => fusedAxpby(tf.ones([8]), tf.ones([2, 4]), { a: 1, b: 1 }), RangeError, "one shape")
+    );
+  });
 
   await t.step("transpose: tiles, edges and stacks", () => {
     for (const shape of [[4, 4], [12, 20], [20, 36], [2, 20, 36], [52, 8]]) {

@@ -25,9 +25,12 @@
  *   over a large vocabulary in two passes per row, and its gradient in one;
  * - `LmbookAdamW`: one AdamW step over a variable (chapter 3's optimiser), its
  *   moments updated in place;
+ * - `LmbookAxpby`: x a + y b, the data-parallel trainer's weighted sum of
+ *   two parts' gradients;
  * - `LmbookAttention` / `LmbookAttentionGrad`: the attention core
  *   softmax(q k^T scale + bias) v on time-major tensors, forward and
- *   backward, each in one kernel (masked pairs skipped).
+ *   backward, each in one kernel of register-tiled products (masked blocks
+ *   skipped).
  *
  * `fused.ts` wraps each in a typed function. exp() is computed with Cephes'
  * range reduction and a degree-6 polynomial (relative error about 2e-7).
@@ -47,6 +50,7 @@ type NormKernel = (...args: number[]) => void;
 interface Exports {
   /** (w, g, m, v, out, bytes, b1, c1, b2, c2, stepSize, epsHat, keep, scale). */
   adamw(...args: number[]): void;
+  axpby(x: number, y: number, out: number, bytes: number, a: number, b: number): void;
   gelu(x: number, y: number, d: number, bytes: number): void;
   swiglu(a: number, b: number, y: number, da: number, db: number, bytes: number): void;
   layerNorm: NormKernel;
@@ -240,6 +244,14 @@ function registerKernels(): void {
       a.keep,
       a.scale,
     );
+    return out;
+  });
+  reg("LmbookAxpby", ({ inputs, backend, attrs }) => {
+    const b = backend as unknown as WasmBackendLike;
+    const { x, y } = inputs as Record<string, tf.TensorInfo>;
+    const out = b.makeOutput(x.shape, "float32");
+    const n = x.shape.reduce((a, c) => a * c, 1);
+    k.axpby(ptr(b, x), ptr(b, y), ptr(b, out), n * 4, attrs!.a as number, attrs!.b as number);
     return out;
   });
   reg("LmbookAttention", ({ inputs, backend, attrs }) => {

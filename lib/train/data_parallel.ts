@@ -22,6 +22,8 @@
  * @module
  */
 import * as tf from "../core/tf.ts";
+import { fusedAxpby } from "../kernels/fused.ts";
+import { wasmSimdReady } from "../kernels/tfjs_kernels.ts";
 import type { Batch, Dataset } from "./dataset.ts";
 import type { StepShare, TrainableModel } from "./train.ts";
 
@@ -374,13 +376,17 @@ export class DataParallel implements StepShare {
     const total = this.#localCount + this.#helpers.reduce((a, h) => a + h.count, 0);
     const out: Record<string, tf.Tensor> = {};
     for (const s of this.#slots) {
-      let g = grads[s.name].mul(this.#localCount / total);
+      // g a + part b, with a the weight still owed to g: one fused pass on wasm, rounded as the three ops.
+      let g = grads[s.name], a = this.#localCount / total;
+      const fused = wasmSimdReady([s.size]);
       for (const h of this.#helpers) {
         if (h.count === 0) continue;
         const part = tf.tensor(h.grads.subarray(s.offset, s.offset + s.size), s.shape, "float32");
-        g = g.add(part.mul(h.count / total));
+        const b = h.count / total;
+        g = fused ? fusedAxpby(g, part, { a, b }) : tf.add(tf.mul(g, a), tf.mul(part, b));
+        a = 1;
       }
-      out[s.name] = g;
+      out[s.name] = g === grads[s.name] ? g.mul(a) : g;
     }
     let l: tf.Tensor = loss.mul(this.#localCount / total);
     for (const h of this.#helpers) if (h.count > 0) l = l.add(h.loss[0] * (h.count / total));

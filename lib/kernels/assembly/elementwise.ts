@@ -51,6 +51,18 @@ export function swiglu(a: usize, b: usize, y: usize, da: usize, db: usize, bytes
 }
 
 /**
+ * axpby(x, y, out, bytes, a, b): out = x a + y b, each product rounded and
+ * then their sum (as tfjs's mul, mul and add give it): the data-parallel
+ * trainer's weighted sum of two parts' gradients.
+ */
+export function axpby(x: usize, y: usize, out: usize, bytes: usize, a: f32, b: f32): void {
+  const va = f32x4.splat(a), vb = f32x4.splat(b);
+  for (let p: usize = 0; p < bytes; p += 16) {
+    v128.store(out + p, f32x4.add(f32x4.mul(v128.load(x + p), va), f32x4.mul(v128.load(y + p), vb)));
+  }
+}
+
+/**
  * adamw(w, g, m, v, out, bytes, b1, c1, b2, c2, stepSize, epsHat, keep, scale):
  * one AdamW step. With gi = g scale, m = b1 m + c1 gi and v = b2 v + c2 gi^2
  * are updated in place, and out = w keep - stepSize m / (sqrt(v) + epsHat).
