@@ -135,7 +135,7 @@ interface TorchResult {
   best_tokens_per_second: number;
 }
 
-async function runTorch(
+export async function runTorch(
   preset: lm.TransformerPreset,
   vocabSize: number,
   batchSize: number,
