@@ -404,6 +404,28 @@ Deno.test("tuneSplit: walks the split to the fastest measured shared step, each 
         assert(cost(other) >= ms, `${what}: kept ${local} (${ms} ms), but ${other} takes ${cost(other)} ms`);
       }
     }
-    assert(measured <= 10, `${what}: ${measured} measurements`);
+    assert(
+      measured <= 4 * 3 * 5,
+      `${what}: ${measured} measurements (at most four moves of three splits, five rounds)`,
+    );
   }
+});
+Deno.test("tuneSplit: keeps the fastest split when single timings vary by a tenth and slow spells come and go", () => {
+  // The baby transformer's cost model (as above) under a noisy clock, as measured on the 2-core
+  // machine: each timing is off by up to +-10%, and one in ten falls in a slow spell (x1.3). Only
+  // the even split is within 5% of the fastest. Seeded, so the outcome is fixed.
+  const [n, perLocal, perHelper, fixed] = [12, 10.7, 11.1, 12];
+  const cost = (local: number) => Math.max(fixed + perLocal * local, fixed + perHelper * (n - local));
+  const best = Math.min(...Array.from({ length: n - 1 }, (_, i) => cost(i + 1)));
+  let good = 0;
+  for (let seed = 1; seed <= 20; seed++) {
+    const rng = new lm.Rng(seed);
+    const share = { localShare: 8 / n, helpers: 1 }; // a first guess two examples off, as a cold helper gives
+    tuneSplit(n, share, () => {
+      const noisy = cost(partSizes(n, 1, share.localShare)[0]) * (0.9 + 0.2 * rng.next());
+      return rng.next() < 0.1 ? noisy * 1.3 : noisy;
+    });
+    if (cost(partSizes(n, 1, share.localShare)[0]) <= 1.05 * best) good++;
+  }
+  assert(good >= 17, `only ${good} of 20 noisy runs kept a split within 5% of the fastest`);
 });

@@ -476,34 +476,46 @@ function medianMs(run: () => void, times: number, clock: () => number): number {
 }
 
 /**
- * Moves the split of a batch of `n` examples from `share`'s local share, a
- * step of about n/16 examples at a time, while the measured shared step gets
- * faster (each way, at most four steps), and leaves the fastest split set.
- * Each worker keeps at least one example.
+ * Finds the fastest split of a batch of `n` examples near `share`'s local
+ * share, in moves of about n/16 examples: each move times the current split
+ * and its two neighbours `rounds` times, interleaved (one of each in turn, so
+ * that a slow spell of the machine falls on all three), and goes to the
+ * neighbour whose median is lowest, until the current split is fastest (at
+ * most four moves). A single timing varies by a fifth or more on a shared
+ * machine; medians of interleaved rounds do not chase it. Each worker keeps
+ * at least one example.
  * @param n the batch's examples.
  * @param share the started helpers; its `localShare` is the start, and the result.
- * @param time the milliseconds of a shared step at the current split.
- * @returns the fastest split's time.
+ * @param time the milliseconds of one shared step at the current split.
+ * @param rounds timings of each split per move (default 5).
+ * @returns the kept split's median time.
  */
-export function tuneSplit(n: number, share: Pick<DataParallel, "localShare" | "helpers">, time: () => number): number {
+export function tuneSplit(
+  n: number,
+  share: Pick<DataParallel, "localShare" | "helpers">,
+  time: () => number,
+  rounds = 5,
+): number {
   const step = Math.max(1, Math.round(n / 16)), most = n - share.helpers;
-  const at = (local: number) => {
-    share.localShare = local / n;
-    return time();
-  };
-  let best = Math.min(most, partSizes(n, share.helpers, share.localShare)[0]);
-  let bestMs = at(best);
-  for (const dir of [1, -1]) {
-    for (let tries = 0; tries < 4; tries++) {
-      const next = best + dir * step;
-      if (next < 1 || next > most) break;
-      const ms = at(next);
-      if (!(ms < bestMs)) break;
-      [best, bestMs] = [next, ms];
+  let center = Math.min(most, partSizes(n, share.helpers, share.localShare)[0]);
+  for (let move = 0;; move++) {
+    const splits = [center - step, center, center + step].filter((l) => l >= 1 && l <= most);
+    const times = splits.map(() => [] as number[]);
+    for (let r = 0; r < rounds; r++) {
+      splits.forEach((local, i) => {
+        share.localShare = local / n;
+        times[i].push(time());
+      });
+    }
+    const medians = times.map((t) => t.sort((a, b) => a - b)[Math.floor(t.length / 2)]);
+    const best = medians.indexOf(Math.min(...medians));
+    const stay = splits[best] === center || move === 3;
+    center = splits[best];
+    if (stay) {
+      share.localShare = center / n;
+      return medians[best];
     }
   }
-  share.localShare = best / n;
-  return bestMs;
 }
 
 /**
@@ -584,8 +596,8 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
     } catch (e) {
       return { workers: 1, reason: `a helper could not start (${(e as Error).message})` };
     }
-    options.differentiate(batch, share); // the helpers' warm-up (compiling, allocating): not a time to balance on
-    options.differentiate(batch, share);
+    // The helpers' warm-up (compiling, allocating; V8 optimises a helper's wasm over its first few calls).
+    for (let i = 0; i < 3; i++) options.differentiate(batch, share);
     // First guess: give each worker examples in inverse proportion to its measured time per example.
     const sizes = partSizes(n, helpers, share.localShare);
     const perLocal = alone / n;
@@ -595,7 +607,11 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
       share.localShare = Math.min(0.95, Math.max(0.05, 1 / (1 + (helpers * perLocal) / perHelper)));
     }
     // Then keep the split whose shared step measures fastest, around that guess.
-    const shared = tuneSplit(n, share, () => medianMs(() => options.differentiate(batch, share), 3, clock));
+    const shared = tuneSplit(n, share, () => {
+      const t0 = clock();
+      options.differentiate(batch, share);
+      return clock() - t0;
+    });
     if (shared < 0.9 * alone) {
       return {
         workers: helpers + 1,
