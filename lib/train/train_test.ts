@@ -583,7 +583,7 @@ Deno.test("Trainer: progress redraws reach a notebook while a long run goes, not
   const model: TrainableModel = {
     variables: base.variables,
     loss: (b, o) => {
-      const until = performance.now() + 10; // 10 ms of work per step: 80 steps take about 0.8 s
+      const until = performance.now() + 10; // 10 ms of work per step: 160 steps take about 1.6 s
       while (performance.now() < until) { /* busy */ }
       stepsDone++;
       return base.loss(b, o);
@@ -591,7 +591,7 @@ Deno.test("Trainer: progress redraws reach a notebook while a long run goes, not
   };
   setPlatform({ ...denoPlatform, jupyter: () => front });
   try {
-    const steps = 80;
+    const steps = 160; // longer than a notebook bar's redraw interval (1 s)
     // logEvery above the run's length: the trainer has no log point to yield at before the end.
     const trainer = new Trainer(model, pairs(stream(400, 4)), { batchSize: 8, maxSteps: steps, logEvery: 1000 });
     await trainer.run();
