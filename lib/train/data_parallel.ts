@@ -481,7 +481,7 @@ function medianMs(run: () => void, times: number, clock: () => number): number {
  * and its two neighbours `rounds` times, interleaved (one of each in turn, so
  * that a slow spell of the machine falls on all three), and goes to the
  * neighbour whose median is lowest, until the current split is fastest (at
- * most four moves). A single timing varies by a fifth or more on a shared
+ * most four moves). A single timing varies by a tenth or more on a shared
  * machine; medians of interleaved rounds do not chase it. Each worker keeps
  * at least one example.
  * @param n the batch's examples.
@@ -508,8 +508,9 @@ export function tuneSplit(
       });
     }
     const medians = times.map((t) => t.sort((a, b) => a - b)[Math.floor(t.length / 2)]);
-    const best = medians.indexOf(Math.min(...medians));
-    const stay = splits[best] === center || move === 3;
+    const fastest = Math.min(...medians), here = splits.indexOf(center);
+    const best = medians[here] === fastest ? here : medians.indexOf(fastest); // a tie keeps the current split
+    const stay = best === here || move === 3;
     center = splits[best];
     if (stay) {
       share.localShare = center / n;
