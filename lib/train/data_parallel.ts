@@ -22,8 +22,7 @@
  * @module
  */
 import * as tf from "../core/tf.ts";
-import { fusedAxpby } from "../kernels/fused.ts";
-import { wasmSimdReady } from "../kernels/tfjs_kernels.ts";
+import { fusedAxpby, wasmSimdReady } from "../kernels/mod.ts";
 import type { Batch, Dataset } from "./dataset.ts";
 import type { StepShare, TrainableModel } from "./train.ts";
 
