@@ -1,7 +1,7 @@
 // The fused softmax cross-entropy over a large vocabulary (two passes per row)
 // and its gradient (one pass). Each row holds `vb` bytes (V floats, V a
 // multiple of 4); targets are int32; pointers are byte offsets.
-import { expRun, hsum, vexp } from "./simd";
+import { expRun } from "./simd";
 
 /**
  * crossEntropy(l, tgt, e, stats, rows, vBytes, storeE): per row of logits,
@@ -14,15 +14,8 @@ export function crossEntropy(l: usize, tgt: usize, e: usize, stats: usize, rows:
     let vmax = f32x4.splat(-Infinity);
     for (let p: usize = 0; p < vb; p += 16) vmax = f32x4.max(vmax, v128.load(l + off + p));
     const m = max(max(max(f32x4.extract_lane(vmax, 0), f32x4.extract_lane(vmax, 1)), f32x4.extract_lane(vmax, 2)), f32x4.extract_lane(vmax, 3));
-    let s: f32;
-    if (storeE) {
-      s = expRun(l + off, e + off, vb, m, false); // the exponentials kept for the gradient
-    } else {
-      const vm = f32x4.splat(m);
-      let acc = f32x4.splat(0);
-      for (let p: usize = 0; p < vb; p += 16) acc = f32x4.add(acc, vexp(f32x4.sub(v128.load(l + off + p), vm)));
-      s = hsum(acc);
-    }
+    // The exponentials are kept for the gradient when storeE.
+    const s = expRun(l + off, e + off, vb, m, false, storeE != 0);
     const at = stats + (<usize>row << 3);
     store<f32>(at, s);
     const target = <usize>load<i32>(tgt + (<usize>row << 2));

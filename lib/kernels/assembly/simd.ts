@@ -57,9 +57,10 @@ export function vexp(x: v128): v128 {
 }
 
 /**
- * y = exp(x - shift) over `bytes` bytes (a multiple of 16; y may be x),
- * exactly 0 where x - shift <= -87 when `zeroBelow`; returns the sum of the
- * results, accumulated four lanes at a time and then {@link hsum}med.
+ * y = exp(x - shift) over `bytes` bytes (a multiple of 16; y may be x; not
+ * written when `store` is false), exactly 0 where x - shift <= -87 when
+ * `zeroBelow`; returns the sum of the results, accumulated four lanes at a
+ * time and then {@link hsum}med.
  *
  * The same arithmetic as {@link vexp}, with the constants built once, before
  * the loop, from a 1 the compiler cannot see (`bytes != 0`, true whenever the
@@ -69,7 +70,7 @@ export function vexp(x: v128): v128 {
  * faster.
  */
 @inline
-export function expRun(x: usize, y: usize, bytes: usize, shift: f32, zeroBelow: bool): f32 {
+export function expRun(x: usize, y: usize, bytes: usize, shift: f32, zeroBelow: bool, store: bool = true): f32 {
   const one: f32 = <f32>(bytes != 0);
   const hi = f32x4.splat(one * HI), lo = f32x4.splat(one * LO), log2e = f32x4.splat(one * LOG2E);
   const c1 = f32x4.splat(one * C1), c2 = f32x4.splat(one * C2);
@@ -82,7 +83,7 @@ export function expRun(x: usize, y: usize, bytes: usize, shift: f32, zeroBelow: 
     const xm = f32x4.sub(v128.load(x + o), vshift);
     let e = expWith(xm, hi, lo, log2e, c1, c2, p0, p1, p2, p3, p4, p5, vone, bias);
     if (zeroBelow) e = v128.and(e, f32x4.gt(xm, low));
-    v128.store(y + o, e);
+    if (store) v128.store(y + o, e);
     sum = f32x4.add(sum, e);
   }
   return hsum(sum);
