@@ -6,10 +6,12 @@ import {
   checkProseAgainstTables,
   checkProseNumbers,
   EXECUTED_DIR,
+  executeNotebooks,
   kernelDirs,
   notebookFiles,
   plainMath,
   ROOT,
+  trainsOnEveryCore,
 } from "../tools/notebooks.ts";
 
 Deno.test("every committed notebook is nbformat 4, uses the Deno kernel, and has no outputs", () => {
@@ -255,4 +257,36 @@ Deno.test({
     assertGreater(1_000_000, bytes, `${name} with outputs is ${bytes} bytes`);
     assertEquals(Deno.readTextFileSync(`${EXECUTED_DIR}/${name}`).includes("data-lmbook-plotly"), false);
   },
+});
+
+Deno.test("executeNotebooks: notebooks that train on every core run alone, after the rest ran two at a time", async () => {
+  const log: string[] = [];
+  let running = 0, most = 0;
+  const mostWith = new Map<string, number>();
+  const runs = await executeNotebooks(["a", "B", "c", "d", "E"], {
+    jobs: 2,
+    alone: (nb) => nb === nb.toUpperCase(),
+    execute: async (nb) => {
+      running++;
+      most = Math.max(most, running);
+      log.push(`start ${nb}`);
+      await new Promise((r) => setTimeout(r, 5));
+      mostWith.set(nb, Math.max(mostWith.get(nb) ?? 0, running));
+      running--;
+      log.push(`end ${nb}`);
+      return { notebook: nb, ok: true, seconds: 0, problems: [] };
+    },
+  });
+  assertEquals(runs.map((r) => r.notebook), ["a", "B", "c", "d", "E"], "the runs come back in the order given");
+  assertEquals(most, 2, "the shared notebooks run two at a time");
+  assertEquals([mostWith.get("B"), mostWith.get("E")], [1, 1], `B and E must each run alone: ${log.join(", ")}`);
+  const lastShared = Math.max(...["a", "c", "d"].map((nb) => log.indexOf(`end ${nb}`)));
+  assertGreater(log.indexOf("start B"), lastShared, `the alone ones start after the rest: ${log.join(", ")}`);
+});
+
+Deno.test('trainsOnEveryCore: chapters 3 and 6 (workers: "auto") run alone; chapter 1 does not', () => {
+  const alone = notebookFiles().filter(trainsOnEveryCore);
+  assertEquals(alone.some((nb) => nb.includes("03_")), true, `alone: ${alone}`);
+  assertEquals(alone.some((nb) => nb.includes("06_")), true, `alone: ${alone}`);
+  assertEquals(alone.some((nb) => nb.includes("01_")), false, `alone: ${alone}`);
 });

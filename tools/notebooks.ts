@@ -442,26 +442,55 @@ async function executeOnce(
 }
 
 /**
- * Executes notebooks, `jobs` at a time (each kernel is mostly one busy core).
+ * Whether a notebook trains on every core it finds (a code cell passes
+ * `workers: "auto"` to a trainer): such a notebook runs alone, so that its
+ * probe sees the machine a reader has and its timings and "cores" line are
+ * those of a quiet machine, not of one shared with another notebook.
+ * @param notebook a path relative to the root.
+ * @returns true when a code cell says `workers: "auto"`.
+ */
+export function trainsOnEveryCore(notebook: string): boolean {
+  const nb: Json = JSON.parse(Deno.readTextFileSync(join(ROOT, notebook)));
+  return nb.cells.some((c: Json) =>
+    c.cell_type === "code" && /\bworkers:\s*"auto"/.test(Array.isArray(c.source) ? c.source.join("") : c.source)
+  );
+}
+
+/**
+ * Executes notebooks, `jobs` at a time (each kernel is mostly one busy core),
+ * then, one at a time, those that train on every core ({@link trainsOnEveryCore}).
  * @param notebooks paths relative to the root.
- * @param options how many at once (default: the number of CPUs, at most 2), and a callback per finished notebook.
+ * @param options how many at once (default: the number of CPUs, at most 2), a
+ *   callback per finished notebook, which notebooks run alone (default
+ *   {@link trainsOnEveryCore}) and the runner (default {@link executeNotebook}).
  * @returns the runs, in the order given.
  */
 export async function executeNotebooks(
   notebooks: string[],
-  options: { jobs?: number; onDone?: (run: NotebookRun) => void } = {},
+  options: {
+    jobs?: number;
+    onDone?: (run: NotebookRun) => void;
+    alone?: (notebook: string) => boolean;
+    execute?: (notebook: string) => Promise<NotebookRun>;
+  } = {},
 ): Promise<NotebookRun[]> {
   const jobs = Math.max(1, options.jobs ?? Math.min(2, navigator.hardwareConcurrency || 1));
+  const alone = options.alone ?? trainsOnEveryCore, execute = options.execute ?? ((nb: string) => executeNotebook(nb));
   const runs: NotebookRun[] = new Array(notebooks.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < notebooks.length) {
-      const i = next++;
-      runs[i] = await executeNotebook(notebooks[i]);
-      options.onDone?.(runs[i]);
-    }
+  const pool = async (indices: number[], width: number) => {
+    let next = 0;
+    const worker = async () => {
+      while (next < indices.length) {
+        const i = indices[next++];
+        runs[i] = await execute(notebooks[i]);
+        options.onDone?.(runs[i]);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(width, indices.length) }, worker));
   };
-  await Promise.all(Array.from({ length: Math.min(jobs, notebooks.length) }, worker));
+  const single = notebooks.map((nb, i) => alone(nb) ? i : -1).filter((i) => i >= 0);
+  await pool(notebooks.map((_, i) => i).filter((i) => !single.includes(i)), jobs);
+  await pool(single, 1);
   return runs;
 }
 
