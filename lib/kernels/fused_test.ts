@@ -16,6 +16,7 @@ import {
   fusedLayerNorm,
   fusedLayerNormGrad,
   fusedSoftmaxGrad,
+  fusedSumOfSquares,
   fusedTranspose2d,
   SIMD_MODULE_BYTES,
   wasmSimdReady,
@@ -54,6 +55,24 @@ Deno.test("fused kernels match tfjs ops on wasm", async (t) => {
     }
     tf.tidy(() =>
       assertThrows(() => fusedAxpby(tf.ones([8]), tf.ones([2, 4]), { a: 1, b: 1 }), RangeError, "one shape")
+    );
+  });
+
+  await t.step("sum of squares: every size (tails of 1-3 floats), many tensors, float64 sums; float32 only", () => {
+    const rng = new Rng(11);
+    for (const sizes of [[1], [3], [4], [5], [7, 0, 129], [1000, 2, 4099], [128 * 512]]) {
+      tf.tidy(() => {
+        const arrays = sizes.map((n) => Float32Array.from({ length: n }, () => rng.normal(0, 1) * 10 ** rng.int(4)));
+        const tensors = arrays.map((a) => tf.tensor(a));
+        let want = 0; // from scratch, in float64
+        for (const a of arrays) for (const v of a) want += v * v;
+        const got = fusedSumOfSquares(tensors);
+        assert(Math.abs(got - want) <= 1e-12 * want, `sizes [${sizes}]: ${got} against ${want}`);
+      });
+    }
+    assertEquals(fusedSumOfSquares([]), 0);
+    tf.tidy(() =>
+      assertThrows(() => fusedSumOfSquares([tf.ones([4]), tf.ones([4], "int32")]), TypeError, "tensors[1]")
     );
   });
 

@@ -27,6 +27,8 @@
  *   moments updated in place;
  * - `LmbookAxpby`: x a + y b, the data-parallel trainer's weighted sum of
  *   two parts' gradients;
+ * - (not a tfjs kernel) {@link sumOfSquaresInPlace}: the sum of squares of
+ *   many tensors, read in place, for the gradient norm of clipping;
  * - `LmbookAttention` / `LmbookAttentionGrad`: the attention core
  *   softmax(q k^T scale + bias) v on time-major tensors, forward and
  *   backward, each in one kernel of register-tiled products (masked blocks
@@ -51,6 +53,8 @@ interface Exports {
   /** (w, g, m, v, out, bytes, b1, c1, b2, c2, stepSize, epsHat, keep, scale). */
   adamw(...args: number[]): void;
   axpby(x: number, y: number, out: number, bytes: number, a: number, b: number): void;
+  /** The sum of squares of `count` floats from `x`, in float64. */
+  sumSquares(x: number, count: number): number;
   gelu(x: number, y: number, d: number, bytes: number): void;
   swiglu(a: number, b: number, y: number, da: number, db: number, bytes: number): void;
   layerNorm: NormKernel;
@@ -317,6 +321,26 @@ function registerKernels(): void {
     k.gatherRows(ptr(b, table), ptr(b, ids), ptr(b, out), n, C * 4);
     return out;
   });
+}
+
+/**
+ * The sum of the squares of every value of some float32 tensors of the wasm
+ * backend, read in place by the kernels module (one call per tensor, no tfjs
+ * kernel, no copy), summed in float64.
+ * @param tensors float32 tensors of the active wasm backend.
+ * @returns the sum, a JavaScript number.
+ */
+export function sumOfSquaresInPlace(tensors: tf.Tensor[]): number {
+  ensure("sumOfSquaresInPlace");
+  const b = tf.backend() as unknown as WasmBackendLike;
+  let total = 0;
+  for (const [i, t] of tensors.entries()) {
+    if (t.dtype !== "float32") {
+      throw new TypeError(`sumOfSquaresInPlace needs float32 tensors: tensors[${i}] is ${t.dtype}`);
+    }
+    if (t.size > 0) total += state!.exports.sumSquares(ptr(b, t), t.size);
+  }
+  return total;
 }
 
 /** Makes sure the kernels are registered, or throws a clear error. */

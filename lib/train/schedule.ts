@@ -5,6 +5,7 @@
  * @module
  */
 import * as tf from "../core/tf.ts";
+import { fusedSumOfSquares, wasmSimdReady } from "../kernels/mod.ts";
 
 /** A learning-rate schedule (chapter 3). */
 export interface ScheduleOptions {
@@ -79,7 +80,9 @@ export function learningRateAt(step: number, options: ScheduleOptions): number {
  * `norm = sqrt(sum over all gradients of sum(g^2))`, the factor is
  * `min(1, maxNorm / (norm + 1e-6))`; multiplying every gradient by it caps
  * the norm at `maxNorm` and keeps the direction. Computed on the device
- * (no read-back).
+ * (no read-back); on `wasm`, where the backend's memory is this process's,
+ * the kernels module reads each gradient once in place and sums the squares
+ * in float64 ({@link fusedSumOfSquares}).
  *
  * @param grads the gradients.
  * @param maxNorm the largest allowed global norm.
@@ -102,6 +105,11 @@ export function clipScale(
 ): { scale: tf.Scalar; norm: tf.Scalar } {
   if (!(maxNorm > 0)) {
     throw new RangeError(`maxNorm must be positive: maxNorm=${maxNorm}`);
+  }
+  if (wasmSimdReady() && grads.every((g) => g.dtype === "float32")) {
+    // On wasm: one read of each gradient, summed in float64, instead of two tfjs kernels per gradient.
+    const norm = Math.sqrt(fusedSumOfSquares(grads));
+    return { scale: tf.scalar(Math.min(1, maxNorm / (norm + 1e-6))), norm: tf.scalar(norm) };
   }
   return tf.tidy(() => {
     const squares = grads.map((g) => g.square().sum()); // scalars

@@ -171,6 +171,34 @@ Deno.test("clipScale: caps the global norm, leaves small gradients alone", () =>
   assertThrows(() => clipScale([], 0), RangeError, "maxNorm=0");
 });
 
+Deno.test("clipScale on wasm (one float64 read of each gradient) agrees with the tfjs ops on cpu; no tensor left", async () => {
+  const rng = new Rng(4);
+  const shapes = [[3], [5, 7], [128, 130], [1], [64, 4, 2]];
+  const values = shapes.map((s) =>
+    Float32Array.from({ length: s.reduce((a, b) => a * b, 1) }, () => rng.normal(0, 0.02))
+  );
+  const run = async (backend: string, maxNorm: number) => {
+    await initBackend(backend);
+    const before = tf.memory().numTensors;
+    const grads = shapes.map((s, i) => tf.tensor(values[i], s));
+    const { scale, norm } = clipScale(grads, maxNorm);
+    const out = [scale.dataSync()[0], norm.dataSync()[0]];
+    tf.dispose([...grads, scale, norm]);
+    assertEquals(tf.memory().numTensors, before, `${backend}: tensors left behind`);
+    return out;
+  };
+  try {
+    for (const maxNorm of [0.5, 1e3]) {
+      const [s1, n1] = await run("cpu", maxNorm), [s2, n2] = await run("wasm", maxNorm);
+      assertAlmostEquals(n2, n1, 1e-5 * n1, `norm at maxNorm ${maxNorm}`);
+      assertAlmostEquals(s2, s1, 1e-5 * s1, `scale at maxNorm ${maxNorm}`);
+      assert(maxNorm < n1 ? s1 < 1 : s1 === 1, `the case clips (${maxNorm} < ${n1}) or not`);
+    }
+  } finally {
+    await initBackend("cpu");
+  }
+});
+
 Deno.test("datasets: rows, blocks and their errors", () => {
   const d = arrayDataset(
     new Int32Array([1, 2, 3, 4, 5, 6]),

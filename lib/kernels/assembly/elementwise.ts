@@ -1,4 +1,4 @@
-// Element-wise kernels: GELU, SwiGLU's gate and one AdamW step, four floats
+// Element-wise kernels: GELU, SwiGLU's gate, one AdamW step and a sum of squares, four floats
 // at a time. Pointers are byte offsets into the imported memory; `bytes` is
 // the size of each array in bytes (a multiple of 16).
 import { expRun } from "./simd";
@@ -60,6 +60,29 @@ export function axpby(x: usize, y: usize, out: usize, bytes: usize, a: f32, b: f
   for (let p: usize = 0; p < bytes; p += 16) {
     v128.store(out + p, f32x4.add(f32x4.mul(v128.load(x + p), va), f32x4.mul(v128.load(y + p), vb)));
   }
+}
+
+/**
+ * sumSquares(x, count): the sum of the squares of `count` floats, each square
+ * and the running sums in float64 (a float32's square is exact there), two
+ * accumulators of two lanes each: the gradient norm of clipping in one read.
+ */
+export function sumSquares(x: usize, count: usize): f64 {
+  let a0 = f64x2.splat(0), a1 = f64x2.splat(0);
+  const end = x + ((count >> 2) << 4);
+  for (let p = x; p < end; p += 16) {
+    const v = v128.load(p);
+    const lo = f64x2.promote_low_f32x4(v), hi = f64x2.promote_low_f32x4(i64x2.shuffle(v, v, 1, 0));
+    a0 = f64x2.add(a0, f64x2.mul(lo, lo));
+    a1 = f64x2.add(a1, f64x2.mul(hi, hi));
+  }
+  const a = f64x2.add(a0, a1);
+  let total = f64x2.extract_lane(a, 0) + f64x2.extract_lane(a, 1);
+  for (let p = end; p < x + (count << 2); p += 4) {
+    const f = <f64>load<f32>(p);
+    total += f * f;
+  }
+  return total;
 }
 
 /**

@@ -3,7 +3,7 @@
 // module imports its memory (env.memory) and has no data, no globals it
 // writes and no start function: it touches memory only through the pointers
 // its callers pass.
-export { adamw, axpby, gelu, swiglu } from "./elementwise";
+export { adamw, axpby, gelu, sumSquares, swiglu } from "./elementwise";
 export { layerNorm, layerNormGrad, rmsNorm, rmsNormGrad, softmaxGrad } from "./norms";
 export { colSum, gatherRows, transpose } from "./layout";
 export { crossEntropy, crossEntropyGrad } from "./cross_entropy";
