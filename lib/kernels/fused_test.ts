@@ -7,6 +7,7 @@ import * as tf from "@tensorflow/tfjs";
 import { initBackend } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
 import {
+  copyFloats,
   fusedAxpby,
   fusedColSum,
   fusedCrossEntropy,
@@ -74,6 +75,20 @@ Deno.test("fused kernels match tfjs ops on wasm", async (t) => {
     tf.tidy(() =>
       assertThrows(() => fusedSumOfSquares([tf.ones([4]), tf.ones([4], "int32")]), TypeError, "tensors[1]")
     );
+  });
+
+  await t.step("copyFloats: the values dataSync gives, at any offset; clear errors", () => {
+    for (const [size, offset] of [[1, 0], [5, 3], [4099, 17], [0, 2]]) {
+      tf.tidy(() => {
+        const t = randn([size], size + offset);
+        const into = new Float32Array(size + offset + 2).fill(-7);
+        copyFloats(t, into, offset);
+        assertEquals(Array.from(into.subarray(offset, offset + size)), Array.from(t.dataSync()), `size ${size}`);
+        assert(into.subarray(0, offset).every((v) => v === -7) && into.subarray(offset + size).every((v) => v === -7));
+      });
+    }
+    tf.tidy(() => assertThrows(() => copyFloats(tf.ones([4]), new Float32Array(5), 2), RangeError, "offset 2"));
+    tf.tidy(() => assertThrows(() => copyFloats(tf.ones([4], "int32"), new Float32Array(4)), TypeError, "int32"));
   });
 
   await t.step("transpose: tiles, edges and stacks", () => {

@@ -343,6 +343,28 @@ export function sumOfSquaresInPlace(tensors: tf.Tensor[]): number {
   return total;
 }
 
+/**
+ * Copies a float32 tensor's values into an array: on wasm straight from the
+ * backend's memory (one copy; `dataSync` makes a second), elsewhere through
+ * `dataSync`. The data-parallel trainer's weights and gradients go through it.
+ * @param t a float32 tensor.
+ * @param into the array to write.
+ * @param offset where in `into` the values start (default 0).
+ * @throws {TypeError} on a tensor that is not float32; {@link RangeError} when it does not fit.
+ */
+export function copyFloats(t: tf.Tensor, into: Float32Array, offset = 0): void {
+  if (t.dtype !== "float32") throw new TypeError(`copyFloats needs a float32 tensor: t is ${t.dtype}`);
+  if (offset < 0 || offset + t.size > into.length) {
+    throw new RangeError(`copyFloats: ${t.size} values at offset ${offset} do not fit an array of ${into.length}`);
+  }
+  if (t.size > 0 && wasmSimdReady()) {
+    const b = tf.backend() as unknown as WasmBackendLike;
+    into.set(new Float32Array(state!.memory.buffer, ptr(b, t), t.size), offset);
+  } else {
+    into.set(t.dataSync() as Float32Array, offset);
+  }
+}
+
 /** Makes sure the kernels are registered, or throws a clear error. */
 export function ensure(name: string): void {
   if (!wasmSimdReady()) {

@@ -22,7 +22,7 @@
  * @module
  */
 import * as tf from "../core/tf.ts";
-import { fusedAxpby, wasmSimdReady } from "../kernels/mod.ts";
+import { copyFloats, fusedAxpby, wasmSimdReady } from "../kernels/mod.ts";
 import type { Batch, Dataset } from "./dataset.ts";
 import type { StepShare, TrainableModel } from "./train.ts";
 
@@ -342,7 +342,7 @@ export class DataParallel implements StepShare {
           `variable ${s.name} has size ${v?.size ?? "(missing)"}; the helpers were started with ${s.size}`,
         );
       }
-      this.#weights.set(v.dataSync() as Float32Array, s.offset);
+      copyFloats(v, this.#weights, s.offset); // on wasm straight from the backend's memory
     }
     let start = sizes[0];
     this.#helpers.forEach((h, i) => {

@@ -8,6 +8,7 @@
 /// <reference lib="deno.worker" />
 import * as tf from "../core/tf.ts";
 import { initBackend } from "../core/backend.ts";
+import { copyFloats } from "../kernels/mod.ts";
 import type { TrainableModel } from "./train.ts";
 import { CONTROL, type HelperInit } from "./data_parallel.ts";
 
@@ -78,7 +79,7 @@ self.onmessage = async (e: MessageEvent<HelperInit>) => {
           );
           for (const [tfName, t] of Object.entries(g)) {
             const s = init.slots[names.indexOf(byTfName.get(tfName)!)];
-            grads.set(t.dataSync() as Float32Array, s.offset);
+            copyFloats(t, grads, s.offset);
           }
           loss[0] = value.dataSync()[0];
         });
