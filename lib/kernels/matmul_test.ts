@@ -60,6 +60,8 @@ function shapes(rng: Rng): [number, number, number][] {
     [11, 4, 33],
     [96, 128, 65],
     [64, 512, 40],
+    [14, 777, 70],
+    [7, 385, 130],
   ];
   for (let i = 0; i < 10; i++) out.push([1 + rng.int(40), 1 + rng.int(40), 1 + rng.int(40)]);
   return out;
@@ -88,7 +90,7 @@ for (const build of builds) {
 
   Deno.test(`the ${build} build runs the fused product: bias and ReLU, batch 1`, async () => {
     const rng = new Rng(8);
-    for (const [m, k, n] of [[1, 3, 5], [9, 17, 12], [30, 64, 129]]) {
+    for (const [m, k, n] of [[1, 3, 5], [9, 17, 12], [30, 64, 129], [13, 600, 75]]) {
       const a = values(m * k, rng), b = values(k * n, rng), c = values(n, rng);
       for (const activation of ["linear", "relu"] as const) {
         const f = (x: tf.Tensor, y: tf.Tensor, z: tf.Tensor) =>
@@ -110,7 +112,7 @@ for (const build of builds) {
 for (const build of builds) {
   Deno.test(`the ${build} build runs transposed products (A^T B, A B^T, A^T B^T) for odd shapes`, async () => {
     const rng = new Rng(11);
-    for (const [m, k, n] of [[1, 1, 1], [5, 7, 3], [13, 9, 17], [6, 16, 8], [40, 33, 65]]) {
+    for (const [m, k, n] of [[1, 1, 1], [5, 7, 3], [13, 9, 17], [6, 16, 8], [40, 33, 65], [11, 530, 70]]) {
       const a = values(m * k, rng), b = values(k * n, rng);
       for (const [ta, tb] of [[true, false], [false, true], [true, true]]) {
         const data: [Float32Array, number[]][] = [[a, ta ? [k, m] : [m, k]], [b, tb ? [n, k] : [k, n]]];
