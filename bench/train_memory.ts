@@ -12,9 +12,15 @@
  * activations of a step. The lmbook side also reports what the wasm
  * backend's memory had grown to, and how many bytes tfjs held at the end.
  *
+ * With `--workers 2` the lmbook side trains as the trainer's `workers: 2`
+ * does: a helper worker (a thread of the same process, with its own wasm
+ * backend and copy of the model) differentiates half of each batch, so the
+ * peak includes the helper's runtime, model and activations and the shared
+ * weight and gradient buffers.
+ *
  * Run (on demand, never in CI; needs Debian's python3-torch):
  *
- *     deno run -A bench/train_memory.ts [--steps 20] [--rounds 2]
+ *     deno run -A bench/train_memory.ts [--steps 20] [--rounds 2] [--workers 2]
  *
  * @module
  */
@@ -27,21 +33,52 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "2" },
     python: { type: "string", default: "/usr/bin/python3" },
     child: { type: "boolean", default: false },
+    workers: { type: "string", default: "1" },
   },
 });
-const steps = Number(args.steps);
+const steps = Number(args.steps), workers = Number(args.workers);
+if (!Number.isInteger(workers) || workers < 1) {
+  throw new RangeError(`--workers must be a whole number of at least 1: workers=${args.workers}`);
+}
 
 if (args.child) {
   // The lmbook side, in a process of its own: train, then report what the backend held.
   const lm = await import("../lib/mod.ts");
   const { makeStepper } = await import("./transformer_bench.ts");
   await lm.initBackend("wasm", { useEnv: false, probeWebGpu: false });
-  const stepper = makeStepper("baby", 12);
-  for (let i = 0; i < steps + 3; i++) await stepper.step();
+  if (workers === 1) {
+    const stepper = makeStepper("baby", 12);
+    for (let i = 0; i < steps + 3; i++) await stepper.step();
+    stepper.dispose();
+  } else {
+    // The trainer's workers: N, spelled out so that the helpers' count and split are fixed.
+    const { DataParallel } = await import("../lib/train/data_parallel.ts");
+    const { vocab, train } = lm.mobyDickChars();
+    const model = new lm.TransformerLM(lm.transformerConfig("baby", { vocabSize: vocab.size }), { seed: 1 });
+    const data = lm.sequenceDataset(train, model.config.blockSize);
+    const share = await DataParallel.start(model, model.spec(), { data, batchSize: 12, helpers: workers - 1 });
+    const trainer = new lm.Trainer(model, data, {
+      batchSize: 12,
+      maxSteps: 1_000_000,
+      lr: 1e-3,
+      weightDecay: 0.1,
+      progress: false,
+      share,
+    });
+    const rng = new lm.Rng(3);
+    for (let i = 0; i < steps + 3; i++) {
+      const batch = data.batch(Array.from({ length: 12 }, () => rng.int(data.length)));
+      const r = trainer.step(batch);
+      await r.loss.data();
+      lm.tf.dispose([r.loss, r.gradNorm, batch.x, batch.y]);
+    }
+    trainer.dispose();
+    await share.close();
+    model.dispose();
+  }
   const backend = lm.tf.findBackend("wasm") as unknown as { wasm: { asm: { memory: WebAssembly.Memory } } };
   const wasmBytes = backend.wasm.asm.memory.buffer.byteLength;
   const tfBytes = lm.tf.memory().numBytes;
-  stepper.dispose();
   console.log(JSON.stringify({ wasmBytes, tfBytes }));
   Deno.exit(0);
 }
@@ -72,7 +109,17 @@ async function peakOf(cmd: string[], env: Record<string, string> = {}): Promise<
 const here = new URL(import.meta.url).pathname;
 const rows: Record<string, string | number>[] = [];
 for (let r = 0; r < Number(args.rounds); r++) {
-  const ours = await peakOf([Deno.execPath(), "run", "-A", here, "--child", "--steps", String(steps)]);
+  const ours = await peakOf([
+    Deno.execPath(),
+    "run",
+    "-A",
+    here,
+    "--child",
+    "--steps",
+    String(steps),
+    "--workers",
+    String(workers),
+  ]);
   const inner = JSON.parse(ours.last) as { wasmBytes: number; tfBytes: number };
   const torch = await peakOf(
     [args.python!, "transformer_torch.py", "--threads", "1", "--steps", String(steps), "--vocab", "81"],
@@ -80,8 +127,8 @@ for (let r = 0; r < Number(args.rounds); r++) {
   );
   rows.push({
     round: r + 1,
-    "lmbook peak RSS MB": Math.round(ours.mb),
-    "wasm memory MB": Math.round(inner.wasmBytes / 2 ** 20),
+    [`lmbook (${workers} worker${workers > 1 ? "s" : ""}) peak RSS MB`]: Math.round(ours.mb),
+    "wasm memory MB (this thread)": Math.round(inner.wasmBytes / 2 ** 20),
     "tfjs bytes at end MB": Math.round(inner.tfBytes / 2 ** 20),
     "PyTorch (1 thread) peak RSS MB": Math.round(torch.mb),
     ratio: Number((ours.mb / torch.mb).toFixed(2)),

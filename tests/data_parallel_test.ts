@@ -11,7 +11,14 @@
 import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import * as tf from "../lib/core/tf.ts";
 import * as lm from "../lib/mod.ts";
-import { DataParallel, helperThreads, type ModelSpec, partSizes, tuneSplit } from "../lib/train/data_parallel.ts";
+import {
+  DataParallel,
+  helpersThatFit,
+  helperThreads,
+  type ModelSpec,
+  partSizes,
+  tuneSplit,
+} from "../lib/train/data_parallel.ts";
 
 await tf.setBackend("cpu");
 
@@ -337,8 +344,15 @@ Deno.test({
     let now = 0; // a stand-in clock: each fake gradient step advances it by a known time
     const d = data();
     const model = new lm.FixedWindowLM(CFG, { seed: 5 });
-    const choose = (aloneMs: number, sharedMs: number, steps = 10_000, maxSeconds?: number) =>
+    const choose = (
+      aloneMs: number,
+      sharedMs: number,
+      steps = 10_000,
+      maxSeconds?: number,
+      memory?: () => { freeBytes: number; processBytes: number },
+    ) =>
       lm.chooseWorkers(model, {
+        memory,
         workers: "auto",
         data: d,
         batchSize: 16,
@@ -366,10 +380,28 @@ Deno.test({
     const budget = await choose(30, 10, 10_000, 5);
     assertEquals(budget.workers, 1);
     assert(budget.reason.includes("too short"), budget.reason);
+    // Too little free memory for a helper: one worker, said so, and no helper started.
+    const MB = 2 ** 20;
+    const tight = await choose(30, 10, 10_000, undefined, () => ({ freeBytes: 300 * MB, processBytes: 250 * MB }));
+    assertEquals([tight.workers, tight.share], [1, undefined], tight.reason);
+    assert(tight.reason.includes("free memory") && tight.reason.includes("300 MB"), tight.reason);
+    const roomy = await choose(30, 10, 10_000, undefined, () => ({ freeBytes: 600 * MB, processBytes: 250 * MB }));
+    assert(roomy.workers === 2 && roomy.share, `room for one helper: ${roomy.reason}`);
+    await roomy.share.close();
     const left = helperThreads();
     if (left) assertEquals([...left], [], "chooseWorkers left helper threads running");
     model.dispose();
   },
+});
+
+Deno.test("helpersThatFit: a helper counts as this process's size, and as much again stays free", () => {
+  const MB = 2 ** 20;
+  assertEquals(helpersThatFit({ freeBytes: 20_000 * MB, processBytes: 250 * MB }), 79);
+  assertEquals(helpersThatFit({ freeBytes: 499 * MB, processBytes: 250 * MB }), 0);
+  assertEquals(helpersThatFit({ freeBytes: 500 * MB, processBytes: 250 * MB }), 1);
+  assertEquals(helpersThatFit({ freeBytes: 0, processBytes: 250 * MB }), 0);
+  assertEquals(helpersThatFit({ freeBytes: NaN, processBytes: 250 * MB }), 0, "an unknown free size starts none");
+  assertEquals(helpersThatFit({ freeBytes: 500 * MB, processBytes: 0 }), 0, "an unknown process size starts none");
 });
 
 Deno.test("tuneSplit: walks the split to the fastest measured shared step, each worker keeping an example", () => {

@@ -449,6 +449,31 @@ export interface ChooseWorkersOptions {
   differentiate: (batch: Batch, share?: StepShare) => void;
   /** The clock the probe reads, in milliseconds (default `performance.now`; tests pass a stand-in). */
   clock?: () => number;
+  /**
+   * The machine's free memory and this process's resident size, in bytes
+   * (default: `Deno.systemMemoryInfo().available` and `Deno.memoryUsage().rss`;
+   * tests pass a stand-in). `"auto"` starts only as many helpers as fit.
+   */
+  memory?: () => { freeBytes: number; processBytes: number };
+}
+
+/**
+ * How many helpers the free memory allows: each gets its own runtime, copy of
+ * the model, optimiser-free gradients and activations, so it is counted at
+ * this process's resident size, and as many again is kept free for the rest of
+ * the machine.
+ * @param memory the free bytes and this process's resident bytes.
+ * @returns the number of helpers that fit (0 or more).
+ */
+export function helpersThatFit(memory: { freeBytes: number; processBytes: number }): number {
+  const { freeBytes, processBytes } = memory;
+  if (!(freeBytes >= 0) || !(processBytes > 0)) return 0;
+  return Math.max(0, Math.floor(freeBytes / processBytes) - 1);
+}
+
+function systemMemory(): { freeBytes: number; processBytes: number } {
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
+  return { freeBytes: deno!.systemMemoryInfo().available, processBytes: deno!.memoryUsage().rss };
 }
 
 /** What {@link chooseWorkers} decided. */
@@ -525,7 +550,7 @@ export function tuneSplit(
  * memory or a second core is missing, the model cannot be rebuilt in a
  * helper, or the run is too short to repay a helper's start; otherwise it
  * times the trainer's gradient step in one piece, starts one helper per
- * other core, balances the split from the measured times of each part (then
+ * other core (no more than the free memory holds, {@link helpersThatFit}), balances the split from the measured times of each part (then
  * keeps the split whose shared step measures fastest, {@link tuneSplit}), and
  * keeps the helpers only when a shared step is clearly faster (else, e.g.
  * when another program holds the other cores, it closes them).
@@ -584,7 +609,17 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
         reason: `the run (about ${estimate.toFixed(0)} s on one core) is too short to repay starting a helper`,
       };
     }
-    const helpers = Math.min(cores - 1, 3, n - 1);
+    const memory = (options.memory ?? systemMemory)();
+    const fit = helpersThatFit(memory);
+    if (fit < 1) {
+      const mb = (b: number) => `${Math.round(b / 2 ** 20)} MB`;
+      return {
+        workers: 1,
+        reason: `too little free memory for a helper (${mb(memory.freeBytes)} free; it needs about as much as this ` +
+          `process, ${mb(memory.processBytes)}, and as much again kept free)`,
+      };
+    }
+    const helpers = Math.min(cores - 1, 3, n - 1, fit);
     let share: DataParallel;
     try {
       share = await DataParallel.start(model, spec, {

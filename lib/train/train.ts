@@ -247,7 +247,9 @@ export interface TrainerOptions {
    * a whole number (this process counts as one), or `"auto"` (default): a
    * helper per other core where a short timed probe shows that it makes
    * steps faster, for models that can be rebuilt in a helper (`spec()`,
-   * or `workerSpec`). Results equal one-piece training up to float rounding.
+   * or `workerSpec`), and as many as the free memory allows (a helper has
+   * its own runtime, model copy and activations: for the baby GPT it adds
+   * about 170 MB). Results equal one-piece training up to float rounding.
    * The history says how many ran and why. Ignored when `share` is given.
    */
   workers?: number | "auto";
