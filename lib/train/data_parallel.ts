@@ -459,7 +459,7 @@ export interface ChooseWorkersOptions {
 
 /**
  * How many helpers the free memory allows: each gets its own runtime, copy of
- * the model, optimiser-free gradients and activations, so it is counted at
+ * the model, gradients (no optimiser state) and activations, so it is counted at
  * this process's resident size, and as many again is kept free for the rest of
  * the machine.
  * @param memory the free bytes and this process's resident bytes.
