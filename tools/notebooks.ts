@@ -6,6 +6,8 @@
  * - {@link executeNotebook}: runs one notebook top to bottom under the real
  *   Deno kernel through `jupyter nbconvert --execute`; the executed copy goes
  *   to the ignored folder `build/executed/`. A cell error or time-out fails.
+ * - {@link executeNotebooks}: runs several, two at a time on a 2-core machine,
+ *   then alone each one that trains on every core ({@link trainsOnEveryCore}).
  *
  * CLI: `deno run -A tools/notebooks.ts [notebooks/NN_x.ipynb ...]` executes the
  * given notebooks (default: all) and exits non-zero on any failure. A cell
