@@ -8,7 +8,7 @@
  * @module
  */
 import * as tf from "../core/tf.ts";
-import { ensure, sumOfSquaresInPlace } from "./tfjs_kernels.ts";
+import { ensure } from "./tfjs_kernels.ts";
 
 /**
  * GELU and its derivative in one pass (wasm only; see {@link wasmSimdReady}).
@@ -34,18 +34,6 @@ export function fusedAxpby<T extends tf.Tensor>(x: T, y: T, weights: { a: number
     throw new RangeError(`fusedAxpby needs x and y of one shape: x [${x.shape}], y [${y.shape}]`);
   }
   return tf.engine().runKernel("LmbookAxpby", { x, y }, { a: weights.a, b: weights.b }) as T;
-}
-
-/**
- * The sum of the squares of every value of some float32 tensors, in one read
- * of each, summed in float64 (wasm only): the squared gradient norm of
- * clipping without a tfjs kernel per tensor.
- * @param tensors float32 tensors, any shapes and sizes.
- * @returns the sum of squares, a JavaScript number.
- * @throws {TypeError} on a tensor that is not float32.
- */
-export function fusedSumOfSquares(tensors: tf.Tensor[]): number {
-  return sumOfSquaresInPlace(tensors);
 }
 
 /**

@@ -27,7 +27,7 @@
  *   moments updated in place;
  * - `LmbookAxpby`: x a + y b, the data-parallel trainer's weighted sum of
  *   two parts' gradients;
- * - (not a tfjs kernel) {@link sumOfSquaresInPlace}: the sum of squares of
+ * - (not a tfjs kernel) {@link fusedSumOfSquares}: the sum of squares of
  *   many tensors, read in place, for the gradient norm of clipping;
  * - `LmbookAttention` / `LmbookAttentionGrad`: the attention core
  *   softmax(q k^T scale + bias) v on time-major tensors, forward and
@@ -326,17 +326,19 @@ function registerKernels(): void {
 /**
  * The sum of the squares of every value of some float32 tensors of the wasm
  * backend, read in place by the kernels module (one call per tensor, no tfjs
- * kernel, no copy), summed in float64.
- * @param tensors float32 tensors of the active wasm backend.
+ * kernel, no copy), summed in float64: the squared gradient norm of clipping
+ * (wasm only; see {@link wasmSimdReady}).
+ * @param tensors float32 tensors of the active wasm backend, any shapes and sizes.
  * @returns the sum, a JavaScript number.
+ * @throws {TypeError} on a tensor that is not float32.
  */
-export function sumOfSquaresInPlace(tensors: tf.Tensor[]): number {
-  ensure("sumOfSquaresInPlace");
+export function fusedSumOfSquares(tensors: tf.Tensor[]): number {
+  ensure("fusedSumOfSquares");
   const b = tf.backend() as unknown as WasmBackendLike;
   let total = 0;
   for (const [i, t] of tensors.entries()) {
     if (t.dtype !== "float32") {
-      throw new TypeError(`sumOfSquaresInPlace needs float32 tensors: tensors[${i}] is ${t.dtype}`);
+      throw new TypeError(`fusedSumOfSquares needs float32 tensors: tensors[${i}] is ${t.dtype}`);
     }
     if (t.size > 0) total += state!.exports.sumSquares(ptr(b, t), t.size);
   }

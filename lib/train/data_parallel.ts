@@ -550,9 +550,10 @@ export function tuneSplit(
  * memory or a second core is missing, the model cannot be rebuilt in a
  * helper, or the run is too short to repay a helper's start; otherwise it
  * times the trainer's gradient step in one piece, starts one helper per
- * other core (no more than the free memory holds, {@link helpersThatFit}), balances the split from the measured times of each part (then
- * keeps the split whose shared step measures fastest, {@link tuneSplit}), and
- * keeps the helpers only when a shared step is clearly faster (else, e.g.
+ * other core (no more than the free memory holds, {@link helpersThatFit}),
+ * balances the split from the measured times of each part (then keeps the
+ * split whose shared step measures fastest, {@link tuneSplit}), and keeps
+ * the helpers only when a shared step is clearly faster (else, e.g.
  * when another program holds the other cores, it closes them).
  * @param model the model being trained.
  * @param options the request, the data, the spec and the timed step.
