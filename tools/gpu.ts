@@ -17,8 +17,9 @@
  * - `gpu`: nanoGPT's Shakespeare-character GPU config (6 layers, 6 heads, 384 dims, context 256,
  *   batch 64, dropout 0.2).
  *
- * Dropout stays on in the agreement check: tfjs draws dropout masks on the CPU
- * from the seed, so both backends drop the same units. The first step of each
+ * Dropout stays on in the agreement check: a dropout mask is a hash of its seed
+ * and each unit's position (`dropoutMask`, computed on the GPU under webgpu), so
+ * both backends drop the same units. The first step of each
  * run (shader compilation, buffer allocation) is not timed. `--profile` adds,
  * per step, the kernels run, the reads back to the CPU and the uploads (see
  * tools/gpu_counts.ts). `--batch N` replaces the config's batch size (the
@@ -176,7 +177,10 @@ export async function adapterReport(): Promise<AdapterReport> {
     } else {
       r.advice.push(
         `Vulkan driver files present (${hardware.join(", ")}) but no adapter came up: ` +
-          "check that the kernel driver is loaded (/dev/nvidia0 or /dev/dri/renderD*) and readable",
+          "NVIDIA's driver (libGLX_nvidia.so.0) also needs libglvnd (libGLdispatch.so.0, libGLX.so.0, libEGL.so.1: " +
+          "apt-get install libglvnd0 libglx0 libegl1; the loader drops the driver silently without them; " +
+          "VK_LOADER_DEBUG=error shows why), and check that the kernel driver is loaded " +
+          "(/dev/nvidia0 or /dev/dri/renderD*) and readable",
       );
     }
   } else if (Deno.build.os === "darwin") {

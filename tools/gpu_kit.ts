@@ -5,22 +5,52 @@
  * Writes `build/gpu-kit/` (at most 60 MiB):
  * - `deno.gz`: this Deno binary (`Deno.execPath()`), gzip-compressed (gzip is
  *   on every Debian/Ubuntu system; xz and zstd are not always);
- * - `app.tar.gz`: tools/gpu.ts bundled into one file (`deno bundle`) with its
- *   npm dependencies, beside the tfjs wasm files, the Moby Dick text and the
- *   PyTorch peer script;
- * - `vulkan/`: the Vulkan loader package for x86-64 Debian/Ubuntu
- *   (`apt-get download libvulkan1`; left out, with a note, where apt cannot fetch it);
- * - `run.sh OUTDIR [flags]`: unpacks into a temporary folder, uses the system's
- *   Vulkan loader or else the kit's, points Vulkan at the NVIDIA driver file
- *   when one is installed (the usual folders or /usr/local/nvidia; it writes one
- *   when only the driver's libGLX_nvidia.so.0 is there, as in containers), runs
- *   the benchmark with `--json` and writes `gpu.json` and `gpu.log` into OUTDIR.
+ * - `app.tar.gz`: tools/gpu.ts and bench/gpu_step_profile.ts, each bundled
+ *   into one file (`deno bundle`) with its npm dependencies, beside the tfjs
+ *   wasm files, the Moby Dick text and the PyTorch peer script;
+ * - `vulkan/`: the Debian packages of {@link KIT_PACKAGES} for x86-64
+ *   Debian/Ubuntu: the Vulkan loader and the libraries NVIDIA's Vulkan driver
+ *   needs (`apt-get download`; left out, with a note, where apt cannot fetch them);
+ * - `run.sh OUTDIR [flags]`: unpacks into a temporary folder, takes each
+ *   library from the system where it has one and from the kit where not,
+ *   points Vulkan at the NVIDIA driver file when one is installed (the usual
+ *   folders or /usr/local/nvidia; it writes one when only the driver's
+ *   libGLX_nvidia.so.0 is there, as in containers), runs the benchmark with
+ *   `--json` and writes `gpu.json` and `gpu.log` into OUTDIR;
+ *   `run.sh OUTDIR --script gpu_step_profile.js [flags]` runs the step
+ *   profiler instead and writes `gpu_step_profile.json`.
  *
  * Run: deno task gpu-kit [--out build/gpu-kit] [--fast] [--no-vulkan]
  * (`--fast`: gzip -1, for tests; the default is gzip -9.)
  *
  * @module
  */
+
+/**
+ * The Debian packages the kit carries, each with the library run.sh looks
+ * for: a package is used only on a machine that lacks its library. NVIDIA's
+ * Vulkan driver (`libGLX_nvidia.so.0`) needs the Vulkan loader, libglvnd's
+ * libraries and the X11 client libraries it links against. On an H100 machine
+ * with the driver but no libglvnd, the loader dropped the driver without a
+ * word ("Could not get 'vkCreateInstance'") and WebGPU found no adapter;
+ * with these libraries it found the GPU.
+ */
+export const KIT_PACKAGES: Readonly<Record<string, string>> = {
+  libvulkan1: "libvulkan.so.1",
+  libglvnd0: "libGLdispatch.so.0",
+  libglx0: "libGLX.so.0",
+  libegl1: "libEGL.so.1",
+  libgl1: "libGL.so.1",
+  libopengl0: "libOpenGL.so.0",
+  libgles2: "libGLESv2.so.2",
+  "libx11-6": "libX11.so.6",
+  libxext6: "libXext.so.6",
+  libxcb1: "libxcb.so.1",
+  libxau6: "libXau.so.6",
+  libxdmcp6: "libXdmcp.so.6",
+  libbsd0: "libbsd.so.0",
+  libmd0: "libmd.so.0",
+};
 
 /** The kit's size limit (the issue's). */
 export const KIT_LIMIT_BYTES = 60 * 2 ** 20;
@@ -69,16 +99,23 @@ gzip -dc "$here/deno.gz" > "$tmp/deno"
 chmod +x "$tmp/deno"
 tar -xzf "$here/app.tar.gz" -C "$tmp"
 
-# The Vulkan loader: the system's if it has one, else the kit's.
-system_loader=""
-for d in /usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu /usr/lib64 /usr/lib /usr/local/lib; do
-  [ -e "$d/libvulkan.so.1" ] && system_loader="$d/libvulkan.so.1" && break
-done
+# Libraries the kit brings, each used only where the system lacks it: the Vulkan loader, and
+# libglvnd's and X11's libraries, which NVIDIA's Vulkan driver (libGLX_nvidia.so.0) needs;
+# without them the loader drops the driver without a word and no adapter comes up.
 libs=""
-if [ -n "$system_loader" ]; then
-  note "Vulkan loader: $system_loader (the system's)"
-else
-  for deb in "$here"/vulkan/*.deb; do
+for pair in ${Object.entries(KIT_PACKAGES).map(([p, l]) => `${p}:${l}`).join(" ")}; do
+  pkg=\${pair%%:*}
+  lib=\${pair#*:}
+  system_lib=""
+  for d in /usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu /usr/lib64 /usr/lib /usr/local/lib \\
+    /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+    [ -e "$d/$lib" ] && system_lib="$d/$lib" && break
+  done
+  if [ -n "$system_lib" ]; then
+    note "$lib: $system_lib (the system's)"
+    continue
+  fi
+  for deb in "$here"/vulkan/\${pkg}_*.deb; do
     [ -e "$deb" ] || continue
     mkdir -p "$tmp/vulkan"
     if command -v dpkg-deb >/dev/null 2>&1; then
@@ -87,13 +124,13 @@ else
       (cd "$tmp/vulkan" && ar x "$deb" && tar -xf data.tar.* && rm -f data.tar.* control.tar.* debian-binary)
     fi
   done
-  if [ -e "$tmp/vulkan/usr/lib/x86_64-linux-gnu/libvulkan.so.1" ]; then
-    libs="$tmp/vulkan/usr/lib/x86_64-linux-gnu"
-    note "Vulkan loader: the kit's ($(ls "$here"/vulkan/*.deb | xargs -n1 basename | tr '\\n' ' '))"
+  if [ -e "$tmp/vulkan/usr/lib/x86_64-linux-gnu/$lib" ]; then
+    case ":$libs:" in *":$tmp/vulkan/usr/lib/x86_64-linux-gnu:"*) ;; *) libs="\${libs:+$libs:}$tmp/vulkan/usr/lib/x86_64-linux-gnu" ;; esac
+    note "$lib: the kit's ($(cd "$here/vulkan" && ls \${pkg}_*.deb))"
   else
-    note "Vulkan loader: none (the kit has no loader package; WebGPU can only find a software adapter)"
+    note "$lib: none (the kit has no $pkg package; WebGPU may find only a software adapter)"
   fi
-fi
+done
 
 # The NVIDIA driver's Vulkan file (ICD), where the driver or the container runtime put it.
 icd=""
@@ -128,10 +165,19 @@ fi
 command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >> "$log" 2>&1 || true
 
 export DENO_DIR="$tmp/deno_dir" DENO_NO_UPDATE_CHECK=1 NO_COLOR=1
-note "running: deno run -A gpu.js --json $*"
+# --script NAME runs another program the kit carries (app/NAME), writing its output to OUTDIR/NAME.json.
+script=gpu.js
+result="$out/gpu.json"
+if [ "\${1:-}" = "--script" ]; then
+  [ $# -ge 2 ] && [ -e "$tmp/app/$2" ] || { note "--script needs one of: $(cd "$tmp/app" && ls *.js)"; exit 2; }
+  script=$2
+  result="$out/\${2%.js}.json"
+  shift 2
+fi
+note "running: deno run -A $script --json $*"
 status=0
-"$tmp/deno" run -A --no-config "$tmp/app/gpu.js" --json "$@" > "$out/gpu.json" 2>> "$log" || status=$?
-note "exit status $status; results in $out/gpu.json"
+"$tmp/deno" run -A --no-config "$tmp/app/$script" --json "$@" > "$result" 2>> "$log" || status=$?
+note "exit status $status; results in $result"
 exit $status
 `;
 
@@ -161,21 +207,23 @@ export async function buildKit(
   const stage = `${out}/.stage`;
   await Deno.mkdir(`${stage}/app`, { recursive: true });
   await Deno.mkdir(`${stage}/bench`, { recursive: true });
-  // The benchmark, bundled; the bundle's npm code finds its files from __dirname.
-  const bundle = `${stage}/app/gpu.js`;
-  await sh(Deno.execPath(), [
-    "bundle",
-    "--quiet",
-    "--import-map",
-    `${ROOT}tests/offline_import_map.json`,
-    "--platform",
-    "deno",
-    "-o",
-    bundle,
-    `${ROOT}tools/gpu.ts`,
-  ], { cwd: ROOT });
-  const code = await Deno.readTextFile(bundle);
-  await Deno.writeTextFile(bundle, `const __dirname = import.meta.dirname;\n${code}`);
+  // The benchmark and the step profiler, bundled; the bundles' npm code finds its files from __dirname.
+  for (const [entry, name] of [["tools/gpu.ts", "gpu.js"], ["bench/gpu_step_profile.ts", "gpu_step_profile.js"]]) {
+    const bundle = `${stage}/app/${name}`;
+    await sh(Deno.execPath(), [
+      "bundle",
+      "--quiet",
+      "--import-map",
+      `${ROOT}tests/offline_import_map.json`,
+      "--platform",
+      "deno",
+      "-o",
+      bundle,
+      `${ROOT}${entry}`,
+    ], { cwd: ROOT });
+    const code = await Deno.readTextFile(bundle);
+    await Deno.writeTextFile(bundle, `const __dirname = import.meta.dirname;\n${code}`);
+  }
   const wasm = `${npmDir("@tensorflow/tfjs-backend-wasm", "4.22.0")}/dist`;
   for (const f of Deno.readDirSync(wasm)) {
     if (f.name.endsWith(".wasm")) await Deno.copyFile(`${wasm}/${f.name}`, `${stage}/app/${f.name}`);
@@ -198,12 +246,14 @@ export async function buildKit(
         "-o",
         "Acquire::Retries=0",
         "download",
-        "libvulkan1:amd64",
+        ...Object.keys(KIT_PACKAGES).map((p) => `${p}:amd64`),
       ], { cwd: `${out}/vulkan` });
     } catch (e) {
       await Deno.remove(`${out}/vulkan`, { recursive: true });
       notes.push(
-        `libvulkan1 not fetched (${(e as Error).message.split("\n")[0]}): run.sh will need the system's loader`,
+        `${Object.keys(KIT_PACKAGES).join(", ")} not fetched (${
+          (e as Error).message.split("\n")[0]
+        }): run.sh will need the system's loader`,
       );
     }
   }

@@ -1,0 +1,114 @@
+/**
+ * Where one training step of a `deno task gpu` config goes, on the active
+ * backend: the step timed with the config's dropout and without it, then one
+ * step under `tf.profile`, its kernels summed by name (time from WebGPU
+ * timestamp queries where the device has them, else 0) and the slowest single
+ * kernels with their input shapes. Written after the first real-GPU run (an
+ * H100) found the GPU config far slower on webgpu than its arithmetic
+ * predicts; `deno task gpu-kit` carries it, and `run.sh OUTDIR --script
+ * gpu_step_profile.js [flags]` runs it there.
+ *
+ * Run: deno run -A bench/gpu_step_profile.ts [--config gpu] [--batch 16] [--backend webgpu] [--steps 3] [--top 15]
+ *
+ * Prints one JSON object per line.
+ *
+ * @module
+ */
+import * as lm from "../lib/mod.ts";
+import { GPU_CONFIGS } from "../tools/gpu.ts";
+const { tf } = lm;
+
+function flag(name: string, fallback: string): string {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
+}
+const config = flag("config", "gpu") as keyof typeof GPU_CONFIGS;
+if (!(config in GPU_CONFIGS)) throw new RangeError(`--config must be one of ${Object.keys(GPU_CONFIGS)}: ${config}`);
+const batchSize = Number(flag("batch", String(GPU_CONFIGS[config].batchSize)));
+const steps = Number(flag("steps", "3"));
+const top = Number(flag("top", "15"));
+for (const [k, v] of [["batch", batchSize], ["steps", steps], ["top", top]] as const) {
+  if (!Number.isInteger(v) || v < 1) throw new RangeError(`--${k} must be a positive integer: --${k}=${v}`);
+}
+const backend = await lm.initBackend(flag("backend", "webgpu"));
+const say = (o: Record<string, unknown>) => console.log(JSON.stringify(o));
+const { vocab, train } = lm.mobyDickChars();
+
+/** A model and trainer for the config at `dropout`, and batches drawn from one seed. */
+function setup(dropout: number) {
+  const tc = lm.transformerConfig(GPU_CONFIGS[config].preset, { vocabSize: vocab.size, dropout });
+  const model = new lm.TransformerLM(tc, { seed: 1 });
+  const data = lm.sequenceDataset(train, tc.blockSize);
+  const trainer = new lm.Trainer(model, data, {
+    batchSize,
+    maxSteps: 1_000_000,
+    lr: 1e-3,
+    weightDecay: 0.1,
+    gradClip: 1,
+    seed: 1,
+    progress: false,
+  });
+  const rng = new lm.Rng(3);
+  const batch = () => data.batch(Array.from({ length: batchSize }, () => rng.int(data.length)));
+  return { model, trainer, batch };
+}
+
+async function step(s: ReturnType<typeof setup>): Promise<number> {
+  const b = s.batch();
+  const r = s.trainer.step(b);
+  const loss = (await r.loss.data())[0]; // waits until the step has run
+  tf.dispose([r.loss, r.gradNorm, b.x, b.y]);
+  return loss;
+}
+
+say({ kind: "setup", config, batchSize, backend, steps });
+for (const dropout of [...new Set([GPU_CONFIGS[config].dropout, 0])]) {
+  const s = setup(dropout);
+  const ms: number[] = [], losses: number[] = [];
+  for (let i = 0; i < steps; i++) {
+    const t0 = performance.now();
+    losses.push(await step(s));
+    ms.push(performance.now() - t0);
+  }
+  say({ kind: "steps", dropout, ms: ms.map((x) => Math.round(x)), losses });
+  if (dropout === 0) {
+    const t0 = performance.now();
+    const info = await tf.profile(async () => {
+      await step(s);
+    });
+    const wallMs = performance.now() - t0;
+    const byName = new Map<string, { count: number; ms: number }>();
+    const one = info.kernels.map((k) => ({
+      name: k.name,
+      ms: typeof k.kernelTimeMs === "number" ? k.kernelTimeMs : 0,
+      inputs: k.inputShapes,
+    }));
+    for (const k of one) {
+      const e = byName.get(k.name) ?? { count: 0, ms: 0 };
+      e.count++;
+      e.ms += k.ms;
+      byName.set(k.name, e);
+    }
+    const kernelMs = one.reduce((a, k) => a + k.ms, 0);
+    say({ kind: "profile", dropout, wallMs: Math.round(wallMs), kernels: one.length, kernelMs: Math.round(kernelMs) });
+    for (const [name, e] of [...byName].sort((a, b) => b[1].ms - a[1].ms || b[1].count - a[1].count).slice(0, top)) {
+      say({ kind: "byName", name, count: e.count, ms: +e.ms.toFixed(2) });
+    }
+    for (const k of [...one].sort((a, b) => b.ms - a.ms).slice(0, top)) {
+      say({ kind: "slowest", name: k.name, ms: +k.ms.toFixed(2), inputs: k.inputs });
+    }
+  }
+  s.trainer.dispose();
+  s.model.dispose();
+}
+// The CPU side of dropout: seeded masks are drawn in JavaScript and uploaded.
+const p = lm.TRANSFORMER_PRESETS[GPU_CONFIGS[config].preset];
+const shape = [batchSize * p.nHead, p.blockSize, p.blockSize];
+for (let i = 0; i < 2; i++) {
+  const t0 = performance.now();
+  const u = tf.randomUniform(shape, 0, 1, "float32", 5 + i);
+  const sum = tf.sum(u);
+  await sum.data();
+  say({ kind: "randomUniform", shape, ms: Math.round(performance.now() - t0) });
+  tf.dispose([u, sum]);
+}
