@@ -12,6 +12,7 @@ import * as tf from "../core/tf.ts";
 import { customOp, onWasm, swapLast2 } from "./products.ts";
 import { fusedAttention, fusedAttentionGrad, fusedSoftmaxGrad } from "./fused.ts";
 import { wasmSimdReady } from "./tfjs_kernels.ts";
+import { dropoutMask } from "./dropout.ts";
 
 /**
  * Batched products `out[g] = a[g] @ b[g]` on wasm as a grouped convolution.
@@ -58,7 +59,11 @@ export interface AttentionCoreOptions {
   bias?: tf.Tensor2D;
   /** Dropout rate on the attention weights (training only; default 0). */
   dropout?: number;
-  /** Seed for the dropout mask. */
+  /**
+   * Seed for the dropout mask, an integer in [0, 2^32); required when dropout
+   * is on. The mask is {@link dropoutMask} over the weights' logical shape
+   * (B, nHead, Tq, Tk), the same on every backend and path.
+   */
   seed?: number;
 }
 
@@ -112,7 +117,7 @@ export function attentionCore(
   if (onWasm() && wasmSimdReady([D])) {
     // One kernel each way (assembly/attention.ts): no transposes, masked pairs skipped.
     const op = customOp(([qs, ks, vs], save) => {
-      const keep = rate > 0 ? dropoutMask([Tq, G, Tk], rate, options.seed) : null; // (Tq, G, Tk)
+      const keep = rate > 0 ? groupedMask(G, Tq, Tk, rate, options.seed) : null; // (Tq, G, Tk)
       const [y, p] = fusedAttention({ q: qs as tf.Tensor4D, k: ks as tf.Tensor4D, v: vs as tf.Tensor4D }, {
         scale,
         bias,
@@ -136,7 +141,7 @@ export function attentionCore(
       const s = groupMatMul(qx, kf, { m: Tq, k: D, g: G, n: Tk, aLayout: "MKG" }); // (Tq, G, Tk)
       const scaled = tf.mul(s, scale); // (Tq, G, Tk)
       const p = tf.softmax(bias ? tf.add(scaled, tf.reshape(bias, [Tq, 1, Tk])) : scaled); // (Tq, G, Tk)
-      const keep = rate > 0 ? dropoutMask(p.shape, rate, options.seed) : null; // (Tq, G, Tk)
+      const keep = rate > 0 ? groupedMask(G, Tq, Tk, rate, options.seed) : null; // (Tq, G, Tk)
       const px = swapLast2(keep ? tf.mul(p, keep) : p); // (Tq, Tk, G)
       const y = groupMatMul(px, vs, { m: Tq, k: Tk, g: G, n: D, aLayout: "MKG" }); // (Tq, G, D)
       save(keep ? [qs, ks, vs, p, px, keep] : [qs, ks, vs, p, px]);
@@ -177,7 +182,7 @@ export function attentionCore(
     const s = tf.matMul(qh, kh, false, true); // (B, H, Tq, Tk)
     const scaled = tf.mul(s, scale); // (B, H, Tq, Tk)
     const p = tf.softmax(bias ? tf.add(scaled, bias) : scaled); // (B, H, Tq, Tk)
-    const keep = rate > 0 ? dropoutMask(p.shape, rate, options.seed) : null; // (B, H, Tq, Tk)
+    const keep = rate > 0 ? dropoutMask([B, H, Tq, Tk], { rate, seed: seedOf(options.seed) }) : null; // (B, H, Tq, Tk)
     const pd = keep ? tf.mul(p, keep) : p; // (B, H, Tq, Tk)
     const y = tf.matMul(pd, vh); // (B, H, Tq, D)
     save(keep ? [qh, kh, vh, p, keep] : [qh, kh, vh, p]);
@@ -202,8 +207,13 @@ export function attentionCore(
   return op(q, k, v) as tf.Tensor4D;
 }
 
-/** A dropout keep-mask scaled by 1/(1-rate): values 0 or 1/(1-rate). */
-function dropoutMask(shape: number[], rate: number, seed?: number): tf.Tensor {
-  const u = tf.randomUniform(shape, 0, 1, "float32", seed); // same shape
-  return tf.mul(tf.cast(tf.greaterEqual(u, rate), "float32"), 1 / (1 - rate));
+/** The seed dropout needs: attention with dropout and no seed is an error, not an unseeded draw. */
+function seedOf(seed: number | undefined): number {
+  if (seed === undefined) throw new RangeError("attentionCore: dropout needs a seed (options.seed): seed=undefined");
+  return seed;
+}
+
+/** The attention-weight mask of logical shape (B, H, Tq, Tk) = (G, Tq, Tk), laid out (Tq, G, Tk). */
+function groupedMask(G: number, Tq: number, Tk: number, rate: number, seed: number | undefined): tf.Tensor {
+  return dropoutMask([G, Tq, Tk], { rate, seed: seedOf(seed), perm: [1, 0, 2] }); // (Tq, G, Tk)
 }

@@ -13,6 +13,8 @@
  *   {@link crossEntropyFromLogits}, {@link nextTokenLogProbs},
  *   {@link ropeRotate}, {@link repeatKVHeads} and
  *   {@link installWasmFastPaths};
+ * - dropout masks hashed from a seed and each element's position, computed
+ *   on the GPU under webgpu ({@link dropoutMask}, {@link applyDropout});
  * - the fused WebAssembly SIMD kernels they use on the `wasm` backend,
  *   registered as tfjs kernels that read and write the backend's memory in
  *   place ({@link wasmSimdReady}, `fused*`, {@link fusedAdamW} for the
@@ -36,6 +38,7 @@
  */
 export { installWasmFastPaths, linear, type LinearActivation } from "./products.ts";
 export { attentionCore, type AttentionCoreOptions, type TimeMajorQKV } from "./attention.ts";
+export { applyDropout, type ApplyDropoutOptions, dropoutMask, type DropoutMaskOptions } from "./dropout.ts";
 export { layerNormFused, rmsNormFused } from "./norms.ts";
 export { gelu, swigluGate } from "./activations.ts";
 export { embeddingLookup, tiedHead } from "./embedding.ts";

@@ -10,6 +10,7 @@ import { Rng } from "../core/random.ts";
 import {
   attentionCore,
   crossEntropyFromLogits,
+  dropoutMask,
   embeddingLookup,
   gelu,
   layerNormFused,
@@ -130,14 +131,9 @@ for (const backend of backends) {
         const [a, b, c] = [drop(7), drop(7), drop(8)];
         assertEquals(await maxAbsDiff(a, b), 0);
         assert(await maxAbsDiff(a, c) > 1e-3, "different seeds should give different dropout masks");
-        // ...and the mask is the documented one: kept weights scaled by 1/(1 - rate), drawn over
-        // (Tq, B*H, Tk) on wasm and (B, H, Tq, Tk) elsewhere, values and gradients.
-        const keep = tf.tidy(() => {
-          const grouped = backend === "wasm";
-          const u = tf.randomUniform(grouped ? [T, B * H, T] : [B, H, T, T], 0, 1, "float32", 7);
-          const m = tf.mul(tf.cast(tf.greaterEqual(u, 0.5), "float32"), 2);
-          return grouped ? tf.transpose(tf.reshape(m, [T, B, H, T]), [1, 2, 0, 3]) : m; // (B, H, Tq, Tk)
-        });
+        // ...and the mask is the documented one: dropoutMask over the weights' logical shape
+        // (B, H, Tq, Tk) on every backend and path, kept weights scaled by 1/(1 - rate).
+        const keep = dropoutMask([B, H, T, T], { rate: 0.5, seed: 7 }); // (B, H, Tq, Tk)
         await checkGrad(
           "attentionCore dropout",
           [q, k, v],

@@ -61,7 +61,7 @@
 import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
 import { MASK_VALUE } from "../core/mask.ts";
-import { embeddingLookup } from "../kernels/mod.ts";
+import { applyDropout, embeddingLookup } from "../kernels/mod.ts";
 import { type KVCacheEntry, mergeHeads, normalMatrix, sinusoidalPositions, splitHeads } from "./attention.ts";
 import {
   type ForwardOptions,
@@ -147,9 +147,9 @@ export function dense(x: tf.Tensor3D, W: tf.Tensor, b?: tf.Tensor): tf.Tensor3D 
   return tf.reshape(b ? tf.add(y, b) : y, [B, T, out]) as tf.Tensor3D; // (B, T, out)
 }
 
-/** Dropout with a fresh seed from `seeds`, or x itself at rate 0. */
+/** Dropout with a fresh seed from `seeds` (a mask over x's own shape), or x itself at rate 0. */
 function dropout<R extends tf.Tensor>(x: R, rate: number, seeds: Rng): R {
-  return rate > 0 ? tf.dropout(x, rate, undefined, seeds.tfSeed()) as R : x;
+  return rate > 0 ? applyDropout(x, { rate, seed: seeds.tfSeed() }) : x;
 }
 
 /**

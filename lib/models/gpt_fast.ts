@@ -28,6 +28,7 @@ import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
 import { type KVCacheEntry, sinusoidalPositions } from "./attention.ts";
 import {
+  applyDropout,
   attentionCore,
   crossEntropyFromLogits,
   embeddingLookup,
@@ -162,7 +163,9 @@ export class FastForward {
     const training = options.training ?? false;
     const rate = training ? c.dropout : 0;
     const seeds = new Rng(options.seed ?? 0);
-    const drop = <R extends tf.Tensor>(x: R): R => rate > 0 ? tf.dropout(x, rate, undefined, seeds.tfSeed()) as R : x;
+    // Dropout on (N, C) rows ordered (T, B), with the readable model's (B, T, C) mask.
+    const drop = <R extends tf.Tensor>(x: R): R =>
+      rate > 0 ? applyDropout(x, { rate, seed: seeds.tfSeed(), logical: { shape: [B, T, C], perm: [1, 0, 2] } }) : x;
     const zeros = this.#constant(`zeros:${C}`, () => tf.zeros([C])) as tf.Tensor1D;
     const ln = (x: tf.Tensor2D, name: string) => {
       const g = w[name + ".g"], b = w[name + ".b"];

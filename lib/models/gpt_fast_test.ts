@@ -38,6 +38,7 @@ const VARIANTS: Partial<TransformerConfig>[] = [
   { dropout: 0.2 },
   { causal: false },
   { normKind: "rms", mlp: "swiglu", positions: "rope", bias: false, nKVHead: 2 },
+  { normKind: "rms", mlp: "swiglu", positions: "rope", nKVHead: 2, dropout: 0.3 },
 ];
 
 /** A model whose every weight (biases and gains included) is perturbed away from its initial value. */
@@ -101,6 +102,7 @@ async function checkBackend(backend: string): Promise<void> {
     );
     const readable = await read(slow.logits);
     check(`${name} logits`, await read(fast.logits), readable, TOLERANCE.logits);
+    const evalLoss = (await read(slow.loss))[0];
     check(`${name} loss`, await read(fast.loss), await read(slow.loss), TOLERANCE.loss);
     tf.dispose([fast.logits, fast.loss, slow.logits, slow.loss]);
 
@@ -118,6 +120,35 @@ async function checkBackend(backend: string): Promise<void> {
       );
     }
     tf.dispose(grads.flatMap((g) => [g.value, ...Object.values(g.grads)]));
+
+    // In training, dropout drops the same units on both paths (one mask per logical shape).
+    if ((over.dropout ?? 0) > 0) {
+      const train = { training: true, seed: 5 };
+      const [fastT, slowT] = (["fast", "readable"] as const).map((path) =>
+        tf.tidy(() => {
+          const { logits, loss } = m.forward(x, y, { ...train, path });
+          return { logits, loss: loss! };
+        })
+      );
+      const dropped = (await read(slowT.loss))[0];
+      assert(Math.abs(dropped - evalLoss) > 1e-4, `${name}: training with dropout should change the loss`);
+      check(`${name} training logits`, await read(fastT.logits), await read(slowT.logits), TOLERANCE.logits);
+      check(`${name} training loss`, await read(fastT.loss), await read(slowT.loss), TOLERANCE.loss);
+      const gT = (["fast", "readable"] as const).map((path) =>
+        tf.variableGrads(() => m.forward(x, y, { ...train, path }).loss!, Object.values(m.variables()))
+      );
+      for (const v of Object.keys(m.variables())) {
+        const id = m.variables()[v].name;
+        check(
+          `${name} training gradient of ${v}`,
+          await read(gT[0].grads[id]),
+          await read(gT[1].grads[id]),
+          TOLERANCE.grads,
+        );
+      }
+      tf.dispose([fastT.logits, fastT.loss, slowT.logits, slowT.loss]);
+      tf.dispose(gT.flatMap((g) => [g.value, ...Object.values(g.grads)]));
+    }
 
     // Cached decoding: the first sequence fed 3 tokens, then one at a time, through both
     // tfjs caches (fast and readable) and the WebAssembly decoder.
