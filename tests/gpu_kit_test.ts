@@ -9,7 +9,7 @@
  * losses agree, and the kit is within 60 MiB.
  */
 import { assert, assertEquals } from "@std/assert";
-import { KIT_LIMIT_BYTES } from "../tools/gpu_kit.ts";
+import { KIT_LIMIT_BYTES, KIT_PACKAGES } from "../tools/gpu_kit.ts";
 import { probeWebGpu } from "../lib/core/backend.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -71,8 +71,30 @@ Deno.test("deno task gpu-kit builds a kit within 60 MiB whose run.sh trains on w
     for (const r of runs) assert(r.tokensPerSecond > 0 && Number.isFinite(r.msPerStep), `what: ${r.backend}'s timing`);
     const cmp = lines.find((l) => l.kind === "comparison");
     assert(cmp?.lossesAgree, `what: the first losses on webgpu and wasm agree: ${JSON.stringify(cmp)}`);
+    // Dropout (0.1 in the tiny config) drops the same units on every backend, so the first losses
+    // differ only by float rounding (different masks gave 1.2e-4 here).
+    assert(cmp.maxRelativeLossDiff < 1e-5, `what: ${first} and wasm drop the same units: ${JSON.stringify(cmp)}`);
     const adapter = lines.find((l) => l.kind === "adapter");
     assert(adapter?.found && Array.isArray(adapter.advice), `what: the adapter report: ${JSON.stringify(adapter)}`);
+
+    // Each library package the kit carries, unless apt could not fetch them (the build says so).
+    const debs = [...Deno.readDirSync(`${kit}/vulkan`)].map((e) => e.name);
+    for (const pkg of Object.keys(KIT_PACKAGES)) {
+      assert(
+        debs.some((d) => d.startsWith(`${pkg}_`)) || built.text.includes("not fetched"),
+        `what: ${pkg}'s package in the kit's vulkan/: ${debs.join(", ")}`,
+      );
+    }
+    // The step profiler the kit carries: run.sh OUTDIR --script gpu_step_profile.js.
+    const pargs = ["--script", "gpu_step_profile.js", "--config", "tiny", "--batch", "2", "--steps", "1"];
+    const prof = await run(`${kit}/run.sh`, [`${out}/p`, ...pargs, "--backend", first], { PATH: "/usr/bin:/bin" });
+    const plog = await Deno.readTextFile(`${out}/p/gpu.log`).catch(() => "(no gpu.log)");
+    assertEquals(prof.code, 0, `what: run.sh OUTDIR ${pargs.join(" ")}; log:\n${plog.slice(-3000)}`);
+    const kinds = (await Deno.readTextFile(`${out}/p/gpu_step_profile.json`)).trim().split("\n")
+      .map((l) => JSON.parse(l).kind);
+    for (const k of ["setup", "steps", "profile", "byName", "slowest"]) {
+      assert(kinds.includes(k), `what: a "${k}" line from the step profiler; got ${kinds.join(", ")}`);
+    }
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }
