@@ -15,7 +15,7 @@
  * @module
  */
 import * as lm from "../lib/mod.ts";
-import { GPU_CONFIGS } from "../tools/gpu.ts";
+import { GPU_CONFIGS, gpuTrainer } from "../tools/gpu.ts";
 const { tf } = lm;
 
 function flag(name: string, fallback: string): string {
@@ -32,29 +32,10 @@ for (const [k, v] of [["batch", batchSize], ["steps", steps], ["top", top]] as c
 }
 const backend = await lm.initBackend(flag("backend", "webgpu"));
 const say = (o: Record<string, unknown>) => console.log(JSON.stringify(o));
-const { vocab, train } = lm.mobyDickChars();
 
-/** A model and trainer for the config at `dropout`, and batches drawn from one seed. */
-function setup(dropout: number) {
-  const tc = lm.transformerConfig(GPU_CONFIGS[config].preset, { vocabSize: vocab.size, dropout });
-  const model = new lm.TransformerLM(tc, { seed: 1 });
-  const data = lm.sequenceDataset(train, tc.blockSize);
-  const trainer = new lm.Trainer(model, data, {
-    batchSize,
-    maxSteps: 1_000_000,
-    lr: 1e-3,
-    weightDecay: 0.1,
-    gradClip: 1,
-    seed: 1,
-    progress: false,
-  });
-  const rng = new lm.Rng(3);
-  const batch = () => data.batch(Array.from({ length: batchSize }, () => rng.int(data.length)));
-  return { model, trainer, batch };
-}
-
-async function step(s: ReturnType<typeof setup>): Promise<number> {
-  const b = s.batch();
+/** One training step of `s`, its loss read back (which waits for the GPU). */
+async function step(s: ReturnType<typeof gpuTrainer>): Promise<number> {
+  const b = s.nextBatch();
   const r = s.trainer.step(b);
   const loss = (await r.loss.data())[0]; // waits until the step has run
   tf.dispose([r.loss, r.gradNorm, b.x, b.y]);
@@ -63,7 +44,7 @@ async function step(s: ReturnType<typeof setup>): Promise<number> {
 
 say({ kind: "setup", config, batchSize, backend, steps });
 for (const dropout of [...new Set([GPU_CONFIGS[config].dropout, 0])]) {
-  const s = setup(dropout);
+  const s = gpuTrainer(config, { batchSize, dropout });
   const ms: number[] = [], losses: number[] = [];
   for (let i = 0; i < steps; i++) {
     const t0 = performance.now();

@@ -214,6 +214,33 @@ export interface GpuRun {
 }
 
 /**
+ * The benchmark's model and trainer for `config` on Moby Dick characters, from
+ * seed 1, and its batches (from seed 3): the same on every backend.
+ *
+ * @param config which config.
+ * @param options the batch size and the dropout rate.
+ * @returns the full config, the model, the trainer and a function that draws the next batch.
+ */
+export function gpuTrainer(config: keyof typeof GPU_CONFIGS, options: { batchSize: number; dropout: number }) {
+  const { vocab, train } = lm.mobyDickChars();
+  const tc = lm.transformerConfig(GPU_CONFIGS[config].preset, { vocabSize: vocab.size, dropout: options.dropout });
+  const model = new lm.TransformerLM(tc, { seed: 1 });
+  const data = lm.sequenceDataset(train, tc.blockSize);
+  const trainer = new lm.Trainer(model, data, {
+    batchSize: options.batchSize,
+    maxSteps: 1_000_000,
+    lr: 1e-3,
+    weightDecay: 0.1,
+    gradClip: 1,
+    seed: 1,
+    progress: false,
+  });
+  const rng = new lm.Rng(3);
+  const nextBatch = () => data.batch(Array.from({ length: options.batchSize }, () => rng.int(data.length)));
+  return { tc, model, trainer, nextBatch };
+}
+
+/**
  * Trains `config` for `steps` steps on the active backend from seed 1, on the
  * same batches on every backend, reading the loss after each step.
  *
@@ -226,26 +253,13 @@ export async function trainSteps(
   options: { steps: number; profile?: boolean; batchSize?: number },
 ): Promise<GpuRun> {
   const c = { ...GPU_CONFIGS[config], batchSize: options.batchSize ?? GPU_CONFIGS[config].batchSize };
-  const { vocab, train } = lm.mobyDickChars();
-  const tc = lm.transformerConfig(c.preset, { vocabSize: vocab.size, dropout: c.dropout });
-  const model = new lm.TransformerLM(tc, { seed: 1 });
-  const data = lm.sequenceDataset(train, tc.blockSize);
-  const trainer = new lm.Trainer(model, data, {
-    batchSize: c.batchSize,
-    maxSteps: 1_000_000,
-    lr: 1e-3,
-    weightDecay: 0.1,
-    gradClip: 1,
-    seed: 1,
-    progress: false,
-  });
-  const rng = new lm.Rng(3);
+  const { tc, model, trainer, nextBatch } = gpuTrainer(config, c);
   const backend = tf.getBackend();
   const losses: number[] = [], times: number[] = [];
   let peak = 0, counts: BackendCounts | undefined;
   try {
     for (let i = 0; i < options.steps; i++) {
-      const batch = data.batch(Array.from({ length: c.batchSize }, () => rng.int(data.length)));
+      const batch = nextBatch();
       const t0 = performance.now();
       const one = async () => {
         const r = trainer.step(batch);
