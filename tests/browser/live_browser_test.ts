@@ -58,6 +58,12 @@ export function numbersOf(text: string): string[] {
   return cleaned.match(/-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?/gi) ?? [];
 }
 
+Deno.test("firstLines keeps as many whole lines of the live text as the stored one has", () => {
+  assertEquals(firstLines("a 1\nb 2\n", "a 1\n"), "a 1");
+  assertEquals(firstLines("a 1\nb 2", "a 1\nb 2\n"), "a 1\nb 2");
+  assertEquals(firstLines("a 1", "x\ny\nz"), "a 1");
+});
+
 Deno.test("numbersOf drops a progress bar's clock but keeps its metrics", () => {
   assertEquals(
     numbersOf("fit w 100% |████| 200/200 [00:01<00:00, 257.5 it/s] loss=9.09e-13 w=3"),
@@ -90,6 +96,17 @@ function storedTexts(chapter: string): string[][] {
     }
     return texts;
   });
+}
+
+/**
+ * The first lines of `live`, as many as `stored` has (all of `live` when `stored` is not shorter).
+ * @param live the live page's output text.
+ * @param stored the executed notebook's text of the same output.
+ * @returns a prefix of `live`, whole lines.
+ */
+function firstLines(live: string, stored: string): string {
+  const n = stored.trimEnd().split("\n").length;
+  return live.trimEnd().split("\n").slice(0, n).join("\n");
 }
 
 async function waitRun(page: Page, timeoutMs: number): Promise<string> {
@@ -169,7 +186,9 @@ Deno.test({
               );
               stored[i].forEach((text, j) =>
                 assertEquals(
-                  numbersOf(live[i][j]),
+                  // The kernel can also lose the tail of a cell's last output (its last console.log lines): there
+                  // the stored text is compared with as many first lines of the live one.
+                  numbersOf(j === stored[i].length - 1 ? firstLines(live[i][j], text) : live[i][j]),
                   numbersOf(text),
                   `${chapter} cell ${i} output ${j}: numbers differ from the Deno kernel's\nlive:\n${
                     live[i][j].slice(0, 1500)
