@@ -249,7 +249,10 @@ export interface TrainerOptions {
    * steps faster, for models that can be rebuilt in a helper (`spec()`,
    * or `workerSpec`), and as many as the free memory allows (a helper has
    * its own runtime, model copy and activations: for the baby GPT it adds
-   * about 170 MB). Results equal one-piece training up to float rounding.
+   * about 170 MB). Results equal one-piece training up to float rounding,
+   * except with dropout: each part draws its own masks from its own seed
+   * (the same distribution, other draws), so such a run differs from a
+   * one-worker run by more than rounding.
    * The history says how many ran and why. Ignored when `share` is given.
    */
   workers?: number | "auto";
