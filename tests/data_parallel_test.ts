@@ -45,12 +45,20 @@ function sequences(): lm.Dataset {
 }
 
 async function train(
-  opts: { helpers?: number; localShare?: number; batchSize: number; steps: number; transformer?: boolean },
+  opts: {
+    helpers?: number;
+    localShare?: number;
+    batchSize: number;
+    steps: number;
+    transformer?: boolean;
+    /** Train with dropout (and, for the fixed-window model, word dropout). */
+    dropout?: boolean;
+  },
 ): Promise<{ weights: Record<string, Float32Array>; losses: number[]; tensorsAfter: number[] }> {
   const d = opts.transformer ? sequences() : data();
   const model: lm.TrainableModel & { dispose(): void; spec(): ModelSpec } = opts.transformer
-    ? new lm.TransformerLM(TCFG, TOPTS)
-    : new lm.FixedWindowLM(CFG, { seed: 5 });
+    ? new lm.TransformerLM(opts.dropout ? { ...TCFG, dropout: 0.3 } : TCFG, TOPTS)
+    : new lm.FixedWindowLM(CFG, opts.dropout ? { seed: 5, dropout: 0.3, wordDropout: 0.2 } : { seed: 5 });
   const share = opts.helpers
     ? await DataParallel.start(model, model.spec(), { // each model says how a helper rebuilds it
       data: d,
@@ -146,6 +154,37 @@ Deno.test({
     assertEquals(shared.tensorsAfter.at(-1), shared.tensorsAfter[1], "live tensors grew");
     const untrained = await train({ batchSize: 15, steps: 0, transformer: true });
     assert(maxDiff(plain.weights, untrained.weights) > 1e-3, "eight steps left the weights unchanged");
+  },
+});
+
+Deno.test({
+  name: "DataParallel with dropout: each part draws the whole batch's masks for its rows, so the run is one piece's",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    for (const transformer of [false, true]) {
+      const what = transformer ? "transformer (dropout 0.3)" : "fixed-window model (dropout 0.3, word dropout 0.2)";
+      const plain = await train({ batchSize: 15, steps: 6, transformer, dropout: true });
+      // Dropout is on: the losses are not those of the model without it.
+      const noDropout = await train({ batchSize: 15, steps: 6, transformer });
+      assert(
+        Math.abs(plain.losses[0] - noDropout.losses[0]) > 1e-4,
+        `${what}: dropout left the first loss unchanged (${plain.losses[0]})`,
+      );
+      for (const setup of [{ helpers: 1 }, { helpers: 2, localShare: 0.3 }]) {
+        const shared = await train({ batchSize: 15, steps: 6, transformer, dropout: true, ...setup });
+        for (let s = 0; s < plain.losses.length; s++) {
+          assert(
+            Math.abs(plain.losses[s] - shared.losses[s]) < 1e-5,
+            `${what}, ${JSON.stringify(setup)}: step ${s} loss ${shared.losses[s]}, one piece ${plain.losses[s]}: ` +
+              "the parts did not draw the masks the whole batch draws",
+          );
+        }
+        const d = maxDiff(plain.weights, shared.weights);
+        assert(d < 2e-4, `${what}, ${JSON.stringify(setup)}: weights differ from one-piece training by up to ${d}`);
+        assertEquals(shared.tensorsAfter.at(-1), shared.tensorsAfter[1], `${what}: live tensors grew`);
+      }
+    }
   },
 });
 

@@ -65,6 +65,12 @@ export interface AttentionCoreOptions {
    * (B, nHead, Tq, Tk), the same on every backend and path.
    */
   seed?: number;
+  /**
+   * The index of this batch's first sequence in a larger batch (default 0):
+   * a data-parallel part draws the dropout mask the whole batch draws for
+   * its rows (`rowOffset` of {@link dropoutMask}).
+   */
+  rowOffset?: number;
 }
 
 /**
@@ -112,12 +118,20 @@ export function attentionCore(
     throw new RangeError(`attentionCore: bias must be (Tq, Tk) = (${Tq}, ${Tk}): bias.shape=[${bias.shape}]`);
   }
   const scale = options.scale ?? 1 / Math.sqrt(D);
-  const rate = options.dropout ?? 0;
+  const rate = options.dropout ?? 0, row0 = options.rowOffset ?? 0;
+  if (!(Number.isInteger(row0) && row0 >= 0)) {
+    throw new RangeError(`attentionCore: rowOffset must be a non-negative integer: rowOffset=${options.rowOffset}`);
+  }
   const G = B * H;
+  // The weights' mask, logical (B, H, Tq, Tk) = (G, Tq, Tk), laid out (Tq, G, Tk): sequence b0 is row b0 × H of G.
+  const groupedMask = () =>
+    rate > 0
+      ? dropoutMask([G, Tq, Tk], { rate, seed: seedOf(options.seed), perm: [1, 0, 2], rowOffset: row0 * H })
+      : null; // (Tq, G, Tk)
   if (onWasm() && wasmSimdReady([D])) {
     // One kernel each way (assembly/attention.ts): no transposes, masked pairs skipped.
     const op = customOp(([qs, ks, vs], save) => {
-      const keep = rate > 0 ? groupedMask(G, Tq, Tk, rate, options.seed) : null; // (Tq, G, Tk)
+      const keep = groupedMask(); // (Tq, G, Tk)
       const [y, p] = fusedAttention({ q: qs as tf.Tensor4D, k: ks as tf.Tensor4D, v: vs as tf.Tensor4D }, {
         scale,
         bias,
@@ -141,7 +155,7 @@ export function attentionCore(
       const s = groupMatMul(qx, kf, { m: Tq, k: D, g: G, n: Tk, aLayout: "MKG" }); // (Tq, G, Tk)
       const scaled = tf.mul(s, scale); // (Tq, G, Tk)
       const p = tf.softmax(bias ? tf.add(scaled, tf.reshape(bias, [Tq, 1, Tk])) : scaled); // (Tq, G, Tk)
-      const keep = rate > 0 ? groupedMask(G, Tq, Tk, rate, options.seed) : null; // (Tq, G, Tk)
+      const keep = groupedMask(); // (Tq, G, Tk)
       const px = swapLast2(keep ? tf.mul(p, keep) : p); // (Tq, Tk, G)
       const y = groupMatMul(px, vs, { m: Tq, k: Tk, g: G, n: D, aLayout: "MKG" }); // (Tq, G, D)
       save(keep ? [qs, ks, vs, p, px, keep] : [qs, ks, vs, p, px]);
@@ -182,7 +196,7 @@ export function attentionCore(
     const s = tf.matMul(qh, kh, false, true); // (B, H, Tq, Tk)
     const scaled = tf.mul(s, scale); // (B, H, Tq, Tk)
     const p = tf.softmax(bias ? tf.add(scaled, bias) : scaled); // (B, H, Tq, Tk)
-    const keep = rate > 0 ? dropoutMask([B, H, Tq, Tk], { rate, seed: seedOf(options.seed) }) : null; // (B, H, Tq, Tk)
+    const keep = rate > 0 ? dropoutMask([B, H, Tq, Tk], { rate, seed: seedOf(options.seed), rowOffset: row0 }) : null; // (B, H, Tq, Tk)
     const pd = keep ? tf.mul(p, keep) : p; // (B, H, Tq, Tk)
     const y = tf.matMul(pd, vh); // (B, H, Tq, D)
     save(keep ? [qh, kh, vh, p, keep] : [qh, kh, vh, p]);
@@ -211,9 +225,4 @@ export function attentionCore(
 function seedOf(seed: number | undefined): number {
   if (seed === undefined) throw new RangeError("attentionCore: dropout needs a seed (options.seed): seed=undefined");
   return seed;
-}
-
-/** The attention-weight mask of logical shape (B, H, Tq, Tk) = (G, Tq, Tk), laid out (Tq, G, Tk). */
-function groupedMask(G: number, Tq: number, Tk: number, rate: number, seed: number | undefined): tf.Tensor {
-  return dropoutMask([G, Tq, Tk], { rate, seed: seedOf(seed), perm: [1, 0, 2] }); // (Tq, G, Tk)
 }

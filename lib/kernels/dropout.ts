@@ -16,7 +16,9 @@
  * A mask is defined by its logical shape, whatever layout a kernel wants it
  * in (`perm`): the readable model's (B, T, C) and the fast path's time-major
  * (T, B, C) rows drop the same units, and so do the attention weights
- * (B, nHead, Tq, Tk) on every backend.
+ * (B, nHead, Tq, Tk) on every backend. A mask can also be a block of rows of
+ * a larger one (`rowOffset`): a data-parallel part of a batch (chapter 3's
+ * trainer) draws exactly the units the whole batch would draw for its rows.
  *
  * @module
  */
@@ -46,10 +48,19 @@ export interface DropoutMaskOptions {
    * output axis j is logical axis perm[j]. Default: the logical layout.
    */
   perm?: number[];
+  /**
+   * Where the mask's first logical axis starts in a larger mask (default 0):
+   * the mask is rows rowOffset .. rowOffset + shape[0] - 1 of the mask of
+   * shape [rowOffset + shape[0], ...shape.slice(1)], so element n is hashed
+   * at position n + rowOffset × (elements per row). A data-parallel part of
+   * a batch passes its first example's index in the whole batch.
+   */
+  rowOffset?: number;
 }
 
-function check(shape: number[], options: DropoutMaskOptions): { perm: number[]; size: number } {
+function check(shape: number[], options: DropoutMaskOptions): { perm: number[]; size: number; base: number } {
   const { rate, seed } = options;
+  const rowOffset = options.rowOffset ?? 0;
   if (!(Number.isFinite(rate) && rate >= 0 && rate < 1)) {
     throw new RangeError(`dropout rate must be in [0, 1): rate=${rate}`);
   }
@@ -63,9 +74,19 @@ function check(shape: number[], options: DropoutMaskOptions): { perm: number[]; 
   if (perm.length !== shape.length || [...perm].sort((a, b) => a - b).some((p, i) => p !== i)) {
     throw new RangeError(`perm must be a permutation of 0..${shape.length - 1}: perm=[${perm}]`);
   }
+  if (!(Number.isInteger(rowOffset) && rowOffset >= 0)) {
+    throw new RangeError(`dropout rowOffset must be a non-negative integer: rowOffset=${options.rowOffset}`);
+  }
   const size = shape.reduce((a, b) => a * b, 1);
-  if (size > 2 ** 32) throw new RangeError(`dropout mask too large: shape=[${shape}] has ${size} elements`);
-  return { perm, size };
+  const row = shape.slice(1).reduce((a, b) => a * b, 1), base = rowOffset * row;
+  if (base + size > 2 ** 32) {
+    throw new RangeError(
+      `dropout mask too large: shape=[${shape}] at rowOffset=${rowOffset} reaches position ${
+        base + size
+      } (at most 2^32)`,
+    );
+  }
+  return { perm, size, base };
 }
 
 /** The logical strides of each output axis, and the output shape. */
@@ -75,7 +96,10 @@ function layout(shape: number[], perm: number[]): { out: number[]; step: number[
 }
 
 /** The mask's values in JavaScript, in the output layout. */
-function maskValues(shape: number[], o: { rate: number; seed: number; perm: number[]; size: number }): Float32Array {
+function maskValues(
+  shape: number[],
+  o: { rate: number; seed: number; perm: number[]; size: number; base: number },
+): Float32Array {
   const { out, step } = layout(shape, o.perm);
   const values = new Float32Array(o.size);
   const s = mix((o.seed ^ 0x9e3779b9) >>> 0);
@@ -83,7 +107,7 @@ function maskValues(shape: number[], o: { rate: number; seed: number; perm: numb
   const rank = out.length, coords = new Array(rank).fill(0);
   let n = 0;
   for (let i = 0; i < o.size; i++) {
-    values[i] = mix(mix(n) ^ s) >>> 8 >= threshold ? scale : 0;
+    values[i] = mix(mix(o.base + n) ^ s) >>> 8 >= threshold ? scale : 0;
     for (let d = rank - 1; d >= 0; d--) {
       coords[d]++;
       n += step[d];
@@ -102,7 +126,7 @@ class MaskProgram {
   shaderKey: string;
   dispatchLayout: { x: number[] };
   dispatch: [number, number, number];
-  uniforms = "seedHash : u32, threshold : u32, scale : f32,";
+  uniforms = "seedHash : u32, threshold : u32, scale : f32, base : u32,";
   workgroupSize: [number, number, number] = [64, 1, 1];
   size = true;
   #out: number[];
@@ -137,7 +161,7 @@ class MaskProgram {
     fn main(index : i32) {
       if (index < uniforms.size) {
         var rest = u32(index);
-        var n = 0u;
+        var n = uniforms.base;
         ${lines.join("\n        ")}
         let h = lowbias32(lowbias32(n) ^ uniforms.seedHash);
         setOutputAtIndex(index, select(0.0, uniforms.scale, (h >> 8u) >= uniforms.threshold));
@@ -161,16 +185,18 @@ function registerWebGpuKernel(): void {
     kernelName: KERNEL,
     backendName: "webgpu",
     kernelFunc: ({ backend, attrs }) => {
-      const { shape, perm, seed, rate } = attrs as unknown as {
+      const { shape, perm, seed, rate, base } = attrs as unknown as {
         shape: number[];
         perm: number[];
         seed: number;
         rate: number;
+        base: number;
       };
       return (backend as unknown as WebGpuBackendLike).runWebGPUProgram(new MaskProgram(shape, perm), [], "float32", [
         { type: "uint32", data: [mix((seed ^ 0x9e3779b9) >>> 0)] },
         { type: "uint32", data: [Math.ceil(rate * 2 ** 24)] },
         { type: "float32", data: [1 / (1 - rate)] },
+        { type: "uint32", data: [base] },
       ]);
     },
   });
@@ -183,10 +209,11 @@ function registerWebGpuKernel(): void {
  * elsewhere, with the same values on every backend.
  *
  * @param shape the mask's logical shape.
- * @param options `rate`, `seed` and the layout `perm` to return it in.
+ * @param options `rate`, `seed`, the layout `perm` to return it in, and
+ *   the `rowOffset` of a block of rows of a larger mask.
  * @returns a float32 tensor of shape `perm.map((p) => shape[p])`, equal to
  *   `tf.transpose(dropoutMask(shape, { rate, seed }), perm)`.
- * @throws {RangeError} naming the argument when rate, seed, shape or perm is invalid.
+ * @throws {RangeError} naming the argument when rate, seed, shape, perm or rowOffset is invalid.
  *
  * @example
  * ```ts
@@ -198,14 +225,15 @@ function registerWebGpuKernel(): void {
  * ```
  */
 export function dropoutMask(shape: number[], options: DropoutMaskOptions): tf.Tensor {
-  const { perm, size } = check(shape, options);
+  const { perm, size, base } = check(shape, options);
   const { rate, seed } = options;
   if (tf.getBackend() === "webgpu" && size > 0) {
     registerWebGpuKernel();
-    return tf.engine().runKernel(KERNEL, {}, { shape, perm, seed, rate } as unknown as tf.NamedAttrMap) as tf.Tensor;
+    const attrs = { shape, perm, seed, rate, base };
+    return tf.engine().runKernel(KERNEL, {}, attrs as unknown as tf.NamedAttrMap) as tf.Tensor;
   }
   const out = perm.map((p) => shape[p]);
-  return tf.tensor(maskValues(shape, { rate, seed, perm, size }), out, "float32");
+  return tf.tensor(maskValues(shape, { rate, seed, perm, size, base }), out, "float32");
 }
 
 /** Options of {@link applyDropout}. */
@@ -219,6 +247,8 @@ export interface ApplyDropoutOptions {
    * {@link dropoutMask}); x's size must match. Default: x's own shape.
    */
   logical?: { shape: number[]; perm: number[] };
+  /** The first logical row's index in a larger mask (see {@link DropoutMaskOptions.rowOffset}). */
+  rowOffset?: number;
 }
 
 /**
@@ -227,7 +257,8 @@ export interface ApplyDropoutOptions {
  * kept units only, scaled the same way.
  *
  * @param x the activations.
- * @param options `rate`, `seed`, and the `logical` layout when x is stored in another order.
+ * @param options `rate`, `seed`, the `logical` layout when x is stored in
+ *   another order, and the `rowOffset` of a data-parallel part.
  * @returns a tensor of x's shape.
  * @throws {RangeError} when an option is invalid or the logical shape does not match x.
  *
@@ -250,7 +281,8 @@ export function applyDropout<R extends tf.Tensor>(x: R, options: ApplyDropoutOpt
     );
   }
   return tf.tidy(() => {
-    const mask = dropoutMask(logical.shape, { rate: options.rate, seed: options.seed, perm: logical.perm });
+    const { rate, seed, rowOffset } = options;
+    const mask = dropoutMask(logical.shape, { rate, seed, perm: logical.perm, rowOffset });
     return tf.mul(x, tf.reshape(mask, x.shape)) as R;
   });
 }

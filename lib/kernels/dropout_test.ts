@@ -22,13 +22,16 @@ function mixRef(x: bigint): bigint {
   return x;
 }
 
-/** The documented mask, element by element, in the logical layout. */
-function maskRef(shape: number[], rate: number, seed: number): Float32Array {
+/** The documented mask, element by element, in the logical layout (rows from `rowOffset` of a larger one). */
+function maskRef(shape: number[], rate: number, seed: number, rowOffset = 0): Float32Array {
   const size = shape.reduce((a, b) => a * b, 1);
+  const base = BigInt(rowOffset) * BigInt(shape.slice(1).reduce((a, b) => a * b, 1));
   const s = mixRef(BigInt(seed) ^ 0x9e3779b9n);
   const threshold = BigInt(Math.ceil(rate * 2 ** 24));
   const out = new Float32Array(size);
-  for (let n = 0; n < size; n++) out[n] = (mixRef(mixRef(BigInt(n)) ^ s) >> 8n) >= threshold ? 1 / (1 - rate) : 0;
+  for (let n = 0; n < size; n++) {
+    out[n] = (mixRef(mixRef(base + BigInt(n)) ^ s) >> 8n) >= threshold ? 1 / (1 - rate) : 0;
+  }
   return out;
 }
 
@@ -67,7 +70,8 @@ function cases(n: number, seed: number) {
       [perm[i], perm[j]] = [perm[j], perm[i]];
     }
     const rate = [0, 0.1, 0.2, 0.5, 0.9][rng.int(5)];
-    return { shape, perm, rate, seed: rng.uint32() };
+    const rowOffset = [0, 0, 1 + rng.int(20), rng.int(5000)][rng.int(4)];
+    return { shape, perm, rate, seed: rng.uint32(), rowOffset };
   });
 }
 
@@ -75,15 +79,15 @@ async function checkBackend(name: string) {
   await tf.ready();
   const before = tf.memory().numTensors;
   for (const c of cases(40, 11)) {
-    const m = dropoutMask(c.shape, { rate: c.rate, seed: c.seed, perm: c.perm });
+    const m = dropoutMask(c.shape, { rate: c.rate, seed: c.seed, perm: c.perm, rowOffset: c.rowOffset });
     assertEquals(m.shape, c.perm.map((p) => c.shape[p]), `${name}: the mask's shape`);
     const got = await m.data() as Float32Array;
-    const want = transposeRef(maskRef(c.shape, c.rate, c.seed), c.shape, c.perm);
+    const want = transposeRef(maskRef(c.shape, c.rate, c.seed, c.rowOffset), c.shape, c.perm);
     const at = firstDiff(got, want);
     assert(
       at < 0,
-      `${name}: dropoutMask([${c.shape}], rate ${c.rate}, seed ${c.seed}, perm [${c.perm}]) differs from the ` +
-        `documented rule at flat index ${at}: got ${got[at]}, want ${want[at]}`,
+      `${name}: dropoutMask([${c.shape}], rate ${c.rate}, seed ${c.seed}, perm [${c.perm}], rowOffset ` +
+        `${c.rowOffset}) differs from the documented rule at flat index ${at}: got ${got[at]}, want ${want[at]}`,
     );
     m.dispose();
   }
@@ -153,7 +157,22 @@ Deno.test("applyDropout: x times the mask, its gradient the mask; rate 0 is x; a
   const yt = applyDropout(xt, { rate: 0.3, seed: 9, logical: { shape: [3, 4, 5], perm: [1, 0, 2] } });
   const wantT = tf.tidy(() => tf.reshape(tf.transpose(y, [1, 0, 2]), [12, 5]));
   assertEquals([...await yt.data()], [...await wantT.data()]);
-  tf.dispose([x, mask, y, g, xt, yt, want, wantT]);
+  // Parts of a batch at their rows' offsets drop what the whole batch drops (data-parallel training).
+  const parts = [tf.slice(x, [0], [1]), tf.slice(x, [1], [2])];
+  const pieces = parts.map((p, i) => applyDropout(p, { rate: 0.3, seed: 9, rowOffset: i }));
+  const joined = tf.concat(pieces);
+  assertEquals([...await joined.data()], [...await y.data()], "parts at their row offsets differ from the whole");
+  const time = tf.tidy(() =>
+    applyDropout(tf.reshape(tf.transpose(parts[1], [1, 0, 2]), [8, 5]), {
+      rate: 0.3,
+      seed: 9,
+      rowOffset: 1,
+      logical: { shape: [2, 4, 5], perm: [1, 0, 2] },
+    })
+  );
+  const wantTime = tf.tidy(() => tf.reshape(tf.transpose(tf.slice(y, [1], [2]), [1, 0, 2]), [8, 5]));
+  assertEquals([...await time.data()], [...await wantTime.data()], "a time-major part at its row offset");
+  tf.dispose([x, mask, y, g, xt, yt, want, wantT, ...parts, ...pieces, joined, time, wantTime]);
   assertEquals(tf.memory().numTensors, before, "tensors leaked");
 });
 
@@ -168,6 +187,10 @@ Deno.test("dropoutMask and applyDropout reject bad arguments by name", async () 
   assertThrows(() => dropoutMask([2, 1.5], { rate: 0.5, seed: 1 }), RangeError, "shape=[2,1.5]");
   assertThrows(() => dropoutMask([2, 3], { rate: 0.5, seed: 1, perm: [0, 0] }), RangeError, "perm=[0,0]");
   assertThrows(() => dropoutMask([2, 3], { rate: 0.5, seed: 1, perm: [1] }), RangeError, "perm=[1]");
+  for (const rowOffset of [-1, 0.5, NaN]) {
+    assertThrows(() => dropoutMask([2, 3], { rate: 0.5, seed: 1, rowOffset }), RangeError, `rowOffset=${rowOffset}`);
+  }
+  assertThrows(() => dropoutMask([2, 2 ** 20], { rate: 0.5, seed: 1, rowOffset: 2 ** 12 }), RangeError, "at most 2^32");
   const x = tf.ones([2, 3]);
   assertThrows(
     () => applyDropout(x, { rate: 0.5, seed: 1, logical: { shape: [7], perm: [0] } }),

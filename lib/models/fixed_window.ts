@@ -34,7 +34,7 @@ import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
 import { MASK_VALUE } from "../core/mask.ts";
 import { BOS_ID, EOS_ID, UNK_ID } from "../data/vocab.ts";
-import { crossEntropyFromLogits, embeddingLookup, linear } from "../kernels/mod.ts";
+import { applyDropout, crossEntropyFromLogits, dropoutMask, embeddingLookup, linear } from "../kernels/mod.ts";
 import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
 import { WindowScorer } from "../lm/windows.ts";
 import { arrayDataset, type Batch, type Dataset } from "../train/dataset.ts";
@@ -602,13 +602,17 @@ export class FixedWindowLM implements TrainableModel, LanguageModel {
       let x = batch.x as tf.Tensor2D;
       const y = batch.y as tf.Tensor1D;
       const rate = options?.training ? this.dropout : 0;
+      // Masks hashed from the seed and each unit's place in the whole batch (dropoutMask), at this part's
+      // rows (rowOffset), so a data-parallel step drops what one piece would.
+      const rowOffset = options?.rowOffset ?? 0;
       if (options?.training && this.wordDropout > 0) {
-        // Its own stream of the step's seed, apart from the feature dropout's.
-        const drop = tf.randomUniform(x.shape, 0, 1, "float32", `${options.seed}:words`).less(this.wordDropout); // (B, n)
+        // Its own seed, drawn from the step's, apart from the feature dropout's.
+        const seed = new Rng(options.seed).tfSeed();
+        const drop = dropoutMask(x.shape, { rate: this.wordDropout, seed, rowOffset }).equal(0); // (B, n)
         x = tf.where(drop, tf.fill(x.shape, UNK_ID, "int32"), x) as tf.Tensor2D; // (B, n)
       }
       let f = this.features(x); // (B, h [+ n*m])
-      if (rate > 0) f = tf.dropout(f, rate, undefined, options!.seed) as tf.Tensor2D; // (B, h [+ n*m])
+      if (rate > 0) f = applyDropout(f, { rate, seed: options!.seed, rowOffset }); // (B, h [+ n*m])
       if (this.lossPath === "autodiff") return crossEntropy(this.#outputLogits(f), y);
       return linearCrossEntropy(
         f,

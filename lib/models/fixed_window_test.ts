@@ -12,7 +12,7 @@ import {
   windowDataset,
 } from "./fixed_window.ts";
 import { contextWindow, evaluate, sentenceContext } from "../lm/lm.ts";
-import { nextTokenLogProbs } from "../kernels/mod.ts";
+import { applyDropout, nextTokenLogProbs } from "../kernels/mod.ts";
 import { Rng } from "../core/random.ts";
 import { evaluateLoss, Trainer } from "../train/train.ts";
 import { initBackend } from "../core/backend.ts";
@@ -289,7 +289,7 @@ Deno.test("FixedWindowLM dropout: only in training steps, seeded, the expected s
   // output layer on features masked the same way and doubled.
   const f = tf.tidy(() => dropped.features(x).arraySync() as number[][]);
   const maskedLoss = tf.tidy(() => {
-    const kept = tf.dropout(tf.tensor2d(f), 0.5, undefined, 11); // (B, F)
+    const kept = applyDropout(tf.tensor2d(f), { rate: 0.5, seed: 11 }); // (B, F)
     const v = dropped.variables();
     const mask = tf.oneHot(tf.tensor1d([BOS_ID], "int32"), 15).reshape([15]).mul(-1e9); // <s> masked
     const logits = kept.matMul(v["output.weight"]).add(v["output.bias"]).add(mask); // (B, V)

@@ -147,9 +147,22 @@ export function dense(x: tf.Tensor3D, W: tf.Tensor, b?: tf.Tensor): tf.Tensor3D 
   return tf.reshape(b ? tf.add(y, b) : y, [B, T, out]) as tf.Tensor3D; // (B, T, out)
 }
 
-/** Dropout with a fresh seed from `seeds` (a mask over x's own shape), or x itself at rate 0. */
-function dropout<R extends tf.Tensor>(x: R, rate: number, seeds: Rng): R {
-  return rate > 0 ? applyDropout(x, { rate, seed: seeds.tfSeed() }) : x;
+/** What dropout needs: the `rate` (0 outside training), the `seeds`, and the batch's first row in the whole batch. */
+export interface DropoutDraw {
+  /** Dropout rate (0 outside training). */
+  rate: number;
+  /** Where dropout seeds come from: one per call. */
+  seeds: Rng;
+  /** This batch's first sequence in the step's whole batch (data-parallel parts; default 0). */
+  rowOffset?: number;
+}
+
+/**
+ * Dropout with a fresh seed from `seeds` (a mask over x's own shape, its
+ * first axis the batch), or x itself at rate 0.
+ */
+function dropout<R extends tf.Tensor>(x: R, d: DropoutDraw): R {
+  return d.rate > 0 ? applyDropout(x, { rate: d.rate, seed: d.seeds.tfSeed(), rowOffset: d.rowOffset }) : x;
 }
 
 /**
@@ -220,23 +233,23 @@ function rope(x: tf.Tensor4D, offset: number): tf.Tensor4D {
  *
  * @param qkv `q` (B, nH, Tq, hs), `k` and `v` (B, nH, Tk, hs), and an
  * additive `bias` broadcastable to (B, nH, Tq, Tk) ({@link MASK_VALUE} where masked).
- * @param options the dropout `rate` and its `seeds`.
+ * @param options the dropout `rate`, its `seeds` and `rowOffset` ({@link DropoutDraw}).
  * @returns `y` (B, nH, Tq, hs) and the `weights` (B, nH, Tq, Tk).
  */
 export function attend(
   qkv: { q: tf.Tensor4D; k: tf.Tensor4D; v: tf.Tensor4D; bias?: tf.Tensor },
-  options: { rate: number; seeds: Rng },
+  options: DropoutDraw,
 ): { y: tf.Tensor4D; weights: tf.Tensor4D } {
   const { q, k, v, bias } = qkv, hs = q.shape[3];
   let scores = tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(hs)) as tf.Tensor4D; // (B, nH, Tq, Tk)
   if (bias) scores = tf.add(scores, bias); // (B, nH, Tq, Tk)
   const weights = tf.softmax(scores) as tf.Tensor4D; // (B, nH, Tq, Tk)
-  const y = tf.matMul(dropout(weights, options.rate, options.seeds), v) as tf.Tensor4D; // (B, nH, Tq, hs)
+  const y = tf.matMul(dropout(weights, options), v) as tf.Tensor4D; // (B, nH, Tq, hs)
   return { y, weights };
 }
 
-/** What {@link causalSelfAttention} needs besides its input. */
-export interface AttentionInput {
+/** What {@link causalSelfAttention} needs besides its input (and the dropout, {@link DropoutDraw}). */
+export interface AttentionInput extends DropoutDraw {
   /** The config. */
   c: FullTransformerConfig;
   /** The normalised residual stream (B, T, C). */
@@ -247,10 +260,6 @@ export interface AttentionInput {
   offset: number;
   /** Cached keys and values of earlier positions (B, nKVHead, Tpast, hs). */
   past?: KVCacheEntry;
-  /** Dropout rate (0 outside training). */
-  rate: number;
-  /** Where dropout seeds come from. */
-  seeds: Rng;
 }
 
 /**
@@ -268,7 +277,7 @@ export function causalSelfAttention(
   w: GPTWeights,
   input: AttentionInput,
 ): { y: tf.Tensor3D; cache: KVCacheEntry; weights: tf.Tensor4D } {
-  const { c, x, layer, offset, past, rate, seeds } = input, p = `h${layer}.attn.`;
+  const { c, x, layer, offset, past } = input, p = `h${layer}.attn.`;
   const [B, , C] = x.shape, nH = c.nHead, nKV = c.nKVHead, hs = C / nH;
   let q = splitHeads(dense(x, w[p + "wq"], w[p + "bq"]), nH); // (B, nH, T, hs)
   let k = splitHeads(dense(x, w[p + "wk"], w[p + "bk"]), nKV); // (B, nKV, T, hs)
@@ -282,8 +291,8 @@ export function causalSelfAttention(
       ? t
       : tf.reshape(tf.tile(tf.reshape(t, [B, nKV, 1, Tk * hs]), [1, 1, g, 1]), [B, nH, Tk, hs]) as tf.Tensor4D; // (B, nH, Tk, hs)
   const bias = c.causal ? causalBias(T, offset) : undefined; // (T, Tk)
-  const a = attend({ q, k: repeat(k), v: repeat(v), bias }, { rate, seeds }); // (B, nH, T, hs)
-  const y = dropout(dense(mergeHeads(a.y), w[p + "wo"], w[p + "bo"]), rate, seeds); // (B, T, C)
+  const a = attend({ q, k: repeat(k), v: repeat(v), bias }, input); // (B, nH, T, hs)
+  const y = dropout(dense(mergeHeads(a.y), w[p + "wo"], w[p + "bo"]), input); // (B, T, C)
   const weights = a.weights;
   return { y, cache, weights };
 }
@@ -307,7 +316,7 @@ export function causalBias(T: number, offset: number): tf.Tensor2D {
  * `mlp: "swiglu"`, W2 (silu(x W1) * (x W3)) (Shazeer, 2020).
  *
  * @param w the weights.
- * @param input `c`, the config, `x` (B, T, C), the weights' `prefix` (`h0.`), the dropout `rate` and `seeds`.
+ * @param input `c`, the config, `x` (B, T, C), the weights' `prefix` (`h0.`), and the dropout ({@link DropoutDraw}).
  * @returns (B, T, C).
  */
 export function mlp(
@@ -316,11 +325,9 @@ export function mlp(
     c: Pick<FullTransformerConfig, "mlp" | "activation">;
     x: tf.Tensor3D;
     prefix: string;
-    rate: number;
-    seeds: Rng;
-  },
+  } & DropoutDraw,
 ): tf.Tensor3D {
-  const { c, x, prefix, rate, seeds } = input, p = `${prefix}mlp.`;
+  const { c, x, prefix } = input, p = `${prefix}mlp.`;
   let h = dense(x, w[p + "w1"], w[p + "b1"]); // (B, T, h)
   if (c.mlp === "swiglu") h = tf.mul(tf.mul(h, tf.sigmoid(h)), dense(x, w[p + "w3"], w[p + "b3"])); // (B, T, h)
   else if (c.activation === "relu") h = tf.relu(h); // (B, T, h)
@@ -328,7 +335,7 @@ export function mlp(
     const inner = tf.mul(tf.add(h, tf.mul(0.044715, tf.pow(h, 3))), Math.sqrt(2 / Math.PI)); // (B, T, h)
     h = tf.mul(tf.mul(0.5, h), tf.add(1, tf.tanh(inner))); // (B, T, h)
   }
-  return dropout(dense(h, w[p + "w2"], w[p + "b2"]), rate, seeds); // (B, T, C)
+  return dropout(dense(h, w[p + "w2"], w[p + "b2"]), input); // (B, T, C)
 }
 
 /**
@@ -403,20 +410,24 @@ export function gptForward(
 ): ForwardResult {
   const { c, idx, targets } = input, past = options.past;
   const offset = past && past.length > 0 ? past[0].k.shape[2] : 0;
-  const rate = options.training ? c.dropout : 0, seeds = new Rng(options.seed ?? 0);
+  const drop = {
+    rate: options.training ? c.dropout : 0,
+    seeds: new Rng(options.seed ?? 0),
+    rowOffset: options.rowOffset,
+  };
   const present: KVCacheEntry[] = [], attention: tf.Tensor4D[] = [];
-  let x = dropout(embeddings(w, { c, idx, offset }), rate, seeds); // (B, T, C)
+  let x = dropout(embeddings(w, { c, idx, offset }), drop); // (B, T, C)
   const hidden = [x];
   for (let layer = 0; layer < c.nLayer; layer++) {
     const sublayers: Sublayers = {
       ln1: (x) => norm(w, { c, x, name: `h${layer}.ln1` }), // (B, T, C)
       attention: (x) => {
-        const a = causalSelfAttention(w, { c, x, layer, offset, past: past?.[layer], rate, seeds });
+        const a = causalSelfAttention(w, { c, x, layer, offset, past: past?.[layer], ...drop });
         present.push(a.cache), attention.push(a.weights);
         return a.y; // (B, T, C)
       },
       ln2: (x) => norm(w, { c, x, name: `h${layer}.ln2` }), // (B, T, C)
-      mlp: (x) => mlp(w, { c, x, prefix: `h${layer}.`, rate, seeds }), // (B, T, C)
+      mlp: (x) => mlp(w, { c, x, prefix: `h${layer}.`, ...drop }), // (B, T, C)
     };
     x = c.normPlacement === "pre" ? preLnBlock(x, sublayers) : postLnBlock(x, sublayers); // (B, T, C)
     hidden.push(x);

@@ -162,10 +162,12 @@ export class FastForward {
     const C = c.nEmbd, nH = c.nHead, nKV = c.nKVHead, hs = C / nH, N = T * B;
     const training = options.training ?? false;
     const rate = training ? c.dropout : 0;
-    const seeds = new Rng(options.seed ?? 0);
+    const seeds = new Rng(options.seed ?? 0), rowOffset = options.rowOffset ?? 0;
     // Dropout on (N, C) rows ordered (T, B), with the readable model's (B, T, C) mask.
     const drop = <R extends tf.Tensor>(x: R): R =>
-      rate > 0 ? applyDropout(x, { rate, seed: seeds.tfSeed(), logical: { shape: [B, T, C], perm: [1, 0, 2] } }) : x;
+      rate > 0
+        ? applyDropout(x, { rate, seed: seeds.tfSeed(), rowOffset, logical: { shape: [B, T, C], perm: [1, 0, 2] } })
+        : x;
     const zeros = this.#constant(`zeros:${C}`, () => tf.zeros([C])) as tf.Tensor1D;
     const ln = (x: tf.Tensor2D, name: string) => {
       const g = w[name + ".g"], b = w[name + ".b"];
@@ -222,6 +224,7 @@ export class FastForward {
         bias,
         dropout: rate,
         seed: rate > 0 ? seeds.tfSeed() : undefined,
+        rowOffset,
       }); // (T, B, nH, hs)
       return drop(dense(tf.reshape(y, [N, C]) as tf.Tensor2D, p + "wo", p + "bo")); // (N, C)
     };

@@ -146,6 +146,21 @@ async function checkBackend(backend: string): Promise<void> {
           TOLERANCE.grads,
         );
       }
+      // A data-parallel part (the second sequence alone, at rowOffset 1) drops the units the whole batch
+      // drops for that sequence, on both paths.
+      const whole = (await read(slowT.logits)).subarray(T * 11);
+      for (const path of ["fast", "readable"] as const) {
+        const part = tf.tidy(() =>
+          m.forward(tf.slice(x, [1], [1]), tf.slice(y, [1], [1]), { ...train, path, rowOffset: 1 }).logits
+        );
+        check(
+          `${name} ${path} training logits of the second sequence alone, at rowOffset 1`,
+          await read(part),
+          whole,
+          TOLERANCE.logits,
+        );
+        part.dispose();
+      }
       tf.dispose([fastT.logits, fastT.loss, slowT.logits, slowT.loss]);
       tf.dispose(gT.flatMap((g) => [g.value, ...Object.values(g.grads)]));
     }

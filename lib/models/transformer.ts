@@ -213,13 +213,14 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   /**
    * The mean next-token cross-entropy of a batch ({@link TrainableModel}).
    * @param batch `x` and `y`, int32 (B, T).
-   * @param options training mode (dropout) and a seed.
+   * @param options training mode (dropout), a seed, and a data-parallel part's `rowOffset`.
    * @returns a scalar, in nats per token.
    */
   loss(batch: Batch, options: LossOptions): tf.Scalar {
     return this.#run(batch.x as tf.Tensor2D, batch.y as tf.Tensor2D, {
       training: options.training,
       seed: options.seed,
+      rowOffset: options.rowOffset,
     }).loss!;
   }
 

@@ -451,6 +451,12 @@ export interface ForwardOptions {
   training?: boolean;
   /** Seed for this call's dropout masks. */
   seed?: number;
+  /**
+   * The index of this batch's first sequence in the step's whole batch
+   * (default 0): a data-parallel part draws the dropout masks the whole
+   * batch would draw for its rows ({@link LossOptions.rowOffset}).
+   */
+  rowOffset?: number;
   /** Earlier keys and values, one entry per layer (see the module docs); `[]` to start a cache. */
   past?: KVCacheEntry[];
   /** Also return each layer's attention weights (B, nHead, T, Tpast + T). */

@@ -58,7 +58,7 @@ export interface DataParallelOptions {
 }
 
 // Control words, one Int32Array per helper.
-const CMD = 0, DONE = 1, COUNT = 2, STATUS = 3, SEED = 4, QUIT = 5, MICROS = 6;
+const CMD = 0, DONE = 1, COUNT = 2, STATUS = 3, SEED = 4, QUIT = 5, MICROS = 6, ROW_OFFSET = 7;
 const CONTROL_WORDS = 8;
 const ERROR_BYTES = 4096;
 
@@ -326,7 +326,9 @@ export class DataParallel implements StepShare {
 
   /**
    * Writes the weights and the helpers' parts of the batch, wakes the
-   * helpers, and returns this process's part (the first rows).
+   * helpers, and returns this process's part (the first rows). Every part
+   * gets the step's one seed and its first row's index in the batch
+   * (`LossOptions.rowOffset`), so dropout draws what one piece would.
    */
   split(batch: Batch, variables: Record<string, tf.Variable>, seed: number): Batch {
     if (this.#closed) throw new Error("the data-parallel helpers were closed");
@@ -359,9 +361,11 @@ export class DataParallel implements StepShare {
         h.x.set(x);
         h.y.set(y);
       }
-      start += n;
       Atomics.store(h.control, COUNT, n);
-      Atomics.store(h.control, SEED, (seed + i + 1) >>> 0 | 0);
+      // The step's one seed, and where the part's rows start: its dropout masks are the whole batch's rows.
+      Atomics.store(h.control, SEED, seed >>> 0 | 0);
+      Atomics.store(h.control, ROW_OFFSET, start);
+      start += n;
       Atomics.add(h.control, CMD, 1);
       Atomics.notify(h.control, CMD);
     });
@@ -670,4 +674,4 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
 }
 
 /** The control-word indices (for the worker). */
-export const CONTROL = { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS } as const;
+export const CONTROL = { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS, ROW_OFFSET } as const;

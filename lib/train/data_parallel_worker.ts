@@ -12,7 +12,7 @@ import { copyFloats } from "../kernels/mod.ts";
 import type { TrainableModel } from "./train.ts";
 import { CONTROL, type HelperInit } from "./data_parallel.ts";
 
-const { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS } = CONTROL;
+const { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS, ROW_OFFSET } = CONTROL;
 
 function fail(error: Uint8Array, control: Int32Array, e: unknown): void {
   const text = new TextEncoder().encode(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
@@ -72,9 +72,10 @@ self.onmessage = async (e: MessageEvent<HelperInit>) => {
             x: tf.tensor(xs.subarray(0, n * xSize), [n, ...init.xShape], "int32"),
             y: tf.tensor(ys.subarray(0, n * ySize), [n, ...init.yShape], "int32"),
           };
-          const seed = Atomics.load(control, SEED) >>> 0;
+          // The step's one seed and this part's first row in the batch: dropout draws the whole batch's masks.
+          const seed = Atomics.load(control, SEED) >>> 0, rowOffset = Atomics.load(control, ROW_OFFSET);
           const { value, grads: g } = tf.variableGrads(
-            () => model.loss(batch, { training: true, seed }),
+            () => model.loss(batch, { training: true, seed, rowOffset }),
             names.map((name) => vars[name]),
           );
           for (const [tfName, t] of Object.entries(g)) {

@@ -70,10 +70,19 @@ export interface LossOptions {
   /** True during training steps, false during evaluation (e.g. to switch dropout off). */
   training: boolean;
   /**
-   * A fresh seed for this call's randomness (e.g. `tf.dropout(x, rate, undefined, seed)`),
+   * A fresh seed for this call's randomness (e.g. `applyDropout(x, { rate, seed, rowOffset })`),
    * drawn from the trainer's seeded {@link Rng}, so runs are reproducible.
    */
   seed: number;
+  /**
+   * The index of this batch's first example in the step's whole batch
+   * (default 0). A data-parallel step gives each worker a block of rows with
+   * the step's one seed; a model that draws randomness per example (dropout
+   * masks, e.g. `applyDropout(x, { rate, seed, rowOffset })`) draws it at
+   * these rows' positions, so the parts together draw what the whole batch
+   * would, and the run equals one-piece training up to float rounding.
+   */
+  rowOffset?: number;
 }
 
 /**
@@ -250,9 +259,9 @@ export interface TrainerOptions {
    * or `workerSpec`), and as many as the free memory allows (a helper has
    * its own runtime, model copy and activations: for the baby GPT it adds
    * about 170 MB). Results equal one-piece training up to float rounding,
-   * except with dropout: each part draws its own masks from its own seed
-   * (the same distribution, other draws), so such a run differs from a
-   * one-worker run by more than rounding.
+   * with dropout too when the model draws its masks at the rows'
+   * positions ({@link LossOptions.rowOffset}: the transformer and the
+   * fixed-window model do).
    * The history says how many ran and why. Ignored when `share` is given.
    */
   workers?: number | "auto";
@@ -280,8 +289,10 @@ export interface StepShare {
    * @param batch the step's whole batch (not disposed by the callee).
    * @param variables the model's variables, by name.
    * @param seed this step's seed for the loss's randomness.
-   * @returns the part this process differentiates (a new batch, which the
-   *   trainer disposes, or `batch` itself).
+   * @returns the part this process differentiates: the batch's first rows
+   *   (its loss runs at `rowOffset` 0), a new batch, which the trainer
+   *   disposes, or `batch` itself. The other parts must get the same `seed`
+   *   and their rows' {@link LossOptions.rowOffset}.
    */
   split(batch: Batch, variables: Record<string, tf.Variable>, seed: number): Batch;
   /**
