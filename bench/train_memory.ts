@@ -23,14 +23,19 @@
  * peak includes the helper's runtime, model and activations and the shared
  * weight and gradient buffers.
  *
+ * The lmbook side runs with the V8 flags `deno task lab` gives its kernels
+ * (`tools/v8_flags.ts`: a smaller young generation); `--v8-flags default`
+ * measures it with Deno's own, for the comparison.
+ *
  * Run (on demand, never in CI; needs Debian's python3-torch):
  *
- *     deno run -A bench/train_memory.ts [--steps 300] [--rounds 2] [--workers 2]
+ *     deno run -A bench/train_memory.ts [--steps 300] [--rounds 2] [--workers 2] [--v8-flags training|default]
  *
  * @module
  */
 import { parseArgs } from "node:util";
 import { torchThreadEnv } from "./torch_peer.ts";
+import { trainingV8Env } from "../tools/v8_flags.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -39,9 +44,20 @@ const { values: args } = parseArgs({
     python: { type: "string", default: "/usr/bin/python3" },
     child: { type: "boolean", default: false },
     workers: { type: "string", default: "1" },
+    "v8-flags": { type: "string", default: "training" },
   },
 });
 const steps = Number(args.steps), workers = Number(args.workers);
+if (args["v8-flags"] !== "training" && args["v8-flags"] !== "default") {
+  throw new RangeError(`--v8-flags must be training or default: v8-flags=${args["v8-flags"]}`);
+}
+// The child's environment: the lab's training flags, or none of ours (the user's own DENO_V8_FLAGS either way).
+const own = Deno.env.get("DENO_V8_FLAGS");
+const childEnv: Record<string, string> = args["v8-flags"] === "training"
+  ? trainingV8Env(own)
+  : own
+  ? { DENO_V8_FLAGS: own }
+  : {};
 if (!Number.isInteger(workers) || workers < 1) {
   throw new RangeError(`--workers must be a whole number of at least 1: workers=${args.workers}`);
 }
@@ -124,7 +140,7 @@ for (let r = 0; r < Number(args.rounds); r++) {
     String(steps),
     "--workers",
     String(workers),
-  ]);
+  ], childEnv);
   const inner = JSON.parse(ours.last) as { wasmBytes: number; tfBytes: number };
   const torch = await peakOf(
     [args.python!, "transformer_torch.py", "--threads", "1", "--steps", String(steps), "--vocab", "81"],
@@ -139,5 +155,8 @@ for (let r = 0; r < Number(args.rounds); r++) {
     ratio: Number((ours.mb / torch.mb).toFixed(2)),
   });
 }
-console.log(`baby config, batch 12, ${steps} steps after 3 warm-up steps; one fresh process per side per round`);
+console.log(
+  `baby config, batch 12, ${steps} steps after 3 warm-up steps; one fresh process per side per round; ` +
+    `lmbook's DENO_V8_FLAGS: ${childEnv.DENO_V8_FLAGS ?? "(none: Deno's defaults)"}`,
+);
 console.table(rows);

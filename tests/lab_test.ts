@@ -10,6 +10,7 @@ import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { join } from "node:path";
 import { ROOT } from "../tools/notebooks.ts";
 import { PLOTLY_ASSET_DIR, plotlyAssetName } from "../lib/display/plot.ts";
+import { TRAINING_V8_FLAGS } from "../tools/v8_flags.ts";
 
 async function denoDir(): Promise<string> {
   const out = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"], stdout: "piped", stderr: "null" })
@@ -37,7 +38,7 @@ async function runLab(fake: "none" | "classic" | "lab", kernel: boolean): Promis
   if (fake !== "none") {
     await Deno.writeTextFile(
       join(bin, "jupyter"),
-      `#!/bin/sh\necho "$@" >> '${log}'\ncase "$1" in\n  --version|nbconvert) exit 0;;\n  lab) ${
+      `#!/bin/sh\necho "$@" "[DENO_V8_FLAGS=$DENO_V8_FLAGS]" >> '${log}'\ncase "$1" in\n  --version|nbconvert) exit 0;;\n  lab) ${
         fake === "lab" ? "exit 0" : "exit 1"
       };;\n  *) exit 0;;\nesac\n`,
     );
@@ -143,6 +144,8 @@ Deno.test("deno task lab registers a missing Deno kernel, then opens the classic
     assert(open, `jupyter notebook was not started; calls: ${r.calls.join(" | ")}`);
     assertStringIncludes(open, `--notebook-dir=${join(ROOT, "notebooks")}`);
     assertStringIncludes(open, "--no-browser"); // extra arguments reach Jupyter
+    // The kernels Jupyter starts inherit the training V8 flags (tools/v8_flags.ts).
+    assertStringIncludes(open, `[DENO_V8_FLAGS=${TRAINING_V8_FLAGS.join(",")}]`);
     // The dependencies are set up before Jupyter starts, in one line: no per-package "Initialize" lines and no
     // lifecycle-script warning from Deno in the server's log.
     assertStringIncludes(r.out, "Setting up the workbook's dependencies");

@@ -11,7 +11,8 @@
  * quietly (one line instead of Deno's per-package "Initialize" lines and its
  * lifecycle-script warning in the kernel's log), writes the plotly.js copy
  * that plot outputs load (`notebooks/lmbook_static/`), then starts JupyterLab
- * if it is installed, else the classic notebook, at `notebooks/`. Extra arguments are
+ * if it is installed, else the classic notebook, at `notebooks/`, with the training V8 flags in
+ * `DENO_V8_FLAGS` for its kernels (tools/v8_flags.ts). Extra arguments are
  * passed to Jupyter (e.g. `deno task lab --no-browser --port 8890`).
  *
  * @module
@@ -19,6 +20,7 @@
 import { join } from "node:path";
 import { jupyterMissing, ROOT } from "./notebooks.ts";
 import { serveSite } from "./serve.ts";
+import { trainingV8Env } from "./v8_flags.ts";
 import { ensurePlotlyAsset } from "../lib/display/plot.ts";
 
 /** Where the live edition is built when Jupyter is missing (ignored by git, like all of `build/`). */
@@ -165,6 +167,7 @@ const child = new Deno.Command("jupyter", {
   // Jupyter refuses to start as root (containers, CI) unless told it is fine.
   args: [app, `--notebook-dir=${join(ROOT, "notebooks")}`, ...(Deno.uid() === 0 ? ["--allow-root"] : []), ...Deno.args],
   cwd: join(ROOT, "notebooks"),
+  env: trainingV8Env(), // the Deno kernels it starts inherit them (tools/v8_flags.ts: less memory per worker)
   stdin: "inherit",
   stdout: "inherit",
   stderr: "inherit",

@@ -18,6 +18,7 @@
  * @module
  */
 import { join, resolve } from "node:path";
+import { trainingV8Env } from "./v8_flags.ts";
 
 /** The repository root. */
 export const ROOT = resolve(new URL("..", import.meta.url).pathname);
@@ -429,7 +430,8 @@ async function executeOnce(
       join(ROOT, notebook),
     ],
     cwd: join(ROOT, "notebooks"),
-    env: { NO_COLOR: "1", LMBOOK_CHECKPOINTS: "fresh", ...options.env }, // every training cell trains: outputs of this code
+    // Every training cell trains (outputs of this code); the kernel gets `deno task lab`'s V8 flags.
+    env: { NO_COLOR: "1", LMBOOK_CHECKPOINTS: "fresh", ...trainingV8Env(), ...options.env },
     stdout: "piped",
     stderr: "piped",
   }).output();
