@@ -184,6 +184,7 @@ export {
   type DataParallelOptions,
   type Dataset,
   type EvalRecord,
+  type EvalShare,
   evaluateLoss,
   type EvaluateLossOptions,
   learningRateAt,

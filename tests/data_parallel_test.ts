@@ -188,6 +188,91 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "DataParallel evaluation: helpers evaluate part of each validation batch; the loss is one piece's; no leaks",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    for (const transformer of [false, true]) {
+      const d = transformer ? sequences() : data();
+      const model: lm.TrainableModel & { dispose(): void; spec(): ModelSpec } = transformer
+        ? new lm.TransformerLM({ ...TCFG, dropout: 0.3 }, TOPTS) // evaluation never drops
+        : new lm.FixedWindowLM(CFG, { seed: 5, dropout: 0.3, wordDropout: 0.2 });
+      const what = transformer ? "transformer" : "fixed-window model";
+      const indices = Array.from({ length: 77 }, (_, i) => (i * 13) % 203);
+      const plain = await lm.evaluateLoss(model, d, { batchSize: 10, indices });
+      for (const helpers of [1, 2]) {
+        const share = await DataParallel.start(model, model.spec(), { data: d, batchSize: 9, helpers, backend: "cpu" });
+        try {
+          const before = tf.memory().numTensors;
+          // Batches of 10 asked, at most 9 shared: the last batch of 77 has 5 examples.
+          const shared = await lm.evaluateLoss(model, d, { batchSize: 10, indices, share });
+          assertEquals(shared.examples, 77);
+          assert(
+            Math.abs(shared.loss - plain.loss) < 1e-5,
+            `${what}, ${helpers} helper(s): shared evaluation gave ${shared.loss}, one piece ${plain.loss}`,
+          );
+          assertEquals(tf.memory().numTensors, before, `${what}: shared evaluation leaked tensors`);
+          // The helpers did evaluate: with wrong weights in the helpers the loss would differ.
+          const vars = model.variables();
+          const first = Object.keys(vars)[0];
+          const saved = vars[first].clone();
+          vars[first].assign(tf.zerosLike(saved));
+          const moved = await lm.evaluateLoss(model, d, { batchSize: 10, indices, share });
+          const movedPlain = await lm.evaluateLoss(model, d, { batchSize: 10, indices });
+          vars[first].assign(saved);
+          saved.dispose();
+          assert(
+            Math.abs(moved.loss - movedPlain.loss) < 1e-5 && Math.abs(moved.loss - plain.loss) > 1e-4,
+            `${what}: after a weight changed, shared ${moved.loss}, one piece ${movedPlain.loss}, before ${plain.loss}`,
+          );
+        } finally {
+          await share.close();
+        }
+      }
+      model.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name: "Trainer workers 2: the validation history is one worker's (the helper evaluates too)",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const runs = [];
+    for (const workers of [1, 2]) {
+      const d = sequences();
+      const model = new lm.TransformerLM({ ...TCFG, dropout: 0.2 }, TOPTS);
+      const trainer = new lm.Trainer(model, d, {
+        batchSize: 8,
+        maxSteps: 6,
+        evalEvery: 2,
+        evalBatchSize: 20,
+        evalExamples: 50,
+        valData: d,
+        lr: 1e-2,
+        seed: 4,
+        progress: false,
+        workers,
+        workerSpec: model.spec(),
+      });
+      const history = await trainer.run();
+      trainer.dispose();
+      model.dispose();
+      assertEquals(history.workers, workers);
+      runs.push(history.val.map((r) => r.loss));
+    }
+    assertEquals(runs[0].length, 3, `evaluations at steps 2, 4, 6: ${runs[0]}`);
+    for (let i = 0; i < runs[0].length; i++) {
+      assert(
+        Math.abs(runs[0][i] - runs[1][i]) < 1e-4,
+        `evaluation ${i + 1}: ${runs[1][i]} on 2 workers, ${runs[0][i]} on one (with dropout 0.2 in training)`,
+      );
+    }
+  },
+});
+
 Deno.test("partSizes: the local part is about localShare of the batch, the helpers share the rest evenly", () => {
   assertEquals(partSizes(1024, 1), [563, 461]); // the default: a tenth more than an equal part here
   assertEquals(partSizes(15, 2, 1 / 3), [5, 5, 5]);

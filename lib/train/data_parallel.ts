@@ -11,8 +11,10 @@
  * memory, differentiates its own part while the helpers differentiate
  * theirs, then averages the gradients (weighted by the parts' sizes), so the
  * optimiser steps as if the whole batch had been differentiated in one
- * piece. Only this process keeps optimiser state and evaluates; helpers are
- * pure gradient servers and receive the weights anew on every step.
+ * piece. Validation batches are shared the same way ({@link DataParallel.splitEval}:
+ * each helper returns its part's loss). Only this process keeps optimiser
+ * state; helpers are pure gradient and loss servers and receive the weights
+ * anew on every command.
  * {@link chooseWorkers} decides how many workers pay off (`workers: "auto"`).
  *
  *     const dp = await DataParallel.start(model, spec, { data: train, batchSize: 256 });
@@ -58,8 +60,10 @@ export interface DataParallelOptions {
 }
 
 // Control words, one Int32Array per helper.
-const CMD = 0, DONE = 1, COUNT = 2, STATUS = 3, SEED = 4, QUIT = 5, MICROS = 6, ROW_OFFSET = 7;
-const CONTROL_WORDS = 8;
+const CMD = 0, DONE = 1, COUNT = 2, STATUS = 3, SEED = 4, QUIT = 5, MICROS = 6, ROW_OFFSET = 7, KIND = 8;
+const CONTROL_WORDS = 10;
+/** What a command asks of a helper (the KIND word): gradients and loss, or the loss in evaluation mode. */
+const GRADIENTS = 0, EVALUATE = 1;
 const ERROR_BYTES = 4096;
 
 /** Where a variable lives in the flat shared weight and gradient buffers. */
@@ -192,16 +196,24 @@ export class DataParallel implements StepShare {
   readonly #slots: Slot[];
   readonly #weights: Float32Array;
   readonly #timeoutMs: number;
+  readonly #maxBatch: number;
   #localShare: number;
   #localCount = 0;
   #closed = false;
 
-  private constructor(helpers: Helper[], slots: Slot[], weights: Float32Array, timeoutMs: number, localShare: number) {
+  private constructor(
+    helpers: Helper[],
+    slots: Slot[],
+    weights: Float32Array,
+    limits: { timeoutMs: number; maxBatch: number },
+    localShare: number,
+  ) {
     this.#localShare = localShare;
+    this.#maxBatch = limits.maxBatch;
     this.#helpers = helpers;
     this.#slots = slots;
     this.#weights = weights;
-    this.#timeoutMs = timeoutMs;
+    this.#timeoutMs = limits.timeoutMs;
   }
 
   /**
@@ -300,7 +312,7 @@ export class DataParallel implements StepShare {
       started,
       slots,
       new Float32Array(weightsBuffer),
-      1000 * (options.timeoutSeconds ?? 600),
+      { timeoutMs: 1000 * (options.timeoutSeconds ?? 600), maxBatch: options.batchSize },
       localShare,
     );
   }
@@ -319,6 +331,11 @@ export class DataParallel implements StepShare {
     return this.#helpers.map((h) => h.count > 0 ? Atomics.load(h.control, MICROS) / 1000 : 0);
   }
 
+  /** The most examples a batch given to {@link DataParallel.split} or {@link DataParallel.splitEval} may have. */
+  get maxBatch(): number {
+    return this.#maxBatch;
+  }
+
   /** Helper workers running (0 after {@link DataParallel.close}). */
   get helpers(): number {
     return this.#closed ? 0 : this.#helpers.length;
@@ -331,7 +348,39 @@ export class DataParallel implements StepShare {
    * (`LossOptions.rowOffset`), so dropout draws what one piece would.
    */
   split(batch: Batch, variables: Record<string, tf.Variable>, seed: number): Batch {
+    return this.#hand(batch, variables, { seed, kind: GRADIENTS });
+  }
+
+  /**
+   * Evaluation's {@link DataParallel.split}: writes the weights and the
+   * helpers' parts of a validation batch and wakes the helpers, which compute
+   * their parts' mean loss in evaluation mode; returns this process's part
+   * (the first rows). Follow it with {@link DataParallel.combineEval}.
+   * @param batch at most {@link DataParallel.maxBatch} examples (not disposed).
+   * @param variables the model's variables, by name.
+   * @returns this process's part, a new batch for the caller to dispose.
+   */
+  splitEval(batch: Batch, variables: Record<string, tf.Variable>): Batch {
+    return this.#hand(batch, variables, { seed: 0, kind: EVALUATE });
+  }
+
+  /**
+   * Waits for every helper's part of the batch given to
+   * {@link DataParallel.splitEval}, then returns the whole batch's mean loss.
+   * @param localLoss the mean loss of this process's part.
+   * @returns the size-weighted mean of all parts' losses.
+   */
+  combineEval(localLoss: number): number {
+    for (const [i, h] of this.#helpers.entries()) this.#wait(h, i);
+    const total = this.#localCount + this.#helpers.reduce((a, h) => a + h.count, 0);
+    let loss = localLoss * (this.#localCount / total);
+    for (const h of this.#helpers) if (h.count > 0) loss += h.loss[0] * (h.count / total);
+    return loss;
+  }
+
+  #hand(batch: Batch, variables: Record<string, tf.Variable>, o: { seed: number; kind: number }): Batch {
     if (this.#closed) throw new Error("the data-parallel helpers were closed");
+    const seed = o.seed;
     const B = batch.x.shape[0];
     if (batch.y.shape[0] !== B) {
       throw new RangeError(`batch.x and batch.y differ in examples: x [${batch.x.shape}], y [${batch.y.shape}]`);
@@ -365,6 +414,7 @@ export class DataParallel implements StepShare {
       // The step's one seed, and where the part's rows start: its dropout masks are the whole batch's rows.
       Atomics.store(h.control, SEED, seed >>> 0 | 0);
       Atomics.store(h.control, ROW_OFFSET, start);
+      Atomics.store(h.control, KIND, o.kind);
       start += n;
       Atomics.add(h.control, CMD, 1);
       Atomics.notify(h.control, CMD);
@@ -674,4 +724,4 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
 }
 
 /** The control-word indices (for the worker). */
-export const CONTROL = { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS, ROW_OFFSET } as const;
+export const CONTROL = { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS, ROW_OFFSET, KIND, GRADIENTS, EVALUATE } as const;

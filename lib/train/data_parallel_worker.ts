@@ -1,7 +1,8 @@
 /**
  * A data-parallel helper (started by `data_parallel.ts`, chapter 3's trainer): builds its copy of
  * the model, then on every command loads the shared weights, differentiates
- * its part of the batch and writes the gradients and the mean loss back.
+ * its part of the batch and writes the gradients and the mean loss back (or,
+ * for a validation batch, only its part's mean loss in evaluation mode).
  *
  * @module
  */
@@ -12,7 +13,7 @@ import { copyFloats } from "../kernels/mod.ts";
 import type { TrainableModel } from "./train.ts";
 import { CONTROL, type HelperInit } from "./data_parallel.ts";
 
-const { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS, ROW_OFFSET } = CONTROL;
+const { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS, ROW_OFFSET, KIND, EVALUATE } = CONTROL;
 
 function fail(error: Uint8Array, control: Int32Array, e: unknown): void {
   const text = new TextEncoder().encode(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
@@ -72,6 +73,11 @@ self.onmessage = async (e: MessageEvent<HelperInit>) => {
             x: tf.tensor(xs.subarray(0, n * xSize), [n, ...init.xShape], "int32"),
             y: tf.tensor(ys.subarray(0, n * ySize), [n, ...init.yShape], "int32"),
           };
+          if (Atomics.load(control, KIND) === EVALUATE) {
+            // A validation part: its mean loss in evaluation mode, no gradients.
+            loss[0] = model.loss(batch, { training: false, seed: 0 }).dataSync()[0];
+            return;
+          }
           // The step's one seed and this part's first row in the batch: dropout draws the whole batch's masks.
           const seed = Atomics.load(control, SEED) >>> 0, rowOffset = Atomics.load(control, ROW_OFFSET);
           const { value, grads: g } = tf.variableGrads(

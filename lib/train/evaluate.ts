@@ -5,15 +5,40 @@
  * @module
  */
 import * as tf from "../core/tf.ts";
-import type { Dataset } from "./dataset.ts";
+import type { Batch, Dataset } from "./dataset.ts";
 import type { TrainableModel } from "./train.ts";
+
+/**
+ * Other workers that take part of each evaluation batch (chapter 3; a
+ * started `DataParallel` is one): the trainer evaluates on every core that
+ * trains.
+ */
+export interface EvalShare {
+  /** The most examples one shared batch may have. */
+  readonly maxBatch: number;
+  /**
+   * Hands the rest of a batch to the other workers, with the current weights.
+   * @param batch the whole batch (not disposed by the callee).
+   * @param variables the model's variables, by name.
+   * @returns this process's part (the first rows), a new batch the caller disposes.
+   */
+  splitEval(batch: Batch, variables: Record<string, tf.Variable>): Batch;
+  /**
+   * Waits for the other workers' parts.
+   * @param localLoss the mean loss of this process's part.
+   * @returns the whole batch's mean loss.
+   */
+  combineEval(localLoss: number): number;
+}
 
 /** Options of {@link evaluateLoss}. */
 export interface EvaluateLossOptions {
-  /** Examples per forward pass (default 512). */
+  /** Examples per forward pass (default 512; with a `share`, at most its `maxBatch`). */
   batchSize?: number;
   /** Evaluate only these example numbers (default: all, in order). */
   indices?: ArrayLike<number>;
+  /** Other workers that evaluate part of each batch (default: none). */
+  share?: EvalShare;
 }
 
 /** The mean loss of a model on a dataset (chapter 3). */
@@ -33,7 +58,8 @@ export interface LossReport {
  *
  * @param model the model.
  * @param data the examples.
- * @param options the batch size and an optional subset of examples.
+ * @param options the batch size, an optional subset of examples, and
+ *   other workers to `share` each batch with.
  * @returns the mean loss, its perplexity and the example count.
  * @throws {RangeError} when the dataset (or subset) is empty or the loss is not finite.
  */
@@ -42,12 +68,13 @@ export async function evaluateLoss(
   data: Dataset,
   options: EvaluateLossOptions = {},
 ): Promise<LossReport> {
-  const batchSize = options.batchSize ?? 512;
-  if (!Number.isInteger(batchSize) || batchSize < 1) {
+  const asked = options.batchSize ?? 512, share = options.share;
+  if (!Number.isInteger(asked) || asked < 1) {
     throw new RangeError(
-      `batchSize must be a positive integer: batchSize=${batchSize}`,
+      `batchSize must be a positive integer: batchSize=${asked}`,
     );
   }
+  const batchSize = share ? Math.min(asked, share.maxBatch) : asked;
   const n = options.indices ? options.indices.length : data.length;
   if (n === 0) {
     throw new RangeError("cannot evaluate on an empty dataset: examples=0");
@@ -58,6 +85,20 @@ export async function evaluateLoss(
     const idx = new Int32Array(count);
     for (let j = 0; j < count; j++) {
       idx[j] = options.indices ? options.indices[start + j] : start + j;
+    }
+    if (share) {
+      // This process's part here, the rest in the other workers at the same time.
+      const batch = data.batch(idx);
+      const local = share.splitEval(batch, model.variables());
+      try {
+        const lossT = tf.tidy(() => model.loss(local, { training: false, seed: 0 }));
+        const localLoss = (await lossT.data())[0];
+        lossT.dispose();
+        total += share.combineEval(localLoss) * count;
+      } finally {
+        tf.dispose([batch.x, batch.y, local.x, local.y]);
+      }
+      continue;
     }
     const lossT = tf.tidy(() => {
       const batch = data.batch(idx);

@@ -59,9 +59,9 @@ import { AdamW } from "./adamw.ts";
 import type { Optimizer } from "./optimizer.ts";
 import { clipScale, learningRateAt, type ScheduleOptions } from "./schedule.ts";
 import { chooseWorkers, type ModelSpec, type WorkersChoice } from "./data_parallel.ts";
-import { evaluateLoss } from "./evaluate.ts";
+import { type EvalShare, evaluateLoss } from "./evaluate.ts";
 import { trainableNames } from "./trainable.ts";
-export { evaluateLoss, type EvaluateLossOptions, type LossReport } from "./evaluate.ts";
+export { type EvalShare, evaluateLoss, type EvaluateLossOptions, type LossReport } from "./evaluate.ts";
 import { assignWeights } from "./checkpoint.ts";
 import { type CheckpointOptions, openRun, type SavedRun, saveRun } from "./resume.ts";
 
@@ -223,7 +223,11 @@ export interface TrainerOptions {
   evalEvery?: number;
   /** Evaluate on a fixed random subset of this many validation examples (default: all). */
   evalExamples?: number;
-  /** Examples per evaluation forward pass (default 512). */
+  /**
+   * Examples per evaluation forward pass (default 512). With data-parallel
+   * helpers each batch is shared with them as training batches are, at
+   * most `batchSize` examples at a time.
+   */
   evalBatchSize?: number;
   /** Stop after this many evaluations without a better validation perplexity (default Infinity: never). */
   patience?: number;
@@ -258,7 +262,9 @@ export interface TrainerOptions {
    * steps faster, for models that can be rebuilt in a helper (`spec()`,
    * or `workerSpec`), and as many as the free memory allows (a helper has
    * its own runtime, model copy and activations: for the baby GPT it adds
-   * about 170 MB). Results equal one-piece training up to float rounding,
+   * about 170 MB; 50 to 70 MB with `deno task lab`'s V8 flags, see
+   * tools/v8_flags.ts). The helpers evaluate part of every validation
+   * batch too. Results equal one-piece training up to float rounding,
    * with dropout too when the model draws its masks at the rows'
    * positions ({@link LossOptions.rowOffset}: the transformer and the
    * fixed-window model do).
@@ -614,9 +620,12 @@ export class Trainer {
 
     const evaluate = async (): Promise<boolean> => {
       if (!o.valData) return false;
+      const share = this.#share ?? o.share;
       const r = await evaluateLoss(this.model, o.valData, {
         batchSize: o.evalBatchSize,
         indices: evalIdx,
+        // Every core that trains also evaluates, where the share can (a DataParallel can).
+        share: share && "splitEval" in share ? share as StepShare & EvalShare : undefined,
       });
       const rec: EvalRecord = {
         step: this.#stepsDone,
