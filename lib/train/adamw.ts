@@ -309,8 +309,11 @@ export class AdamW implements Optimizer {
         this.#vSimd,
       ]] as const
     ) {
-      for (const [name, t] of [...tensorMap, ...simdMap]) {
-        tensors[`${key}/${name}`] = tf.tidy(() => t.reshape([-1]).clone());
+      for (const [name, t] of tensorMap) tensors[`${key}/${name}`] = tf.tidy(() => t.reshape([-1]).clone());
+      // The fused kernel updates these moments in place, and a clone on wasm shares the buffer (products.ts):
+      // the state gets a copy of the values, so later steps do not change it.
+      for (const [name, t] of simdMap) {
+        tensors[`${key}/${name}`] = tf.tensor1d((t.dataSync() as Float32Array).slice(), "float32");
       }
       for (const [name, a] of jsMap) tensors[`${key}/${name}`] = tf.tensor1d(a.slice(), "float32");
     }

@@ -6,6 +6,7 @@ import { SGD } from "./sgd.ts";
 import { fingerprintDiff, loadRun } from "./resume.ts";
 import { type TrainableModel, Trainer, type TrainerOptions } from "./train.ts";
 import { Rng } from "../core/random.ts";
+import { initBackend } from "../core/backend.ts";
 
 tf.env().set("PROD", true);
 await tf.setBackend("cpu");
@@ -197,6 +198,25 @@ Deno.test("Trainer checkpoint: another run's checkpoint is refused, naming what 
   await Deno.writeFile(weightsOnly, new Uint8Array([1, 2, 3]));
   await assertRejects(() => new Trainer(m, train, { ...options, checkpoint: { path: weightsOnly } }).run(), TypeError);
   m.dispose();
+});
+
+Deno.test("AdamW saveState: a copy that later steps leave alone, on cpu and on wasm's fused in-place kernel", async () => {
+  for (const backend of ["cpu", "wasm"]) {
+    await initBackend(backend, { useEnv: false, probeWebGpu: false });
+    const w = tf.variable(tf.tensor1d(Array.from({ length: 64 }, (_, i) => i / 10 - 3)));
+    const g = tf.tensor1d(Array.from({ length: 64 }, (_, i) => Math.sin(i)));
+    const a = new AdamW();
+    a.applyGradients({ w }, { w: g }, { lr: 0.1 });
+    const state = a.saveState();
+    const saved = Object.fromEntries(Object.entries(state.tensors).map(([k, t]) => [k, Array.from(t.dataSync())]));
+    for (let i = 0; i < 2; i++) a.applyGradients({ w }, { w: g }, { lr: 0.1 });
+    for (const [k, t] of Object.entries(state.tensors)) {
+      assertEquals(Array.from(t.dataSync()), saved[k], `${backend}: the saved ${k} changed with later steps`);
+    }
+    tf.dispose([w, g, ...Object.values(state.tensors)]);
+    a.dispose();
+  }
+  await initBackend("cpu", { useEnv: false, probeWebGpu: false });
 });
 
 Deno.test("fingerprintDiff: lists every differing leaf, including ones only one side has", () => {
