@@ -17,6 +17,12 @@
  * V8's full collections) before it levels off, so a 20-step run reports a
  * peak 50 to 80 MB below what a long run reaches.
  *
+ * With `--workers auto` the lmbook side is chapter 6's training cell: the
+ * trainer's `run()` with `workers: "auto"`, whose timed probe first trains a
+ * few steps of the whole batch on one core (so this process's wasm memory
+ * grows to a whole batch's activations) and then keeps the helpers if they
+ * pay off; the table says how many workers ran.
+ *
  * With `--workers 2` the lmbook side trains as the trainer's `workers: 2`
  * does: a helper worker (a thread of the same process, with its own wasm
  * backend and copy of the model) differentiates half of each batch, so the
@@ -29,7 +35,7 @@
  *
  * Run (on demand, never in CI; needs Debian's python3-torch):
  *
- *     deno run -A bench/train_memory.ts [--steps 300] [--rounds 2] [--workers 2] [--v8-flags training|default]
+ *     deno run -A bench/train_memory.ts [--steps 300] [--rounds 2] [--workers 2|auto] [--v8-flags training|default]
  *
  * @module
  */
@@ -47,7 +53,7 @@ const { values: args } = parseArgs({
     "v8-flags": { type: "string", default: "training" },
   },
 });
-const steps = Number(args.steps), workers = Number(args.workers);
+const steps = Number(args.steps), auto = args.workers === "auto", workers = auto ? 0 : Number(args.workers);
 if (args["v8-flags"] !== "training" && args["v8-flags"] !== "default") {
   throw new RangeError(`--v8-flags must be training or default: v8-flags=${args["v8-flags"]}`);
 }
@@ -58,8 +64,8 @@ const childEnv: Record<string, string> = args["v8-flags"] === "training"
   : own
   ? { DENO_V8_FLAGS: own }
   : {};
-if (!Number.isInteger(workers) || workers < 1) {
-  throw new RangeError(`--workers must be a whole number of at least 1: workers=${args.workers}`);
+if (!auto && (!Number.isInteger(workers) || workers < 1)) {
+  throw new RangeError(`--workers must be auto or a whole number of at least 1: workers=${args.workers}`);
 }
 
 if (args.child) {
@@ -67,7 +73,26 @@ if (args.child) {
   const lm = await import("../lib/mod.ts");
   const { makeStepper } = await import("./transformer_bench.ts");
   await lm.initBackend("wasm", { useEnv: false, probeWebGpu: false });
-  if (workers === 1) {
+  let ran = workers;
+  if (auto) {
+    // As chapter 6's training cell: the trainer decides (its timed probe trains on one core first).
+    const { vocab, train } = lm.mobyDickChars();
+    const model = new lm.TransformerLM(lm.transformerConfig("baby", { vocabSize: vocab.size }), { seed: 1 });
+    const data = lm.sequenceDataset(train, model.config.blockSize);
+    const trainer = new lm.Trainer(model, data, {
+      batchSize: 12,
+      maxSteps: steps + 3,
+      sampling: "random",
+      lr: 1e-3,
+      weightDecay: 0.1,
+      progress: false,
+      seed: 1,
+      workers: "auto",
+    });
+    ran = (await trainer.run()).workers ?? 1;
+    trainer.dispose();
+    model.dispose();
+  } else if (workers === 1) {
     const stepper = makeStepper("baby", 12);
     for (let i = 0; i < steps + 3; i++) await stepper.step();
     stepper.dispose();
@@ -100,7 +125,7 @@ if (args.child) {
   const backend = lm.tf.findBackend("wasm") as unknown as { wasm: { asm: { memory: WebAssembly.Memory } } };
   const wasmBytes = backend.wasm.asm.memory.buffer.byteLength;
   const tfBytes = lm.tf.memory().numBytes;
-  console.log(JSON.stringify({ wasmBytes, tfBytes }));
+  console.log(JSON.stringify({ wasmBytes, tfBytes, workers: ran }));
   Deno.exit(0);
 }
 
@@ -139,16 +164,17 @@ for (let r = 0; r < Number(args.rounds); r++) {
     "--steps",
     String(steps),
     "--workers",
-    String(workers),
+    String(args.workers),
   ], childEnv);
-  const inner = JSON.parse(ours.last) as { wasmBytes: number; tfBytes: number };
+  const inner = JSON.parse(ours.last) as { wasmBytes: number; tfBytes: number; workers: number };
   const torch = await peakOf(
     [args.python!, "transformer_torch.py", "--threads", "1", "--steps", String(steps), "--vocab", "81"],
     torchThreadEnv(1),
   );
   rows.push({
     round: r + 1,
-    [`lmbook (${workers} worker${workers > 1 ? "s" : ""}) peak RSS MB`]: Math.round(ours.mb),
+    [`lmbook (${auto ? "auto" : workers} worker${workers === 1 ? "" : "s"}) peak RSS MB`]: Math.round(ours.mb),
+    ...(auto ? { "workers ran": inner.workers } : {}),
     "wasm memory MB (this thread)": Math.round(inner.wasmBytes / 2 ** 20),
     "tfjs bytes at end MB": Math.round(inner.tfBytes / 2 ** 20),
     "PyTorch (1 thread) peak RSS MB": Math.round(torch.mb),
