@@ -27,6 +27,7 @@ import * as tf from "../core/tf.ts";
 import { copyFloats, fusedAxpby, wasmSimdReady } from "../kernels/mod.ts";
 import type { Batch, Dataset } from "./dataset.ts";
 import type { StepShare, TrainableModel } from "./train.ts";
+import type { EvalShare } from "./evaluate.ts";
 
 /** How a helper builds its copy of the model: `new (await import(module))[exportName](config, options)`. */
 export interface ModelSpec {
@@ -189,9 +190,10 @@ export function partSizes(n: number, helpers: number, localShare: number = defau
 
 /**
  * A {@link StepShare} that differentiates part of every batch in helper
- * workers (see the module documentation).
+ * workers, and an {@link EvalShare} that evaluates part of every validation
+ * batch there (see the module documentation).
  */
-export class DataParallel implements StepShare {
+export class DataParallel implements StepShare, EvalShare {
   readonly #helpers: Helper[];
   readonly #slots: Slot[];
   readonly #weights: Float32Array;
@@ -378,9 +380,10 @@ export class DataParallel implements StepShare {
     return loss;
   }
 
-  #hand(batch: Batch, variables: Record<string, tf.Variable>, o: { seed: number; kind: number }): Batch {
+  /** Hands the helpers their parts with a command of this kind; returns this process's part. */
+  #hand(batch: Batch, variables: Record<string, tf.Variable>, command: { seed: number; kind: number }): Batch {
     if (this.#closed) throw new Error("the data-parallel helpers were closed");
-    const seed = o.seed;
+    const { seed, kind } = command;
     const B = batch.x.shape[0];
     if (batch.y.shape[0] !== B) {
       throw new RangeError(`batch.x and batch.y differ in examples: x [${batch.x.shape}], y [${batch.y.shape}]`);
@@ -414,7 +417,7 @@ export class DataParallel implements StepShare {
       // The step's one seed, and where the part's rows start: its dropout masks are the whole batch's rows.
       Atomics.store(h.control, SEED, seed >>> 0 | 0);
       Atomics.store(h.control, ROW_OFFSET, start);
-      Atomics.store(h.control, KIND, o.kind);
+      Atomics.store(h.control, KIND, kind);
       start += n;
       Atomics.add(h.control, CMD, 1);
       Atomics.notify(h.control, CMD);
@@ -724,4 +727,4 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
 }
 
 /** The control-word indices (for the worker). */
-export const CONTROL = { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS, ROW_OFFSET, KIND, GRADIENTS, EVALUATE } as const;
+export const CONTROL = { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS, ROW_OFFSET, KIND, EVALUATE } as const;
