@@ -95,6 +95,21 @@ Deno.test("deno task gpu-kit builds a kit within 60 MiB whose run.sh trains on w
     for (const k of ["setup", "steps", "profile", "byName", "slowest"]) {
       assert(kinds.includes(k), `what: a "${k}" line from the step profiler; got ${kinds.join(", ")}`);
     }
+    // The products benchmark: run.sh OUTDIR --script gpu_matmul.js (tfjs's kernel against the rewrites).
+    const margs = ["--script", "gpu_matmul.js", "--config", "tiny", "--batch", "2", "--reps", "1", "--steps", "1"];
+    const mm = await run(`${kit}/run.sh`, [`${out}/m`, ...margs, "--rounds", "1", "--backend", first], {
+      PATH: "/usr/bin:/bin",
+    });
+    const mlog = await Deno.readTextFile(`${out}/m/gpu.log`).catch(() => "(no gpu.log)");
+    assertEquals(mm.code, 0, `what: run.sh OUTDIR ${margs.join(" ")}; log:\n${mlog.slice(-3000)}`);
+    const rows = (await Deno.readTextFile(`${out}/m/gpu_matmul.json`)).trim().split("\n").map((l) => JSON.parse(l));
+    const trains = rows.filter((r) => r.kind === "train");
+    assertEquals(trains.map((r) => r.choice), ["native", "auto"], "what: one training run per choice");
+    assertEquals(trains[0].losses, trains[1].losses.map((x: number, i: number) => {
+      // The rewrites may only reorder additions: the same losses within float rounding.
+      return Math.abs(x - trains[0].losses[i]) < 1e-4 ? trains[0].losses[i] : x;
+    }), "what: the same losses with and without the rewrites");
+    assert(rows.some((r) => r.kind === "product" && r.relDiff < 1e-5), "what: product rows that agree");
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }

@@ -5,7 +5,7 @@
  * Writes `build/gpu-kit/` (at most 60 MiB):
  * - `deno.gz`: this Deno binary (`Deno.execPath()`), gzip-compressed (gzip is
  *   on every Debian/Ubuntu system; xz and zstd are not always);
- * - `app.tar.gz`: tools/gpu.ts and bench/gpu_step_profile.ts, each bundled
+ * - `app.tar.gz`: tools/gpu.ts, bench/gpu_step_profile.ts and bench/gpu_matmul.ts, each bundled
  *   into one file (`deno bundle`) with its npm dependencies, beside the tfjs
  *   wasm files, the Moby Dick text and the PyTorch peer script;
  * - `vulkan/`: the Debian packages of {@link KIT_PACKAGES} for x86-64
@@ -208,7 +208,12 @@ export async function buildKit(
   await Deno.mkdir(`${stage}/app`, { recursive: true });
   await Deno.mkdir(`${stage}/bench`, { recursive: true });
   // The benchmark and the step profiler, bundled; the bundles' npm code finds its files from __dirname.
-  for (const [entry, name] of [["tools/gpu.ts", "gpu.js"], ["bench/gpu_step_profile.ts", "gpu_step_profile.js"]]) {
+  for (
+    const [entry, name] of [["tools/gpu.ts", "gpu.js"], ["bench/gpu_step_profile.ts", "gpu_step_profile.js"], [
+      "bench/gpu_matmul.ts",
+      "gpu_matmul.js",
+    ]]
+  ) {
     const bundle = `${stage}/app/${name}`;
     await sh(Deno.execPath(), [
       "bundle",

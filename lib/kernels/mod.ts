@@ -58,3 +58,11 @@ export {
   relaxedSimdAvailable,
   setMatMulKernel,
 } from "./matmul.ts";
+export {
+  installWebGpuMatMul,
+  setWebGpuMatMul,
+  splitKFactor,
+  transposeHelps,
+  type WebGpuMatMul,
+  webGpuRewrites,
+} from "./webgpu_matmul.ts";

@@ -17,6 +17,7 @@ import { fusedColSum, fusedTranspose2d } from "./fused.ts";
 import { wasmSimdReady } from "./tfjs_kernels.ts";
 import { installMatMulKernel, transposedProductsInPlace } from "./matmul.ts";
 import { afterBackendStart } from "../core/backend.ts";
+import "./webgpu_matmul.ts"; // transposed products on webgpu (installed when webgpu starts)
 import { guardWasmMalloc, type WasmAllocator } from "./wasm_memory.ts";
 
 export type Save = (tensors: tf.Tensor[]) => void;

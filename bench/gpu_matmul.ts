@@ -1,0 +1,151 @@
+/**
+ * Matrix products on webgpu: tfjs's own shaders (`"native"`) against the
+ * library's rewrites (`"auto"`: B transposed first, the weight gradients'
+ * sums split; lib/kernels/webgpu_matmul.ts), first product by product on the training
+ * shapes of a `deno task gpu` config, then whole training steps, the two
+ * choices alternating. Every product's two results are compared. `deno task
+ * gpu-kit` carries it: `run.sh OUTDIR --script gpu_matmul.js [flags]`.
+ *
+ * Run: deno run -A bench/gpu_matmul.ts [--config gpu] [--batch 64] [--reps 10] [--steps 4] [--rounds 2]
+ *
+ * Prints one JSON object per line.
+ *
+ * @module
+ */
+import * as lm from "../lib/mod.ts";
+import { setWebGpuMatMul, type WebGpuMatMul, webGpuRewrites } from "../lib/kernels/webgpu_matmul.ts";
+import { GPU_CONFIGS, gpuTrainer } from "../tools/gpu.ts";
+const { tf } = lm;
+
+function flag(name: string, fallback: string): string {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
+}
+const config = flag("config", "gpu") as keyof typeof GPU_CONFIGS;
+if (!(config in GPU_CONFIGS)) throw new RangeError(`--config must be one of ${Object.keys(GPU_CONFIGS)}: ${config}`);
+const batchSize = Number(flag("batch", String(GPU_CONFIGS[config].batchSize)));
+const reps = Number(flag("reps", "10"));
+const steps = Number(flag("steps", "4"));
+const rounds = Number(flag("rounds", "2"));
+for (const [k, v] of [["batch", batchSize], ["reps", reps], ["steps", steps], ["rounds", rounds]] as const) {
+  if (!Number.isInteger(v) || v < 1) throw new RangeError(`--${k} must be a positive integer: --${k}=${v}`);
+}
+const backend = await lm.initBackend(flag("backend", "webgpu"));
+const say = (o: Record<string, unknown>) => console.log(JSON.stringify(o));
+const p = lm.TRANSFORMER_PRESETS[GPU_CONFIGS[config].preset];
+const N = batchSize * p.blockSize, C = p.nEmbd, H = p.nHead, T = p.blockSize, D = C / H;
+say({ kind: "setup", config, batchSize, backend, reps, steps, rounds, N, C, H, T });
+
+/** The products of one training step with a transposed operand, and two without for scale. */
+const shapes: { name: string; a: number[]; b: number[]; ta: boolean; tb: boolean }[] = [
+  { name: "mlp up dx: dy(N,4C) @ W(C,4C)^T", a: [N, 4 * C], b: [C, 4 * C], ta: false, tb: true },
+  { name: "mlp down dx: dy(N,C) @ W(4C,C)^T", a: [N, C], b: [4 * C, C], ta: false, tb: true },
+  { name: "qkv dx: dy(N,3C) @ W(C,3C)^T", a: [N, 3 * C], b: [C, 3 * C], ta: false, tb: true },
+  { name: "proj dx: dy(N,C) @ W(C,C)^T", a: [N, C], b: [C, C], ta: false, tb: true },
+  { name: "scores: q(BH,T,D) @ k(BH,T,D)^T", a: [batchSize * H, T, D], b: [batchSize * H, T, D], ta: false, tb: true },
+  { name: "forward, no transpose: x(N,C) @ W(C,4C)", a: [N, C], b: [C, 4 * C], ta: false, tb: false },
+  { name: "weight grad: x(N,C)^T @ dy(N,4C)", a: [N, C], b: [N, 4 * C], ta: true, tb: false },
+  { name: "weight grad: h(N,4C)^T @ dy(N,C)", a: [N, 4 * C], b: [N, C], ta: true, tb: false },
+  { name: "weight grad: x(N,C)^T @ dy(N,C)", a: [N, C], b: [N, C], ta: true, tb: false },
+  { name: "weight grad: x(N,C)^T @ dy(N,3C)", a: [N, C], b: [N, 3 * C], ta: true, tb: false },
+  { name: "embedding grad: dy(N,V)^T @ x(N,C)", a: [N, 81], b: [N, C], ta: true, tb: false },
+];
+
+async function time(a: lm.tf.Tensor, b: lm.tf.Tensor, ta: boolean, tb: boolean): Promise<number> {
+  const run = () => tf.matMul(a, b, ta, tb);
+  for (let i = 0; i < 2; i++) {
+    const y = run();
+    await y.data();
+    y.dispose();
+  }
+  const t0 = performance.now();
+  let last: lm.tf.Tensor | null = null;
+  for (let i = 0; i < reps; i++) {
+    last?.dispose();
+    last = run();
+  }
+  const s = tf.sum(last!);
+  await s.data(); // waits for every queued product
+  const ms = (performance.now() - t0) / reps;
+  tf.dispose([last!, s]);
+  return ms;
+}
+
+for (const sh of shapes) {
+  const a = tf.randomNormal(sh.a, 0, 1, "float32", 1), b = tf.randomNormal(sh.b, 0, 1, "float32", 2);
+  const m = sh.ta ? sh.a.at(-1)! : sh.a.at(-2)!, k = sh.ta ? sh.a.at(-2)! : sh.a.at(-1)!;
+  const n = sh.tb ? sh.b.at(-2)! : sh.b.at(-1)!;
+  const batch = sh.a.length === 3 ? sh.a[0] : 1;
+  const flop = 2 * batch * m * k * n;
+  const row: Record<string, unknown> = { kind: "product", name: sh.name, m, k, n, batch };
+  const results: Partial<Record<WebGpuMatMul, Float32Array>> = {};
+  for (const choice of ["native", "auto", "native", "auto"] as WebGpuMatMul[]) {
+    setWebGpuMatMul(choice);
+    const before = webGpuRewrites();
+    const ms = await time(a, b, sh.ta, sh.tb);
+    row[`${choice}Ms`] = [...(row[`${choice}Ms`] as number[] ?? []), +ms.toFixed(3)];
+    const after = webGpuRewrites();
+    row[`${choice}Rewrites`] = [after.transposed - before.transposed, after.split - before.split];
+    if (!results[choice]) {
+      const y = tf.matMul(a, b, sh.ta, sh.tb);
+      results[choice] = (await y.data()) as Float32Array;
+      y.dispose();
+    }
+  }
+  const best = (c: string) => Math.min(...(row[`${c}Ms`] as number[]));
+  row.nativeTflops = +(flop / best("native") / 1e9).toFixed(2);
+  row.autoTflops = +(flop / best("auto") / 1e9).toFixed(2);
+  row.speedup = +(best("native") / best("auto")).toFixed(2);
+  let maxDiff = 0, maxAbs = 0;
+  const x = results.native!, y = results.auto!;
+  for (let i = 0; i < x.length; i++) {
+    maxDiff = Math.max(maxDiff, Math.abs(x[i] - y[i]));
+    maxAbs = Math.max(maxAbs, Math.abs(x[i]));
+  }
+  row.maxDiff = +maxDiff.toPrecision(3);
+  row.relDiff = +(maxDiff / maxAbs).toPrecision(3);
+  row.maxAbs = maxAbs;
+  say(row);
+  tf.dispose([a, b]);
+}
+
+/** `steps` training steps of the config under `choice`, after one untimed step; the losses and ms per step. */
+async function train(choice: WebGpuMatMul): Promise<{ losses: number[]; ms: number[] }> {
+  setWebGpuMatMul(choice);
+  const s = gpuTrainer(config, { batchSize, dropout: GPU_CONFIGS[config].dropout });
+  const losses: number[] = [], ms: number[] = [];
+  for (let i = 0; i <= steps; i++) {
+    const batch = s.nextBatch();
+    const t0 = performance.now();
+    const r = s.trainer.step(batch);
+    losses.push((await r.loss.data())[0]);
+    if (i > 0) ms.push(performance.now() - t0);
+    tf.dispose([r.loss, r.gradNorm, batch.x, batch.y]);
+  }
+  s.trainer.dispose();
+  s.model.dispose();
+  return { losses, ms };
+}
+
+for (let round = 0; round < rounds; round++) {
+  for (const choice of ["native", "auto"] as WebGpuMatMul[]) {
+    const before = webGpuRewrites();
+    const r = await train(choice);
+    const after = webGpuRewrites();
+    const sorted = [...r.ms].sort((x, y) => x - y);
+    say({
+      kind: "train",
+      round,
+      choice,
+      config,
+      batchSize,
+      msPerStep: +sorted[Math.floor(sorted.length / 2)].toFixed(1),
+      ms: r.ms.map((x) => Math.round(x)),
+      tokensPerSecond: Math.round(batchSize * p.blockSize / (sorted[Math.floor(sorted.length / 2)] / 1000)),
+      losses: r.losses,
+      rewrites: [after.transposed - before.transposed, after.split - before.split],
+      tensors: tf.memory().numTensors,
+    });
+  }
+}
+setWebGpuMatMul("auto");
