@@ -90,7 +90,9 @@ function close(got: Float32Array, want: Float32Array, what: string): void {
 
 Deno.test("webgpu products: the rewrites equal tfjs's kernel and the definition, with gradients, and leak nothing", async () => {
   if (!(await probeWebGpu())) {
-    if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
+    if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") {
+      throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
+    }
     console.log("no WebGPU adapter: skipped");
     return;
   }
