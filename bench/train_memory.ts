@@ -18,10 +18,11 @@
  * peak 50 to 80 MB below what a long run reaches.
  *
  * With `--workers auto` the lmbook side is chapter 6's training cell: the
- * trainer's `run()` with `workers: "auto"`, whose timed probe first trains a
- * few steps of the whole batch on one core (so this process's wasm memory
- * grows to a whole batch's activations) and then keeps the helpers if they
- * pay off; the table says how many workers ran.
+ * trainer's `run()` with `workers: "auto"`, whose timed probe first times
+ * steps of a half and a quarter of the batch on one core (`oneCoreMs`; it
+ * once timed the whole batch, which grew this process's wasm memory to a
+ * whole batch's activations) and then keeps the helpers if they pay off; the
+ * table says how many workers ran.
  *
  * With `--workers 2` the lmbook side trains as the trainer's `workers: 2`
  * does: a helper worker (a thread of the same process, with its own wasm

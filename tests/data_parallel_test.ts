@@ -16,6 +16,7 @@ import {
   helpersThatFit,
   helperThreads,
   type ModelSpec,
+  oneCoreMs,
   partSizes,
   tuneSplit,
 } from "../lib/train/data_parallel.ts";
@@ -516,6 +517,40 @@ Deno.test({
     if (left) assertEquals([...left], [], "chooseWorkers left helper threads running");
     model.dispose();
   },
+});
+
+Deno.test("oneCoreMs: a whole batch's step from a half and a quarter of it, never timing more than half", () => {
+  // A step costs a fixed time plus a time per example; the estimate must land on the whole batch's cost.
+  const rng = new lm.Rng(23);
+  for (let trial = 0; trial < 40; trial++) {
+    const n = 1 + rng.int(300), fixed = 50 * rng.next(), per = 0.1 + 20 * rng.next();
+    let now = 0, most = 0, made = 0, disposed = 0;
+    const rows = (k: number) => {
+      made++;
+      const x = tf.zeros([k, 1]), y = tf.zeros([k]);
+      const dispose = x.dispose.bind(x);
+      x.dispose = () => (disposed++, dispose());
+      return { x, y } as lm.Batch;
+    };
+    const before = tf.memory().numTensors;
+    const ms = oneCoreMs(n, rows, (b) => {
+      const k = b.x.shape[0];
+      most = Math.max(most, k);
+      now += fixed + per * k;
+    }, () => now);
+    const what = `n ${n}, ${fixed.toFixed(1)} ms + ${per.toFixed(2)} ms/example`;
+    const want = fixed + per * n;
+    assert(Math.abs(ms - want) <= 1e-9 * want, `${what}: estimated ${ms} ms, the whole batch costs ${want}`);
+    if (n >= 4) assertEquals(most, Math.ceil(n / 2), `${what}: timed ${most} examples at once`);
+    else assertEquals(most, n, `${what}: a batch under four examples is timed whole`);
+    assertEquals(disposed, made, `${what}: made ${made} batches, disposed ${disposed}`);
+    assertEquals(tf.memory().numTensors, before, `${what}: tensors leaked`);
+  }
+  // Noise that tilts the line down never puts the estimate under the half batch's time.
+  let now = 0;
+  const rows = (k: number) => ({ x: tf.zeros([k, 1]), y: tf.zeros([k]) }) as lm.Batch;
+  const ms = oneCoreMs(12, rows, (b) => void (now += b.x.shape[0] === 6 ? 40 : 45), () => now);
+  assertEquals(ms, 40);
 });
 
 Deno.test("helpersThatFit: a helper counts as this process's size, and as much again stays free", () => {

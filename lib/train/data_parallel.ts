@@ -546,14 +546,45 @@ export interface WorkersChoice {
 /** Below this many seconds of estimated training, `"auto"` keeps one worker (a helper takes a second or two to start). */
 const AUTO_MIN_SECONDS = 20;
 
-function medianMs(run: () => void, times: number, clock: () => number): number {
-  const ms: number[] = [];
-  for (let i = 0; i < times; i++) {
-    const t0 = clock();
-    run();
-    ms.push(clock() - t0);
+/**
+ * The time of one gradient step on `n` examples in one piece, estimated from
+ * steps on about a half and a quarter of them (medians of three, interleaved)
+ * along a line: a step costs a fixed time plus a time per example. Timing the
+ * whole batch would grow this process's wasm memory, which never shrinks, to
+ * the whole batch's activations, more than its part of a shared step needs
+ * (on the baby transformer, 83 against 69 MB). Batches of under four
+ * examples are timed whole.
+ * @param n the batch's examples.
+ * @param rows makes a batch of the first `k` examples (the caller's data).
+ * @param differentiate the trainer's gradient step, in one piece.
+ * @param clock the clock, in milliseconds.
+ * @returns the estimated milliseconds, at least the half batch's.
+ */
+export function oneCoreMs(
+  n: number,
+  rows: (k: number) => Batch,
+  differentiate: (batch: Batch) => void,
+  clock: () => number,
+): number {
+  const half = Math.ceil(n / 2), quarter = Math.ceil(n / 4);
+  const sizes = n < 4 ? [n] : [half, quarter];
+  const batches = sizes.map(rows);
+  try {
+    for (const b of batches) differentiate(b); // warm-up: kernels compiled, memory allocated
+    const times = sizes.map(() => [] as number[]);
+    for (let r = 0; r < 3; r++) {
+      batches.forEach((b, i) => {
+        const t0 = clock();
+        differentiate(b);
+        times[i].push(clock() - t0);
+      });
+    }
+    const [th, tq] = times.map((t) => t.sort((a, b) => a - b)[1]);
+    if (sizes.length === 1) return th;
+    return Math.max(th, tq + ((th - tq) * (n - quarter)) / (half - quarter));
+  } finally {
+    for (const b of batches) tf.dispose([b.x, b.y]);
   }
-  return ms.sort((a, b) => a - b)[Math.floor(ms.length / 2)];
 }
 
 /**
@@ -606,7 +637,8 @@ export function tuneSplit(
  * `"auto"` measures rather than guesses: it keeps one worker where shared
  * memory or a second core is missing, the model cannot be rebuilt in a
  * helper, or the run is too short to repay a helper's start; otherwise it
- * times the trainer's gradient step in one piece, starts one helper per
+ * estimates the trainer's gradient step in one piece ({@link oneCoreMs}:
+ * timed on a half and a quarter of the batch), starts one helper per
  * other core (no more than the free memory holds, {@link helpersThatFit}),
  * balances the split from the measured times of each part (then keeps the
  * split whose shared step measures fastest, {@link tuneSplit}), and keeps
@@ -655,11 +687,11 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
   if (!spec) return { workers: 1, reason: "the model has no spec() to rebuild it in a helper" };
   if (options.batchSize < 2) return { workers: 1, reason: "a batch of one example cannot be split" };
   const n = Math.min(options.batchSize, options.data.length);
-  const batch = options.data.batch(Int32Array.from({ length: n }, (_, i) => i));
+  const rows = (k: number) => options.data.batch(Int32Array.from({ length: k }, (_, i) => i));
+  const batch = rows(n);
   try {
-    options.differentiate(batch); // warm-up: kernels compiled, memory allocated
     const clock = options.clock ?? (() => performance.now());
-    const alone = medianMs(() => options.differentiate(batch), 3, clock);
+    const alone = oneCoreMs(n, rows, options.differentiate, clock);
     const estimate = Math.min((alone * options.steps) / 1000, options.maxSeconds ?? Infinity);
     if (estimate < AUTO_MIN_SECONDS) {
       return {
