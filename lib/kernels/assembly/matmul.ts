@@ -170,7 +170,12 @@ export function matmul(
     if (bias) for (let q: u32 = 0; q < w; q++) store<f32>(bp + (<usize>q << 2), load<f32>(bias + (<usize>(j + q) << 2)));
     const cj = c + (<usize>j << 2);
     let i: u32 = 0;
-    for (; i + 6 <= M; i += 6) rows(a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 6, w, tile, r);
+    if (ASC_FEATURE_RELAXED_SIMD) {
+      for (; i + 6 <= M; i += 6) rows(a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 6, w, tile, r);
+    } else {
+      // Without fused multiply-adds each update needs a temporary: six rows would leave V8 too few registers.
+      for (; i + 5 <= M; i += 5) rows(a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 5, w, tile, r);
+    }
     if (i + 4 <= M) {
       rows(a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 4, w, tile, r);
       i += 4;
