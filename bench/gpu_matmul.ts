@@ -14,23 +14,12 @@
  */
 import * as lm from "../lib/mod.ts";
 import { setWebGpuMatMul, type WebGpuMatMul, webGpuRewrites } from "../lib/kernels/webgpu_matmul.ts";
-import { GPU_CONFIGS, gpuTrainer } from "../tools/gpu.ts";
+import { GPU_CONFIGS, gpuTrainer, scriptFlags } from "../tools/gpu.ts";
 const { tf } = lm;
 
-function flag(name: string, fallback: string): string {
-  const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
-}
-const config = flag("config", "gpu") as keyof typeof GPU_CONFIGS;
-if (!(config in GPU_CONFIGS)) throw new RangeError(`--config must be one of ${Object.keys(GPU_CONFIGS)}: ${config}`);
-const batchSize = Number(flag("batch", String(GPU_CONFIGS[config].batchSize)));
-const reps = Number(flag("reps", "10"));
-const steps = Number(flag("steps", "4"));
-const rounds = Number(flag("rounds", "2"));
-for (const [k, v] of [["batch", batchSize], ["reps", reps], ["steps", steps], ["rounds", rounds]] as const) {
-  if (!Number.isInteger(v) || v < 1) throw new RangeError(`--${k} must be a positive integer: --${k}=${v}`);
-}
-const backend = await lm.initBackend(flag("backend", "webgpu"));
+const { config, batchSize, backend: asked, counts } = scriptFlags(Deno.args, { reps: 10, steps: 4, rounds: 2 });
+const { reps, steps, rounds } = counts;
+const backend = await lm.initBackend(asked);
 const say = (o: Record<string, unknown>) => console.log(JSON.stringify(o));
 const p = lm.TRANSFORMER_PRESETS[GPU_CONFIGS[config].preset];
 const N = batchSize * p.blockSize, C = p.nEmbd, H = p.nHead, T = p.blockSize, D = C / H;

@@ -15,22 +15,12 @@
  * @module
  */
 import * as lm from "../lib/mod.ts";
-import { GPU_CONFIGS, gpuTrainer } from "../tools/gpu.ts";
+import { GPU_CONFIGS, gpuTrainer, scriptFlags } from "../tools/gpu.ts";
 const { tf } = lm;
 
-function flag(name: string, fallback: string): string {
-  const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
-}
-const config = flag("config", "gpu") as keyof typeof GPU_CONFIGS;
-if (!(config in GPU_CONFIGS)) throw new RangeError(`--config must be one of ${Object.keys(GPU_CONFIGS)}: ${config}`);
-const batchSize = Number(flag("batch", String(GPU_CONFIGS[config].batchSize)));
-const steps = Number(flag("steps", "3"));
-const top = Number(flag("top", "15"));
-for (const [k, v] of [["batch", batchSize], ["steps", steps], ["top", top]] as const) {
-  if (!Number.isInteger(v) || v < 1) throw new RangeError(`--${k} must be a positive integer: --${k}=${v}`);
-}
-const backend = await lm.initBackend(flag("backend", "webgpu"));
+const { config, batchSize, backend: asked, counts } = scriptFlags(Deno.args, { steps: 3, top: 15 });
+const { steps, top } = counts;
+const backend = await lm.initBackend(asked);
 const say = (o: Record<string, unknown>) => console.log(JSON.stringify(o));
 
 /** One training step of `s`, its loss read back (which waits for the GPU). */

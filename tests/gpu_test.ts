@@ -5,7 +5,7 @@
  * webgpu run is in tests/gpu_kit_test.ts, through the kit).
  */
 import { assert, assertEquals, assertThrows } from "@std/assert";
-import { findIcdFiles, findVulkanLoader, lossesAgree, parseGpuArgs } from "../tools/gpu.ts";
+import { findIcdFiles, findVulkanLoader, lossesAgree, parseGpuArgs, scriptFlags } from "../tools/gpu.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -29,6 +29,22 @@ Deno.test("deno task gpu's flags: defaults, and a clear error naming the flag an
     ] as const
   ) assertThrows(() => parseGpuArgs([...args]), RangeError, msg, `what: parseGpuArgs(${JSON.stringify(args)})`);
   assertThrows(() => parseGpuArgs(["--backends", "webgpu,cuda"]), Error, "cuda");
+});
+
+Deno.test("the kit scripts' flags: defaults, given values, and errors naming the flag and the value", () => {
+  assertEquals(scriptFlags([], { steps: 3, top: 15 }), {
+    config: "gpu",
+    batchSize: 64,
+    backend: "webgpu",
+    counts: { steps: 3, top: 15 },
+  });
+  assertEquals(
+    scriptFlags(["--config", "baby", "--steps", "7", "--backend", "wasm"], { steps: 3 }),
+    { config: "baby", batchSize: 12, backend: "wasm", counts: { steps: 7 } },
+  );
+  assertThrows(() => scriptFlags(["--config", "huge"], {}), RangeError, "--config=huge");
+  assertThrows(() => scriptFlags(["--batch", "0"], {}), RangeError, "--batch=0");
+  assertThrows(() => scriptFlags(["--reps", "2.5"], { reps: 10 }), RangeError, "--reps=2.5");
 });
 
 Deno.test("lossesAgree compares the first n losses relatively", () => {

@@ -214,6 +214,38 @@ export interface GpuRun {
 }
 
 /**
+ * The flags of the kit's other scripts (bench/gpu_step_profile.ts,
+ * bench/gpu_matmul.ts): `--config` (default `gpu`), `--batch` (the config's),
+ * `--backend` (default `webgpu`), and the positive whole numbers in `counts`.
+ *
+ * @param args the command line (`Deno.args`).
+ * @param counts each further flag's name and default.
+ * @returns the config, batch size, backend and counts.
+ * @throws {RangeError} naming the flag and its value when one is wrong.
+ */
+export function scriptFlags<K extends string>(
+  args: string[],
+  counts: Record<K, number>,
+): { config: keyof typeof GPU_CONFIGS; batchSize: number; backend: string; counts: Record<K, number> } {
+  const flag = (name: string, fallback: string) => {
+    const i = args.indexOf(`--${name}`);
+    return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
+  };
+  const config = flag("config", "gpu") as keyof typeof GPU_CONFIGS;
+  if (!(config in GPU_CONFIGS)) {
+    throw new RangeError(`--config must be one of ${Object.keys(GPU_CONFIGS)}: --config=${config}`);
+  }
+  const batchSize = Number(flag("batch", String(GPU_CONFIGS[config].batchSize)));
+  const values = Object.fromEntries(
+    Object.entries(counts).map(([k, v]) => [k, Number(flag(k, String(v)))]),
+  ) as Record<K, number>;
+  for (const [k, v] of [["batch", batchSize], ...Object.entries(values)] as [string, number][]) {
+    if (!Number.isInteger(v) || v < 1) throw new RangeError(`--${k} must be a positive integer: --${k}=${v}`);
+  }
+  return { config, batchSize, backend: flag("backend", "webgpu"), counts: values };
+}
+
+/**
  * The benchmark's model and trainer for `config` on Moby Dick characters, from
  * seed 1, and its batches (from seed 3): the same on every backend.
  *
