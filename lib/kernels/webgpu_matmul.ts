@@ -83,7 +83,8 @@ export function webGpuRewrites(): { transposed: number; split: number } {
  * `(batch, m, k)` by `(batch, n, k)ᵀ`: the shared size `k` and the output's
  * columns `n` must be multiples of 4, and the product must be large enough
  * for tfjs to choose its tiled ("packed") shader rather than one of its
- * small-output ones (more than 16 tiles of 32×32).
+ * small-output ones: more than 16 tiles of 32×32 (tfjs turns to those at 8
+ * or fewer, 16 on newer Intel GPUs).
  *
  * @param dims `[batch, m, k, n]`.
  * @param transposeA whether A is transposed too (then `m` must be a multiple of 4 instead of `k`).
