@@ -127,3 +127,23 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "gpu_flags: one run per value of the flag, the same losses under each, and a bad value named",
+  sanitizeResources: false,
+  async fn() {
+    const script = join(ROOT, "bench", "gpu_flags.ts");
+    const args = ["--config", "tiny", "--backend", "cpu", "--steps", "1", "--rounds", "1"];
+    const { code, stdout, stderr } = await runBench(
+      [...args, "--flag", "CHECK_COMPUTATION_FOR_ERRORS", "--values", "0,1"],
+      script,
+    );
+    assertEquals(code, 0, stderr.slice(-1500));
+    const runs = stdout.trim().split("\n").map((l) => JSON.parse(l)).filter((r) => r.kind === "run");
+    assertEquals(runs.map((r) => r.value), [0, 1], "one run per value, in order");
+    assertEquals(runs[0].losses, runs[1].losses, "a flag that changes no arithmetic changes no loss");
+    const bad = await runBench([...args, "--values", "15,x"], script);
+    assert(bad.code !== 0, "--values 15,x must fail the command");
+    assert(bad.stderr.includes("RangeError: --values must be numbers: --values=15,x"), bad.stderr.slice(-600));
+  },
+});

@@ -1,0 +1,55 @@
+/**
+ * Training steps of a `deno task gpu` config under each value of one tfjs
+ * environment flag, the values alternating in rounds, in one process (the
+ * flags here are read at every dispatch). Written for
+ * `WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE`: tfjs submits its queued GPU work every
+ * 15 dispatches by default, and the baby config makes about 1,500 dispatches
+ * per step. The figures in bench/README.md came from a kit that carried it
+ * (`run.sh OUTDIR --script gpu_flags.js [flags]`); the kit no longer does,
+ * because a fourth bundle of tfjs took it over its 60 MiB limit. Where Deno
+ * is installed it runs as below.
+ *
+ * Run: deno run -A bench/gpu_flags.ts [--config baby] [--flag WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE]
+ *        [--values 15,60,250] [--steps 10] [--rounds 2]
+ *
+ * Prints one JSON object per line: each run's median milliseconds per step
+ * and its losses (which must not depend on the flag).
+ *
+ * @module
+ */
+import * as lm from "../lib/mod.ts";
+import { gpuTrainer, scriptFlags } from "../tools/gpu.ts";
+const { tf } = lm;
+
+const { config, batchSize, backend: asked, counts } = scriptFlags(Deno.args, { steps: 10, rounds: 2 });
+const text = (name: string, fallback: string) => {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
+};
+const flag = text("flag", "WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE");
+const valuesText = text("values", "15,60,250");
+const values = valuesText.split(",").map(Number);
+if (values.some((v) => !Number.isFinite(v))) throw new RangeError(`--values must be numbers: --values=${valuesText}`);
+const backend = await lm.initBackend(asked);
+const say = (o: Record<string, unknown>) => console.log(JSON.stringify(o));
+say({ kind: "setup", config, batchSize, backend, flag, values, ...counts, default: tf.env().get(flag) });
+
+for (let round = 0; round < counts.rounds; round++) {
+  for (const value of values) {
+    tf.env().set(flag, value);
+    const s = gpuTrainer(config, { batchSize, dropout: 0 });
+    const ms: number[] = [], losses: number[] = [];
+    for (let i = 0; i <= counts.steps; i++) {
+      const b = s.nextBatch();
+      const t0 = performance.now();
+      const r = s.trainer.step(b);
+      losses.push((await r.loss.data())[0]); // waits until the step has run
+      if (i > 0) ms.push(performance.now() - t0); // the first step compiles shaders
+      tf.dispose([r.loss, r.gradNorm, b.x, b.y]);
+    }
+    s.trainer.dispose();
+    s.model.dispose();
+    const median = [...ms].sort((a, b) => a - b)[Math.floor(ms.length / 2)];
+    say({ kind: "run", round, flag, value, msPerStep: +median.toFixed(1), ms: ms.map(Math.round), losses });
+  }
+}
