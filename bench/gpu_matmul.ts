@@ -1,7 +1,8 @@
 /**
  * Matrix products on webgpu: tfjs's own shaders (`"native"`) against the
- * library's rewrites (`"auto"`: B transposed first, the weight gradients'
- * sums split; lib/kernels/webgpu_matmul.ts), first product by product on the training
+ * library's rewrites without its own shader (`"rewrites"`: B transposed
+ * first, the weight gradients' sums split) and with it (`"auto"`;
+ * lib/kernels/webgpu_matmul.ts), first product by product on the training
  * shapes of a `deno task gpu` config, then whole training steps, the two
  * choices alternating. Every product's two results are compared. `deno task
  * gpu-kit` carries it: `run.sh OUTDIR --script gpu_matmul.js [flags]`.
@@ -68,13 +69,17 @@ for (const sh of shapes) {
   const flop = 2 * batch * m * k * n;
   const row: Record<string, unknown> = { kind: "product", name: sh.name, m, k, n, batch };
   const results: Partial<Record<WebGpuMatMul, Float32Array>> = {};
-  for (const choice of ["native", "auto", "native", "auto"] as WebGpuMatMul[]) {
+  for (const choice of ["native", "rewrites", "auto", "native", "rewrites", "auto"] as WebGpuMatMul[]) {
     setWebGpuMatMul(choice);
     const before = webGpuRewrites();
     const ms = await time(a, b, sh.ta, sh.tb);
     row[`${choice}Ms`] = [...(row[`${choice}Ms`] as number[] ?? []), +ms.toFixed(3)];
     const after = webGpuRewrites();
-    row[`${choice}Rewrites`] = [after.transposed - before.transposed, after.split - before.split];
+    row[`${choice}Rewrites`] = [
+      after.transposed - before.transposed,
+      after.split - before.split,
+      after.gemm - before.gemm,
+    ];
     if (!results[choice]) {
       const y = tf.matMul(a, b, sh.ta, sh.tb);
       results[choice] = (await y.data()) as Float32Array;
@@ -83,6 +88,7 @@ for (const sh of shapes) {
   }
   const best = (c: string) => Math.min(...(row[`${c}Ms`] as number[]));
   row.nativeTflops = +(flop / best("native") / 1e9).toFixed(2);
+  row.rewritesTflops = +(flop / best("rewrites") / 1e9).toFixed(2);
   row.autoTflops = +(flop / best("auto") / 1e9).toFixed(2);
   row.speedup = +(best("native") / best("auto")).toFixed(2);
   let maxDiff = 0, maxAbs = 0;
@@ -117,7 +123,7 @@ async function train(choice: WebGpuMatMul): Promise<{ losses: number[]; ms: numb
 }
 
 for (let round = 0; round < rounds; round++) {
-  for (const choice of ["native", "auto"] as WebGpuMatMul[]) {
+  for (const choice of ["native", "rewrites", "auto"] as WebGpuMatMul[]) {
     const before = webGpuRewrites();
     const r = await train(choice);
     const after = webGpuRewrites();
@@ -132,7 +138,7 @@ for (let round = 0; round < rounds; round++) {
       ms: r.ms.map((x) => Math.round(x)),
       tokensPerSecond: Math.round(batchSize * p.blockSize / (sorted[Math.floor(sorted.length / 2)] / 1000)),
       losses: r.losses,
-      rewrites: [after.transposed - before.transposed, after.split - before.split],
+      rewrites: [after.transposed - before.transposed, after.split - before.split, after.gemm - before.gemm],
       tensors: tf.memory().numTensors,
     });
   }

@@ -59,6 +59,7 @@ export {
   setMatMulKernel,
 } from "./matmul.ts";
 export {
+  gemmHelps,
   installWebGpuMatMul,
   setWebGpuMatMul,
   splitKFactor,
