@@ -44,7 +44,7 @@ export type WebGpuMatMul = "auto" | "native" | "rewrites" | "always";
 
 let mode: WebGpuMatMul = "auto";
 let installed = false;
-/** Whether the adapter is known to be a GPU (not a software one): the sums are split only there. */
+/** Whether the adapter is known to be a GPU (not a software one): sums are split, and the shader runs, only there. */
 let hardware = false;
 const counts = { transposed: 0, split: 0, gemm: 0 };
 
@@ -53,7 +53,7 @@ const counts = { transposed: 0, split: 0, gemm: 0 };
  *
  * @param choice `"auto"` (the default), `"native"`, `"rewrites"` or `"always"`.
  * @returns the previous choice.
- * @throws {RangeError} naming the argument when it is none of the three.
+ * @throws {RangeError} naming the argument when it is none of the four.
  *
  * @example
  * ```ts
@@ -383,6 +383,6 @@ const SOFTWARE = /llvmpipe|lavapipe|softpipe|swiftshader/i;
 afterBackendStart((name) => {
   if (name !== "webgpu") return;
   installWebGpuMatMul();
-  // Until the answer comes (before the first step's products, in practice), sums are not split.
+  // Until the answer comes (before the first step's products, in practice), neither sums are split nor the shader runs.
   probeWebGpu().then((a) => hardware = a !== undefined && !a.fallback && !SOFTWARE.test(a.description));
 });
