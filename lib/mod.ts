@@ -67,6 +67,8 @@ export {
 // the time-major attention, the loss and lookup kernels) are internals: import them from
 // "./kernels/mod.ts", where every kernel is exported.
 export { gelu, repeatKVHeads, rmsNormFused, ropeRotate, swigluGate } from "./kernels/mod.ts";
+// Chapter 6: how matrix products run on webgpu (for benchmarks, and the browser tests of the product shader).
+export { setWebGpuMatMul, type WebGpuMatMul, webGpuRewrites } from "./kernels/mod.ts";
 // Chapters 1, 6, 8: corpora, vocabularies and tokenisers.
 export {
   type Bengio2003Brown,

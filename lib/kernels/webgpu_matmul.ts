@@ -75,8 +75,8 @@ export function setWebGpuMatMul(choice: WebGpuMatMul): WebGpuMatMul {
 
 /**
  * How many products the webgpu kernel has rewritten since the process
- * started: with B transposed first, with the shared size split, and run by
- * the library's own product shader (for tests and profiles).
+ * started (chapter 6): with B transposed first, with the shared size split,
+ * and run by the library's own product shader (for tests and profiles).
  *
  * @returns the three counts.
  *

@@ -239,6 +239,41 @@ Deno.test({
         await page.close();
       });
 
+      await t.step("the library's WebGPU product shader compiles in Chromium and agrees with tfjs's", async () => {
+        // On a GPU the shader runs large products; SwiftShader is software, so "always" forces it here.
+        const page = await context.newPage();
+        await page.goto(`${server.url}05_attention.html?backend=webgpu`);
+        await page.evaluate(() => (window as Json).lmbook.restart("webgpu"));
+        assertEquals(await page.getAttribute("html", "data-lmbook-backend"), "webgpu");
+        assert(await page.evaluate(() => (window as Json).lmbook.runCell(0)), "cell 0 (the imports) failed");
+        const code = `
+          const { tf } = lm;
+          const a = tf.randomNormal([37, 150], 0, 1, "float32", 1), b = tf.randomNormal([150, 140], 0, 1, "float32", 2);
+          const at = tf.transpose(a);
+          const before = lm.setWebGpuMatMul("always"), g0 = lm.webGpuRewrites().gemm;
+          const ours = await tf.matMul(a, b).data(), oursT = await tf.matMul(at, b, true, false).data();
+          const gemm = lm.webGpuRewrites().gemm - g0;
+          lm.setWebGpuMatMul("native");
+          const theirs = await tf.matMul(a, b).data();
+          lm.setWebGpuMatMul(before);
+          let maxDiff = 0;
+          for (let i = 0; i < theirs.length; i++) {
+            maxDiff = Math.max(maxDiff, Math.abs(ours[i] - theirs[i]), Math.abs(oursT[i] - theirs[i]));
+          }
+          console.log("SHADER " + JSON.stringify({ gemm, maxDiff }));`;
+        const r: { ok: boolean; texts: string[] } = await page.evaluate(
+          (c) => (window as Json).lmbook.runCode(c),
+          code,
+        );
+        assert(r.ok, `the product code failed on webgpu: ${r.texts.join("\n")}`);
+        const line = r.texts.join("\n").split("\n").find((l) => l.startsWith("SHADER "));
+        assert(line, `no result printed: ${r.texts.join("\n")}`);
+        const { gemm, maxDiff } = JSON.parse(line.slice(7));
+        assertEquals(gemm, 2, "both products should have run the library's shader");
+        assert(maxDiff < 1e-3, `the shader's products differ from tfjs's by ${maxDiff}`);
+        await page.close();
+      });
+
       await t.step(
         "offline once loaded: with the server gone, chapter 0 and the index reopen and Run all works",
         async () => {
