@@ -13,12 +13,14 @@
  *        [--values 15,60,250] [--steps 10] [--rounds 2]
  *
  * Prints one JSON object per line: each run's median milliseconds per step
- * and its losses (which must not depend on the flag).
+ * and its losses (which must not depend on the flag). It trains as `deno task
+ * gpu` does (`trainSteps`), with the config's dropout; the figures in
+ * bench/README.md came from a first version that trained without dropout.
  *
  * @module
  */
 import * as lm from "../lib/mod.ts";
-import { gpuTrainer, scriptFlags } from "../tools/gpu.ts";
+import { scriptFlags, trainSteps } from "../tools/gpu.ts";
 const { tf } = lm;
 
 const { config, batchSize, backend: asked, counts } = scriptFlags(Deno.args, { steps: 10, rounds: 2 });
@@ -37,19 +39,7 @@ say({ kind: "setup", config, batchSize, backend, flag, values, ...counts, defaul
 for (let round = 0; round < counts.rounds; round++) {
   for (const value of values) {
     tf.env().set(flag, value);
-    const s = gpuTrainer(config, { batchSize, dropout: 0 });
-    const ms: number[] = [], losses: number[] = [];
-    for (let i = 0; i <= counts.steps; i++) {
-      const b = s.nextBatch();
-      const t0 = performance.now();
-      const r = s.trainer.step(b);
-      losses.push((await r.loss.data())[0]); // waits until the step has run
-      if (i > 0) ms.push(performance.now() - t0); // the first step compiles shaders
-      tf.dispose([r.loss, r.gradNorm, b.x, b.y]);
-    }
-    s.trainer.dispose();
-    s.model.dispose();
-    const median = [...ms].sort((a, b) => a - b)[Math.floor(ms.length / 2)];
-    say({ kind: "run", round, flag, value, msPerStep: +median.toFixed(1), ms: ms.map(Math.round), losses });
+    const r = await trainSteps(config, { steps: counts.steps + 1, batchSize }); // the first step untimed
+    say({ kind: "run", round, flag, value, msPerStep: +r.msPerStep.toFixed(1), losses: r.losses });
   }
 }

@@ -15,7 +15,7 @@
  */
 import * as lm from "../lib/mod.ts";
 import { setWebGpuMatMul, type WebGpuMatMul, webGpuRewrites } from "../lib/kernels/webgpu_matmul.ts";
-import { GPU_CONFIGS, gpuTrainer, scriptFlags } from "../tools/gpu.ts";
+import { GPU_CONFIGS, scriptFlags, trainSteps } from "../tools/gpu.ts";
 const { tf } = lm;
 
 const { config, batchSize, backend: asked, counts } = scriptFlags(Deno.args, { reps: 10, steps: 4, rounds: 2 });
@@ -104,39 +104,20 @@ for (const sh of shapes) {
   tf.dispose([a, b]);
 }
 
-/** `steps` training steps of the config under `choice`, after one untimed step; the losses and ms per step. */
-async function train(choice: WebGpuMatMul): Promise<{ losses: number[]; ms: number[] }> {
-  setWebGpuMatMul(choice);
-  const s = gpuTrainer(config, { batchSize, dropout: GPU_CONFIGS[config].dropout });
-  const losses: number[] = [], ms: number[] = [];
-  for (let i = 0; i <= steps; i++) {
-    const batch = s.nextBatch();
-    const t0 = performance.now();
-    const r = s.trainer.step(batch);
-    losses.push((await r.loss.data())[0]);
-    if (i > 0) ms.push(performance.now() - t0);
-    tf.dispose([r.loss, r.gradNorm, batch.x, batch.y]);
-  }
-  s.trainer.dispose();
-  s.model.dispose();
-  return { losses, ms };
-}
-
 for (let round = 0; round < rounds; round++) {
   for (const choice of ["native", "rewrites", "auto"] as WebGpuMatMul[]) {
+    setWebGpuMatMul(choice);
     const before = webGpuRewrites();
-    const r = await train(choice);
+    const r = await trainSteps(config, { steps: steps + 1, batchSize }); // the first step (shaders compiled) untimed
     const after = webGpuRewrites();
-    const sorted = [...r.ms].sort((x, y) => x - y);
     say({
       kind: "train",
       round,
       choice,
       config,
       batchSize,
-      msPerStep: +sorted[Math.floor(sorted.length / 2)].toFixed(1),
-      ms: r.ms.map((x) => Math.round(x)),
-      tokensPerSecond: Math.round(batchSize * p.blockSize / (sorted[Math.floor(sorted.length / 2)] / 1000)),
+      msPerStep: +r.msPerStep.toFixed(1),
+      tokensPerSecond: Math.round(r.tokensPerSecond),
       losses: r.losses,
       rewrites: [after.transposed - before.transposed, after.split - before.split, after.gemm - before.gemm],
       tensors: tf.memory().numTensors,
