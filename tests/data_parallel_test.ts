@@ -533,11 +533,15 @@ Deno.test("oneCoreMs: a whole batch's step from a half and a quarter of it, neve
       return { x, y } as lm.Batch;
     };
     const before = tf.memory().numTensors;
-    const ms = oneCoreMs(n, rows, (b) => {
-      const k = b.x.shape[0];
-      most = Math.max(most, k);
-      now += fixed + per * k;
-    }, () => now);
+    const ms = oneCoreMs(n, {
+      rows,
+      differentiate: (b) => {
+        const k = b.x.shape[0];
+        most = Math.max(most, k);
+        now += fixed + per * k;
+      },
+      clock: () => now,
+    });
     const what = `n ${n}, ${fixed.toFixed(1)} ms + ${per.toFixed(2)} ms/example`;
     const want = fixed + per * n;
     assert(Math.abs(ms - want) <= 1e-9 * want, `${what}: estimated ${ms} ms, the whole batch costs ${want}`);
@@ -549,7 +553,11 @@ Deno.test("oneCoreMs: a whole batch's step from a half and a quarter of it, neve
   // Noise that tilts the line down never puts the estimate under the half batch's time.
   let now = 0;
   const rows = (k: number) => ({ x: tf.zeros([k, 1]), y: tf.zeros([k]) }) as lm.Batch;
-  const ms = oneCoreMs(12, rows, (b) => void (now += b.x.shape[0] === 6 ? 40 : 45), () => now);
+  const ms = oneCoreMs(12, {
+    rows,
+    differentiate: (b) => void (now += b.x.shape[0] === 6 ? 40 : 45),
+    clock: () => now,
+  });
   assertEquals(ms, 40);
 });
 

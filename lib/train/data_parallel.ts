@@ -555,17 +555,16 @@ const AUTO_MIN_SECONDS = 20;
  * (on the baby transformer, 83 against 69 MB). Batches of under four
  * examples are timed whole.
  * @param n the batch's examples.
- * @param rows makes a batch of the first `k` examples (the caller's data).
- * @param differentiate the trainer's gradient step, in one piece.
- * @param clock the clock, in milliseconds.
+ * @param options `rows` makes a batch of the first `k` examples (the
+ *   caller's data), `differentiate` is the trainer's gradient step in one
+ *   piece, `clock` reads milliseconds.
  * @returns the estimated milliseconds, at least the half batch's.
  */
 export function oneCoreMs(
   n: number,
-  rows: (k: number) => Batch,
-  differentiate: (batch: Batch) => void,
-  clock: () => number,
+  options: { rows: (k: number) => Batch; differentiate: (batch: Batch) => void; clock: () => number },
 ): number {
+  const { rows, differentiate, clock } = options;
   const half = Math.ceil(n / 2), quarter = Math.ceil(n / 4);
   const sizes = n < 4 ? [n] : [half, quarter];
   const batches = sizes.map(rows);
@@ -691,7 +690,7 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
   const batch = rows(n);
   try {
     const clock = options.clock ?? (() => performance.now());
-    const alone = oneCoreMs(n, rows, options.differentiate, clock);
+    const alone = oneCoreMs(n, { rows, differentiate: options.differentiate, clock });
     const estimate = Math.min((alone * options.steps) / 1000, options.maxSeconds ?? Infinity);
     if (estimate < AUTO_MIN_SECONDS) {
       return {
