@@ -14,6 +14,11 @@
  * XNNPACK as before. So `tf.matMul` (and with it {@link linear} and the
  * models) needs no change, and gradients are tfjs's.
  *
+ * The left operand reaches the micro-kernel one of two ways, with the same
+ * bits: splatted in place, or copied first with every value repeated in four
+ * lanes so that the micro-kernel loads whole vectors ({@link broadcastWins}
+ * says when the copy pays; {@link setMatMulCopy} overrides it).
+ *
  * @module
  */
 import * as tf from "../core/tf.ts";
@@ -21,6 +26,13 @@ import { kernelsModule, relaxedKernelsModule } from "./wasm.ts";
 
 /** Which kernel runs a product: ours (relaxed or plain SIMD), XNNPACK's, or the measured choice. */
 export type MatMulKernel = "auto" | "relaxed" | "simd" | "xnnpack";
+
+/**
+ * How our kernel reads the left operand: splatted in place, copied first with
+ * each value in four lanes ("broadcast"), or the measured choice
+ * ({@link broadcastWins}).
+ */
+export type MatMulCopy = "auto" | "splat" | "broadcast";
 
 type MatMulFn = (...args: number[]) => void; // (a, b, c, M, K, N, scratch, bias, relu, trans)
 
@@ -30,11 +42,19 @@ interface WasmBackendLike {
   makeOutput(shape: number[], dtype: string): tf.TensorInfo;
 }
 
+/** One build's two entries: A splatted in place, or copied with each value in four lanes first. */
+interface Build {
+  splat: MatMulFn;
+  broadcast: MatMulFn;
+}
+
 let mode: MatMulKernel = "auto";
-let kernels: { relaxed: MatMulFn | null; simd: MatMulFn } | null = null;
+let copyMode: MatMulCopy = "auto";
+let kernels: { relaxed: Build | null; simd: Build } | null = null;
 let scratch = { ptr: 0, bytes: 0 };
 let installed = false;
 let calls = 0;
+let copies = 0;
 
 /**
  * How many products our kernel has run in this process (tests check it ran).
@@ -50,6 +70,23 @@ let calls = 0;
  */
 export function matMulKernelCalls(): number {
   return calls;
+}
+
+/**
+ * How many of our kernel's products copied the left operand first (the
+ * broadcast way, {@link broadcastWins}) in this process.
+ * @returns the count.
+ *
+ * Chapter 6.
+ *
+ * @example
+ * ```ts
+ * import { broadcastCopies } from "./matmul.ts";
+ * console.log(broadcastCopies()); // 0 before any product on wasm
+ * ```
+ */
+export function broadcastCopies(): number {
+  return copies;
 }
 
 /**
@@ -86,6 +123,63 @@ export function oursWins(
 ): boolean {
   if (options.transposed) return true;
   return options.relaxed && m >= 16 && k >= 1 && n >= 1;
+}
+
+/** The most bytes the broadcast copy of the left operand may take (M * K * 16): 2 MiB. */
+export const BROADCAST_COPY_BYTES = 2 * 2 ** 20;
+
+/**
+ * Whether our kernel should copy the left operand of an (M, K) x (K, N)
+ * product with every value repeated in four lanes before it starts (the
+ * measured rule, from `bench/matmul_bench.ts`; the figures are in
+ * `bench/README.md`). The copy costs a pass over A; it makes every one of
+ * the N / 8 panels about 10-15% faster (whole-vector loads instead of a
+ * load-and-splat per value). On the machine the course was built on it paid
+ * from about 12 panels (N = 96) and lost up to 40% below that; a copy larger
+ * than {@link BROADCAST_COPY_BYTES} falls out of the caches and lost as well
+ * (0.4x with K = 14,116). Both ways give the same bits.
+ *
+ * @param shape `[M, K, N]`: rows of the product, the inner size, columns.
+ * @returns true when the copy should be made: N >= 128 and M * K * 16 bytes
+ *   within {@link BROADCAST_COPY_BYTES}.
+ *
+ * Chapter 6.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { broadcastWins } from "./matmul.ts";
+ * assert(broadcastWins([384, 128, 512]));
+ * assert(!broadcastWins([384, 128, 64])); // too few panels to share the copy
+ * ```
+ */
+export function broadcastWins([m, k, n]: [number, number, number]): boolean {
+  return n >= 128 && m * k * 16 <= BROADCAST_COPY_BYTES;
+}
+
+/**
+ * Chooses how our kernel reads the left operand (tests and benchmarks):
+ * "auto" (the default) is {@link broadcastWins}'s choice per shape.
+ * @param copy "auto", "splat" (always in place) or "broadcast" (always copied).
+ * @returns the previous setting.
+ * @throws {RangeError} for any other value.
+ *
+ * Chapter 6.
+ *
+ * @example
+ * ```ts
+ * import { setMatMulCopy } from "./matmul.ts";
+ * const before = setMatMulCopy("broadcast");
+ * setMatMulCopy(before);
+ * ```
+ */
+export function setMatMulCopy(copy: MatMulCopy): MatMulCopy {
+  if (!["auto", "splat", "broadcast"].includes(copy)) {
+    throw new RangeError(`setMatMulCopy: copy must be "auto", "splat" or "broadcast": copy=${copy}`);
+  }
+  const before = copyMode;
+  copyMode = copy;
+  return before;
 }
 
 /**
@@ -130,8 +224,10 @@ function load(memory: WebAssembly.Memory): boolean {
   if (kernels) return true;
   const plain = kernelsModule("training");
   if (!plain) return false;
-  const inst = (m: WebAssembly.Module) =>
-    new WebAssembly.Instance(m, { env: { memory } }).exports.matmul as unknown as MatMulFn;
+  const inst = (m: WebAssembly.Module): Build => {
+    const exports = new WebAssembly.Instance(m, { env: { memory } }).exports;
+    return { splat: exports.matmul as unknown as MatMulFn, broadcast: exports.matmulBroadcast as unknown as MatMulFn };
+  };
   const rm = relaxedKernelsModule();
   kernels = { simd: inst(plain), relaxed: rm ? inst(rm) : null };
   return true;
@@ -219,14 +315,17 @@ function ours(args: Parameters<tf.KernelFunc>[0]): tf.TensorInfo | null {
   if (which === "xnnpack") return null;
   const be = args.backend as unknown as WasmBackendLike;
   const out = be.makeOutput([...(ab.length >= bb.length ? ab : bb), m, n], "float32");
-  const need = k * 32 + 288; // K * 32 + 224 bytes from a 16-byte boundary
+  const broadcast = copyMode === "broadcast" || (copyMode === "auto" && broadcastWins([m, k, n]));
+  // K * 32 + 224 bytes from a 16-byte boundary, and the copy of A.
+  const need = k * 32 + 288 + (broadcast ? m * k * 16 : 0);
   if (scratch.bytes < need) {
     if (scratch.ptr) be.wasm._free(scratch.ptr);
     scratch = { ptr: be.wasm._malloc(need), bytes: need };
   }
   const at = (t: tf.TensorInfo) => be.dataIdMap.get(t.dataId).memoryOffset;
   const s = (scratch.ptr + 15) & ~15;
-  const fn = which === "relaxed" ? kernels!.relaxed! : kernels!.simd;
+  const build = which === "relaxed" ? kernels!.relaxed! : kernels!.simd;
+  const fn = broadcast ? build.broadcast : build.splat;
   fn(
     at(a),
     at(b),
@@ -240,6 +339,7 @@ function ours(args: Parameters<tf.KernelFunc>[0]): tf.TensorInfo | null {
     (ta ? 1 : 0) | (tb ? 2 : 0),
   );
   calls++;
+  if (broadcast) copies++;
   return out;
 }
 

@@ -1,15 +1,28 @@
 /**
- * Our matrix-product kernel (relaxed and plain SIMD builds) against tf.matMul
- * on the cpu backend, for random shapes including sizes that are not
- * multiples of the 6 x 8 block; the fused form (bias, ReLU); products it must
- * leave to XNNPACK; gradients through it; no leaked tensors.
+ * Our matrix-product kernel (relaxed and plain SIMD builds, the left operand
+ * splatted in place or copied broadcast first) against tf.matMul on the cpu
+ * backend, for random shapes including sizes that are not multiples of the
+ * 6 x 8 block; the fused form (bias, ReLU); the two ways of reading A giving
+ * the same bits; products it must leave to XNNPACK; gradients through it; no
+ * leaked tensors.
  * Run: deno test -A --import-map tests/offline_import_map.json lib/kernels/matmul_test.ts
  */
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { initBackend } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
-import { installMatMulKernel, matMulKernelCalls, oursWins, relaxedSimdAvailable, setMatMulKernel } from "./matmul.ts";
+import {
+  BROADCAST_COPY_BYTES,
+  broadcastCopies,
+  broadcastWins,
+  installMatMulKernel,
+  type MatMulCopy,
+  matMulKernelCalls,
+  oursWins,
+  relaxedSimdAvailable,
+  setMatMulCopy,
+  setMatMulKernel,
+} from "./matmul.ts";
 import { RELAXED_MODULE_BYTES } from "./wasm.ts";
 
 await initBackend("wasm");
@@ -46,6 +59,31 @@ function assertClose(got: Float32Array, want: Float32Array, tol: number, what: s
 }
 
 const builds = (relaxedSimdAvailable() ? ["relaxed", "simd"] : ["simd"]) as ("relaxed" | "simd")[];
+const copyModes: Exclude<MatMulCopy, "auto">[] = ["splat", "broadcast"];
+
+/**
+ * Runs `f` with our kernel's build and copy set (restoring "auto" after); checks it ran exactly `products` times,
+ * each copying A exactly when `copy` is "broadcast".
+ */
+async function withKernel<T>(
+  build: "relaxed" | "simd",
+  copy: Exclude<MatMulCopy, "auto">,
+  what: string,
+  f: () => Promise<T>,
+  products = 1,
+): Promise<T> {
+  setMatMulKernel(build);
+  setMatMulCopy(copy);
+  const calls = matMulKernelCalls(), copied = broadcastCopies();
+  try {
+    return await f();
+  } finally {
+    setMatMulKernel("auto");
+    setMatMulCopy("auto");
+    assertEquals(matMulKernelCalls(), calls + products, `our kernel ran ${products} product(s): ${what}`);
+    assertEquals(broadcastCopies(), copied + (copy === "broadcast" ? products : 0), `A copied as asked: ${what}`);
+  }
+}
 
 /** Edge sizes (1, odd, not multiples of 4, 6 or 8) and random ones, plus two training shapes. */
 function shapes(rng: Rng): [number, number, number][] {
@@ -73,22 +111,26 @@ Deno.test("relaxed SIMD is detected in Deno and the relaxed module validates", (
 });
 
 for (const build of builds) {
-  Deno.test(`the ${build} build matches tf.matMul on cpu for odd and random shapes`, async () => {
-    const rng = new Rng(7);
-    for (const [m, k, n] of shapes(rng)) {
-      const a = values(m * k, rng), b = values(k * n, rng);
-      const want = await on("cpu", [[a, [m, k]], [b, [k, n]]], (x, y) => tf.matMul(x, y));
-      setMatMulKernel(build);
-      const before = matMulKernelCalls();
-      const got = await on("wasm", [[a, [m, k]], [b, [k, n]]], (x, y) => tf.matMul(x, y));
-      setMatMulKernel("auto");
-      assertEquals(matMulKernelCalls(), before + 1, `our kernel ran for [${m}, ${k}] x [${k}, ${n}]`);
-      assertEquals(got.shape, [m, n]);
-      assertClose(got.values, want.values, 3e-6 * k + 1e-6, `${build} [${m}, ${k}] x [${k}, ${n}]`);
-    }
-  });
+  for (const copy of copyModes) {
+    Deno.test(`the ${build} build (A ${copy}) matches tf.matMul on cpu for odd and random shapes`, async () => {
+      const rng = new Rng(7);
+      for (const [m, k, n] of shapes(rng)) {
+        const a = values(m * k, rng), b = values(k * n, rng);
+        const want = await on("cpu", [[a, [m, k]], [b, [k, n]]], (x, y) => tf.matMul(x, y));
+        const what = `${build}, A ${copy}, [${m}, ${k}] x [${k}, ${n}]`;
+        const got = await withKernel(
+          build,
+          copy,
+          what,
+          () => on("wasm", [[a, [m, k]], [b, [k, n]]], (x, y) => tf.matMul(x, y)),
+        );
+        assertEquals(got.shape, [m, n]);
+        assertClose(got.values, want.values, 3e-6 * k + 1e-6, what);
+      }
+    });
+  }
 
-  Deno.test(`the ${build} build runs the fused product: bias and ReLU, batch 1`, async () => {
+  Deno.test(`the ${build} build runs the fused product: bias and ReLU, batch 1, A splatted or copied`, async () => {
     const rng = new Rng(8);
     for (const [m, k, n] of [[1, 3, 5], [9, 17, 12], [30, 64, 129], [13, 600, 75]]) {
       const a = values(m * k, rng), b = values(k * n, rng), c = values(n, rng);
@@ -97,13 +139,12 @@ for (const build of builds) {
           tf.fused.matMul({ a: x as tf.Tensor3D, b: y as tf.Tensor3D, bias: z, activation });
         const data: [Float32Array, number[]][] = [[a, [1, m, k]], [b, [1, k, n]], [c, [n]]];
         const want = await on("cpu", data, f);
-        setMatMulKernel(build);
-        const before = matMulKernelCalls();
-        const got = await on("wasm", data, f);
-        setMatMulKernel("auto");
-        assertEquals(matMulKernelCalls(), before + 1, `our kernel ran the fused ${activation} product`);
-        assertEquals(got.shape, [1, m, n]);
-        assertClose(got.values, want.values, 3e-6 * k + 1e-6, `${build} fused ${activation} [${m}, ${k}, ${n}]`);
+        for (const copy of copyModes) {
+          const what = `${build}, A ${copy}, fused ${activation} [${m}, ${k}, ${n}]`;
+          const got = await withKernel(build, copy, what, () => on("wasm", data, f));
+          assertEquals(got.shape, [1, m, n]);
+          assertClose(got.values, want.values, 3e-6 * k + 1e-6, what);
+        }
       }
     }
   });
@@ -118,18 +159,69 @@ for (const build of builds) {
         const data: [Float32Array, number[]][] = [[a, ta ? [k, m] : [m, k]], [b, tb ? [n, k] : [k, n]]];
         const f = (x: tf.Tensor, y: tf.Tensor) => tf.matMul(x, y, ta, tb);
         const want = await on("cpu", data, f);
-        setMatMulKernel(build);
-        const before = matMulKernelCalls();
-        const got = await on("wasm", data, f);
-        setMatMulKernel("auto");
-        const what = `${build} transposeA=${ta} transposeB=${tb} [${m}, ${k}, ${n}]`;
-        assertEquals(matMulKernelCalls(), before + 1, `our kernel ran: ${what}`);
-        assertEquals(got.shape, [m, n]);
-        assertClose(got.values, want.values, 3e-6 * k + 1e-6, what);
+        for (const copy of copyModes) {
+          const what = `${build}, A ${copy}, transposeA=${ta} transposeB=${tb} [${m}, ${k}, ${n}]`;
+          const got = await withKernel(build, copy, what, () => on("wasm", data, f));
+          assertEquals(got.shape, [m, n]);
+          assertClose(got.values, want.values, 3e-6 * k + 1e-6, what);
+        }
       }
     }
   });
 }
+
+for (const build of builds) {
+  Deno.test(`the ${build} build gives the same bits with A splatted or copied, for random shapes and options`, async () => {
+    const rng = new Rng(12);
+    for (let t = 0; t < 40; t++) {
+      const [m, k, n] = [1 + rng.int(30), 1 + rng.int(90), 1 + rng.int(150)];
+      const ta = rng.int(2) === 1, tb = rng.int(2) === 1, activation = rng.int(2) === 1 ? "relu" : "linear";
+      const data: [Float32Array, number[]][] = [
+        [values(m * k, rng), ta ? [k, m] : [m, k]],
+        [values(k * n, rng), tb ? [n, k] : [k, n]],
+        [values(n, rng), [n]],
+      ];
+      const f = (x: tf.Tensor, y: tf.Tensor, z: tf.Tensor) =>
+        tf.fused.matMul({
+          a: x as tf.Tensor2D,
+          b: y as tf.Tensor2D,
+          transposeA: ta,
+          transposeB: tb,
+          bias: z,
+          activation,
+        });
+      const what = `${build} [${m}, ${k}, ${n}] transposeA=${ta} transposeB=${tb} ${activation}`;
+      const splat = await withKernel(build, "splat", what, () => on("wasm", data, f));
+      const copied = await withKernel(build, "broadcast", what, () => on("wasm", data, f));
+      const bits = (v: Float32Array) => new Uint32Array(v.buffer, v.byteOffset, v.length);
+      const [x, y] = [bits(splat.values), bits(copied.values)];
+      const at = x.findIndex((v, i) => v !== y[i]);
+      assertEquals(at, -1, `${what}: value ${at} differs (splat ${splat.values[at]}, copied ${copied.values[at]})`);
+    }
+  });
+}
+
+Deno.test("the copy rule: wide products whose copy fits the budget; setMatMulCopy rejects other values", () => {
+  assertEquals(broadcastWins([384, 128, 512]), true);
+  assertEquals(broadcastWins([128, 100, 14116]), true);
+  assertEquals(broadcastWins([384, 128, 127]), false, "too few panels");
+  const k = 128, m = BROADCAST_COPY_BYTES / (16 * k);
+  assertEquals(broadcastWins([m, k, 512]), true, "a copy of exactly the budget");
+  assertEquals(broadcastWins([m + 1, k, 512]), false, "a copy over the budget");
+  assertEquals(broadcastWins([128, 14116, 128]), false, "a long inner size: the copy would not stay in cache");
+  assertThrows(() => setMatMulCopy("always" as never), RangeError, "always");
+});
+
+Deno.test("under auto, a wide product copies A and a narrow one does not", async () => {
+  const rng = new Rng(13);
+  for (const [m, k, n, wide] of [[32, 16, 256, true], [32, 16, 40, false]] as const) {
+    const data: [Float32Array, number[]][] = [[values(m * k, rng), [m, k]], [values(k * n, rng), [k, n]]];
+    const copied = broadcastCopies(), calls = matMulKernelCalls();
+    await on("wasm", data, (x, y) => tf.matMul(x, y));
+    assertEquals(matMulKernelCalls(), calls + (relaxedSimdAvailable() ? 1 : 0), `[${m}, ${k}, ${n}] ran on ours`);
+    assertEquals(broadcastCopies() - copied, relaxedSimdAvailable() && wide ? 1 : 0, `[${m}, ${k}, ${n}] copied A`);
+  }
+});
 
 Deno.test("batched products stay with XNNPACK and stay right", async () => {
   const rng = new Rng(9);

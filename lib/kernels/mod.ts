@@ -51,11 +51,16 @@ export * from "./fused.ts";
 export { type ArenaArray, arenaRow, jsKernels, KernelArena, type Kernels } from "./arena.ts";
 export { kernelModuleBytes, makeKernels, simdAvailable } from "./matvec.ts";
 export {
+  BROADCAST_COPY_BYTES,
+  broadcastCopies,
+  broadcastWins,
   installMatMulKernel,
+  type MatMulCopy,
   type MatMulKernel,
   matMulKernelCalls,
   oursWins,
   relaxedSimdAvailable,
+  setMatMulCopy,
   setMatMulKernel,
 } from "./matmul.ts";
 export {

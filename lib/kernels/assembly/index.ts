@@ -8,5 +8,5 @@ export { layerNorm, layerNormGrad, rmsNorm, rmsNormGrad, softmaxGrad } from "./n
 export { colSum, gatherRows, transpose } from "./layout";
 export { crossEntropy, crossEntropyGrad } from "./cross_entropy";
 export { dotRows, matmat, matvec } from "./decode";
-export { matmul } from "./matmul";
+export { matmul, matmulBroadcast } from "./matmul";
 export { attention, attentionGrad } from "./attention";

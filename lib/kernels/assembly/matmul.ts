@@ -7,8 +7,18 @@
 // contiguous, the missing columns of a last narrow panel set to zero); the
 // panel then stays in the first-level cache while every block of 6 rows of A
 // runs over it. A 6 x 8 block of C lives in twelve f32x4 accumulators (a
-// register-blocked micro-kernel): per k, two loads of the panel, six splatted
-// values of A and twelve multiply-adds.
+// register-blocked micro-kernel): per k, two loads of the panel, six values of
+// A each repeated in four lanes, and twelve multiply-adds.
+//
+// Those six values of A come two ways. `matmul` splats them from A in place
+// (one load-and-splat each). `matmulBroadcast` first copies op(A) into scratch
+// with every value already repeated in four lanes (16 bytes per value, the
+// rows of each block side by side for every k), so the micro-kernel loads
+// whole vectors: measured about 7% faster per product on the x86 machine the
+// course was built on, which pays for the copy once there are enough panels
+// (wide products) to share it. The caller chooses (`lib/kernels/matmul.ts`).
+// Both sum over k in the same order from the same start, so they give the
+// same bits.
 //
 // A bias row (packed with the panel, 8 floats after it) starts the
 // accumulators, and a ReLU can be applied as the block is stored: tfjs's fused
@@ -22,18 +32,59 @@ import { madd } from "./simd";
 
 /**
  * One block of R rows (1 to 6, a constant once inlined) by 8 columns:
- * C[r, 0..8] = bias[0..8] + sum_k A[r, k] P[k, 0..8], rows of A `lda` bytes
- * apart and its values along k `ldk` bytes apart, rows of C `ldc` bytes apart, P the packed panel (K rows of 8 floats)
- * followed by the bias (8 floats); negatives set to 0 when `relu`.
+ * C[r, 0..8] = bias[0..8] + sum_k A[r, k] P[k, 0..8], rows of C `ldc` bytes apart, P the packed panel (K rows of 8
+ * floats) followed by the bias (8 floats); negatives set to 0 when `relu`. A is read in place (rows of A `lda` bytes
+ * apart, its values along k `ldk` bytes apart) or, when `broadcast` (a constant once inlined), from a copy at `a`
+ * with each value repeated in four lanes: R vectors per k, row after row.
  */
 @inline
-function block(a: usize, lda: usize, ldk: usize, p: usize, c: usize, ldc: usize, K: u32, R: i32, relu: bool): void {
+function block(
+  a: usize, lda: usize, ldk: usize, p: usize, c: usize, ldc: usize, K: u32, R: i32, relu: bool, broadcast: bool,
+): void {
   const bp = p + (<usize>K << 5);
   const z = v128.load(bp, 0), h = v128.load(bp, 16);
   let c00 = z, c01 = h, c10 = z, c11 = h, c20 = z, c21 = h;
   let c30 = z, c31 = h, c40 = z, c41 = h, c50 = z, c51 = h;
+  let pp = p, k = K;
+  if (broadcast) {
+    let q = a;
+    const step: usize = <usize>R << 4;
+    do {
+      const b0 = v128.load(pp, 0), b1 = v128.load(pp, 16);
+      let x = v128.load(q, 0);
+      c00 = madd(x, b0, c00);
+      c01 = madd(x, b1, c01);
+      if (R > 1) {
+        x = v128.load(q, 16);
+        c10 = madd(x, b0, c10);
+        c11 = madd(x, b1, c11);
+      }
+      if (R > 2) {
+        x = v128.load(q, 32);
+        c20 = madd(x, b0, c20);
+        c21 = madd(x, b1, c21);
+      }
+      if (R > 3) {
+        x = v128.load(q, 48);
+        c30 = madd(x, b0, c30);
+        c31 = madd(x, b1, c31);
+      }
+      if (R > 4) {
+        x = v128.load(q, 64);
+        c40 = madd(x, b0, c40);
+        c41 = madd(x, b1, c41);
+      }
+      if (R > 5) {
+        x = v128.load(q, 80);
+        c50 = madd(x, b0, c50);
+        c51 = madd(x, b1, c51);
+      }
+      q += step;
+      pp += 32;
+    } while (--k);
+  } else {
   const a1 = a + lda, a2 = a1 + lda, a3 = a2 + lda, a4 = a3 + lda, a5 = a4 + lda;
-  let off: usize = 0, pp = p, k = K;
+  let off: usize = 0;
   do {
     const b0 = v128.load(pp, 0), b1 = v128.load(pp, 16);
     let x = v128.load32_splat(a + off);
@@ -67,6 +118,7 @@ function block(a: usize, lda: usize, ldk: usize, p: usize, c: usize, ldc: usize,
     off += ldk;
     pp += 32;
   } while (--k);
+  }
   if (relu) {
     const zero = f32x4.splat(0);
     c00 = f32x4.max(c00, zero);
@@ -113,34 +165,72 @@ function block(a: usize, lda: usize, ldk: usize, p: usize, c: usize, ldc: usize,
 @inline
 function rows(
   a: usize, lda: usize, ldk: usize, p: usize, c: usize, ldc: usize, K: u32, R: i32, w: u32, tile: usize, relu: bool,
+  broadcast: bool,
 ): void {
   if (w == 8) {
-    block(a, lda, ldk, p, c, ldc, K, R, relu);
+    block(a, lda, ldk, p, c, ldc, K, R, relu, broadcast);
     return;
   }
-  block(a, lda, ldk, p, tile, 32, K, R, relu);
+  block(a, lda, ldk, p, tile, 32, K, R, relu, broadcast);
   for (let r = 0; r < R; r++) {
     for (let j: u32 = 0; j < w; j++) store<f32>(c + <usize>r * ldc + (<usize>j << 2), load<f32>(tile + (<usize>r << 5) + (<usize>j << 2)));
   }
 }
 
 /**
- * matmul(a, b, c, M, K, N, scratch, bias, relu, trans): C = op(A) op(B) (+ bias,
- * a row of N floats, when `bias` is not 0; then max(., 0) when `relu` is not
- * 0), with M, K, N >= 1. op(A) is A stored (M, K), or A^T with A stored (K, M)
- * when bit 0 of `trans` is set; op(B) is B stored (K, N), or B^T with B stored
- * (N, K) when bit 1 is set. `scratch` needs K * 32 + 224 bytes, 16-byte
- * aligned; C must not overlap A, B, the bias or scratch.
+ * Copies rows [i, i + R) of op(A) to `q`, each value repeated in four lanes:
+ * for every k, R vectors (row i's value, then row i + 1's, ...).
  */
-export function matmul(
+@inline
+function broadcastRows(a: usize, lda: usize, ldk: usize, q: usize, K: u32, R: u32): void {
+  const step: usize = <usize>R << 4;
+  for (let r: u32 = 0; r < R; r++) {
+    const s = a + <usize>r * lda;
+    let d = q + (<usize>r << 4);
+    for (let k: u32 = 0; k < K; k++) {
+      v128.store(d, v128.load32_splat(s + <usize>k * ldk));
+      d += step;
+    }
+  }
+}
+
+/**
+ * The product, A read in place or (`broadcast`) copied first to `scratch + K * 32 + 224` in blocks of rows as the
+ * panels will walk them: blocks of `R` (6 with fused multiply-adds, else 5), then of 4, 2 and 1.
+ */
+@inline
+function product(
   a: usize, b: usize, c: usize, M: u32, K: u32, N: u32, scratch: usize, bias: usize, relu: u32, trans: u32,
+  broadcast: bool,
 ): void {
   // Byte strides of op(A) between rows and along k, and of op(B) along k and between columns.
   const lda: usize = trans & 1 ? 4 : <usize>K << 2, ldk: usize = trans & 1 ? <usize>M << 2 : 4;
   const bk: usize = trans & 2 ? 4 : <usize>N << 2, bj: usize = trans & 2 ? <usize>K << 2 : 4;
   const ldc = <usize>N << 2;
-  const bp = scratch + (<usize>K << 5), tile = bp + 32;
+  const bp = scratch + (<usize>K << 5), tile = bp + 32, copy = tile + 192;
   const r = relu != 0;
+  // Without fused multiply-adds each update needs a temporary: six rows would leave V8 too few registers.
+  const R: u32 = ASC_FEATURE_RELAXED_SIMD ? 6 : 5;
+  // A row's bytes in the copy: K vectors of 16 bytes.
+  const perRow: usize = <usize>K << 4;
+  if (broadcast) {
+    let i: u32 = 0, q = copy;
+    for (; i + R <= M; i += R) {
+      broadcastRows(a + <usize>i * lda, lda, ldk, q, K, R);
+      q += <usize>R * perRow;
+    }
+    if (i + 4 <= M) {
+      broadcastRows(a + <usize>i * lda, lda, ldk, q, K, 4);
+      q += 4 * perRow;
+      i += 4;
+    }
+    if (i + 2 <= M) {
+      broadcastRows(a + <usize>i * lda, lda, ldk, q, K, 2);
+      q += 2 * perRow;
+      i += 2;
+    }
+    if (i < M) broadcastRows(a + <usize>i * lda, lda, ldk, q, K, 1);
+  }
   for (let j: u32 = 0; j < N; j += 8) {
     const w = N - j < 8 ? N - j : 8;
     // Pack columns [j, j + w) of op(B) into K rows of 8 floats.
@@ -169,21 +259,56 @@ export function matmul(
     v128.store(bp, f32x4.splat(0), 16);
     if (bias) for (let q: u32 = 0; q < w; q++) store<f32>(bp + (<usize>q << 2), load<f32>(bias + (<usize>(j + q) << 2)));
     const cj = c + (<usize>j << 2);
-    let i: u32 = 0;
+    // Where block i of A starts: in place, or in the copy (each block's rows side by side).
+    let i: u32 = 0, q = copy;
     if (ASC_FEATURE_RELAXED_SIMD) {
-      for (; i + 6 <= M; i += 6) rows(a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 6, w, tile, r);
+      for (; i + 6 <= M; i += 6) {
+        rows(broadcast ? q : a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 6, w, tile, r, broadcast);
+        q += 6 * perRow;
+      }
     } else {
-      // Without fused multiply-adds each update needs a temporary: six rows would leave V8 too few registers.
-      for (; i + 5 <= M; i += 5) rows(a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 5, w, tile, r);
+      for (; i + 5 <= M; i += 5) {
+        rows(broadcast ? q : a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 5, w, tile, r, broadcast);
+        q += 5 * perRow;
+      }
     }
     if (i + 4 <= M) {
-      rows(a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 4, w, tile, r);
+      rows(broadcast ? q : a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 4, w, tile, r, broadcast);
+      q += 4 * perRow;
       i += 4;
     }
     if (i + 2 <= M) {
-      rows(a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 2, w, tile, r);
+      rows(broadcast ? q : a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 2, w, tile, r, broadcast);
+      q += 2 * perRow;
       i += 2;
     }
-    if (i < M) rows(a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 1, w, tile, r);
+    if (i < M) {
+      rows(broadcast ? q : a + <usize>i * lda, lda, ldk, scratch, cj + <usize>i * ldc, ldc, K, 1, w, tile, r, broadcast);
+    }
   }
+}
+
+/**
+ * matmul(a, b, c, M, K, N, scratch, bias, relu, trans): C = op(A) op(B) (+ bias,
+ * a row of N floats, when `bias` is not 0; then max(., 0) when `relu` is not
+ * 0), with M, K, N >= 1. op(A) is A stored (M, K), or A^T with A stored (K, M)
+ * when bit 0 of `trans` is set; op(B) is B stored (K, N), or B^T with B stored
+ * (N, K) when bit 1 is set. `scratch` needs K * 32 + 224 bytes, 16-byte
+ * aligned; C must not overlap A, B, the bias or scratch.
+ */
+export function matmul(
+  a: usize, b: usize, c: usize, M: u32, K: u32, N: u32, scratch: usize, bias: usize, relu: u32, trans: u32,
+): void {
+  product(a, b, c, M, K, N, scratch, bias, relu, trans, false);
+}
+
+/**
+ * matmulBroadcast(...): the same product, with the same arguments and the same
+ * bits, A first copied with every value repeated in four lanes: `scratch`
+ * needs K * 32 + 224 + M * K * 16 bytes, 16-byte aligned.
+ */
+export function matmulBroadcast(
+  a: usize, b: usize, c: usize, M: u32, K: u32, N: u32, scratch: usize, bias: usize, relu: u32, trans: u32,
+): void {
+  product(a, b, c, M, K, N, scratch, bias, relu, trans, true);
 }
