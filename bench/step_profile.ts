@@ -5,7 +5,9 @@
  * wrappers of custom gradients are left out: the kernels they run are listed
  * on their own.
  *
- *     deno run -A bench/step_profile.ts [--backend wasm] [--steps 5]
+ *     deno run -A bench/step_profile.ts [--backend wasm] [--steps 5] [--batch 12]
+ *
+ * `--batch 6` profiles the part one of two workers differentiates.
  *
  * @module
  */
@@ -18,7 +20,7 @@ const arg = (name: string, fallback: string) => {
 };
 await lm.initBackend(arg("backend", "wasm") as lm.BackendName);
 const steps = Number(arg("steps", "5"));
-const stepper = makeStepper("baby", 12);
+const stepper = makeStepper("baby", Number(arg("batch", "12")));
 for (let i = 0; i < 3; i++) await stepper.step();
 const byName = new Map<string, { calls: number; ms: number }>();
 let wall = 0, calls = 0;
