@@ -18,6 +18,9 @@
  *     deno run -A bench/bengio_throughput.ts --variants     # also the slower lmbook paths
  *     deno run -A bench/bengio_throughput.ts --model MLP1 --batch 1024 --workers 2
  *                                                           # lmbook on both cores (bench/data_parallel.ts)
+ *     deno run -A bench/bengio_throughput.ts --no-torch --copy splat
+ *                                                           # our product kernel never copying A (one worker;
+ *                                                           # see lib/kernels/matmul.ts, broadcastWins)
  *
  * `--variants` also times the alternatives the library avoids: one-hot
  * embeddings, tfjs's automatic gradient of the output layer, and AdamW with
@@ -29,6 +32,7 @@ import { torchThreadEnv } from "./torch_peer.ts";
 import { parseArgs } from "node:util";
 import * as lm from "../lib/mod.ts";
 import { fixedWindowShare } from "./data_parallel.ts";
+import { type MatMulCopy, setMatMulCopy } from "../lib/kernels/matmul.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -41,6 +45,7 @@ const { values: args } = parseArgs({
     variants: { type: "boolean", default: false },
     workers: { type: "string", default: "1" },
     "no-torch": { type: "boolean", default: false },
+    copy: { type: "string", default: "auto" },
   },
 });
 const modelName = args.model as keyof typeof lm.BENGIO_MODELS;
@@ -53,7 +58,14 @@ const cfg = lm.BENGIO_MODELS[modelName];
 const batchSize = Number(args.batch), seconds = Number(args.seconds), rounds = Number(args.rounds);
 const workers = Number(args.workers);
 
+if (!["auto", "splat", "broadcast"].includes(args.copy!)) {
+  throw new RangeError(`--copy must be auto, splat or broadcast: copy=${args.copy}`);
+}
+if (args.copy !== "auto" && workers !== 1) {
+  throw new RangeError(`--copy sets this process's kernel only, so it needs --workers 1: workers=${args.workers}`);
+}
 const report = await lm.initBackend(args.backend);
+setMatMulCopy(args.copy as MatMulCopy);
 console.log(lm.formatBackendReport(report));
 const brown = await lm.loadBrown();
 const V = brown.vocab.vocabSize, n = cfg.blockSize;
