@@ -314,16 +314,23 @@ function ours(args: Parameters<tf.KernelFunc>[0]): tf.TensorInfo | null {
   const which = choose(m, k, n, ta || tb);
   if (which === "xnnpack") return null;
   const be = args.backend as unknown as WasmBackendLike;
-  const out = be.makeOutput([...(ab.length >= bb.length ? ab : bb), m, n], "float32");
   const broadcast = copyMode === "broadcast" || (copyMode === "auto" && broadcastWins([m, k, n]));
   // K * 32 + 224 bytes from a 16-byte boundary, and the copy of A.
   const need = k * 32 + 288 + (broadcast ? m * k * 16 : 0);
   if (scratch.bytes < need) {
     if (scratch.ptr) be.wasm._free(scratch.ptr);
-    scratch = { ptr: be.wasm._malloc(need), bytes: need };
+    scratch = { ptr: 0, bytes: 0 };
+    const ptr = be.wasm._malloc(need) >>> 0; // (unsigned: the heap may pass 2 GiB)
+    if (ptr === 0) {
+      throw new RangeError(
+        `the matrix-product kernel could not allocate ${need} bytes of scratch for [${m}, ${k}] x [${k}, ${n}]`,
+      );
+    }
+    scratch = { ptr, bytes: need };
   }
+  const out = be.makeOutput([...(ab.length >= bb.length ? ab : bb), m, n], "float32");
   const at = (t: tf.TensorInfo) => be.dataIdMap.get(t.dataId).memoryOffset;
-  const s = (scratch.ptr + 15) & ~15;
+  const s = Math.ceil(scratch.ptr / 16) * 16; // 16-byte aligned (no 32-bit bitwise ops on a pointer)
   const build = which === "relaxed" ? kernels!.relaxed! : kernels!.simd;
   const fn = broadcast ? build.broadcast : build.splat;
   fn(
