@@ -22,8 +22,9 @@
  * - the mat-vec kernels of cached decoding over their own memory
  *   ({@link KernelArena}, {@link makeKernels}, {@link jsKernels});
  * - a register-blocked matrix product that takes over tfjs's `BatchMatMul`
- *   and `_FusedMatMul` on `wasm` for the shapes where it beats XNNPACK
- *   ({@link installMatMulKernel}, {@link setMatMulKernel});
+ *   and `_FusedMatMul` on `wasm` for the shapes where it beats XNNPACK, wide
+ *   ones with a broadcast copy of the left operand
+ *   ({@link installMatMulKernel}, {@link setMatMulKernel}, {@link setMatMulCopy});
  * - a guard on the wasm backend's allocator: running out of WebAssembly's
  *   4 GiB is a clear error ({@link guardWasmMalloc}).
  *
