@@ -132,12 +132,14 @@ export const BROADCAST_COPY_BYTES = 2 * 2 ** 20;
  * Whether our kernel should copy the left operand of an (M, K) x (K, N)
  * product with every value repeated in four lanes before it starts (the
  * measured rule, from `bench/matmul_bench.ts`; the figures are in
- * `bench/README.md`). The copy costs a pass over A; it makes every one of
- * the N / 8 panels about 10-15% faster (whole-vector loads instead of a
- * load-and-splat per value). On the machine the course was built on it paid
- * from about 12 panels (N = 96) and lost up to 40% below that; a copy larger
- * than {@link BROADCAST_COPY_BYTES} falls out of the caches and lost as well
- * (0.4x with K = 14,116). Both ways give the same bits.
+ * `bench/README.md`). The copy costs a pass over A; then each of the N / 8
+ * panels runs on whole-vector loads instead of a load-and-splat per value
+ * (about 14% faster in the first-level cache). On the x86 machine the course
+ * was built on, the product broke even at 12 panels (N = 96), lost below
+ * that (0.59x at N = 16) and gained 5-25% from 16 panels up; a copy larger
+ * than {@link BROADCAST_COPY_BYTES} falls out of the caches and lost
+ * (0.45x with K = 14,116). Both ways give the same bits. Other CPUs may
+ * differ: `bench/matmul_bench.ts --copies` measures it.
  *
  * @param shape `[M, K, N]`: rows of the product, the inner size, columns.
  * @returns true when the copy should be made: N >= 128 and M * K * 16 bytes
