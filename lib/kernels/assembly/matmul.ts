@@ -31,6 +31,22 @@
 import { madd } from "./simd";
 
 /**
+ * Row r's value of A at the current k, in four lanes: splatted from A in place
+ * (`row + off`), or loaded from the broadcast copy at `q` (row r's vector 16 r
+ * bytes in; r is a constant once inlined, so the offset stays an immediate).
+ */
+@inline
+function valueOfA(q: usize, row: usize, off: usize, r: i32, broadcast: bool): v128 {
+  if (!broadcast) return v128.load32_splat(row + off);
+  if (r == 0) return v128.load(q, 0);
+  if (r == 1) return v128.load(q, 16);
+  if (r == 2) return v128.load(q, 32);
+  if (r == 3) return v128.load(q, 48);
+  if (r == 4) return v128.load(q, 64);
+  return v128.load(q, 80);
+}
+
+/**
  * One block of R rows (1 to 6, a constant once inlined) by 8 columns:
  * C[r, 0..8] = bias[0..8] + sum_k A[r, k] P[k, 0..8], rows of C `ldc` bytes apart, P the packed panel (K rows of 8
  * floats) followed by the bias (8 floats); negatives set to 0 when `relu`. A is read in place (rows of A `lda` bytes
@@ -45,80 +61,44 @@ function block(
   const z = v128.load(bp, 0), h = v128.load(bp, 16);
   let c00 = z, c01 = h, c10 = z, c11 = h, c20 = z, c21 = h;
   let c30 = z, c31 = h, c40 = z, c41 = h, c50 = z, c51 = h;
-  let pp = p, k = K;
-  if (broadcast) {
-    let q = a;
-    const step: usize = <usize>R << 4;
-    do {
-      const b0 = v128.load(pp, 0), b1 = v128.load(pp, 16);
-      let x = v128.load(q, 0);
-      c00 = madd(x, b0, c00);
-      c01 = madd(x, b1, c01);
-      if (R > 1) {
-        x = v128.load(q, 16);
-        c10 = madd(x, b0, c10);
-        c11 = madd(x, b1, c11);
-      }
-      if (R > 2) {
-        x = v128.load(q, 32);
-        c20 = madd(x, b0, c20);
-        c21 = madd(x, b1, c21);
-      }
-      if (R > 3) {
-        x = v128.load(q, 48);
-        c30 = madd(x, b0, c30);
-        c31 = madd(x, b1, c31);
-      }
-      if (R > 4) {
-        x = v128.load(q, 64);
-        c40 = madd(x, b0, c40);
-        c41 = madd(x, b1, c41);
-      }
-      if (R > 5) {
-        x = v128.load(q, 80);
-        c50 = madd(x, b0, c50);
-        c51 = madd(x, b1, c51);
-      }
-      q += step;
-      pp += 32;
-    } while (--k);
-  } else {
-  const a1 = a + lda, a2 = a1 + lda, a3 = a2 + lda, a4 = a3 + lda, a5 = a4 + lda;
-  let off: usize = 0;
+  const a1 = a + lda, a2 = a1 + lda, a3 = a2 + lda, a4 = a3 + lda, a5 = a4 + lda; // (unused with `broadcast`)
+  // Per k the copy's pointer moves R vectors on, or the offset along A's rows moves one value on.
+  const step: usize = <usize>R << 4;
+  let pp = p, q = a, off: usize = 0, k = K;
   do {
     const b0 = v128.load(pp, 0), b1 = v128.load(pp, 16);
-    let x = v128.load32_splat(a + off);
+    let x = valueOfA(q, a, off, 0, broadcast);
     c00 = madd(x, b0, c00);
     c01 = madd(x, b1, c01);
     if (R > 1) {
-      x = v128.load32_splat(a1 + off);
+      x = valueOfA(q, a1, off, 1, broadcast);
       c10 = madd(x, b0, c10);
       c11 = madd(x, b1, c11);
     }
     if (R > 2) {
-      x = v128.load32_splat(a2 + off);
+      x = valueOfA(q, a2, off, 2, broadcast);
       c20 = madd(x, b0, c20);
       c21 = madd(x, b1, c21);
     }
     if (R > 3) {
-      x = v128.load32_splat(a3 + off);
+      x = valueOfA(q, a3, off, 3, broadcast);
       c30 = madd(x, b0, c30);
       c31 = madd(x, b1, c31);
     }
     if (R > 4) {
-      x = v128.load32_splat(a4 + off);
+      x = valueOfA(q, a4, off, 4, broadcast);
       c40 = madd(x, b0, c40);
       c41 = madd(x, b1, c41);
     }
     if (R > 5) {
-      x = v128.load32_splat(a5 + off);
+      x = valueOfA(q, a5, off, 5, broadcast);
       c50 = madd(x, b0, c50);
       c51 = madd(x, b1, c51);
     }
-    off += ldk;
+    if (broadcast) q += step;
+    else off += ldk;
     pp += 32;
   } while (--k);
-  }
   if (relu) {
     const zero = f32x4.splat(0);
     c00 = f32x4.max(c00, zero);
