@@ -62,27 +62,26 @@ const builds = (relaxedSimdAvailable() ? ["relaxed", "simd"] : ["simd"]) as ("re
 const copyModes: Exclude<MatMulCopy, "auto">[] = ["splat", "broadcast"];
 
 /**
- * Runs `f` with our kernel's build and copy set (restoring "auto" after); checks it ran exactly `products` times,
- * each copying A exactly when `copy` is "broadcast".
+ * Runs `f` with our kernel's build and copy set (restoring "auto" after), then checks that it ran exactly one
+ * product, copying A exactly when `copy` is "broadcast".
  */
 async function withKernel<T>(
-  build: "relaxed" | "simd",
-  copy: Exclude<MatMulCopy, "auto">,
-  what: string,
+  use: { build: "relaxed" | "simd"; copy: Exclude<MatMulCopy, "auto">; what: string },
   f: () => Promise<T>,
-  products = 1,
 ): Promise<T> {
-  setMatMulKernel(build);
-  setMatMulCopy(copy);
+  setMatMulKernel(use.build);
+  setMatMulCopy(use.copy);
   const calls = matMulKernelCalls(), copied = broadcastCopies();
+  let out: T;
   try {
-    return await f();
+    out = await f();
   } finally {
     setMatMulKernel("auto");
     setMatMulCopy("auto");
-    assertEquals(matMulKernelCalls(), calls + products, `our kernel ran ${products} product(s): ${what}`);
-    assertEquals(broadcastCopies(), copied + (copy === "broadcast" ? products : 0), `A copied as asked: ${what}`);
   }
+  assertEquals(matMulKernelCalls(), calls + 1, `our kernel ran the product: ${use.what}`);
+  assertEquals(broadcastCopies(), copied + (use.copy === "broadcast" ? 1 : 0), `A copied as asked: ${use.what}`);
+  return out;
 }
 
 /** Edge sizes (1, odd, not multiples of 4, 6 or 8) and random ones, plus two training shapes. */
@@ -119,9 +118,7 @@ for (const build of builds) {
         const want = await on("cpu", [[a, [m, k]], [b, [k, n]]], (x, y) => tf.matMul(x, y));
         const what = `${build}, A ${copy}, [${m}, ${k}] x [${k}, ${n}]`;
         const got = await withKernel(
-          build,
-          copy,
-          what,
+          { build, copy, what },
           () => on("wasm", [[a, [m, k]], [b, [k, n]]], (x, y) => tf.matMul(x, y)),
         );
         assertEquals(got.shape, [m, n]);
@@ -141,7 +138,7 @@ for (const build of builds) {
         const want = await on("cpu", data, f);
         for (const copy of copyModes) {
           const what = `${build}, A ${copy}, fused ${activation} [${m}, ${k}, ${n}]`;
-          const got = await withKernel(build, copy, what, () => on("wasm", data, f));
+          const got = await withKernel({ build, copy, what }, () => on("wasm", data, f));
           assertEquals(got.shape, [1, m, n]);
           assertClose(got.values, want.values, 3e-6 * k + 1e-6, what);
         }
@@ -161,7 +158,7 @@ for (const build of builds) {
         const want = await on("cpu", data, f);
         for (const copy of copyModes) {
           const what = `${build}, A ${copy}, transposeA=${ta} transposeB=${tb} [${m}, ${k}, ${n}]`;
-          const got = await withKernel(build, copy, what, () => on("wasm", data, f));
+          const got = await withKernel({ build, copy, what }, () => on("wasm", data, f));
           assertEquals(got.shape, [m, n]);
           assertClose(got.values, want.values, 3e-6 * k + 1e-6, what);
         }
@@ -191,8 +188,8 @@ for (const build of builds) {
           activation,
         });
       const what = `${build} [${m}, ${k}, ${n}] transposeA=${ta} transposeB=${tb} ${activation}`;
-      const splat = await withKernel(build, "splat", what, () => on("wasm", data, f));
-      const copied = await withKernel(build, "broadcast", what, () => on("wasm", data, f));
+      const splat = await withKernel({ build, copy: "splat", what }, () => on("wasm", data, f));
+      const copied = await withKernel({ build, copy: "broadcast", what }, () => on("wasm", data, f));
       const bits = (v: Float32Array) => new Uint32Array(v.buffer, v.byteOffset, v.length);
       const [x, y] = [bits(splat.values), bits(copied.values)];
       const at = x.findIndex((v, i) => v !== y[i]);
