@@ -628,3 +628,140 @@ Deno.test("tuneSplit: keeps the fastest split when single timings vary by a tent
   }
   assert(good >= 17, `only ${good} of 20 noisy runs kept a split within 5% of the fastest`);
 });
+
+/** A model's weights, copied out. */
+function weightsOf(model: lm.TrainableModel): Record<string, Float32Array> {
+  return Object.fromEntries(
+    Object.entries(model.variables()).map(([k, v]) => [k, (v.dataSync() as Float32Array).slice()]),
+  );
+}
+
+/** `steps` trainer steps of a fresh model on `workers` workers: the weights and the logged losses. */
+async function fitModel(
+  make: () => lm.TrainableModel & { dispose(): void },
+  d: lm.Dataset,
+  opts: { workers: number; steps: number; trainable?: (name: string) => boolean },
+): Promise<{ before: Record<string, Float32Array>; after: Record<string, Float32Array>; history: lm.TrainHistory }> {
+  const model = make();
+  const before = weightsOf(model);
+  const trainer = new lm.Trainer(model, d, {
+    batchSize: 16,
+    maxSteps: opts.steps,
+    lr: 2e-2,
+    seed: 3,
+    logEvery: 1,
+    workers: opts.workers,
+    trainable: opts.trainable,
+    progress: false,
+  });
+  try {
+    const history = await trainer.run();
+    return { before, after: weightsOf(model), history };
+  } finally {
+    trainer.dispose();
+    model.dispose();
+  }
+}
+
+/** The steps' logged losses of two runs agree to `tol`. */
+function assertLossesAgree(one: lm.TrainHistory, two: lm.TrainHistory, what: string, tol = 1e-5): void {
+  assertEquals(two.train.length, one.train.length, `${what}: logged steps`);
+  for (let i = 0; i < one.train.length; i++) {
+    const [a, b] = [one.train[i].loss, two.train[i].loss];
+    assert(Math.abs(a - b) < tol, `${what}: step ${one.train[i].step} loss ${b} on two workers, ${a} on one`);
+  }
+}
+
+Deno.test({
+  name: "Trainer workers 2: the RNN, the masked-LM encoder and the encoder-decoder train as on one core",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const rng = new lm.Rng(21);
+    const ids = (n: number, lo: number, hi: number) => Int32Array.from({ length: n }, () => lo + rng.int(hi - lo));
+    const fam = { vocabSize: 16, blockSize: 8, nLayer: 1, nHead: 2, nEmbd: 8, padId: 0 };
+    // Masked LM on passages of 2 to 8 tokens: each passage has its own number of blanks, so the parts of a split
+    // batch score different numbers of positions, and only weighting each part by them gives the batch's mean.
+    // (The dataset draws new blanks at every batch from its seed: each run gets a new one.)
+    const passages = Array.from({ length: 64 }, (_, i) => ids(2 + (i * 5) % 7, 3, 16));
+    const mlm = () => lm.mlmDataset(passages, { length: 8, padId: 0, maskId: 1, vocabSize: 16, seed: 4, rate: 0.4 });
+    // Translation pairs whose targets end in 0 to 4 pads (not scored).
+    const n = 64, src = ids(n * 6, 2, 16), tgt = ids(n * 5, 2, 16);
+    for (let i = 0; i < n; i++) tgt.fill(0, i * 5 + 5 - (i * 3) % 5, i * 5 + 5);
+    const pairs = () => lm.arrayDataset(src, tgt, { xWidth: 6, yWidth: 5 });
+    const cases: [string, () => lm.TrainableModel & { dispose(): void }, () => lm.Dataset][] = [
+      ["RnnLM", () => new lm.RnnLM({ vocabSize: 40, nEmbd: 6, hidden: 8, cell: "lstm" }, { seed: 2 }), sequences],
+      ["TransformerEncoder", () => new lm.TransformerEncoder(fam, { seed: 2 }), mlm],
+      ["EncoderDecoder", () => new lm.EncoderDecoder({ ...fam, bosId: 1 }, { seed: 2 }), pairs],
+    ];
+    for (const [name, make, d] of cases) {
+      const one = await fitModel(make, d(), { workers: 1, steps: 6 });
+      const two = await fitModel(make, d(), { workers: 2, steps: 6 });
+      assertEquals([one.history.workers, two.history.workers], [1, 2], `${name}: workers`);
+      assertLossesAgree(one.history, two.history, name);
+      // Adam divides by the running size of the gradients, so rounding moves a weight by a few 1e-5 over 6 steps;
+      // a part weighted by its examples instead of its scored positions moves it by far more.
+      const d2 = maxDiff(one.after, two.after);
+      assert(d2 < 2e-4, `${name}: two workers' weights differ from one worker's by up to ${d2}`);
+      assert(maxDiff(one.after, one.before) > 1e-3, `${name}: six steps left the weights unchanged`);
+    }
+  },
+});
+
+Deno.test({
+  name: "Trainer workers 2 with a selection (fine-tuning): the helpers differentiate it, the rest stays frozen",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const make = () => new lm.FixedWindowLM(CFG, { seed: 5 });
+    const trainable = (name: string) => name.startsWith("output.");
+    const one = await fitModel(make, data(), { workers: 1, steps: 6, trainable });
+    const two = await fitModel(make, data(), { workers: 2, steps: 6, trainable });
+    assertEquals([one.history.workers, two.history.workers], [1, 2]);
+    assertLossesAgree(one.history, two.history, "fine-tuning");
+    for (const [k, w] of Object.entries(two.after)) {
+      if (trainable(k)) {
+        assert(maxDiff({ k: one.after[k] }, { k: w }) < 1e-5, `${k} differs from one worker's`);
+        assert(maxDiff({ k: two.before[k] }, { k: w }) > 1e-3, `${k} did not train`);
+      } else {
+        assertEquals(w, two.before[k], `${k} is frozen but changed on two workers`);
+      }
+    }
+  },
+});
+
+Deno.test({
+  name: "DataParallel: a selection naming no variable, and gradients other than the selection's, are named errors",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const model = new lm.FixedWindowLM(CFG, { seed: 5 });
+    const d = data();
+    try {
+      for (const trainable of [[], ["output.bias", "nope"]]) {
+        await assertRejects(
+          () => DataParallel.start(model, model.spec(), { data: d, batchSize: 8, backend: "cpu", trainable }),
+          RangeError,
+          trainable.length ? '"nope"' : "trainable=[]",
+        );
+      }
+      const share = await DataParallel.start(model, model.spec(), {
+        data: d,
+        batchSize: 8,
+        backend: "cpu",
+        trainable: ["output.bias"],
+      });
+      try {
+        const batch = d.batch(Int32Array.from({ length: 8 }, (_, i) => i));
+        const local = share.split(batch, model.variables(), 1);
+        const grads = { "output.bias": tf.zeros([40]), "output.weight": tf.zeros([17, 40]) };
+        assertThrows(() => share.combine(grads, tf.scalar(0)), RangeError, "output.weight");
+        tf.dispose([batch.x, batch.y, local.x, local.y, ...Object.values(grads)]);
+      } finally {
+        await share.close();
+      }
+    } finally {
+      model.dispose();
+    }
+  },
+});

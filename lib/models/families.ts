@@ -28,6 +28,7 @@ import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
 import type { Batch, Dataset } from "../train/dataset.ts";
 import type { LossOptions, TrainableModel } from "../train/train.ts";
+import type { ModelSpec } from "../train/data_parallel.ts";
 import { MASK_VALUE } from "../core/mask.ts";
 import { mergeHeads, normalMatrix, splitHeads } from "./attention.ts";
 import { embeddingLookup } from "../kernels/mod.ts";
@@ -365,6 +366,24 @@ export class TransformerEncoder implements TrainableModel {
   }
 
   /**
+   * How a data-parallel helper (the trainer's `workers` option) or
+   * `loadModel` rebuilds this model.
+   * @returns this module, the class and the configuration (the weights come separately).
+   */
+  spec(): ModelSpec {
+    return { module: import.meta.url, exportName: "TransformerEncoder", config: this.config };
+  }
+
+  /**
+   * The positions the loss scores: those with a label (not -100).
+   * @param batch x and y as for {@link TransformerEncoder.loss}.
+   * @returns the count, so that the parts of a split batch combine into its mean.
+   */
+  lossWeight(batch: Batch): number {
+    return tf.tidy(() => tf.sum(tf.cast(tf.greaterEqual(batch.y, 0), "int32")).dataSync()[0]);
+  }
+
+  /**
    * The encoder's output states (not tidied: call inside `tf.tidy`).
    * @param idx int32 ids (B, T), padded with padId.
    * @returns (B, T, C).
@@ -490,6 +509,27 @@ export class EncoderDecoder implements TrainableModel {
   /** Returns the variables by name (for the trainer and saving). */
   variables(): Record<string, tf.Variable> {
     return this.#p.vars;
+  }
+
+  /**
+   * How a data-parallel helper (the trainer's `workers` option) or
+   * `loadModel` rebuilds this model.
+   * @returns this module, the class and the configuration (the weights come separately).
+   */
+  spec(): ModelSpec {
+    return { module: import.meta.url, exportName: "EncoderDecoder", config: this.config };
+  }
+
+  /**
+   * The positions the loss scores: the target tokens that are not padding.
+   * @param batch x and y as for {@link EncoderDecoder.loss}.
+   * @returns the count, so that the parts of a split batch combine into its mean.
+   */
+  lossWeight(batch: Batch): number {
+    return tf.tidy(() =>
+      tf.sum(tf.cast(tf.logicalAnd(tf.notEqual(batch.y, this.config.padId), tf.greaterEqual(batch.y, 0)), "int32"))
+        .dataSync()[0]
+    );
   }
 
   /**

@@ -145,3 +145,52 @@ Deno.test("families: creating and disposing a model leaves no tensors behind", (
   new EncoderDecoder({ ...small, bosId: 1 }, { seed: 1 }).dispose();
   assertEquals(tf.memory().numTensors, before, "EncoderDecoder: the initial tensors leaked");
 });
+
+Deno.test("lossWeight counts the positions the loss scores; spec() rebuilds the encoder, the encoder-decoder and the RNN", async () => {
+  const { loadModel, saveModel } = await import("../train/model_file.ts");
+  const { RnnLM } = await import("./rnn.ts");
+  const enc = new TransformerEncoder(small, { seed: 2 });
+  const encdec = new EncoderDecoder({ ...small, bosId: 1 }, { seed: 2 });
+  const rnn = new RnnLM({ vocabSize: 12, nEmbd: 4, hidden: 6, cell: "lstm" }, { seed: 2 });
+  const rng = new Rng(8);
+  const ids = (n: number) => Int32Array.from({ length: n }, () => 2 + rng.int(10));
+  // Masked LM: labels -100 except at the blanks; the encoder-decoder: targets ending in pads (0).
+  const mlm = mlmDataset([ids(3), ids(8), ids(5)], {
+    length: 8,
+    padId: 0,
+    maskId: 1,
+    vocabSize: 12,
+    seed: 1,
+    rate: 0.5,
+  })
+    .batch([0, 1, 2]);
+  const tgt = tf.tensor2d([[3, 4, 0, 0], [5, 0, 0, 0], [6, 7, 8, 9]], [3, 4], "int32");
+  const pairs = { x: tf.tensor2d([[2, 3, 4, 5], [6, 7, 8, 9], [2, 2, 3, 3]], [3, 4], "int32"), y: tgt };
+  const labelled = (mlm.y.dataSync() as Int32Array).filter((l) => l >= 0).length;
+  assertEquals(enc.lossWeight(mlm), labelled);
+  assertEquals(encdec.lossWeight(pairs), 7);
+  // The mean times the weight is the sum over the scored positions: two halves add up to the whole.
+  for (const [m, b] of [[enc, mlm], [encdec, pairs]] as const) {
+    const half = (s: number, n: number) => ({ x: b.x.slice(s, n), y: b.y.slice(s, n) });
+    const sum = (p: { x: tf.Tensor; y: tf.Tensor }) => m.loss(p).dataSync()[0] * m.lossWeight(p);
+    assertAlmostEquals(sum(half(0, 1)) + sum(half(1, 2)), sum(b), 1e-4);
+  }
+  const dir = await Deno.makeTempDir();
+  try {
+    for (const [Model, model] of [[TransformerEncoder, enc], [EncoderDecoder, encdec], [RnnLM, rnn]] as const) {
+      await saveModel(`${dir}/m.lmw`, model);
+      const { model: back } = await loadModel(`${dir}/m.lmw`, Model as never) as { model: typeof model };
+      assertEquals(back.spec(), model.spec());
+      for (const [k, v] of Object.entries(model.variables())) {
+        assertEquals(back.variables()[k].dataSync(), v.dataSync(), `${Model.name} ${k}`);
+      }
+      back.dispose();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    tf.dispose([mlm.x, mlm.y, pairs.x, pairs.y]);
+    enc.dispose();
+    encdec.dispose();
+    rnn.dispose();
+  }
+});

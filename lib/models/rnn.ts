@@ -20,6 +20,7 @@ import * as tf from "../core/tf.ts";
 import { Rng } from "../core/random.ts";
 import type { Batch } from "../train/dataset.ts";
 import type { TrainableModel } from "../train/train.ts";
+import type { ModelSpec } from "../train/data_parallel.ts";
 
 /** The two recurrent cells. */
 export type CellType = "rnn" | "lstm";
@@ -134,6 +135,15 @@ export class RnnLM implements TrainableModel {
       wOut: tf.variable(glorot(rng, H, V)),
       bOut: tf.variable(tf.zeros([V])),
     }));
+  }
+
+  /**
+   * How a data-parallel helper (the trainer's `workers` option) or
+   * `loadModel` rebuilds this model.
+   * @returns this module, the class and the configuration (the weights come separately).
+   */
+  spec(): ModelSpec {
+    return { module: import.meta.url, exportName: "RnnLM", config: this.config };
   }
 
   /** Returns the trainable variables by name. */

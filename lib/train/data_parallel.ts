@@ -58,6 +58,13 @@ export interface DataParallelOptions {
    * {@link defaultLocalShare}: a tenth more than an equal part).
    */
   localShare?: number;
+  /**
+   * The names of the variables whose gradients each step needs (default: all
+   * of the model's): a selection, as the trainer's `trainable` option makes
+   * when fine-tuning (chapter 9). The helpers still get every weight, and
+   * differentiate only these.
+   */
+  trainable?: string[];
 }
 
 // Control words, one Int32Array per helper.
@@ -95,6 +102,8 @@ export interface HelperInit {
   /** The shape of one example's x and y, without the batch dimension. */
   xShape: number[];
   yShape: number[];
+  /** The names of the variables to differentiate (a subset of the slots' names). */
+  trainable: string[];
 }
 
 interface Helper {
@@ -107,6 +116,8 @@ interface Helper {
   error: Uint8Array;
   /** Examples given to it this step. */
   count: number;
+  /** The terms its part's mean loss averages this step ({@link TrainableModel.lossWeight}; else `count`). */
+  weight: number;
   /** The name of its operating-system thread (`worker-N`), where it could be seen; see {@link helperThreads}. */
   thread?: string;
 }
@@ -199,8 +210,11 @@ export class DataParallel implements StepShare, EvalShare {
   readonly #weights: Float32Array;
   readonly #timeoutMs: number;
   readonly #maxBatch: number;
+  readonly #trainable: Set<string>;
+  readonly #weigh: ((batch: Batch) => number) | undefined;
   #localShare: number;
   #localCount = 0;
+  #localWeight = 0;
   #closed = false;
 
   private constructor(
@@ -209,7 +223,10 @@ export class DataParallel implements StepShare, EvalShare {
     weights: Float32Array,
     limits: { timeoutMs: number; maxBatch: number },
     localShare: number,
+    parts: { trainable: string[]; weigh?: (batch: Batch) => number },
   ) {
+    this.#trainable = new Set(parts.trainable);
+    this.#weigh = parts.weigh;
     this.#localShare = localShare;
     this.#maxBatch = limits.maxBatch;
     this.#helpers = helpers;
@@ -248,7 +265,16 @@ export class DataParallel implements StepShare, EvalShare {
       slots.push({ name, shape: [...v.shape], offset: total, size: v.size });
       total += v.size;
     }
-    const one = options.data.batch(Int32Array.of(0));
+    const trainable = options.trainable ?? slots.map((s) => s.name);
+    const unknown = trainable.filter((n) => !slots.some((s) => s.name === n));
+    if (trainable.length === 0 || unknown.length > 0) {
+      throw new RangeError(
+        `trainable must name some of the model's variables: ${
+          unknown.length ? `unknown ${unknown.map((n) => JSON.stringify(n)).join(", ")}` : "trainable=[]"
+        }`,
+      );
+    }
+    const one = withoutDrawing(options.data, () => options.data.batch(Int32Array.of(0)));
     const xShape = one.x.shape.slice(1), yShape = one.y.shape.slice(1);
     const xPer = one.x.size, yPer = one.y.size;
     tf.dispose([one.x, one.y]);
@@ -290,6 +316,7 @@ export class DataParallel implements StepShare, EvalShare {
         buffers,
         xShape,
         yShape,
+        trainable,
       };
       worker.postMessage(init);
       started.push({
@@ -301,6 +328,7 @@ export class DataParallel implements StepShare, EvalShare {
         loss: new Float32Array(buffers.loss),
         error: new Uint8Array(buffers.error),
         count: 0,
+        weight: 0,
         thread,
       });
     }
@@ -316,6 +344,7 @@ export class DataParallel implements StepShare, EvalShare {
       new Float32Array(weightsBuffer),
       { timeoutMs: 1000 * (options.timeoutSeconds ?? 600), maxBatch: options.batchSize },
       localShare,
+      { trainable, weigh: model.lossWeight?.bind(model) },
     );
   }
 
@@ -374,10 +403,40 @@ export class DataParallel implements StepShare, EvalShare {
    */
   combineEval(localLoss: number): number {
     for (const [i, h] of this.#helpers.entries()) this.#wait(h, i);
-    const total = this.#localCount + this.#helpers.reduce((a, h) => a + h.count, 0);
-    let loss = localLoss * (this.#localCount / total);
-    for (const h of this.#helpers) if (h.count > 0) loss += h.loss[0] * (h.count / total);
+    const coef = this.#coefficients();
+    let loss = localLoss * coef.local;
+    for (const [i, h] of this.#helpers.entries()) if (h.count > 0) loss += h.loss[0] * coef.helpers[i];
     return loss;
+  }
+
+  /**
+   * Each part's share of the whole batch's mean: its loss weight over the
+   * total ({@link TrainableModel.lossWeight}, else its examples), 0 for
+   * every part when no part has a term (a one-piece masked mean is then 0).
+   */
+  #coefficients(): { local: number; helpers: number[] } {
+    const total = this.#localWeight + this.#helpers.reduce((a, h) => a + (h.count > 0 ? h.weight : 0), 0);
+    const of = (w: number) => total > 0 ? w / total : 0;
+    return { local: of(this.#localWeight), helpers: this.#helpers.map((h) => of(h.weight)) };
+  }
+
+  /**
+   * The terms the mean loss of rows [start, start + n) of a batch averages:
+   * the model's {@link TrainableModel.lossWeight}, or the rows.
+   */
+  #partWeight(batch: Batch, start: number, n: number): number {
+    const weigh = this.#weigh;
+    if (!weigh || n === 0) return n;
+    const part = { x: batch.x.slice(start, n), y: batch.y.slice(start, n) };
+    try {
+      const w = weigh(part);
+      if (!(Number.isFinite(w) && w >= 0)) {
+        throw new RangeError(`the model's lossWeight must be a finite number >= 0: lossWeight=${w} for ${n} examples`);
+      }
+      return w;
+    } finally {
+      tf.dispose([part.x, part.y]);
+    }
   }
 
   /** Hands the helpers their parts with a command of this kind; returns this process's part. */
@@ -413,6 +472,7 @@ export class DataParallel implements StepShare, EvalShare {
         h.x.set(x);
         h.y.set(y);
       }
+      h.weight = this.#partWeight(batch, start, n);
       Atomics.store(h.control, COUNT, n);
       // The step's one seed, and where the part's rows start: its dropout masks are the whole batch's rows.
       Atomics.store(h.control, SEED, seed >>> 0 | 0);
@@ -423,29 +483,44 @@ export class DataParallel implements StepShare, EvalShare {
       Atomics.notify(h.control, CMD);
     });
     this.#localCount = sizes[0];
+    this.#localWeight = this.#partWeight(batch, 0, sizes[0]);
     return { x: batch.x.slice(0, sizes[0]), y: batch.y.slice(0, sizes[0]) };
   }
 
-  /** Waits for every helper, then returns the size-weighted mean of all parts' gradients and losses. */
+  /**
+   * Waits for every helper, then returns the mean of all parts' gradients and
+   * losses, each part weighted by the terms its mean averages
+   * ({@link TrainableModel.lossWeight}, else its examples): the one-piece
+   * batch's mean. `grads` holds the variables the helpers differentiate
+   * (`trainable` at start), no more and no fewer.
+   */
   combine(grads: Record<string, tf.Tensor>, loss: tf.Scalar): { grads: Record<string, tf.Tensor>; loss: tf.Scalar } {
     for (const [i, h] of this.#helpers.entries()) this.#wait(h, i);
-    const total = this.#localCount + this.#helpers.reduce((a, h) => a + h.count, 0);
+    const names = Object.keys(grads);
+    if (names.length !== this.#trainable.size || names.some((n) => !this.#trainable.has(n))) {
+      throw new RangeError(
+        `the gradients to combine must be those of the variables the helpers differentiate: got [${names}], ` +
+          `the helpers differentiate [${[...this.#trainable]}]`,
+      );
+    }
+    const coef = this.#coefficients();
     const out: Record<string, tf.Tensor> = {};
     for (const s of this.#slots) {
+      if (!this.#trainable.has(s.name)) continue;
       // g a + part b, with a the weight still owed to g: one fused pass on wasm, rounded as the three ops.
-      let g = grads[s.name], a = this.#localCount / total;
+      let g = grads[s.name], a = coef.local;
       const fused = wasmSimdReady([s.size]);
-      for (const h of this.#helpers) {
+      for (const [i, h] of this.#helpers.entries()) {
         if (h.count === 0) continue;
         const part = tf.tensor(h.grads.subarray(s.offset, s.offset + s.size), s.shape, "float32");
-        const b = h.count / total;
+        const b = coef.helpers[i];
         g = fused ? fusedAxpby(g, part, { a, b }) : tf.add(tf.mul(g, a), tf.mul(part, b));
         a = 1;
       }
       out[s.name] = g === grads[s.name] ? g.mul(a) : g;
     }
-    let l: tf.Tensor = loss.mul(this.#localCount / total);
-    for (const h of this.#helpers) if (h.count > 0) l = l.add(h.loss[0] * (h.count / total));
+    let l: tf.Tensor = loss.mul(coef.local);
+    for (const [i, h] of this.#helpers.entries()) if (h.count > 0) l = l.add(h.loss[0] * coef.helpers[i]);
     return { grads: out, loss: l as tf.Scalar };
   }
 
@@ -483,6 +558,21 @@ export class DataParallel implements StepShare, EvalShare {
   }
 }
 
+/**
+ * Runs `f`, which builds batches of `data` that training will not use, and
+ * puts the data's own generator ({@link Dataset.rng}: the blanks of a
+ * masked-LM dataset) back where it was, so that starting helpers or timing
+ * them leaves the training batches as one core would draw them.
+ */
+function withoutDrawing<T>(data: Dataset, f: () => T): T {
+  const state = data.rng?.state();
+  try {
+    return f();
+  } finally {
+    if (state) data.rng!.setState(state);
+  }
+}
+
 /** Options of {@link chooseWorkers}. */
 export interface ChooseWorkersOptions {
   /** A whole number of workers (this process counts as one), or `"auto"`: as many as measurably pay off. */
@@ -495,6 +585,8 @@ export interface ChooseWorkersOptions {
   spec?: ModelSpec;
   /** The helpers' backend (default: this process's). */
   backend?: string;
+  /** The names of the variables each step differentiates (default: all; see {@link DataParallelOptions.trainable}). */
+  trainable?: string[];
   /** Steps the run will take: `"auto"` starts no helper for a run too short to repay it. */
   steps: number;
   /** The run's time budget in seconds, if any (it may end the run before `steps`). */
@@ -670,6 +762,7 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
       batchSize: options.batchSize,
       helpers: workers - 1,
       backend: options.backend,
+      trainable: options.trainable,
     });
     return { workers, reason: `${workers} workers were requested`, share };
   }
@@ -686,7 +779,9 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
   if (!spec) return { workers: 1, reason: "the model has no spec() to rebuild it in a helper" };
   if (options.batchSize < 2) return { workers: 1, reason: "a batch of one example cannot be split" };
   const n = Math.min(options.batchSize, options.data.length);
-  const rows = (k: number) => options.data.batch(Int32Array.from({ length: k }, (_, i) => i));
+  // The probe's batches are not training's: the data's generator is put back after each.
+  const rows = (k: number) =>
+    withoutDrawing(options.data, () => options.data.batch(Int32Array.from({ length: k }, (_, i) => i)));
   const batch = rows(n);
   try {
     const clock = options.clock ?? (() => performance.now());
@@ -716,6 +811,7 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
         batchSize: options.batchSize,
         helpers,
         backend: options.backend,
+        trainable: options.trainable,
       });
     } catch (e) {
       return { workers: 1, reason: `a helper could not start (${(e as Error).message})` };

@@ -53,8 +53,10 @@ self.onmessage = async (e: MessageEvent<HelperInit>) => {
   const grads = new Float32Array(b.grads), xs = new Int32Array(b.x), ys = new Int32Array(b.y);
   const loss = new Float32Array(b.loss), error = new Uint8Array(b.error);
   const vars = model.variables();
-  const names = init.slots.map((s) => s.name);
+  // Only the selected variables are differentiated (all of them unless the trainer trains a selection).
+  const names = init.trainable;
   const byTfName = new Map(names.map((n) => [vars[n].name, n]));
+  const slotOf = new Map(init.slots.map((s) => [s.name, s]));
   let seen = 0;
   for (;;) {
     while (Atomics.load(control, CMD) === seen) Atomics.wait(control, CMD, seen);
@@ -85,7 +87,7 @@ self.onmessage = async (e: MessageEvent<HelperInit>) => {
             names.map((name) => vars[name]),
           );
           for (const [tfName, t] of Object.entries(g)) {
-            const s = init.slots[names.indexOf(byTfName.get(tfName)!)];
+            const s = slotOf.get(byTfName.get(tfName)!)!;
             copyFloats(t, grads, s.offset);
           }
           loss[0] = value.dataSync()[0];

@@ -115,6 +115,16 @@ export interface TrainableModel {
    * have it can train on several cores (the trainer's `workers` option).
    */
   spec?(): ModelSpec;
+  /**
+   * How many terms the mean loss of `batch` averages (optional; default: its
+   * examples). Data parallelism weights each part of a split batch by it, so
+   * that the parts' means combine into the whole batch's: a loss that skips
+   * some positions (masked-LM labels of -100, padded targets) counts the
+   * positions it scores. May read tensor values; called outside the loss.
+   * @param batch the inputs and targets.
+   * @returns a finite number >= 0.
+   */
+  lossWeight?(batch: Batch): number;
 }
 
 /** One record of the training loss (chapter 3). */
@@ -206,7 +216,8 @@ export interface TrainerOptions {
   /**
    * Which variables a step updates (chapter 9, fine-tuning): their names, or
    * a test on a name (default: all). The others get no gradient, so they stay
-   * bit-identical (frozen).
+   * bit-identical (frozen). On several workers the helpers differentiate the
+   * same selection.
    */
   trainable?: string[] | ((name: string) => boolean);
   /**
@@ -267,7 +278,12 @@ export interface TrainerOptions {
    * batch too. Results equal one-piece training up to float rounding,
    * with dropout too when the model draws its masks at the rows'
    * positions ({@link LossOptions.rowOffset}: the transformer and the
-   * fixed-window model do).
+   * fixed-window model do), and for a loss that scores only some positions
+   * when the model counts them ({@link TrainableModel.lossWeight}: the
+   * masked-LM encoder and the encoder-decoder do). Every model of `lib/`
+   * that a helper can rebuild from its `spec()` (all but
+   * `SequenceClassifier`, whose hidden-state function cannot be sent to a
+   * helper) can train on several cores.
    * The history says how many ran and why. Ignored when `share` is given.
    */
   workers?: number | "auto";
@@ -546,11 +562,9 @@ export class Trainer {
   async #chooseWorkers(steps: number): Promise<WorkersChoice> {
     const o = this.options;
     if (o.share) return { workers: 1, reason: "the share given as an option splits each step" };
-    if (o.trainable && o.workers !== undefined && o.workers !== "auto" && o.workers > 1) {
-      throw new RangeError(`workers=${o.workers} cannot train a selection of variables (trainable): use one worker`);
-    }
-    if (o.trainable) return { workers: 1, reason: "a selection of variables (trainable) trains on one core" };
     return await chooseWorkers(this.model, {
+      // A selection (fine-tuning): the helpers differentiate only these variables too.
+      trainable: o.trainable ? trainableNames(this.model.variables(), o.trainable) : undefined,
       workers: o.workers ?? "auto",
       data: this.data,
       batchSize: o.batchSize,
