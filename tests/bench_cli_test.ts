@@ -147,3 +147,29 @@ Deno.test({
     assert(bad.stderr.includes("RangeError: --values must be numbers: --values=15,x"), bad.stderr.slice(-600));
   },
 });
+
+Deno.test({
+  name: "model_workers: each round trains on one worker and on two, to the same last loss; a bad flag is named",
+  sanitizeResources: false,
+  async fn() {
+    const script = join(ROOT, "bench", "model_workers.ts");
+    const { code, stdout, stderr } = await runBench(
+      ["--model", "mlm", "--steps", "2", "--rounds", "1", "--backend", "cpu"],
+      script,
+    );
+    assertEquals(code, 0, stderr.slice(-1500));
+    const m = stdout.match(
+      /round 1 \(load [\d.]+\): 1 worker [\d.]+ steps\/s, 2 workers [\d.]+ steps\/s: [\d.]+x; last loss ([\d.]+) and ([\d.]+)/,
+    );
+    assert(m, `no round line in:\n${stdout}`);
+    assertEquals(m[1], m[2], "two workers must log one worker's loss (to 5 decimals)");
+    for (
+      const [flag, text, want] of [["--model", "gpt", "one of mlm, lstm, seq2seq"], ["--steps", "0", "a whole number"]]
+    ) {
+      const bad = await runBench([flag, text], script);
+      assert(bad.code !== 0, `${flag} ${text} must fail the command`);
+      assert(bad.stderr.includes(`RangeError: ${flag} must be ${want}`), bad.stderr.slice(-600));
+      assert(bad.stderr.includes(`${flag.slice(2)}=${text}`), bad.stderr.slice(-600));
+    }
+  },
+});
