@@ -765,3 +765,37 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "Trainer workers 2: a classifier around an encoder, fine-tuned with the body frozen, trains as on one core",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const rng = new lm.Rng(31);
+    const seqs = Array.from({ length: 64 }, (_, i) => Int32Array.from({ length: 2 + i % 5 }, () => 2 + rng.int(14)));
+    const labels = seqs.map((s) => s[0] % 3);
+    const d = () => lm.classificationDataset(seqs, labels, { length: 6, padId: 0, numLabels: 3 });
+    const encoder = { vocabSize: 16, blockSize: 6, nLayer: 1, nHead: 2, nEmbd: 8, padId: 0 };
+    // The classifier as chapter 9 builds it: a (pretrained) encoder as the body, read through its encode.
+    const make = () =>
+      new lm.SequenceClassifier({
+        body: new lm.TransformerEncoder(encoder, { seed: 2 }),
+        head: new lm.ClassifierHead(8, 3, { seed: 2 }),
+        padId: 0,
+      });
+    for (const trainable of [undefined, (name: string) => name.startsWith("head.")]) {
+      const what = trainable ? "the body frozen" : "everything trained";
+      const one = await fitModel(make, d(), { workers: 1, steps: 6, trainable });
+      const two = await fitModel(make, d(), { workers: 2, steps: 6, trainable });
+      assertEquals([one.history.workers, two.history.workers], [1, 2], what);
+      assertLossesAgree(one.history, two.history, what);
+      const diff = maxDiff(one.after, two.after);
+      assert(diff < 2e-4, `${what}: two workers' weights differ from one worker's by up to ${diff}`);
+      if (trainable) {
+        for (const k of Object.keys(two.after).filter((k) => !trainable(k))) {
+          assertEquals(two.after[k], two.before[k], `${k} is frozen but changed on two workers`);
+        }
+      }
+    }
+  },
+});

@@ -21,6 +21,8 @@ import {
   type TrainerOptions,
   type TrainHistory,
 } from "../train/train.ts";
+import type { ModelSpec } from "../train/data_parallel.ts";
+import { type FamilyConfig, TransformerEncoder } from "./families.ts";
 
 /** How a sequence's hidden states become one vector (chapter 9). */
 export type Pooling = "mean" | "first";
@@ -192,10 +194,31 @@ export function classificationLoss(logits: tf.Tensor2D, labels: tf.Tensor1D): tf
 export interface SequenceClassifierOptions {
   /** The pretrained (or fresh) body: its variables are named `body.<name>`. */
   body: { variables(): Record<string, tf.Variable> };
-  /** The hidden states of a batch of ids (B, T) -> (B, T, C), e.g. `(x) => encoder.encode(x)`. */
-  hidden: (idx: tf.Tensor2D) => tf.Tensor3D;
+  /**
+   * The hidden states of a batch of ids (B, T) -> (B, T, C), e.g.
+   * `(x) => decoder.forward(x, { returnHidden: true })...`. Default, for a
+   * {@link TransformerEncoder} body: its `encode` (and then the classifier
+   * has a `spec()`, so it can train on several cores).
+   */
+  hidden?: (idx: tf.Tensor2D) => tf.Tensor3D;
   /** The head: its variables are named `head.<name>`. */
   head: ClassifierHead;
+  /** The padding id, left out of mean pooling (default: none). */
+  padId?: number;
+}
+
+/**
+ * A {@link SequenceClassifier} described by plain numbers, as a data-parallel
+ * helper or `loadModel` rebuilds one (chapter 9): a {@link TransformerEncoder}
+ * of this shape and a {@link ClassifierHead}.
+ */
+export interface EncoderClassifierConfig {
+  /** The encoder's shape. */
+  encoder: FamilyConfig;
+  /** The number of labels K. */
+  numLabels: number;
+  /** How the head pools the positions (default `"mean"`). */
+  pool?: Pooling;
   /** The padding id, left out of mean pooling (default: none). */
   padId?: number;
 }
@@ -213,22 +236,53 @@ export interface SequenceClassifierOptions {
  * import { TransformerEncoder } from "./families.ts";
  * await tf.setBackend("cpu");
  * const enc = new TransformerEncoder({ vocabSize: 10, blockSize: 4, nLayer: 1, nHead: 2, nEmbd: 8, padId: 0 });
- * const clf = new SequenceClassifier({ body: enc, hidden: (x) => enc.encode(x), head: new ClassifierHead(8, 3), padId: 0 });
+ * const clf = new SequenceClassifier({ body: enc, head: new ClassifierHead(8, 3), padId: 0 }); // hidden: enc.encode
  * assertEquals(clf.predict(tf.tensor2d([[3, 4, 0, 0]], [1, 4], "int32")).length, 1);
  * assertEquals(Object.keys(clf.variables()).filter((n) => n.startsWith("head.")), ["head.w", "head.b"]);
+ * assertEquals(clf.spec?.().config, { encoder: enc.config, numLabels: 3, pool: "mean", padId: 0 });
  * clf.dispose();
  * ```
  */
 export class SequenceClassifier implements TrainableModel {
   /** The body, the hidden-state function, the head and the padding id. */
-  readonly parts: SequenceClassifierOptions;
+  readonly parts: Required<Pick<SequenceClassifierOptions, "hidden">> & SequenceClassifierOptions;
+  /**
+   * How a data-parallel helper (the trainer's `workers` option) or
+   * `loadModel` rebuilds this classifier: present when the body is a
+   * {@link TransformerEncoder} read through its `encode` (no `hidden` given),
+   * absent for another body, whose hidden-state function cannot be sent.
+   */
+  readonly spec?: () => ModelSpec;
 
   /**
-   * Joins a body and a head.
-   * @param parts the body, how to get its hidden states, the head, the padding id.
+   * Joins a body and a head, or builds both from plain numbers.
+   * @param parts the body, how to get its hidden states (default for an
+   *   encoder: `encode`), the head, the padding id; or an
+   *   {@link EncoderClassifierConfig}.
+   * @param options the seed of a built encoder and head (default 0).
+   * @throws {TypeError} when `hidden` is missing and the body is not a {@link TransformerEncoder}.
    */
-  constructor(parts: SequenceClassifierOptions) {
-    this.parts = { ...parts };
+  constructor(parts: SequenceClassifierOptions | EncoderClassifierConfig, options: { seed?: number } = {}) {
+    if ("encoder" in parts) {
+      const { encoder, numLabels, pool, padId } = parts;
+      const body = new TransformerEncoder(encoder, { seed: options.seed });
+      parts = { body, head: new ClassifierHead(encoder.nEmbd, numLabels, { pool, seed: options.seed }), padId };
+    }
+    const { body, head, padId } = parts;
+    if (!parts.hidden && !(body instanceof TransformerEncoder)) {
+      throw new TypeError("hidden is required unless the body is a TransformerEncoder (whose encode is the default)");
+    }
+    const hidden = parts.hidden ?? ((x: tf.Tensor2D) => (body as TransformerEncoder).encode(x));
+    if (!parts.hidden && body instanceof TransformerEncoder) {
+      const config: EncoderClassifierConfig = {
+        encoder: body.config,
+        numLabels: head.numLabels,
+        pool: head.pool,
+        padId,
+      };
+      this.spec = () => ({ module: import.meta.url, exportName: "SequenceClassifier", config });
+    }
+    this.parts = { ...parts, hidden };
   }
 
   /** The body's variables as `body.<name>` and the head's as `head.<name>`. */

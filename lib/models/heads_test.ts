@@ -188,3 +188,36 @@ Deno.test("SequenceClassifier works on a decoder's hidden states too (Transforme
   );
   clf.dispose();
 });
+
+Deno.test("SequenceClassifier: an encoder body needs no hidden and has a spec that rebuilds it; another body needs hidden", async () => {
+  const { loadModel, saveModel } = await import("../train/model_file.ts");
+  const encoder = { vocabSize: 10, blockSize: 4, nLayer: 1, nHead: 2, nEmbd: 8, padId: 0 };
+  const clf = new SequenceClassifier({ encoder, numLabels: 3, pool: "first", padId: 0 }, { seed: 4 });
+  const x = tf.tensor2d([[3, 4, 0, 0], [5, 6, 7, 0]], [2, 4], "int32");
+  const dir = await Deno.makeTempDir();
+  try {
+    assertEquals(clf.spec?.().config, { encoder, numLabels: 3, pool: "first", padId: 0 });
+    await saveModel(`${dir}/c.lmw`, clf as SequenceClassifier & { spec(): never });
+    const { model: back } = await loadModel(`${dir}/c.lmw`, SequenceClassifier);
+    assertEquals(
+      back.logits(x).arraySync(),
+      clf.logits(x).arraySync(),
+      "the rebuilt classifier scores as the saved one",
+    );
+    back.dispose();
+    // A custom hidden-state function cannot be sent to a helper: no spec.
+    const body = new TransformerEncoder(encoder, { seed: 1 });
+    const custom = new SequenceClassifier({ body, hidden: (i) => body.encode(i), head: new ClassifierHead(8, 2) });
+    assertEquals(custom.spec, undefined);
+    custom.dispose();
+    const lmBody = new TransformerLM(
+      transformerConfig({ nLayer: 1, nHead: 2, nEmbd: 8, blockSize: 4 }, { vocabSize: 10 }),
+    );
+    assertThrows(() => new SequenceClassifier({ body: lmBody, head: new ClassifierHead(8, 2) }), TypeError, "hidden");
+    lmBody.dispose();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    x.dispose();
+    clf.dispose();
+  }
+});
