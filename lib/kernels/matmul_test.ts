@@ -84,7 +84,10 @@ async function withKernel<T>(
   return out;
 }
 
-/** Edge sizes (1, odd, not multiples of 4, 6 or 8) and random ones, plus two training shapes. */
+/**
+ * Edge sizes (1, odd, not multiples of 4, 6 or 8) and random ones, plus two training shapes and a larger one whose
+ * A (about 420 KB) no longer fits a small second-level cache, with a partial block of rows.
+ */
 function shapes(rng: Rng): [number, number, number][] {
   const out: [number, number, number][] = [
     [1, 1, 1],
@@ -99,6 +102,7 @@ function shapes(rng: Rng): [number, number, number][] {
     [64, 512, 40],
     [14, 777, 70],
     [7, 385, 130],
+    [151, 700, 20],
   ];
   for (let i = 0; i < 10; i++) out.push([1 + rng.int(40), 1 + rng.int(40), 1 + rng.int(40)]);
   return out;
@@ -129,7 +133,7 @@ for (const build of builds) {
 
   Deno.test(`the ${build} build runs the fused product: bias and ReLU, batch 1, A splatted or copied`, async () => {
     const rng = new Rng(8);
-    for (const [m, k, n] of [[1, 3, 5], [9, 17, 12], [30, 64, 129], [13, 600, 75]]) {
+    for (const [m, k, n] of [[1, 3, 5], [9, 17, 12], [30, 64, 129], [13, 600, 75], [97, 1100, 19]]) {
       const a = values(m * k, rng), b = values(k * n, rng), c = values(n, rng);
       for (const activation of ["linear", "relu"] as const) {
         const f = (x: tf.Tensor, y: tf.Tensor, z: tf.Tensor) =>
@@ -150,7 +154,9 @@ for (const build of builds) {
 for (const build of builds) {
   Deno.test(`the ${build} build runs transposed products (A^T B, A B^T, A^T B^T) for odd shapes`, async () => {
     const rng = new Rng(11);
-    for (const [m, k, n] of [[1, 1, 1], [5, 7, 3], [13, 9, 17], [6, 16, 8], [40, 33, 65], [11, 530, 70]]) {
+    for (
+      const [m, k, n] of [[1, 1, 1], [5, 7, 3], [13, 9, 17], [6, 16, 8], [40, 33, 65], [11, 530, 70], [131, 800, 19]]
+    ) {
       const a = values(m * k, rng), b = values(k * n, rng);
       for (const [ta, tb] of [[true, false], [false, true], [true, true]]) {
         const data: [Float32Array, number[]][] = [[a, ta ? [k, m] : [m, k]], [b, tb ? [n, k] : [k, n]]];
@@ -170,8 +176,11 @@ for (const build of builds) {
 for (const build of builds) {
   Deno.test(`the ${build} build gives the same bits with A splatted or copied, for random shapes and options`, async () => {
     const rng = new Rng(12);
-    for (let t = 0; t < 40; t++) {
-      const [m, k, n] = [1 + rng.int(30), 1 + rng.int(90), 1 + rng.int(150)];
+    for (let t = 0; t < 44; t++) {
+      // The last four are larger: A about 250-650 KB (its copy four times that), a partial block of rows.
+      const [m, k, n] = t < 40
+        ? [1 + rng.int(30), 1 + rng.int(90), 1 + rng.int(150)]
+        : [100 + rng.int(80), 600 + rng.int(300), 1 + rng.int(40)];
       const ta = rng.int(2) === 1, tb = rng.int(2) === 1, activation = rng.int(2) === 1 ? "relu" : "linear";
       const data: [Float32Array, number[]][] = [
         [values(m * k, rng), ta ? [k, m] : [m, k]],
