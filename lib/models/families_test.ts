@@ -2,7 +2,7 @@
  * Tests of the encoder, the masked-LM objective and the encoder-decoder.
  * Run: deno test -A --import-map tests/offline_import_map.json lib/models/families_test.ts
  */
-import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
+import { assert, assertAlmostEquals, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { initBackend } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
@@ -192,5 +192,55 @@ Deno.test("lossWeight counts the positions the loss scores; spec() rebuilds the 
     enc.dispose();
     encdec.dispose();
     rnn.dispose();
+  }
+});
+
+Deno.test("evaluateLoss of a masked loss is the mean over every scored position, whatever the batch size", async () => {
+  const { evaluateLoss } = await import("../train/evaluate.ts");
+  const { arrayDataset } = await import("../train/dataset.ts");
+  const enc = new TransformerEncoder(small, { seed: 3 });
+  const encdec = new EncoderDecoder({ ...small, bosId: 1 }, { seed: 3 });
+  const rng = new Rng(9);
+  const n = 7, T = 8;
+  // Fixed blanks (labels -100 elsewhere), 0 to 5 per example, and targets with 0 to 6 pads at the end.
+  const x = Int32Array.from({ length: n * T }, () => 2 + rng.int(10));
+  const labels = new Int32Array(n * T).fill(-100);
+  for (let i = 0; i < n; i++) for (let t = 0; t < i % 6; t++) labels[i * T + t] = 2 + rng.int(10);
+  const tgt = Int32Array.from(
+    { length: n * T },
+    (_, j) => (j % T) < T - (Math.floor(j / T) * 3) % 7 ? 2 + rng.int(10) : 0,
+  );
+  const cases = [
+    { what: "masked LM", model: enc, data: arrayDataset(x, labels, { xWidth: T, yWidth: T }) },
+    { what: "encoder-decoder", model: encdec, data: arrayDataset(x, tgt, { xWidth: T, yWidth: T }) },
+  ];
+  try {
+    for (const { what, model, data } of cases) {
+      // The reference: every example alone, its mean times its scored positions, over all scored positions.
+      let sum = 0, count = 0;
+      for (let i = 0; i < n; i++) {
+        const b = data.batch([i]);
+        const w = model.lossWeight(b);
+        if (w > 0) sum += model.loss(b).dataSync()[0] * w;
+        count += w;
+        tf.dispose([b.x, b.y]);
+      }
+      for (const batchSize of [1, 2, 3, 7, 64]) {
+        const r = await evaluateLoss(model, data, { batchSize });
+        assertAlmostEquals(
+          r.loss,
+          sum / count,
+          1e-5,
+          `${what}, batch size ${batchSize}: ${r.loss} against ${sum / count}`,
+        );
+        assertEquals(r.examples, n);
+      }
+    }
+    // No scored position at all is an error that says so, not a NaN.
+    const none = arrayDataset(x, new Int32Array(n * T).fill(-100), { xWidth: T, yWidth: T });
+    await assertRejects(() => evaluateLoss(enc, none), RangeError, "scores no position");
+  } finally {
+    enc.dispose();
+    encdec.dispose();
   }
 });

@@ -53,15 +53,18 @@ export interface LossReport {
 
 /**
  * The mean loss and perplexity of a model on a dataset, with the model in
- * evaluation mode (chapter 3). Batch means are weighted by batch size, so the
- * result is the mean over all examples.
+ * evaluation mode (chapter 3). Each batch's mean is weighted by what it
+ * averages: its examples, or the positions the loss scores where the model
+ * says ({@link TrainableModel.lossWeight}: a masked-LM or padded loss). So
+ * the result is the mean over all of them, whatever the batch size.
  *
  * @param model the model.
  * @param data the examples.
  * @param options the batch size, an optional subset of examples, and
  *   other workers to `share` each batch with.
  * @returns the mean loss, its perplexity and the example count.
- * @throws {RangeError} when the dataset (or subset) is empty or the loss is not finite.
+ * @throws {RangeError} when the dataset (or subset) is empty, the loss scores
+ *   no position of it, or the loss is not finite.
  */
 export async function evaluateLoss(
   model: TrainableModel,
@@ -79,7 +82,18 @@ export async function evaluateLoss(
   if (n === 0) {
     throw new RangeError("cannot evaluate on an empty dataset: examples=0");
   }
-  let total = 0;
+  let total = 0, weight = 0;
+  // What a batch's mean averages: its examples, or the positions the model's loss scores.
+  const weigh = (batch: Batch, count: number) => {
+    if (!model.lossWeight) return count;
+    const w = model.lossWeight(batch);
+    if (!(Number.isFinite(w) && w >= 0)) {
+      throw new RangeError(
+        `the model's lossWeight must be a finite number >= 0: lossWeight=${w} for ${count} examples`,
+      );
+    }
+    return w;
+  };
   for (let start = 0; start < n; start += batchSize) {
     const count = Math.min(batchSize, n - start);
     const idx = new Int32Array(count);
@@ -94,20 +108,32 @@ export async function evaluateLoss(
         const lossT = tf.tidy(() => model.loss(local, { training: false, seed: 0 }));
         const localLoss = (await lossT.data())[0];
         lossT.dispose();
-        total += share.combineEval(localLoss) * count;
+        const w = weigh(batch, count);
+        if (w > 0) total += share.combineEval(localLoss) * w;
+        else share.combineEval(localLoss); // (the helpers' parts are still collected)
+        weight += w;
       } finally {
         tf.dispose([batch.x, batch.y, local.x, local.y]);
       }
       continue;
     }
-    const lossT = tf.tidy(() => {
-      const batch = data.batch(idx);
-      return model.loss(batch, { training: false, seed: 0 }).mul(count);
-    });
-    total += (await lossT.data())[0];
-    lossT.dispose();
+    const batch = data.batch(idx);
+    try {
+      const w = weigh(batch, count);
+      if (w > 0) {
+        const lossT = tf.tidy(() => model.loss(batch, { training: false, seed: 0 }).mul(w));
+        total += (await lossT.data())[0];
+        lossT.dispose();
+      }
+      weight += w;
+    } finally {
+      tf.dispose([batch.x, batch.y]);
+    }
   }
-  const loss = total / n;
+  if (weight === 0) {
+    throw new RangeError(`the model's loss scores no position of these ${n} examples (lossWeight 0 for every batch)`);
+  }
+  const loss = total / weight;
   if (!Number.isFinite(loss)) {
     throw new RangeError(`the model's loss is not finite: loss=${loss}`);
   }
