@@ -11,15 +11,8 @@
 import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import * as tf from "../lib/core/tf.ts";
 import * as lm from "../lib/mod.ts";
-import {
-  DataParallel,
-  helpersThatFit,
-  helperThreads,
-  type ModelSpec,
-  oneCoreMs,
-  partSizes,
-  tuneSplit,
-} from "../lib/train/data_parallel.ts";
+import { DataParallel, helperThreads, type ModelSpec, partSizes } from "../lib/train/data_parallel.ts";
+import { helpersThatFit, oneCoreMs, tuneSplit } from "../lib/train/choose_workers.ts";
 
 await tf.setBackend("cpu");
 

@@ -3,7 +3,7 @@
  * (`train.ts`), its datasets (`dataset.ts`), AdamW (`adamw.ts`) and SGD (`sgd.ts`),
  * learning-rate schedules and gradient clipping (`schedule.ts`), checkpoints
  * (`checkpoint.ts`), model files (`model_file.ts`), runs that resume after a stop (`resume.ts`), loss curves
- * (`curves.ts`) and data parallelism over several cores (`data_parallel.ts`), for any model that
+ * (`curves.ts`) and data parallelism over several cores (`data_parallel.ts`, `choose_workers.ts`), for any model that
  * implements {@link TrainableModel}.
  *
  * @module
@@ -18,11 +18,5 @@ export * from "./checkpoint.ts";
 export { type CheckpointOptions, fingerprintDiff, loadRun, runFingerprint, type SavedRun, saveRun } from "./resume.ts";
 export * from "./curves.ts";
 export * from "./model_file.ts";
-export {
-  chooseWorkers,
-  type ChooseWorkersOptions,
-  DataParallel,
-  type DataParallelOptions,
-  type ModelSpec,
-  type WorkersChoice,
-} from "./data_parallel.ts";
+export { DataParallel, type DataParallelOptions, type ModelSpec } from "./data_parallel.ts";
+export { chooseWorkers, type ChooseWorkersOptions, type WorkersChoice } from "./choose_workers.ts";
