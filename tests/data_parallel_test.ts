@@ -459,7 +459,7 @@ Deno.test({
   sanitizeOps: false,
   ignore: (navigator.hardwareConcurrency ?? 1) < 2,
   async fn() {
-    let now = 0; // a stand-in clock: each fake gradient step advances it by a known time
+    let now = 0, sharedSteps = 0; // a stand-in clock: each fake gradient step advances it by a known time
     const d = data();
     const model = new lm.FixedWindowLM(CFG, { seed: 5 });
     const choose = (
@@ -478,7 +478,10 @@ Deno.test({
         steps,
         maxSeconds,
         backend: "cpu",
-        differentiate: (_batch, share) => void (now += share ? sharedMs : aloneMs),
+        differentiate: (_batch, share) => {
+          if (share) sharedSteps++;
+          now += share ? sharedMs : aloneMs;
+        },
         clock: () => now,
       });
     const faster = await choose(30, 10);
@@ -488,9 +491,16 @@ Deno.test({
     );
     assert(faster.reason.includes("shared step took"), faster.reason);
     await faster.share.close();
+    sharedSteps = 0;
     const slower = await choose(10, 30);
     assertEquals([slower.workers, slower.share], [1, undefined], slower.reason);
     assert(slower.reason.includes("slower"), slower.reason);
+    // A shared step no faster than one core at the first guess ends the probe without tuning the split.
+    assert(sharedSteps <= 6, `the probe took ${sharedSteps} shared steps (3 to warm up and 3 to look are enough)`);
+    // Faster, but by less than a tenth: one worker, and the reason says by how much.
+    const barely = await choose(10, 9.5);
+    assertEquals([barely.workers, barely.share], [1, undefined], barely.reason);
+    assert(barely.reason.includes("only 5% faster"), barely.reason);
     const short = await choose(10, 1, 5);
     assertEquals(short.workers, 1);
     assert(short.reason.includes("too short"), short.reason);
@@ -633,7 +643,7 @@ function weightsOf(model: lm.TrainableModel): Record<string, Float32Array> {
 async function fitModel(
   make: () => lm.TrainableModel & { dispose(): void },
   d: lm.Dataset,
-  opts: { workers: number; steps: number; trainable?: (name: string) => boolean },
+  opts: { workers: number | "auto"; steps: number; trainable?: (name: string) => boolean },
 ): Promise<{ before: Record<string, Float32Array>; after: Record<string, Float32Array>; history: lm.TrainHistory }> {
   const model = make();
   const before = weightsOf(model);
@@ -790,5 +800,27 @@ Deno.test({
         }
       }
     }
+  },
+});
+
+Deno.test({
+  name: "Trainer workers auto: the probe's batches leave a masked-LM dataset's blanks as one worker draws them",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const rng = new lm.Rng(41);
+    const passages = Array.from(
+      { length: 40 },
+      (_, i) => Int32Array.from({ length: 3 + i % 6 }, () => 3 + rng.int(13)),
+    );
+    const fam = { vocabSize: 16, blockSize: 8, nLayer: 1, nHead: 2, nEmbd: 8, padId: 0 };
+    const make = () => new lm.TransformerEncoder(fam, { seed: 2 });
+    const d = () => lm.mlmDataset(passages, { length: 8, padId: 0, maskId: 1, vocabSize: 16, seed: 4, rate: 0.4 });
+    const one = await fitModel(make, d(), { workers: 1, steps: 4 });
+    // "auto" times steps on batches of the data before deciding (here: too short a run for a helper).
+    const auto = await fitModel(make, d(), { workers: "auto", steps: 4 });
+    assertEquals(auto.history.workers, 1, auto.history.workersReason);
+    assertEquals(auto.history.train.map((r) => r.loss), one.history.train.map((r) => r.loss), "the losses moved");
+    assertEquals(maxDiff(one.after, auto.after), 0, "the probe changed the training");
   },
 });

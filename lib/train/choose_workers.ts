@@ -266,12 +266,17 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
     if (perHelper > 0) {
       share.localShare = Math.min(0.95, Math.max(0.05, 1 / (1 + (helpers * perLocal) / perHelper)));
     }
-    // Then keep the split whose shared step measures fastest, around that guess.
-    const shared = tuneSplit(n, share, () => {
+    const timeShared = () => {
       const t0 = clock();
       options.differentiate(batch, share);
       return clock() - t0;
-    });
+    };
+    // A first look at that guess (the median of three steps): when it is no faster than one core, moving a few
+    // examples either way will not reach the bar below (other cores busy, or a step made mostly of op dispatch,
+    // like an RNN's, that splitting does not shorten), so the probe stops here instead of tuning.
+    const look = [timeShared(), timeShared(), timeShared()].sort((a, b) => a - b)[1];
+    // Else keep the split whose shared step measures fastest, around that guess.
+    const shared = look >= alone ? look : tuneSplit(n, share, timeShared);
     if (shared < 0.9 * alone) {
       return {
         workers: helpers + 1,
@@ -282,11 +287,13 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
       };
     }
     await share.close();
+    const times = `${shared.toFixed(0)} ms shared, ${alone.toFixed(0)} ms on one core`;
     return {
       workers: 1,
-      reason: `helpers made steps slower (${shared.toFixed(0)} ms shared, ${
-        alone.toFixed(0)
-      } ms on one core): the other cores seem busy`,
+      reason: shared >= alone
+        ? `helpers made steps slower (${times}): the other cores seem busy, or the step is too small to share`
+        : `helpers made steps only ${Math.round(100 * (1 - shared / alone))}% faster (${times}), short of the 10% ` +
+          `that repays them`,
     };
   } finally {
     tf.dispose([batch.x, batch.y]);
