@@ -473,7 +473,6 @@ export class DataParallel implements StepShare, EvalShare {
         h.x.set(x);
         h.y.set(y);
       }
-      h.weight = this.#partWeight(batch, start, n);
       Atomics.store(h.control, COUNT, n);
       // The step's one seed, and where the part's rows start: its dropout masks are the whole batch's rows.
       Atomics.store(h.control, SEED, seed >>> 0 | 0);
@@ -482,6 +481,12 @@ export class DataParallel implements StepShare, EvalShare {
       start += n;
       Atomics.add(h.control, CMD, 1);
       Atomics.notify(h.control, CMD);
+    });
+    // The parts' loss weights, once the helpers are at work.
+    start = sizes[0];
+    this.#helpers.forEach((h, i) => {
+      h.weight = this.#partWeight(batch, start, sizes[i + 1]);
+      start += sizes[i + 1];
     });
     this.#localCount = sizes[0];
     this.#localWeight = this.#partWeight(batch, 0, sizes[0]);
