@@ -28,7 +28,7 @@ import * as tf from "../core/tf.ts";
 import { copyFloats, fusedAxpby, wasmSimdReady } from "../kernels/mod.ts";
 import type { Batch, Dataset } from "./dataset.ts";
 import type { StepShare, TrainableModel } from "./train.ts";
-import type { EvalShare } from "./evaluate.ts";
+import { type EvalShare, lossWeightOf } from "./evaluate.ts";
 
 /** How a helper builds its copy of the model: `new (await import(module))[exportName](config, options)`. */
 export interface ModelSpec {
@@ -345,7 +345,7 @@ export class DataParallel implements StepShare, EvalShare {
       new Float32Array(weightsBuffer),
       { timeoutMs: 1000 * (options.timeoutSeconds ?? 600), maxBatch: options.batchSize },
       localShare,
-      { trainable, weigh: model.lossWeight?.bind(model) },
+      { trainable, weigh: model.lossWeight ? (b: Batch) => lossWeightOf(model, b) : undefined },
     );
   }
 
@@ -430,11 +430,7 @@ export class DataParallel implements StepShare, EvalShare {
     if (!weigh || n === 0) return n;
     const part = { x: batch.x.slice(start, n), y: batch.y.slice(start, n) };
     try {
-      const w = weigh(part);
-      if (!(Number.isFinite(w) && w >= 0)) {
-        throw new RangeError(`the model's lossWeight must be a finite number >= 0: lossWeight=${w} for ${n} examples`);
-      }
-      return w;
+      return weigh(part);
     } finally {
       tf.dispose([part.x, part.y]);
     }

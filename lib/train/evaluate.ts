@@ -41,6 +41,26 @@ export interface EvaluateLossOptions {
   share?: EvalShare;
 }
 
+/**
+ * What the mean loss of a batch averages (chapter 3): the model's
+ * {@link TrainableModel.lossWeight} where it has one (the positions a masked
+ * loss scores), else the batch's examples. Means of several batches, or of
+ * the parts of one, combine by these weights into the mean over all of them.
+ * @param model the model.
+ * @param batch the inputs and targets.
+ * @returns a finite number >= 0.
+ * @throws {RangeError} when the model's lossWeight gives anything else.
+ */
+export function lossWeightOf(model: TrainableModel, batch: Batch): number {
+  const n = batch.x.shape[0];
+  if (!model.lossWeight) return n;
+  const w = model.lossWeight(batch);
+  if (!(Number.isFinite(w) && w >= 0)) {
+    throw new RangeError(`the model's lossWeight must be a finite number >= 0: lossWeight=${w} for ${n} examples`);
+  }
+  return w;
+}
+
 /** The mean loss of a model on a dataset (chapter 3). */
 export interface LossReport {
   /** Mean loss in nats per predicted token. */
@@ -83,17 +103,6 @@ export async function evaluateLoss(
     throw new RangeError("cannot evaluate on an empty dataset: examples=0");
   }
   let total = 0, weight = 0;
-  // What a batch's mean averages: its examples, or the positions the model's loss scores.
-  const weigh = (batch: Batch, count: number) => {
-    if (!model.lossWeight) return count;
-    const w = model.lossWeight(batch);
-    if (!(Number.isFinite(w) && w >= 0)) {
-      throw new RangeError(
-        `the model's lossWeight must be a finite number >= 0: lossWeight=${w} for ${count} examples`,
-      );
-    }
-    return w;
-  };
   for (let start = 0; start < n; start += batchSize) {
     const count = Math.min(batchSize, n - start);
     const idx = new Int32Array(count);
@@ -108,7 +117,7 @@ export async function evaluateLoss(
         const lossT = tf.tidy(() => model.loss(local, { training: false, seed: 0 }));
         const localLoss = (await lossT.data())[0];
         lossT.dispose();
-        const w = weigh(batch, count);
+        const w = lossWeightOf(model, batch);
         if (w > 0) total += share.combineEval(localLoss) * w;
         else share.combineEval(localLoss); // (the helpers' parts are still collected)
         weight += w;
@@ -119,7 +128,7 @@ export async function evaluateLoss(
     }
     const batch = data.batch(idx);
     try {
-      const w = weigh(batch, count);
+      const w = lossWeightOf(model, batch);
       if (w > 0) {
         const lossT = tf.tidy(() => model.loss(batch, { training: false, seed: 0 }).mul(w));
         total += (await lossT.data())[0];
