@@ -464,7 +464,7 @@ Deno.test({
     const model = new lm.FixedWindowLM(CFG, { seed: 5 });
     const choose = (
       aloneMs: number,
-      sharedMs: number,
+      sharedMs: number | ((nth: number) => number),
       steps = 10_000,
       maxSeconds?: number,
       memory?: () => { freeBytes: number; processBytes: number },
@@ -480,7 +480,7 @@ Deno.test({
         backend: "cpu",
         differentiate: (_batch, share) => {
           if (share) sharedSteps++;
-          now += share ? sharedMs : aloneMs;
+          now += share ? (typeof sharedMs === "function" ? sharedMs(sharedSteps) : sharedMs) : aloneMs;
         },
         clock: () => now,
       });
@@ -495,8 +495,14 @@ Deno.test({
     const slower = await choose(10, 30);
     assertEquals([slower.workers, slower.share], [1, undefined], slower.reason);
     assert(slower.reason.includes("slower"), slower.reason);
-    // A shared step no faster than one core at the first guess ends the probe without tuning the split.
+    // A shared step far slower than one core at the first guess ends the probe without tuning the split.
     assert(sharedSteps <= 6, `the probe took ${sharedSteps} shared steps (3 to warm up and 3 to look are enough)`);
+    // But one merely no faster, as a helper still warming up gives, is tuned on: here the steps after the sixth are
+    // three times faster.
+    sharedSteps = 0;
+    const warming = await choose(30, (nth) => nth <= 6 ? 30 : 10);
+    assert(warming.workers >= 2 && warming.share, `a helper that warms up late was dropped: ${warming.reason}`);
+    await warming.share.close();
     // Faster, but by less than a tenth: one worker, and the reason says by how much.
     const barely = await choose(10, 9.5);
     assertEquals([barely.workers, barely.share], [1, undefined], barely.reason);

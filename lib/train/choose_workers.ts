@@ -271,12 +271,14 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
       options.differentiate(batch, share);
       return clock() - t0;
     };
-    // A first look at that guess (the median of three steps): when it is no faster than one core, moving a few
-    // examples either way will not reach the bar below (other cores busy, or a step made mostly of op dispatch,
-    // like an RNN's, that splitting does not shorten), so the probe stops here instead of tuning.
+    // A first look at that guess (the median of three steps): when it is half as slow again as one core, moving a
+    // few examples either way will not reach the bar below (other cores busy, or a step made mostly of op dispatch,
+    // like an RNN's, that splitting does not shorten), so the probe stops here instead of tuning. A look merely no
+    // faster than one core is not enough: a helper's first steps can still be slow (chapter 6's probe once read
+    // 123 ms shared against 123 ms alone there, where tuning had found 68 ms).
     const look = [timeShared(), timeShared(), timeShared()].sort((a, b) => a - b)[1];
     // Else keep the split whose shared step measures fastest, around that guess.
-    const shared = look >= alone ? look : tuneSplit(n, share, timeShared);
+    const shared = look >= 1.5 * alone ? look : tuneSplit(n, share, timeShared);
     if (shared < 0.9 * alone) {
       return {
         workers: helpers + 1,
@@ -288,12 +290,13 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
     }
     await share.close();
     const times = `${shared.toFixed(0)} ms shared, ${alone.toFixed(0)} ms on one core`;
+    const gain = Math.round(100 * (1 - shared / alone));
     return {
       workers: 1,
-      reason: shared >= alone
-        ? `helpers made steps slower (${times}): the other cores seem busy, or the step is too small to share`
-        : `helpers made steps only ${Math.round(100 * (1 - shared / alone))}% faster (${times}), short of the 10% ` +
-          `that repays them`,
+      reason: gain <= 0
+        ? `helpers made steps ${shared > alone ? "slower" : "no faster"} (${times}): the other cores seem busy, or ` +
+          `the step is too small to share`
+        : `helpers made steps only ${gain}% faster (${times}), short of the 10% that repays them`,
     };
   } finally {
     tf.dispose([batch.x, batch.y]);
