@@ -300,6 +300,11 @@ function encoderStack(
   return norm(v, final, x); // (B, T, C)
 }
 
+/** How many labels {@link maskedCrossEntropy} scores: those that are not -100 (and not negative). */
+function scoredLabels(labels: tf.Tensor): number {
+  return tf.tidy(() => tf.sum(tf.cast(tf.greaterEqual(labels, 0), "int32")).dataSync()[0]);
+}
+
 /** Mean cross-entropy over the positions whose label is not -100 (and not negative): a scalar. */
 export function maskedCrossEntropy(logits: tf.Tensor2D, labels: tf.Tensor1D): tf.Scalar {
   return tf.tidy(() => {
@@ -380,7 +385,7 @@ export class TransformerEncoder implements TrainableModel {
    * @returns the count, so that the parts of a split batch combine into its mean.
    */
   lossWeight(batch: Batch): number {
-    return tf.tidy(() => tf.sum(tf.cast(tf.greaterEqual(batch.y, 0), "int32")).dataSync()[0]);
+    return scoredLabels(batch.y);
   }
 
   /**
@@ -526,10 +531,7 @@ export class EncoderDecoder implements TrainableModel {
    * @returns the count, so that the parts of a split batch combine into its mean.
    */
   lossWeight(batch: Batch): number {
-    return tf.tidy(() =>
-      tf.sum(tf.cast(tf.logicalAnd(tf.notEqual(batch.y, this.config.padId), tf.greaterEqual(batch.y, 0)), "int32"))
-        .dataSync()[0]
-    );
+    return tf.tidy(() => scoredLabels(this.#labels(batch.y)));
   }
 
   /**
@@ -585,8 +587,12 @@ export class EncoderDecoder implements TrainableModel {
     const src = batch.x as tf.Tensor2D, y = batch.y as tf.Tensor2D;
     const [B, M] = y.shape;
     const logits = tf.reshape(this.forward(src, this.#shift(y)), [B * M, this.config.vocabSize]) as tf.Tensor2D;
-    const labels = tf.where(tf.equal(y, this.config.padId), tf.fill(y.shape, -100, "int32"), y); // (B, M)
-    return maskedCrossEntropy(logits, tf.reshape(labels, [B * M]) as tf.Tensor1D);
+    return maskedCrossEntropy(logits, tf.reshape(this.#labels(y), [B * M]) as tf.Tensor1D);
+  }
+
+  /** The labels the loss scores: the targets, with -100 (not scored) at padding. */
+  #labels(y: tf.Tensor): tf.Tensor {
+    return tf.where(tf.equal(y, this.config.padId), tf.fill(y.shape, -100, "int32"), y); // (B, M)
   }
 
   /**

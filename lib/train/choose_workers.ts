@@ -25,7 +25,7 @@ export interface ChooseWorkersOptions {
   spec?: ModelSpec;
   /** The helpers' backend (default: this process's). */
   backend?: string;
-  /** The names of the variables each step differentiates (default: all; see {@link DataParallelOptions.trainable}). */
+  /** The names of the variables each step differentiates (default: all; see `DataParallelOptions.trainable`). */
   trainable?: string[];
   /** Steps the run will take: `"auto"` starts no helper for a run too short to repay it. */
   steps: number;
