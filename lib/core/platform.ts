@@ -47,6 +47,12 @@ export interface Platform {
   /** The URL folder holding tfjs-backend-wasm's `.wasm` files (browser), or undefined to let tfjs find them. */
   wasmPaths?(): string | undefined;
   /**
+   * The URL of the data-parallel helper's module script (chapter 3's trainer on several cores): a browser
+   * page's copy of `lib/data_parallel_helper.ts`, bundled; undefined in Deno, where lib starts
+   * `lib/train/data_parallel_worker.ts`. A browser page without one trains on one core.
+   */
+  helperScript?(): string | undefined;
+  /**
    * A data set the page fetched before the cell that needs it ran (browser), for lib's synchronous
    * loaders (e.g. `"moby-dick"`); undefined when not loaded.
    */

@@ -9,6 +9,7 @@
  * @module
  */
 import * as tf from "../core/tf.ts";
+import { platform } from "../core/platform.ts";
 import type { Batch, Dataset } from "./dataset.ts";
 import type { StepShare, TrainableModel } from "./train.ts";
 import { DataParallel, type ModelSpec, partSizes, withoutDrawing } from "./data_parallel.ts";
@@ -60,10 +61,25 @@ export function helpersThatFit(memory: { freeBytes: number; processBytes: number
   return Math.max(0, Math.floor(freeBytes / processBytes) - 1);
 }
 
+/** A helper's runtime, tfjs and kernels, beyond the tensors it holds, where a browser does not say (bytes). */
+const BROWSER_HELPER_BASE = 150 * 2 ** 20;
+
+/**
+ * Deno: the machine's available memory and this process's resident size. A
+ * browser says neither, so there: half the device memory it reports
+ * (`navigator.deviceMemory`, which Chromium rounds down and caps at 8 GB;
+ * 4 GB where it says nothing) counts as free, and the tensors this page
+ * holds plus 150 MB as this process.
+ */
 function systemMemory(): { freeBytes: number; processBytes: number } {
   const deno = (globalThis as { Deno?: typeof Deno }).Deno;
-  return { freeBytes: deno!.systemMemoryInfo().available, processBytes: deno!.memoryUsage().rss };
+  if (deno) return { freeBytes: deno.systemMemoryInfo().available, processBytes: deno.memoryUsage().rss };
+  const gb = (globalThis.navigator as { deviceMemory?: number } | undefined)?.deviceMemory ?? 4;
+  return { freeBytes: (gb * 2 ** 30) / 2, processBytes: tf.memory().numBytes + BROWSER_HELPER_BASE };
 }
+
+/** The backends whose helpers each compute on a core of their own (`"auto"` keeps one worker on the others). */
+const CPU_BACKENDS = new Set(["wasm", "cpu"]);
 
 /** What {@link chooseWorkers} decided. */
 export interface WorkersChoice {
@@ -166,8 +182,9 @@ export function tuneSplit(
  * Decides how many workers differentiate each batch, and starts the helpers
  * (chapter 3; the trainer's `workers` option). A number is taken as given.
  * `"auto"` measures rather than guesses: it keeps one worker where shared
- * memory or a second core is missing, the model cannot be rebuilt in a
- * helper, or the run is too short to repay a helper's start; otherwise it
+ * memory or a second core is missing, the backend is a GPU's, the model
+ * cannot be rebuilt in a helper, or the run is too short to repay a
+ * helper's start; otherwise it
  * estimates the trainer's gradient step in one piece ({@link oneCoreMs}:
  * timed on a half and a quarter of the batch), starts one helper per
  * other core (no more than the free memory holds, {@link helpersThatFit}),
@@ -179,7 +196,8 @@ export function tuneSplit(
  * @param options the request, the data, the spec and the timed step.
  * @returns the workers, why, and the started share (close it when done).
  * @throws {RangeError} for a worker count that is not a whole number of at
- *   least 1, or more than one worker for a model without a spec.
+ *   least 1, or more than one worker for a model without a spec or where
+ *   helpers cannot share memory (a page that is not cross-origin isolated).
  */
 export async function chooseWorkers(model: TrainableModel, options: ChooseWorkersOptions): Promise<WorkersChoice> {
   const { workers, spec } = options;
@@ -187,11 +205,21 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
   const isDeno = typeof (globalThis as { Deno?: unknown }).Deno === "object";
   const sharedMemory = typeof SharedArrayBuffer === "function" && typeof Worker === "function" &&
     (isDeno || (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true);
+  const helperScript = isDeno || platform().helperScript?.() !== undefined;
   if (workers !== "auto") {
     if (!Number.isInteger(workers) || workers < 1) {
       throw new RangeError(`workers must be "auto" or a whole number of at least 1: workers=${workers}`);
     }
     if (workers === 1) return { workers: 1, reason: "one worker was requested" };
+    if (!sharedMemory || !helperScript) {
+      throw new RangeError(
+        `workers=${workers} needs helpers that share memory with this process: ${
+          !sharedMemory
+            ? `${isDeno ? "SharedArrayBuffer is not available" : "this page is not cross-origin isolated"}`
+            : "this page offers no helper script (Platform.helperScript)"
+        }; use workers: 1 or "auto"`,
+      );
+    }
     if (!spec) {
       throw new RangeError(
         `workers=${workers} needs a way to rebuild the model in a helper: a model with spec(), or the trainer's workerSpec`,
@@ -206,13 +234,19 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
     });
     return { workers, reason: `${workers} workers were requested`, share };
   }
-  if (!sharedMemory || !isDeno) {
+  const backend = options.backend ?? tf.getBackend();
+  if (!sharedMemory) {
     return {
       workers: 1,
       reason: isDeno
         ? "shared memory (SharedArrayBuffer) is not available here"
-        : "helpers run only under Deno: in a browser page the training runs on one core",
+        : "this page is not cross-origin isolated, so it cannot share memory with helpers (the site's service " +
+          "worker isolates its pages: reload the page once it has installed)",
     };
+  }
+  if (!helperScript) return { workers: 1, reason: "this page offers no helper script (Platform.helperScript)" };
+  if (!CPU_BACKENDS.has(backend)) {
+    return { workers: 1, reason: `the ${backend} backend computes on the GPU, which helpers would only share` };
   }
   const cores = (globalThis.navigator as { hardwareConcurrency?: number } | undefined)?.hardwareConcurrency ?? 1;
   if (cores < 2) return { workers: 1, reason: "this machine has one core" };

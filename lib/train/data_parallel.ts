@@ -25,6 +25,7 @@
  * @module
  */
 import * as tf from "../core/tf.ts";
+import { platform } from "../core/platform.ts";
 import { copyFloats, fusedAxpby, wasmSimdReady } from "../kernels/mod.ts";
 import type { Batch, Dataset } from "./dataset.ts";
 import type { StepShare, TrainableModel } from "./train.ts";
@@ -105,6 +106,8 @@ export interface HelperInit {
   yShape: number[];
   /** The names of the variables to differentiate (a subset of the slots' names). */
   trainable: string[];
+  /** Where a browser helper fetches tfjs's `.wasm` files (the page's `Platform.wasmPaths`). */
+  wasmPaths?: string;
 }
 
 interface Helper {
@@ -121,6 +124,16 @@ interface Helper {
   weight: number;
   /** The name of its operating-system thread (`worker-N`), where it could be seen; see {@link helperThreads}. */
   thread?: string;
+}
+
+/**
+ * The URL of the helper's module script: the page's
+ * `Platform.helperScript` in a browser (lib's bundle has its own
+ * entry for it), else `data_parallel_worker.ts` beside this file.
+ * @returns the URL to start a helper worker from.
+ */
+export function helperScript(): string {
+  return platform().helperScript?.() ?? new URL("./data_parallel_worker.ts", import.meta.url).href;
 }
 
 /**
@@ -294,7 +307,7 @@ export class DataParallel implements StepShare, EvalShare {
         error: new SharedArrayBuffer(ERROR_BYTES),
       };
       const threadsBefore = helperThreads();
-      const worker = new Worker(new URL("./data_parallel_worker.ts", import.meta.url).href, { type: "module" });
+      const worker = new Worker(helperScript(), { type: "module" });
       // Deno spawns the worker's thread before the constructor returns: the new name is this helper's.
       const thread = threadsBefore && [...(helperThreads() ?? [])].find((n) => !threadsBefore.has(n));
       ready.push(
@@ -318,6 +331,7 @@ export class DataParallel implements StepShare, EvalShare {
         xShape,
         yShape,
         trainable,
+        wasmPaths: platform().wasmPaths?.(),
       };
       worker.postMessage(init);
       started.push({

@@ -282,10 +282,13 @@ export interface TrainerOptions {
    * fixed-window model do), and for a loss that scores only some positions
    * when the model counts them ({@link TrainableModel.lossWeight}: the
    * masked-LM encoder and the encoder-decoder do). Every model of `lib/`
-   * that a helper can rebuild from its `spec()` (all but
-   * `SequenceClassifier`, whose hidden-state function cannot be sent to a
-   * helper) can train on several cores.
-   * The history says how many ran and why. Ignored when `share` is given.
+   * that a helper can rebuild from its `spec()` can train on several cores
+   * (all of them, but a `SequenceClassifier` only around an encoder: a
+   * hidden-state function of your own cannot be sent to a helper), on a
+   * CPU backend (`wasm`, `cpu`), in Deno and in a cross-origin isolated
+   * page of the live site (its service worker isolates every visit after
+   * the first). The history says how many ran and why. Ignored when
+   * `share` is given.
    */
   workers?: number | "auto";
   /** How helpers rebuild the model, for a model without `spec()`. */
