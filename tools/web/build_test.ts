@@ -16,6 +16,7 @@ Deno.test("precacheList: pages, plotly.js, what Run and Grade need; not corpora,
     "live/kernel.js",
     "live/markdown.js",
     "live/lib/mod.js",
+    "live/lib/data_parallel_helper.js",
     "live/lib/chunk-AB12.js",
     "live/lib/o200k_base-XY.js",
     "live/wasm/tfjs-backend-wasm-simd.wasm",
@@ -25,7 +26,7 @@ Deno.test("precacheList: pages, plotly.js, what Run and Grade need; not corpora,
     "grade/grade_worker.js",
     "grade/typecheck_files.json",
     "grade/exercises/ch01_counting_test.ts",
-  ].map((path) => ({ path, bytes: /plotly|mod\.js|o200k/.test(path) ? 3_000_000 : 1000 }));
+  ].map((path) => ({ path, bytes: /plotly|mod\.js|helper|o200k/.test(path) ? 3_000_000 : 1000 }));
   assertEquals(precacheList(site), [
     "00_tour.html",
     "grade/exercises/ch01_counting_test.ts",
@@ -34,6 +35,7 @@ Deno.test("precacheList: pages, plotly.js, what Run and Grade need; not corpora,
     "index.html",
     "live/kernel.js",
     "live/lib/chunk-AB12.js",
+    "live/lib/data_parallel_helper.js",
     "live/lib/mod.js",
     "live/markdown.js",
     "live/page.js",
@@ -62,6 +64,26 @@ Deno.test("writeServiceWorker: precaches the site's files under a cache named by
     const events: string[] = [];
     new Function("self", "caches", js)({ addEventListener: (e: string) => events.push(e) }, {});
     assertEquals(events, ["install", "activate", "fetch"]);
+    // Its answers, from the cache or the network, carry the headers that make a page cross-origin isolated.
+    const handlers: Record<string, (e: unknown) => void> = {};
+    const scope = "http://127.0.0.1:8000/site/";
+    const fetched = new Response("<h1>page</h1>", { headers: { "content-type": "text/html" } });
+    const cache = { match: () => Promise.resolve(undefined), put: () => Promise.resolve() };
+    new Function("self", "caches", "fetch", js)(
+      { addEventListener: (e: string, f: (e: unknown) => void) => handlers[e] = f, registration: { scope } },
+      { open: () => Promise.resolve(cache) },
+      () => Promise.resolve(fetched),
+    );
+    let answer: Promise<Response> | undefined;
+    handlers.fetch({
+      request: new Request(`${scope}03_neural_lm.html`),
+      respondWith: (r: Promise<Response>) => answer = r,
+    });
+    const res = await answer!;
+    assertEquals(res.headers.get("cross-origin-opener-policy"), "same-origin");
+    assertEquals(res.headers.get("cross-origin-embedder-policy"), "require-corp");
+    assertEquals(res.headers.get("content-type"), "text/html");
+    assertEquals(await res.text(), "<h1>page</h1>");
     // Same files, same version (a rebuild without changes keeps the cache); a changed file, a new one.
     assertEquals((await writeServiceWorker(site)).version, first.version);
     await Deno.writeTextFile(join(site, "live", "lib", "mod.js"), "export const a = 2;");

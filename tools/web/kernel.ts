@@ -12,8 +12,9 @@
  *   `LMBOOK_BACKEND`; `Deno.version.deno` says it is a browser).
  * - lib's display, progress bars and plots reach the page through a platform ({@link setPlatform} in
  *   lib/core/platform.ts) whose `jupyter()` posts MIME bundles to the page; `console.log` is posted as a stream.
- * - The page stops a long cell by terminating this worker (the only way to interrupt a synchronous loop without
- *   cross-origin isolation, which static hosts do not offer) and starts a fresh one.
+ * - The page stops a long cell by terminating this worker (the only way to interrupt a synchronous loop) and starts
+ *   a fresh one; a training run's helpers (`lib/data_parallel_helper.ts`, on a cross-origin isolated page) end
+ *   with it.
  *
  * @module
  */
@@ -231,6 +232,8 @@ worker.onmessage = (ev: MessageEvent<ToKernel>) => {
           env: (name: string) => env[name],
           jupyter: () => jupyterShim,
           wasmPaths: () => new URL("wasm/", LIVE).href,
+          // A training run's helpers on the other cores (used when the page is cross-origin isolated).
+          helperScript: () => new URL("lib/data_parallel_helper.js", LIVE).href,
           preloaded: (name: string) => preloaded.get(name),
           readFile,
           readTextFile: async (path: string) => new TextDecoder().decode(await readFile(path)),
