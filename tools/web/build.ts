@@ -30,7 +30,7 @@
  *
  * @module
  */
-import { join, relative } from "node:path";
+import { join, posix, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -130,22 +130,55 @@ export async function buildLive(site: string): Promise<LiveReport> {
   return { files, seconds: (performance.now() - t0) / 1000 };
 }
 
+/** lib's browser bundle's entries: lib itself and the data-parallel helper's script. */
+const LIB_ENTRIES = ["live/lib/mod.js", "live/lib/data_parallel_helper.js"];
+
+/**
+ * The chunks that entries of a bundle import statically, directly or through other chunks (`import ... from
+ * "./x.js"`, `export ... from "./x.js"`, `import "./x.js"`; not `import("./x.js")`, which loads lazily).
+ * @param site the site folder.
+ * @param entries the entries' paths, relative to the site.
+ * @returns the imported chunks' paths, relative to the site, sorted (the entries left out).
+ */
+export async function staticImports(site: string, entries: string[]): Promise<string[]> {
+  const seen = new Set<string>(entries), todo = [...entries];
+  while (todo.length) {
+    const file = todo.pop()!;
+    let text: string;
+    try {
+      text = await Deno.readTextFile(join(site, file));
+    } catch {
+      seen.delete(file); // not a file of the site (a string in the code that only looks like an import)
+      continue;
+    }
+    for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*)["'](\.\.?\/[^"']+)["']/g)) {
+      const to = posix.normalize(posix.join(posix.dirname(file), m[1]));
+      if (!seen.has(to)) {
+        seen.add(to);
+        todo.push(to);
+      }
+    }
+  }
+  return [...seen].filter((p) => !entries.includes(p)).sort();
+}
+
 /** Lazily loaded chunks of lib's bundle above this size (the GPT tokenizers' tables) are cached when first used. */
 export const PRECACHE_CHUNK_LIMIT = 1_000_000;
 
 /**
  * The site files the service worker fetches when it installs: the pages, the site's script and style, plotly.js
  * (nearly every chapter plots), everything Run needs (lib's bundle and its chunks, the kernel, the wasm binaries)
- * and the in-page grader; not the corpora, models, notebook downloads, the API reference or lib's chunks over
- * {@link PRECACHE_CHUNK_LIMIT} bytes other than its entry (those are cached when first used).
+ * and the in-page grader; not the corpora, models, notebook downloads, the API reference or lib's lazy chunks over
+ * {@link PRECACHE_CHUNK_LIMIT} bytes (those are cached when first used). Lib's entries and every chunk they import
+ * statically ({@link staticImports}: lib's own code, whatever its size) are always precached.
  * @param files every file of the site: its path relative to the site (with `/` separators) and its size.
+ * @param always more paths to precache whatever their size (the entries' static imports).
  * @returns the paths to precache, sorted.
  */
-export function precacheList(files: { path: string; bytes: number }[]): string[] {
+export function precacheList(files: { path: string; bytes: number }[], always: string[] = []): string[] {
   return files.filter(({ path: p, bytes }) =>
     (!p.includes("/") && /\.(html|css|js)$/.test(p) && p !== "sw.js") ||
-    /^live\/(page|kernel|markdown)\.js$/.test(p) || p === "live/lib/mod.js" ||
-    p === "live/lib/data_parallel_helper.js" ||
+    /^live\/(page|kernel|markdown)\.js$/.test(p) || LIB_ENTRIES.includes(p) || always.includes(p) ||
     (/^live\/lib\/[^/]+\.js$/.test(p) && bytes <= PRECACHE_CHUNK_LIMIT) ||
     /^live\/wasm\/[^/]+\.wasm$/.test(p) || /^grade\/[^/]+\.(js|json)$/.test(p) ||
     /^grade\/exercises\/[^/]+\.ts$/.test(p)
@@ -201,7 +234,11 @@ self.addEventListener("fetch", (event) => {
 export async function writeServiceWorker(site: string): Promise<{ precache: string[]; version: string }> {
   const all: { path: string; bytes: number }[] = [];
   await sizes(site, site, all);
-  const precache = precacheList(all.map((f) => ({ ...f, path: f.path.split("\\").join("/") })));
+  const present = LIB_ENTRIES.filter((p) => all.some((f) => f.path.split("\\").join("/") === p));
+  const precache = precacheList(
+    all.map((f) => ({ ...f, path: f.path.split("\\").join("/") })),
+    await staticImports(site, present),
+  );
   const digests: Uint8Array[] = [];
   for (const p of precache) {
     digests.push(new Uint8Array(await crypto.subtle.digest("SHA-256", await Deno.readFile(join(site, p)))));

@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertMatch, assertNotEquals } from "@std/assert";
 import { join } from "node:path";
-import { precacheList, writeServiceWorker } from "./build.ts";
+import { precacheList, staticImports, writeServiceWorker } from "./build.ts";
 
 Deno.test("precacheList: pages, plotly.js, what Run and Grade need; not corpora, models, sources, API docs or big chunks", () => {
   const site = [
@@ -44,6 +44,35 @@ Deno.test("precacheList: pages, plotly.js, what Run and Grade need; not corpora,
     "site.js",
     "style.css",
   ]);
+});
+
+Deno.test("staticImports: the chunks the entries import statically, through other chunks too, not lazily", async () => {
+  const site = await Deno.makeTempDir();
+  try {
+    const lib = join(site, "live", "lib");
+    await Deno.mkdir(lib, { recursive: true });
+    const files: Record<string, string> = {
+      "mod.js": 'import{a as b}from"./chunk-A.js";export{b as x};const t=()=>import("./o200k-Z.js");',
+      "data_parallel_helper.js": 'import"./chunk-B.js";import{c}from "./chunk-A.js";',
+      "chunk-A.js": 'export*from"./chunk-C.js";export const a=1;const s="import ./nothing.js";',
+      "chunk-B.js": 'import"./missing.js";',
+      "chunk-C.js": "export const c=2;",
+      "chunk-D.js": "export const d=3;",
+      "o200k-Z.js": 'import"./chunk-D.js";export default [];',
+    };
+    for (const [name, text] of Object.entries(files)) await Deno.writeTextFile(join(lib, name), text);
+    assertEquals(await staticImports(site, ["live/lib/mod.js", "live/lib/data_parallel_helper.js"]), [
+      "live/lib/chunk-A.js",
+      "live/lib/chunk-B.js",
+      "live/lib/chunk-C.js",
+    ]);
+    // A big chunk is precached when an entry imports it statically, and not when it is loaded lazily.
+    const big = ["live/lib/chunk-A.js", "live/lib/o200k-Z.js"].map((path) => ({ path, bytes: 3_000_000 }));
+    assertEquals(precacheList(big, ["live/lib/chunk-A.js"]), ["live/lib/chunk-A.js"]);
+    assertEquals(precacheList(big), []);
+  } finally {
+    await Deno.remove(site, { recursive: true });
+  }
 });
 
 Deno.test("writeServiceWorker: precaches the site's files under a cache named by their content", async () => {
