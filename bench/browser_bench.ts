@@ -8,8 +8,9 @@
  *    them), and what the service worker precaches in the background for offline use (service workers are blocked
  *    in the measured pages, so their figures are the page's own);
  * 3. training tokens/s of the baby transformer (nanoGPT's CPU "baby" config, batch 12, the same steps as
- *    bench/transformer_bench.ts) in Chromium on wasm against Deno on wasm (this process), and in Chromium on the
- *    browser's WebGPU adapter.
+ *    bench/transformer_bench.ts) in Chromium on wasm against Deno on wasm (this process), in Chromium on wasm with
+ *    a helper worker on the other core (a cross-origin isolated page: `serveSite`'s `isolated`, as the service
+ *    worker makes every visit after the first), and in Chromium on the browser's WebGPU adapter.
  *
  *   deno run -A bench/browser_bench.ts [--steps 10] [--webgpu-steps 3]
  *
@@ -41,14 +42,15 @@ interface StepResult {
 }
 
 /** The training loop of bench/transformer_bench.ts, as code a live page's kernel and this process both run. */
-function trainingCode(warmup: number, steps: number): string {
+function trainingCode(warmup: number, steps: number, helpers = 0): string {
   return `
 const { tf } = lm;
 const { vocab, train } = lm.mobyDickChars();
 const config = lm.transformerConfig("baby", { vocabSize: vocab.size });
 const model = new lm.TransformerLM(config, { seed: 1 });
 const data = lm.sequenceDataset(train, config.blockSize);
-const trainer = new lm.Trainer(model, data, { batchSize: 12, maxSteps: 1000000, lr: 1e-3, weightDecay: 0.1, progress: false });
+const share = ${helpers} > 0 ? await lm.DataParallel.start(model, model.spec(), { data, batchSize: 12, helpers: ${helpers} }) : undefined;
+const trainer = new lm.Trainer(model, data, { batchSize: 12, maxSteps: 1000000, lr: 1e-3, weightDecay: 0.1, progress: false, share });
 const rng = new lm.Rng(3);
 const times = [];
 let loss = NaN;
@@ -61,6 +63,7 @@ for (let i = 0; i < ${warmup + steps}; i++) {
   if (i >= ${warmup}) times.push(performance.now() - t0);
 }
 trainer.dispose();
+await share?.close();
 model.dispose();
 times.sort((a, b) => a - b);
 console.log(JSON.stringify({ ms: times[Math.floor(times.length / 2)], best: times[0], tokensPerStep: 12 * config.blockSize, loss }));
@@ -175,6 +178,24 @@ try {
   };
   const wasm = await train("wasm", 2, STEPS);
   const gpu = await train("webgpu", 1, GPU_STEPS);
+  // Two workers: a page served with the isolation headers (shared memory), the helper on the other core.
+  const isolatedServer = serveSite(siteDir, { prefix: "/isolated/", isolated: true });
+  let twoWorkers: StepResult | { error: string };
+  try {
+    const iso = await context.newPage();
+    await iso.goto(`${isolatedServer.url}00_tour.html?backend=wasm`);
+    await iso.evaluate(() => (window as Json).lmbook.restart("wasm"));
+    const r: { ok: boolean; texts: string[] } = await iso.evaluate(
+      (code) => (window as Json).lmbook.runCode(code),
+      `import * as lm from "../lib/mod.ts";\nif (!crossOriginIsolated) throw new Error("not isolated");\n` +
+        trainingCode(4, STEPS, 1),
+    );
+    const line = r.texts.join("").split("\n").find((l) => l.startsWith("{"));
+    twoWorkers = r.ok && line ? JSON.parse(line) : { error: r.texts.join("\n").slice(0, 500) };
+    await iso.close();
+  } finally {
+    await isolatedServer.close();
+  }
   await page.evaluate(() => (window as Json).lmbook.stop()); // the browser idles while Deno runs again
   const denoAfter = await denoTraining();
   const denoResult = tps(denoAfter) > tps(denoBefore) ? denoAfter : denoBefore;
@@ -233,6 +254,19 @@ try {
         }x Deno`,
         target: ">= 0.9x Deno",
       },
+    "error" in twoWorkers
+      ? {
+        what: "baby transformer training, Chromium on wasm, 2 workers",
+        value: `failed: ${twoWorkers.error}`,
+        target: "",
+      }
+      : {
+        what: "baby transformer training, Chromium on wasm, 2 workers (an isolated page)",
+        value: `${tps(twoWorkers).toFixed(0)} tokens/s (${twoWorkers.ms.toFixed(0)} ms/step), ${
+          "error" in wasm ? "" : `${(tps(twoWorkers) / tps(wasm)).toFixed(2)}x one worker, `
+        }${(tps(twoWorkers) / tps(denoResult)).toFixed(2)}x Deno on one`,
+        target: "",
+      },
     "error" in gpu
       ? {
         what: `baby transformer training, Chromium on WebGPU (${adapter})`,
@@ -266,6 +300,7 @@ try {
         denoBefore,
         denoAfter,
         wasm,
+        twoWorkers,
         gpu,
         adapter,
         loadavg: Deno.loadavg(),

@@ -3,7 +3,11 @@
  * `build/site/` on 127.0.0.1, optionally under a path prefix, as any static
  * host would. No server code is needed by the site itself.
  *
- * CLI: `deno run -A tools/serve.ts [--dir build/site] [--port 8000] [--prefix /course/lmbook/]`
+ * CLI: `deno run -A tools/serve.ts [--dir build/site] [--port 8000] [--prefix /course/lmbook/] [--isolated]`
+ *
+ * `--isolated` also sends the two headers that make a page cross-origin
+ * isolated (the site's service worker adds them on any host from the second
+ * visit on; with them a page is isolated from the first).
  *
  * @module
  */
@@ -39,10 +43,18 @@ export interface SiteServer {
 /**
  * Serves a folder over HTTP on 127.0.0.1.
  * @param dir the folder (e.g. `build/site`).
- * @param options `port` (default: any free one), `prefix` (default `/`): the path the site lives under.
+ * @param options `port` (default: any free one), `prefix` (default `/`): the path the site lives under;
+ *   `isolated` (default false): send `Cross-Origin-Opener-Policy: same-origin` and
+ *   `Cross-Origin-Embedder-Policy: require-corp`, as a host that isolates its pages would.
  * @returns its URL and a way to stop it.
  */
-export function serveSite(dir: string, options: { port?: number; prefix?: string } = {}): SiteServer {
+export function serveSite(
+  dir: string,
+  options: { port?: number; prefix?: string; isolated?: boolean } = {},
+): SiteServer {
+  const isolation: Record<string, string> = options.isolated
+    ? { "cross-origin-opener-policy": "same-origin", "cross-origin-embedder-policy": "require-corp" }
+    : {};
   const root = resolve(dir);
   const prefix = `/${(options.prefix ?? "/").replace(/^\/+|\/+$/g, "")}/`.replace("//", "/");
   const server = Deno.serve({ hostname: "127.0.0.1", port: options.port ?? 0, onListen() {} }, async (req) => {
@@ -55,7 +67,11 @@ export function serveSite(dir: string, options: { port?: number; prefix?: string
       if ((await Deno.stat(file)).isDirectory) file = join(file, "index.html");
       const body = await Deno.readFile(file);
       return new Response(body, {
-        headers: { "content-type": TYPES[extname(file)] ?? "application/octet-stream", "cache-control": "no-cache" },
+        headers: {
+          "content-type": TYPES[extname(file)] ?? "application/octet-stream",
+          "cache-control": "no-cache",
+          ...isolation,
+        },
       });
     } catch {
       return new Response("not found", { status: 404 });
@@ -77,6 +93,10 @@ if (import.meta.main) {
     console.error(`no site in ${dir}: run \`deno task render\` first`);
     Deno.exit(1);
   }
-  const s = serveSite(dir, { port: Number(arg("--port") ?? 8000), prefix: arg("--prefix") });
+  const s = serveSite(dir, {
+    port: Number(arg("--port") ?? 8000),
+    prefix: arg("--prefix"),
+    isolated: Deno.args.includes("--isolated"),
+  });
   console.log(`serving ${dir} at ${s.url} (Ctrl+C stops)`);
 }
