@@ -128,6 +128,10 @@ async function activate(name: BackendName): Promise<void> {
     const wasm = await import("npm:@tensorflow/tfjs-backend-wasm@4.22.0");
     const paths = platform().wasmPaths?.(); // a browser fetches the .wasm files from beside the page
     if (paths) wasm.setWasmPaths(paths);
+    // One thread per worker, as in Deno, also on a cross-origin isolated page (where tfjs would pick its threaded
+    // build): the trainer's helpers are the way lib uses the other cores, and lib's kernels share the backend's
+    // memory, which the threaded build makes a shared one.
+    tf.env().set("WASM_HAS_MULTITHREAD_SUPPORT", false);
   }
   // deno-lint-ignore no-import-prefix -- a full specifier, so lib imports from anywhere (see lib/core/tf.ts)
   if (name === "webgpu") await import("npm:@tensorflow/tfjs-backend-webgpu@4.22.0");
