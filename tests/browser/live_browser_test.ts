@@ -530,7 +530,7 @@ Deno.test({
         one.weights.forEach((w, i) => w.forEach((x, j) => moved = Math.max(moved, Math.abs(x - one.start[i][j]))));
         // Each step's loss within 1e-5, as tests/data_parallel_test.ts asks on the cpu backend. Adam divides by the
         // gradients' running size, so the rounding of summed parts moves a weight by a few 1e-4 over 8 steps at lr
-        // 0.02 on wasm (2.7e-4 measured; 4e-5 on tfjs's own kernels); a part left out or weighted wrongly moves it by
+        // 0.02 on wasm (2.7e-4 measured); a part left out or weighted wrongly moves it by
         // about the learning rate.
         assertEquals(two.losses.length, 8, JSON.stringify(two.losses));
         two.losses.forEach((l, i) => assertAlmostEquals(l, one.losses[i], 1e-5, `the loss of step ${i + 1}`));
