@@ -42,7 +42,8 @@ export interface ChooseWorkersOptions {
   /**
    * The machine's free memory and this process's resident size, in bytes
    * (default: `Deno.systemMemoryInfo().available` and `Deno.memoryUsage().rss`;
-   * tests pass a stand-in). `"auto"` starts only as many helpers as fit.
+   * in a browser an estimate, see `systemMemory`; tests pass a stand-in).
+   * `"auto"` starts only as many helpers as fit.
    */
   memory?: () => { freeBytes: number; processBytes: number };
 }
