@@ -30,6 +30,15 @@ const TYPES: Record<string, string> = {
   ".woff2": "font/woff2",
 };
 
+/**
+ * The two headers that make a page cross-origin isolated (it may then share memory with workers): sent by
+ * {@link serveSite} with `isolated`, and added by the site's service worker (tools/web/build.ts) on any host.
+ */
+export const ISOLATION_HEADERS: Readonly<Record<string, string>> = {
+  "cross-origin-opener-policy": "same-origin",
+  "cross-origin-embedder-policy": "require-corp",
+};
+
 /** A running server. */
 export interface SiteServer {
   /** The site's URL, ending in `/` (e.g. `http://127.0.0.1:8123/course/lmbook/`). */
@@ -52,9 +61,6 @@ export function serveSite(
   dir: string,
   options: { port?: number; prefix?: string; isolated?: boolean } = {},
 ): SiteServer {
-  const isolation: Record<string, string> = options.isolated
-    ? { "cross-origin-opener-policy": "same-origin", "cross-origin-embedder-policy": "require-corp" }
-    : {};
   const root = resolve(dir);
   const prefix = `/${(options.prefix ?? "/").replace(/^\/+|\/+$/g, "")}/`.replace("//", "/");
   const server = Deno.serve({ hostname: "127.0.0.1", port: options.port ?? 0, onListen() {} }, async (req) => {
@@ -70,7 +76,7 @@ export function serveSite(
         headers: {
           "content-type": TYPES[extname(file)] ?? "application/octet-stream",
           "cache-control": "no-cache",
-          ...isolation,
+          ...(options.isolated ? ISOLATION_HEADERS : {}),
         },
       });
     } catch {

@@ -216,7 +216,7 @@ export async function chooseWorkers(model: TrainableModel, options: ChooseWorker
       throw new RangeError(
         `workers=${workers} needs helpers that share memory with this process: ${
           !sharedMemory
-            ? `${isDeno ? "SharedArrayBuffer is not available" : "this page is not cross-origin isolated"}`
+            ? (isDeno ? "SharedArrayBuffer is not available" : "this page is not cross-origin isolated")
             : "this page offers no helper script (Platform.helperScript)"
         }; use workers: 1 or "auto"`,
       );

@@ -32,6 +32,7 @@
  */
 import { join, posix, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ISOLATION_HEADERS } from "../serve.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const WEB = join(ROOT, "tools", "web");
@@ -206,8 +207,7 @@ self.addEventListener("activate", (event) => {
 function isolated(res) {
   if (res.status === 0 || res.type === "opaque" || res.type === "opaqueredirect") return res;
   const headers = new Headers(res.headers);
-  headers.set("Cross-Origin-Opener-Policy", "same-origin");
-  headers.set("Cross-Origin-Embedder-Policy", "require-corp");
+  for (const [name, value] of Object.entries(${JSON.stringify(ISOLATION_HEADERS)})) headers.set(name, value);
   return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
 }
 self.addEventListener("fetch", (event) => {
@@ -234,11 +234,9 @@ self.addEventListener("fetch", (event) => {
 export async function writeServiceWorker(site: string): Promise<{ precache: string[]; version: string }> {
   const all: { path: string; bytes: number }[] = [];
   await sizes(site, site, all);
-  const present = LIB_ENTRIES.filter((p) => all.some((f) => f.path.split("\\").join("/") === p));
-  const precache = precacheList(
-    all.map((f) => ({ ...f, path: f.path.split("\\").join("/") })),
-    await staticImports(site, present),
-  );
+  const files = all.map((f) => ({ ...f, path: f.path.split("\\").join("/") }));
+  const entries = LIB_ENTRIES.filter((p) => files.some((f) => f.path === p));
+  const precache = precacheList(files, await staticImports(site, entries));
   const digests: Uint8Array[] = [];
   for (const p of precache) {
     digests.push(new Uint8Array(await crypto.subtle.digest("SHA-256", await Deno.readFile(join(site, p)))));
