@@ -245,14 +245,19 @@ export {
   type SessionOptions,
   type TokenInfo,
 } from "./decode/mod.ts";
-// Chapter 0: the grading harness of the exercises.
+// Chapter 0: the grading harness of the exercises, and its property checks over inputs drawn by fast-check.
 export {
+  arb,
   type CheckContext,
   type CloseOptions,
   expectClose,
   expectEqual,
   expectShape,
   expectThrows,
+  fc,
+  forAll,
+  forAllAsync,
+  type ForAllOptions,
   formatValue,
   graded,
   type GradedOptions,
