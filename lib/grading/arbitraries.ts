@@ -124,30 +124,72 @@ export interface LogitsOptions {
   minLength?: number;
   /** The most entries (default 8). */
   maxLength?: number;
+  /**
+   * Draw float32 values, for tensors (default false): within float32's range (+-{@link FLOAT32_MAX}), rounded to
+   * float32, with offsets around float32's exp limits (88.7 and -87.3 to -103.3, where its exps turn subnormal,
+   * then 0) instead of float64's.
+   */
+  float32?: boolean;
 }
+
+/** The largest finite float32 (tensors' dtype): `Math.fround` of anything larger is Infinity. */
+export const FLOAT32_MAX: number = 3.4028234663852886e38;
 
 /**
  * Lists of finite scores (logits) around a shared offset, so that they are far from zero yet close to each other:
- * offsets 0, +-1000, around exp's limits (-745, -740, 709, 720) and any finite double, spreads from near-ties (1e-12)
- * through 1, 30 and 800 to any size; the largest entry may come anywhere, and entries may repeat (ties).
- * @param options the number of entries.
+ * offsets 0, +-1000, around exp's limits (-746 to -736 where exp's results are subnormals with a few bits, -800 to
+ * -700, 709, 720) and any finite double, spreads from near-ties (1e-12) through 1, 30 and 800 to any size; the
+ * largest entry may come anywhere, and entries may repeat (ties). With `float32`, the same for float32.
+ * @param options the number of entries; float32 or float64.
  * @returns the arbitrary.
+ *
+ * @example
+ * ```ts
+ * import { fc } from "./property.ts";
+ * import { logits } from "./arbitraries.ts";
+ * const rows = fc.sample(logits({ float32: true }), { seed: 6, numRuns: 50 });
+ * console.log(rows.every((r) => r.every((v) => Math.fround(v) === v && Number.isFinite(v)))); // true
+ * ```
  */
 export function logits(options: LogitsOptions = {}): fc.Arbitrary<number[]> {
   const minLength = options.minLength ?? 1, maxLength = options.maxLength ?? 8;
+  const f32 = options.float32 ?? false;
+  const limit = f32 ? FLOAT32_MAX : Number.MAX_VALUE;
   const offset = fc.oneof(
-    fc.constantFrom(0, 1000, -1000, -745, -740, EXP_OVERFLOW, 720, -EXP_OVERFLOW),
-    finite({ min: -1e6, max: 1e6 }),
-    finite(),
+    {
+      arbitrary: f32
+        ? fc.constantFrom(0, 1000, -1000, 88.7, 90, -88.7)
+        : fc.constantFrom(0, 1000, -1000, EXP_OVERFLOW, 720, -EXP_OVERFLOW),
+      weight: 1,
+    },
+    // Where exp's results are subnormals with a few bits left, then 0; and around it.
+    {
+      arbitrary: f32
+        ? fc.double({ min: -104, max: -96, noNaN: true })
+        : fc.double({ min: -746, max: -736, noNaN: true }),
+      weight: 2,
+    },
+    {
+      arbitrary: f32
+        ? fc.double({ min: -120, max: -80, noNaN: true })
+        : fc.double({ min: -800, max: -700, noNaN: true }),
+      weight: 1,
+    },
+    { arbitrary: finite({ min: -1e6, max: 1e6 }), weight: 1 },
+    { arbitrary: finite({ min: -limit, max: limit }), weight: 1 },
   );
-  const spread = fc.constantFrom(1e-12, 1, 30, 800, 1e6);
+  const spread = fc.constantFrom(1e-12, 0.1, 1, 3, 30, 800, 1e6);
   const steps = fc.array(fc.oneof(fc.double({ min: -1, max: 1, noNaN: true }), fc.constantFrom(0, 1, -1)), {
     minLength,
     maxLength,
   });
+  const cast = (v: number) => (f32 ? Math.fround(Math.min(limit, Math.max(-limit, v))) : v);
   return fc.oneof(
-    { arbitrary: fc.tuple(offset, spread, steps).map(([o, s, d]) => d.map((u) => finiteOr(o + s * u, o))), weight: 4 },
-    { arbitrary: fc.array(finite(), { minLength, maxLength }), weight: 1 },
+    {
+      arbitrary: fc.tuple(offset, spread, steps).map(([o, s, d]) => d.map((u) => cast(finiteOr(o + s * u, o)))),
+      weight: 4,
+    },
+    { arbitrary: fc.array(finite({ min: -limit, max: limit }).map(cast), { minLength, maxLength }), weight: 1 },
   );
 }
 
@@ -349,7 +391,7 @@ export function options<T extends Record<string, unknown>>(
 
 /** Options of {@link matrix}. */
 export interface MatrixOptions {
-  /** The fewest rows (default 1). */
+  /** The fewest rows (default 1; 0 allows a matrix with no rows). */
   minRows?: number;
   /** The most rows (default 5). */
   maxRows?: number;
@@ -359,20 +401,42 @@ export interface MatrixOptions {
   maxCols?: number;
 }
 
+/** A matrix drawn by {@link matrix}: its shape (kept when it has no rows) and its rows. */
+export interface Matrix {
+  /** [rows, cols]. */
+  shape: [number, number];
+  /** The rows, each of `cols` numbers. */
+  values: number[][];
+}
+
 /**
- * Rectangular matrices (number[][]) with every row drawn from `row` (given the column count), so rows can have
- * very different offsets; shapes from the smallest allowed (one row, one column, or no rows) up.
+ * Matrices with every row drawn on its own from `row` (given the column count), so rows can have very different
+ * offsets; shapes from the smallest allowed (one row, one column, or no rows) up. Make a tensor with
+ * `tf.tensor2d(m.values.flat(), m.shape)`.
  * @param row the arbitrary of one row of `cols` entries, e.g. `(cols) => arb.logits({ minLength: cols, maxLength: cols })`.
  * @param options the shapes allowed.
  * @returns the arbitrary.
+ *
+ * @example
+ * ```ts
+ * import { fc } from "./property.ts";
+ * import { logits, matrix } from "./arbitraries.ts";
+ * const [m] = fc.sample(matrix((c) => logits({ minLength: c, maxLength: c, float32: true })), { seed: 7, numRuns: 1 });
+ * console.log(m.values.length === m.shape[0] && m.values.every((r) => r.length === m.shape[1])); // true
+ * ```
  */
 export function matrix(
   row: (cols: number) => fc.Arbitrary<number[]>,
   options: MatrixOptions = {},
-): fc.Arbitrary<number[][]> {
+): fc.Arbitrary<Matrix> {
   const shape = fc.tuple(
     fc.integer({ min: options.minRows ?? 1, max: options.maxRows ?? 5 }),
     fc.integer({ min: options.minCols ?? 1, max: options.maxCols ?? 6 }),
   );
-  return shape.chain(([rows, cols]) => fc.array(row(cols), { minLength: rows, maxLength: rows }));
+  return shape.chain(([rows, cols]) =>
+    fc.array(row(cols), { minLength: rows, maxLength: rows }).map((values) => ({
+      shape: [rows, cols] as [number, number],
+      values,
+    }))
+  );
 }

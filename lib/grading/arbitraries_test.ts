@@ -4,6 +4,7 @@ import {
   caseVariants,
   EXP_UNDERFLOW,
   finite,
+  FLOAT32_MAX,
   list,
   logits,
   logScore,
@@ -125,9 +126,19 @@ Deno.test("options leaves each field out, sets it to undefined, or sets it (fals
   assert(os.some((o) => o.eps === 0));
 });
 
-Deno.test("matrix: rectangular, within its shapes, rows drawn on their own", () => {
+Deno.test("matrix: rectangular, within its shapes, rows drawn on their own, the shape kept with no rows", () => {
   const ms = sample(matrix((cols) => logits({ minLength: cols, maxLength: cols }), { minRows: 0, maxRows: 3 }));
-  assert(ms.every((m) => m.length <= 3 && m.every((r) => r.length === (m[0]?.length ?? 0))));
-  assert(ms.some((m) => m.length === 0));
-  assert(ms.some((m) => m.length > 1 && Math.abs(m[0][0] - m[1][0]) > 100), "rows never far apart");
+  assert(ms.every((m) => m.values.length === m.shape[0] && m.values.every((r) => r.length === m.shape[1])));
+  assert(ms.every((m) => m.shape[0] <= 3 && m.shape[1] >= 1 && m.shape[1] <= 6));
+  assert(ms.some((m) => m.shape[0] === 0 && m.shape[1] > 1));
+  assert(ms.some((m) => m.shape[0] > 1 && Math.abs(m.values[0][0] - m.values[1][0]) > 100), "rows never far apart");
+});
+
+Deno.test("logits with float32: float32 values, within its range, around its exp limits", () => {
+  const xs = sample(logits({ float32: true, minLength: 2 }));
+  assert(xs.every((l) => l.every((v) => Number.isFinite(v) && Math.fround(v) === v && Math.abs(v) <= FLOAT32_MAX)));
+  const max = (l: number[]) => l.reduce((a, b) => Math.max(a, b), -Infinity);
+  assert(xs.some((l) => max(l) < -96 && max(l) > -104), "no row where float32's exp turns subnormal");
+  assert(xs.some((l) => max(l) > 88.7), "no row above float32's exp overflow");
+  assert(xs.some((l) => Math.abs(max(l)) > 1e38), "no row near float32's limit");
 });
