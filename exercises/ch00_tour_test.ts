@@ -314,26 +314,26 @@ function rowSoftmaxRef(x: number[][], v: RowVariant = {}): number[][] {
   return axis === 1 ? probs : Array.from({ length: rows }, (_, r) => probs.map((line) => line[r]));
 }
 
-/** The usual wrong answers for rowSoftmax(x), each named. */
+/** The usual wrong answers for rowSoftmax(x), each named (computed only when a check fails). */
 function rowMistakes(x: number[][]) {
   return [
     {
-      value: rowSoftmaxRef(x, { shift: "global max" }),
+      value: () => rowSoftmaxRef(x, { shift: "global max" }),
       hint: "one shift for the whole matrix (x.max() with no axis): shift each row by its own max, x.max(1, true)",
     },
-    { value: rowSoftmaxRef(x, { shift: "row min" }), hint: "a shift by each row's min: subtract its max" },
-    { value: rowSoftmaxRef(x, { shift: "row mean" }), hint: "a shift by each row's mean: subtract its max" },
-    { value: rowSoftmaxRef(x, { shift: "global min" }), hint: "a shift by the matrix's min: use each row's max" },
-    { value: rowSoftmaxRef(x, { shift: "none" }), hint: "exp of x unshifted: subtract each row's max first" },
+    { value: () => rowSoftmaxRef(x, { shift: "row min" }), hint: "a shift by each row's min: subtract its max" },
+    { value: () => rowSoftmaxRef(x, { shift: "row mean" }), hint: "a shift by each row's mean: subtract its max" },
+    { value: () => rowSoftmaxRef(x, { shift: "global min" }), hint: "a shift by the matrix's min: use each row's max" },
+    { value: () => rowSoftmaxRef(x, { shift: "none" }), hint: "exp of x unshifted: subtract each row's max first" },
     {
-      value: rowSoftmaxRef(x, { axis: 0 }),
+      value: () => rowSoftmaxRef(x, { axis: 0 }),
       hint: "the columns were normalised (axis 0): reduce over axis 1, the entries of each row",
     },
     {
-      value: rowSoftmaxRef(x, { norm: "global" }),
+      value: () => rowSoftmaxRef(x, { norm: "global" }),
       hint: "a division by the sum of the whole matrix: sum each row, e.sum(1, true)",
     },
-    { value: rowSoftmaxRef(x, { norm: "none" }), hint: "exp without dividing by each row's sum" },
+    { value: () => rowSoftmaxRef(x, { norm: "none" }), hint: "exp without dividing by each row's sum" },
   ];
 }
 
