@@ -112,6 +112,11 @@ const BAD_N: fc.Arbitrary<number | undefined> = fc.oneof(
   fc.constantFrom(NaN, Infinity, -Infinity, undefined, 0.5, 1.5, -0, 1 - Number.EPSILON),
 );
 
+/** Checks that a call with the order `bad` throws a RangeError naming n and the value. */
+function expectBadN(call: () => unknown, what: string, bad: number | undefined, hint: string): void {
+  expectThrows(call, RangeError, { what, mentions: ["n", bad ?? "undefined"], hint });
+}
+
 /** Sorted [key, count] pairs, so maps compare in a readable order. */
 function entries(m: Map<string, number>): [string, number][] {
   if (!(m instanceof Map)) return m as never;
@@ -257,12 +262,13 @@ graded("1.1 extractNgrams: any sentence and order, against a from-scratch refere
 
 graded("1.1 extractNgrams: any n that is not an integer >= 1 is a RangeError naming n and the value", () => {
   forAll(fc.tuple(SENTENCE, BAD_N), ([sentence, bad]) => {
-    expectThrows(() => extractNgrams(sentence, bad as number), RangeError, {
-      what: `extractNgrams(${JSON.stringify(sentence)}, ${bad})`,
-      mentions: ["n", bad ?? "undefined"],
-      hint: "check n first, for every sentence (the empty one too): if (!Number.isInteger(n) || n < 1) " +
+    expectBadN(
+      () => extractNgrams(sentence, bad as number),
+      `extractNgrams(${JSON.stringify(sentence)}, ${bad})`,
+      bad,
+      "check n first, for every sentence (the empty one too): if (!Number.isInteger(n) || n < 1) " +
         "throw new RangeError(`n must be an integer >= 1: n=${n}`)",
-    });
+    );
   }, { show: ([sentence, n]) => ({ sentence, n }) });
 });
 
@@ -421,11 +427,12 @@ graded("1.2 ngramCounts: any corpus and order, against a from-scratch count", ()
 
 graded("1.2 ngramCounts: any n that is not an integer >= 1 is a RangeError, whatever the corpus", () => {
   forAll(fc.tuple(CORPUS_ANY, BAD_N), ([corpus, bad]) => {
-    expectThrows(() => ngramCounts(corpus, bad as number), RangeError, {
-      what: `ngramCounts(${JSON.stringify(corpus)}, ${bad})`,
-      mentions: ["n", bad ?? "undefined"],
-      hint: "check n before looping over the sentences (an empty corpus must still reject it), naming the value",
-    });
+    expectBadN(
+      () => ngramCounts(corpus, bad as number),
+      `ngramCounts(${JSON.stringify(corpus)}, ${bad})`,
+      bad,
+      "check n before looping over the sentences (an empty corpus must still reject it), naming the value",
+    );
   }, { show: ([corpus, n]) => ({ corpus, n }) });
 });
 
