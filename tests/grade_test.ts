@@ -21,8 +21,8 @@ import {
   toJunit,
   validateGradescope,
 } from "../tools/grade.ts";
+import ts from "typescript";
 import {
-  bracketsBalance,
   type GradedResult,
   gradedTestFiles,
   parseTestName,
@@ -30,6 +30,7 @@ import {
   testFileInfo,
   topLevelRegions,
 } from "../tools/graded_runner.ts";
+import { bracketsBalance } from "../tools/source_scan.ts";
 import { brokenProject, hangProject, MARKER } from "./grade_fixtures.ts";
 
 const offlineArgs: Record<string, string> = Deno.env.get("LMBOOK_OFFLINE") === "1" ? { LMBOOK_OFFLINE: "1" } : {};
@@ -172,8 +173,8 @@ Deno.test("topLevelRegions and bracketsBalance find the function a line belongs 
     11,
   ]]);
   assert(regions[1].isFunction && regions[2].isFunction && regions[1].exported);
-  assert(bracketsBalance(src.split("\n").slice(4, 8).join("\n")));
-  assert(!bracketsBalance(src.split("\n").slice(8, 11).join("\n")));
+  assert(bracketsBalance(src.split("\n").slice(4, 8).join("\n"), ts));
+  assert(!bracketsBalance(src.split("\n").slice(8, 11).join("\n"), ts));
 });
 
 // ---------------------------------------------------------------------------

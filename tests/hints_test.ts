@@ -15,6 +15,7 @@
 import { assertEquals } from "@std/assert";
 import { join } from "node:path";
 import { gradedTestFiles, ROOT } from "../tools/graded_runner.ts";
+import ts from "typescript";
 import { maskLiterals, splitItems } from "../tools/source_scan.ts";
 
 /** The checks of lib/grading/grading.ts; each takes its options (`what`, `input`, `hint`, …) as the third argument. */
@@ -36,7 +37,7 @@ export interface CheckCall {
  * @returns the calls, in order.
  */
 export function findChecks(src: string): CheckCall[] {
-  const masked = maskLiterals(src);
+  const masked = maskLiterals(src, ts);
   const calls: CheckCall[] = [];
   const re = new RegExp(`(?<![\\w$])(${CHECKS.join("|")})\\s*\\(`, "g");
   for (const m of masked.matchAll(re)) {

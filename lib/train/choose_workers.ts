@@ -11,7 +11,7 @@
 import * as tf from "../core/tf.ts";
 import { platform } from "../core/platform.ts";
 import type { Batch, Dataset } from "./dataset.ts";
-import type { StepShare, TrainableModel } from "./train.ts";
+import type { StepShare, TrainableModel } from "./types.ts";
 import { DataParallel, type ModelSpec, partSizes, withoutDrawing } from "./data_parallel.ts";
 
 /** Options of {@link chooseWorkers}. */

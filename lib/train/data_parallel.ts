@@ -28,20 +28,9 @@ import * as tf from "../core/tf.ts";
 import { platform } from "../core/platform.ts";
 import { copyFloats, fusedAxpby, wasmSimdReady } from "../kernels/mod.ts";
 import type { Batch, Dataset } from "./dataset.ts";
-import type { StepShare, TrainableModel } from "./train.ts";
+import type { ModelSpec, StepShare, TrainableModel } from "./types.ts";
 import { type EvalShare, lossWeightOf } from "./evaluate.ts";
-
-/** How a helper builds its copy of the model: `new (await import(module))[exportName](config, options)`. */
-export interface ModelSpec {
-  /** An absolute module URL (e.g. `import.meta.resolve("../mod.ts")`). */
-  module: string;
-  /** The exported class, e.g. `"FixedWindowLM"`. */
-  exportName: string;
-  /** Its first constructor argument (structured-cloneable). */
-  config: unknown;
-  /** Its second constructor argument (structured-cloneable). */
-  options?: unknown;
-}
+export type { ModelSpec } from "./types.ts";
 
 /** Options of {@link DataParallel.start}. */
 export interface DataParallelOptions {

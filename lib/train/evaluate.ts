@@ -6,7 +6,7 @@
  */
 import * as tf from "../core/tf.ts";
 import type { Batch, Dataset } from "./dataset.ts";
-import type { TrainableModel } from "./train.ts";
+import type { TrainableModel } from "./types.ts";
 
 /**
  * Other workers that take part of each evaluation batch (chapter 3; a
