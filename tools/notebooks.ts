@@ -41,7 +41,7 @@ type Json = any;
  * stand-in (tools/web/kernel.ts) provides, so every chapter also runs in the
  * browser. Files go through lm, which reaches them through its platform.
  */
-export const LIVE_PAGE_DENO = ["env.get", "version"];
+export const LIVE_PAGE_DENO = ["env.get"];
 
 /**
  * Problems with a committed notebook (empty when it is fine).
@@ -72,7 +72,7 @@ export function checkNotebookSource(nb: Json): string[] {
           problems.push(
             `cell ${i}: uses Deno.${api}, which the live page's stand-in for Deno lacks ` +
               `(it has ${LIVE_PAGE_DENO.map((a) => `Deno.${a}`).join(", ")}); go through lm (lm.readJsonFile, ` +
-              `lm.isNotFound, lm.saveModel and lm.loadModel)`,
+              `lm.isNotFound, lm.saveModel and lm.loadModel; lm.platform().runtime() names the runtime)`,
           );
         }
       }
