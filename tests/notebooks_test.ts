@@ -13,6 +13,8 @@ import {
   ROOT,
   trainsOnEveryCore,
 } from "../tools/notebooks.ts";
+import { checkProseClaims } from "../tools/prose_claims.ts";
+import { CLAIM_BOOK } from "../tools/prose_claims_book.ts";
 
 Deno.test("every committed notebook is nbformat 4, uses the Deno kernel, and has no outputs", () => {
   const files = notebookFiles();
@@ -179,14 +181,18 @@ const executed = (() => {
 })();
 
 Deno.test({
-  name: "the executed notebooks in build/executed/ state no number that their run contradicts or shows otherwise",
+  name: "the executed notebooks in build/executed/ state no number or claim that their run contradicts",
   ignore: executed.length === 0,
   fn() {
-    const problems = executed.flatMap((name) =>
-      [checkProseNumbers, checkProseAgainstTables].flatMap((check) =>
-        check(JSON.parse(Deno.readTextFileSync(`${EXECUTED_DIR}/${name}`))).map((p) => `${name}: ${p}`)
-      )
-    );
+    const problems = executed.flatMap((name) => {
+      const nb = JSON.parse(Deno.readTextFileSync(`${EXECUTED_DIR}/${name}`));
+      const found = [
+        ...checkProseNumbers(nb),
+        ...checkProseAgainstTables(nb),
+        ...checkProseClaims(nb, name, CLAIM_BOOK),
+      ];
+      return found.map((p) => `${name}: ${p}`);
+    });
     assertEquals(problems, []);
   },
 });
