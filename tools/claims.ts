@@ -22,12 +22,16 @@ if (import.meta.main) {
   for (const f of files) {
     if (check) {
       const committed = JSON.parse(await Deno.readTextFile(f.startsWith("/") ? f : `${ROOT}/${f}`));
-      const executed = JSON.parse(await Deno.readTextFile(`${EXECUTED_DIR}/${basename(f)}`));
       let problems: string[];
       try {
+        const executed = JSON.parse(await Deno.readTextFile(`${EXECUTED_DIR}/${basename(f)}`));
         problems = checkExecuted(withCommittedProse(committed, executed, { stale }), f);
       } catch (e) {
-        problems = [(e as Error).message];
+        problems = [
+          e instanceof Deno.errors.NotFound
+            ? `no executed copy in ${EXECUTED_DIR}: run \`deno task notebooks ${f}\` first`
+            : (e as Error).message,
+        ];
       }
       console.log(`${problems.length ? "FAILED" : "ok    "} ${f}: ${claimMarks(committed).length} claim marks`);
       for (const p of problems) console.log(`    ${p}`);

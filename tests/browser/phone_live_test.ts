@@ -323,7 +323,7 @@ Deno.test({
           }
         });
         await t.step(
-          "chapter 0 at 390 px: Run buttons, status and headings usable; cells name the browser",
+          "chapter 0 at 390 px (and 800, 1366): Run buttons, status, headings usable; cells name the browser",
           async () => {
             const page = await phone.newPage();
             try {
@@ -349,9 +349,20 @@ Deno.test({
                   `the backend report should name the page's menu and the browser: ${JSON.stringify(report)}`,
                 );
               }
-              problems.push(...(await liveControlProblems(page)).map((p) => `after running cells: ${p}`));
+              problems.push(
+                ...(await liveControlProblems(page, { exercises: true })).map((p) => `after running cells: ${p}`),
+              );
               await page.evaluate(() => document.querySelector(".lmbook-grade h2")?.scrollIntoView());
               await page.screenshot({ path: join(SCREENSHOT_DIR, "phone_live_exercises.png") });
+              await page.evaluate(() => document.querySelector("section.cell.code")?.scrollIntoView());
+              await page.screenshot({ path: join(SCREENSHOT_DIR, "phone_live_cell.png") });
+              // The same page on a tablet (the site drops the prompt column below 900 px) and on a laptop.
+              for (const viewport of [{ width: 800, height: 1000 }, { width: 1366, height: 768 }]) {
+                await page.setViewportSize(viewport);
+                problems.push(
+                  ...(await liveControlProblems(page, { exercises: true })).map((p) => `at ${viewport.width} px: ${p}`),
+                );
+              }
               if (problems.length) throw new Error(`chapter 0:\n  - ${problems.join("\n  - ")}`);
             } finally {
               await page.close();
