@@ -95,6 +95,7 @@ const DEFINING: (keyof TrainerOptions)[] = [
   "restoreBest",
   "logEvery",
   "seed",
+  "shards",
 ];
 
 /**

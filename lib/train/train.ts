@@ -60,6 +60,8 @@ import type { Optimizer } from "./optimizer.ts";
 import { clipScale, learningRateAt, type ScheduleOptions } from "./schedule.ts";
 import type { ModelSpec } from "./data_parallel.ts";
 import { chooseWorkers, type WorkersChoice } from "./choose_workers.ts";
+import { defaultShards, differentiateShards, type StepShare } from "./shards.ts";
+export type { StepShare } from "./shards.ts";
 import { type EvalShare, evaluateLoss } from "./evaluate.ts";
 import { trainableNames } from "./trainable.ts";
 export { type EvalShare, evaluateLoss, type EvaluateLossOptions, type LossReport } from "./evaluate.ts";
@@ -263,23 +265,39 @@ export interface TrainerOptions {
   onEval?: (record: EvalRecord, history: TrainHistory) => void | Promise<void>;
   /**
    * Shares each step's gradient work with other workers (data parallelism,
-   * e.g. a started `DataParallel`, which gives part of every batch to
+   * e.g. a started `DataParallel`, which gives some shards of every batch to
    * other cores). Default: none; see `workers`.
    */
   share?: StepShare;
   /**
-   * Workers (cores) that differentiate each batch during {@link Trainer.run}:
-   * a whole number (this process counts as one), or `"auto"` (default): a
-   * helper per other core where a short timed probe shows that it makes
-   * steps faster, for models that can be rebuilt in a helper (`spec()`,
-   * or `workerSpec`), and as many as the free memory allows (a helper has
-   * its own runtime, model copy and activations: for the baby GPT it adds
-   * about 170 MB; 50 to 70 MB with `deno task lab`'s V8 flags, see
-   * tools/v8_flags.ts). The helpers evaluate part of every validation
-   * batch too. Results equal one-piece training up to float rounding,
-   * with dropout too when the model draws its masks at the rows'
-   * positions ({@link LossOptions.rowOffset}: the transformer and the
-   * fixed-window model do), and for a loss that scores only some positions
+   * The fixed shards each batch is differentiated in: runs of consecutive
+   * rows whose gradients and losses are computed one shard at a time and
+   * added in shard order (`shards.ts`), whether one worker differentiates
+   * them all or several share them. So a seeded run's numbers depend on the
+   * seed, the data, the backend and `shards`, never on `workers`, the
+   * timing or the load. At most `shards` workers share a step. Default 2
+   * on a CPU backend (`wasm`, `cpu`), 1 (the batch in one piece) on a
+   * GPU's. Cutting a batch costs a single worker some speed (each shard
+   * runs every op of the step; bench/README.md measures it); give
+   * `shards: 4` on a machine with four cores to let four workers share
+   * (the numbers change with `shards`, once).
+   */
+  shards?: number;
+  /**
+   * Workers (cores) that differentiate each batch's shards during
+   * {@link Trainer.run}: a whole number, at most `shards` (this process
+   * counts as one), or `"auto"` (default): a helper per other core, up to
+   * `shards` workers, where a short timed probe shows that it makes steps
+   * faster, for models that can be rebuilt in a helper (`spec()`, or
+   * `workerSpec`), and as many as the free memory allows (a helper has its
+   * own runtime, model copy and activations: for the baby GPT it adds about
+   * 170 MB; 50 to 70 MB with `deno task lab`'s V8 flags, see
+   * tools/v8_flags.ts). The helpers evaluate some of the validation batches
+   * too, each batch whole. The choice changes the speed only: losses,
+   * validation losses and weights are the same bits on one worker or
+   * several (see `shards`), with dropout too when the model draws its
+   * masks at the rows' positions ({@link LossOptions.rowOffset}: every
+   * model of `lib/` with dropout does), and for a loss that scores only some positions
    * when the model counts them ({@link TrainableModel.lossWeight}: the
    * masked-LM encoder and the encoder-decoder do). Every model of `lib/`
    * that a helper can rebuild from its `spec()` can train on several cores
@@ -299,35 +317,6 @@ export interface TrainerOptions {
    * see {@link CheckpointOptions}. A finished run is reused without training.
    */
   checkpoint?: CheckpointOptions;
-}
-
-/**
- * A way to split each training step across workers (data parallelism;
- * chapter 3's trainer, `data_parallel.ts`). The trainer calls `split` with the
- * step's whole batch, differentiates the part it returns, then calls
- * `combine` with that part's gradients and loss (inside `tf.tidy`) and
- * steps the optimiser on what `combine` returns: the gradients and loss of
- * the whole batch, as if it had been differentiated in one piece.
- */
-export interface StepShare {
-  /**
-   * Hands the rest of a batch to the other workers, with the current weights.
-   * @param batch the step's whole batch (not disposed by the callee).
-   * @param variables the model's variables, by name.
-   * @param seed this step's seed for the loss's randomness.
-   * @returns the part this process differentiates: the batch's first rows
-   *   (its loss runs at `rowOffset` 0), a new batch, which the trainer
-   *   disposes, or `batch` itself. The other parts must get the same `seed`
-   *   and their rows' {@link LossOptions.rowOffset}.
-   */
-  split(batch: Batch, variables: Record<string, tf.Variable>, seed: number): Batch;
-  /**
-   * Waits for the other workers and combines their gradients with these.
-   * @param grads the local part's gradients, by variable name.
-   * @param loss the local part's mean loss.
-   * @returns the whole batch's mean gradients and loss.
-   */
-  combine(grads: Record<string, tf.Tensor>, loss: tf.Scalar): { grads: Record<string, tf.Tensor>; loss: tf.Scalar };
 }
 
 /**
@@ -392,6 +381,8 @@ export class Trainer {
   #stepsDone = 0;
   /** The helpers of the current run, when it uses more than one worker. */
   #share: (StepShare & { close(): Promise<void> }) | undefined;
+  /** The shards each batch is differentiated in ({@link TrainerOptions.shards}). */
+  readonly #shards: number;
 
   /**
    * Sets up training of `model` on `data`; nothing runs until {@link Trainer.run} or {@link Trainer.step}.
@@ -417,6 +408,14 @@ export class Trainer {
     positiveInt("logEvery", o.logEvery);
     if (o.workers !== undefined && o.workers !== "auto" && !(Number.isInteger(o.workers) && o.workers >= 1)) {
       throw new RangeError(`workers must be "auto" or a whole number of at least 1: workers=${o.workers}`);
+    }
+    if (o.shards !== undefined) positiveInt("shards", o.shards);
+    const shards = o.shards ?? defaultShards(tf.getBackend());
+    if (typeof o.workers === "number" && o.workers > shards && !o.share) {
+      throw new RangeError(
+        `workers=${o.workers} is more than shards=${shards}: each worker differentiates whole shards of every batch, ` +
+          `so give shards: ${o.workers} or more (the numbers then depend on shards, never on workers)`,
+      );
     }
     if (o.maxSteps !== undefined) positiveInt("maxSteps", o.maxSteps);
     if (o.epochs !== undefined && !(o.epochs > 0)) {
@@ -466,6 +465,7 @@ export class Trainer {
     this.model = model;
     this.data = data;
     this.options = o;
+    this.#shards = shards;
     this.#rng = o.rng ?? new Rng(o.seed ?? 0);
     this.optimizer = o.optimizer ?? new AdamW({
       beta1: o.betas?.[0],
@@ -537,25 +537,19 @@ export class Trainer {
     share: StepShare | undefined,
     use: (grads: Record<string, tf.Tensor>, loss: tf.Scalar) => T,
   ): T {
-    const vars = this.model.variables();
-    const names = trainableNames(vars, this.options.trainable);
-    const byTfName = new Map(names.map((n) => [vars[n].name, n]));
-    const local = share ? share.split(batch, vars, seed) : batch;
-    try {
-      return tf.tidy(() => {
-        const { value: localLoss, grads } = tf.variableGrads(
-          () => this.model.loss(local, { training: true, seed }),
-          names.map((n) => vars[n]),
-        );
-        let value = localLoss;
-        let named: Record<string, tf.Tensor> = {};
-        for (const [tfName, g] of Object.entries(grads)) named[byTfName.get(tfName)!] = g;
-        if (share) ({ grads: named, loss: value } = share.combine(named, value));
-        return use(named, value);
+    const variables = this.model.variables();
+    const names = trainableNames(variables, this.options.trainable);
+    return tf.tidy(() => {
+      // The batch's fixed shards, here or shared, added in shard order: the same numbers on any number of workers.
+      const { grads, loss } = differentiateShards(this.model, batch, {
+        variables,
+        names,
+        seed,
+        shards: this.#shards,
+        share,
       });
-    } finally {
-      if (local !== batch) tf.dispose([local.x, local.y]); // also when a share's combine throws
-    }
+      return use(grads, loss);
+    });
   }
 
   /**
@@ -572,6 +566,8 @@ export class Trainer {
       workers: o.workers ?? "auto",
       data: this.data,
       batchSize: o.batchSize,
+      shards: this.#shards,
+      evalBatchSize: o.valData ? o.evalBatchSize ?? 512 : undefined,
       spec: o.workerSpec ?? this.model.spec?.(),
       steps,
       maxSeconds: o.maxSeconds,
@@ -643,7 +639,7 @@ export class Trainer {
         batchSize: o.evalBatchSize,
         indices: evalIdx,
         // Every core that trains also evaluates, where the share can (a DataParallel can).
-        share: share && "splitEval" in share ? share as StepShare & EvalShare : undefined,
+        share: share && "evalBatches" in share ? share as StepShare & EvalShare : undefined,
       });
       const rec: EvalRecord = {
         step: this.#stepsDone,
