@@ -53,10 +53,12 @@ function load(): string {
 
 type Model = lm.TrainableModel & { dispose(): void; spec(): lm.ModelSpec };
 
+let brownOnce: ReturnType<typeof lm.loadBrown> | undefined;
+
 /** A fresh model (the same seed each time) and its data and batch size. */
 async function build(): Promise<{ model: Model; data: lm.Dataset; batchSize: number }> {
   if (which === "ch3") {
-    const brown = await lm.loadBrown();
+    const brown = await (brownOnce ??= lm.loadBrown());
     const model = new lm.FixedWindowLM({ vocabSize: brown.vocab.vocabSize, ...lm.BENGIO_MODELS.MLP9 }, { seed: 1 });
     return { model, data: lm.windowDataset(brown.train.tokens, 4), batchSize: 128 };
   }
