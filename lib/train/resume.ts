@@ -75,6 +75,7 @@ const DEFINING: (keyof TrainerOptions)[] = [
   "restoreBest",
   "logEvery",
   "seed",
+  "shards",
 ];
 
 /**

@@ -20,8 +20,8 @@ function bigram(vocabSize: number, seed = 1): TrainableModel & { calls: number; 
   const model = {
     calls: 0,
     variables: () => ({ table, bias }),
-    loss: (b: Batch, o: { training: boolean; seed: number }) => {
-      if (o.training) model.calls++;
+    loss: (b: Batch, o: { training: boolean; seed: number; rowOffset?: number }) => {
+      if (o.training && !o.rowOffset) model.calls++; // once a step: its first shard's call
       return tf.tidy(() => {
         const logits = tf.gather(table, b.x.reshape([-1])).add(bias);
         const ce = tf.losses.softmaxCrossEntropy(tf.oneHot(b.y as tf.Tensor1D, vocabSize), logits) as tf.Scalar;

@@ -59,12 +59,17 @@ import { AdamW } from "./adamw.ts";
 import type { Optimizer } from "./optimizer.ts";
 import { clipScale, learningRateAt, type ScheduleOptions } from "./schedule.ts";
 import { chooseWorkers, type WorkersChoice } from "./choose_workers.ts";
-import { type EvalShare, evaluateLoss } from "./evaluate.ts";
-import { trainableNames } from "./trainable.ts";
-export { type EvalShare, evaluateLoss, type EvaluateLossOptions, type LossReport } from "./evaluate.ts";
-import { assignWeights } from "./checkpoint.ts";
-import { openRun, type SavedRun, saveRun } from "./resume.ts";
-import type { EvalRecord, StepShare, TrainableModel, TrainerOptions, TrainHistory, TrainRecord } from "./types.ts";
+import { defaultShards, differentiateShards } from "./shards.ts";
+import type {
+  EvalRecord,
+  LossOptions,
+  ModelSpec,
+  StepShare,
+  TrainableModel,
+  TrainerOptions,
+  TrainHistory,
+  TrainRecord,
+} from "./types.ts";
 export type {
   EvalRecord,
   LossOptions,
@@ -74,6 +79,11 @@ export type {
   TrainHistory,
   TrainRecord,
 } from "./types.ts";
+import { type EvalShare, evaluateLoss } from "./evaluate.ts";
+import { trainableNames } from "./trainable.ts";
+export { type EvalShare, evaluateLoss, type EvaluateLossOptions, type LossReport } from "./evaluate.ts";
+import { assignWeights } from "./checkpoint.ts";
+import { type CheckpointOptions, openRun, type SavedRun, saveRun } from "./resume.ts";
 
 /**
  * Trains a {@link TrainableModel} on a {@link Dataset} (chapter 3; reused in
@@ -137,6 +147,8 @@ export class Trainer {
   #stepsDone = 0;
   /** The helpers of the current run, when it uses more than one worker. */
   #share: (StepShare & { close(): Promise<void> }) | undefined;
+  /** The shards each batch is differentiated in ({@link TrainerOptions.shards}). */
+  readonly #shards: number;
 
   /**
    * Sets up training of `model` on `data`; nothing runs until {@link Trainer.run} or {@link Trainer.step}.
@@ -162,6 +174,14 @@ export class Trainer {
     positiveInt("logEvery", o.logEvery);
     if (o.workers !== undefined && o.workers !== "auto" && !(Number.isInteger(o.workers) && o.workers >= 1)) {
       throw new RangeError(`workers must be "auto" or a whole number of at least 1: workers=${o.workers}`);
+    }
+    if (o.shards !== undefined) positiveInt("shards", o.shards);
+    const shards = o.shards ?? defaultShards(tf.getBackend());
+    if (typeof o.workers === "number" && o.workers > shards && !o.share) {
+      throw new RangeError(
+        `workers=${o.workers} is more than shards=${shards}: each worker differentiates whole shards of every batch, ` +
+          `so give shards: ${o.workers} or more (the numbers then depend on shards, never on workers)`,
+      );
     }
     if (o.maxSteps !== undefined) positiveInt("maxSteps", o.maxSteps);
     if (o.epochs !== undefined && !(o.epochs > 0)) {
@@ -211,6 +231,7 @@ export class Trainer {
     this.model = model;
     this.data = data;
     this.options = o;
+    this.#shards = shards;
     this.#rng = o.rng ?? new Rng(o.seed ?? 0);
     this.optimizer = o.optimizer ?? new AdamW({
       beta1: o.betas?.[0],
@@ -282,25 +303,19 @@ export class Trainer {
     share: StepShare | undefined,
     use: (grads: Record<string, tf.Tensor>, loss: tf.Scalar) => T,
   ): T {
-    const vars = this.model.variables();
-    const names = trainableNames(vars, this.options.trainable);
-    const byTfName = new Map(names.map((n) => [vars[n].name, n]));
-    const local = share ? share.split(batch, vars, seed) : batch;
-    try {
-      return tf.tidy(() => {
-        const { value: localLoss, grads } = tf.variableGrads(
-          () => this.model.loss(local, { training: true, seed }),
-          names.map((n) => vars[n]),
-        );
-        let value = localLoss;
-        let named: Record<string, tf.Tensor> = {};
-        for (const [tfName, g] of Object.entries(grads)) named[byTfName.get(tfName)!] = g;
-        if (share) ({ grads: named, loss: value } = share.combine(named, value));
-        return use(named, value);
+    const variables = this.model.variables();
+    const names = trainableNames(variables, this.options.trainable);
+    return tf.tidy(() => {
+      // The batch's fixed shards, here or shared, added in shard order: the same numbers on any number of workers.
+      const { grads, loss } = differentiateShards(this.model, batch, {
+        variables,
+        names,
+        seed,
+        shards: this.#shards,
+        share,
       });
-    } finally {
-      if (local !== batch) tf.dispose([local.x, local.y]); // also when a share's combine throws
-    }
+      return use(grads, loss);
+    });
   }
 
   /**
@@ -317,6 +332,8 @@ export class Trainer {
       workers: o.workers ?? "auto",
       data: this.data,
       batchSize: o.batchSize,
+      shards: this.#shards,
+      evalBatchSize: o.valData ? o.evalBatchSize ?? 512 : undefined,
       spec: o.workerSpec ?? this.model.spec?.(),
       steps,
       maxSeconds: o.maxSeconds,
@@ -388,7 +405,7 @@ export class Trainer {
         batchSize: o.evalBatchSize,
         indices: evalIdx,
         // Every core that trains also evaluates, where the share can (a DataParallel can).
-        share: share && "splitEval" in share ? share as StepShare & EvalShare : undefined,
+        share: share && "evalBatches" in share ? share as StepShare & EvalShare : undefined,
       });
       const rec: EvalRecord = {
         step: this.#stepsDone,

@@ -223,23 +223,39 @@ export interface TrainerOptions {
   onEval?: (record: EvalRecord, history: TrainHistory) => void | Promise<void>;
   /**
    * Shares each step's gradient work with other workers (data parallelism,
-   * e.g. a started `DataParallel`, which gives part of every batch to
+   * e.g. a started `DataParallel`, which gives some shards of every batch to
    * other cores). Default: none; see `workers`.
    */
   share?: StepShare;
   /**
-   * Workers (cores) that differentiate each batch during {@link Trainer.run}:
-   * a whole number (this process counts as one), or `"auto"` (default): a
-   * helper per other core where a short timed probe shows that it makes
-   * steps faster, for models that can be rebuilt in a helper (`spec()`,
-   * or `workerSpec`), and as many as the free memory allows (a helper has
-   * its own runtime, model copy and activations: for the baby GPT it adds
-   * about 170 MB; 50 to 70 MB with `deno task lab`'s V8 flags, see
-   * tools/v8_flags.ts). The helpers evaluate part of every validation
-   * batch too. Results equal one-piece training up to float rounding,
-   * with dropout too when the model draws its masks at the rows'
-   * positions ({@link LossOptions.rowOffset}: the transformer and the
-   * fixed-window model do), and for a loss that scores only some positions
+   * The fixed shards each batch is differentiated in: runs of consecutive
+   * rows whose gradients and losses are computed one shard at a time and
+   * added in shard order (`shards.ts`), whether one worker differentiates
+   * them all or several share them. So a seeded run's numbers depend on the
+   * seed, the data, the backend and `shards`, never on `workers`, the
+   * timing or the load. At most `shards` workers share a step. Default 2
+   * on a CPU backend (`wasm`, `cpu`), 1 (the batch in one piece) on a
+   * GPU's. Cutting a batch costs a single worker some speed (each shard
+   * runs every op of the step; bench/README.md measures it); give
+   * `shards: 4` on a machine with four cores to let four workers share
+   * (the numbers change with `shards`, once).
+   */
+  shards?: number;
+  /**
+   * Workers (cores) that differentiate each batch's shards during
+   * {@link Trainer.run}: a whole number, at most `shards` (this process
+   * counts as one), or `"auto"` (default): a helper per other core, up to
+   * `shards` workers, where a short timed probe shows that it makes steps
+   * faster, for models that can be rebuilt in a helper (`spec()`, or
+   * `workerSpec`), and as many as the free memory allows (a helper has its
+   * own runtime, model copy and activations: for the baby GPT it adds about
+   * 170 MB; 50 to 70 MB with `deno task lab`'s V8 flags, see
+   * tools/v8_flags.ts). The helpers evaluate some of the validation batches
+   * too, each batch whole. The choice changes the speed only: losses,
+   * validation losses and weights are the same bits on one worker or
+   * several (see `shards`), with dropout too when the model draws its
+   * masks at the rows' positions ({@link LossOptions.rowOffset}: every
+   * model of `lib/` with dropout does), and for a loss that scores only some positions
    * when the model counts them ({@link TrainableModel.lossWeight}: the
    * masked-LM encoder and the encoder-decoder do). Every model of `lib/`
    * that a helper can rebuild from its `spec()` can train on several cores
@@ -283,31 +299,33 @@ export interface CheckpointOptions {
   fresh?: boolean;
 }
 
+/** A shard's gradients (by the model's variable names) and mean loss. */
+export type ShardResult = { grads: Record<string, tf.Tensor>; loss: tf.Scalar };
+
 /**
- * A way to split each training step across workers (data parallelism;
- * chapter 3's trainer, `data_parallel.ts`). The trainer calls `split` with the
- * step's whole batch, differentiates the part it returns, then calls
- * `combine` with that part's gradients and loss (inside `tf.tidy`) and
- * steps the optimiser on what `combine` returns: the gradients and loss of
- * the whole batch, as if it had been differentiated in one piece.
+ * Other workers that differentiate some of each batch's shards (data
+ * parallelism; chapter 3's trainer, e.g. a started `DataParallel`). The
+ * trainer calls `split` with the step's whole batch and its shards'
+ * sizes, differentiates the shards `split` leaves here, then asks for each
+ * other shard's result in order.
  */
 export interface StepShare {
   /**
-   * Hands the rest of a batch to the other workers, with the current weights.
+   * Hands the batch's last shards to the other workers, with the current
+   * weights and the step's seed (each shard runs at its first row's
+   * {@link LossOptions.rowOffset} in the batch).
    * @param batch the step's whole batch (not disposed by the callee).
    * @param variables the model's variables, by name.
    * @param seed this step's seed for the loss's randomness.
-   * @returns the part this process differentiates: the batch's first rows
-   *   (its loss runs at `rowOffset` 0), a new batch, which the trainer
-   *   disposes, or `batch` itself. The other parts must get the same `seed`
-   *   and their rows' {@link LossOptions.rowOffset}.
+   * @param sizes the shards' sizes, in row order ({@link shardSizes}).
+   * @returns how many leading shards this process differentiates.
    */
-  split(batch: Batch, variables: Record<string, tf.Variable>, seed: number): Batch;
+  split(batch: Batch, variables: Record<string, tf.Variable>, seed: number, sizes: number[]): number;
   /**
-   * Waits for the other workers and combines their gradients with these.
-   * @param grads the local part's gradients, by variable name.
-   * @param loss the local part's mean loss.
-   * @returns the whole batch's mean gradients and loss.
+   * Waits for shard `s` (one that `split` handed out) and returns its
+   * gradients and mean loss, new tensors that the caller disposes.
+   * @param s the shard's index in the batch.
+   * @returns its result, differentiated exactly as this process would.
    */
-  combine(grads: Record<string, tf.Tensor>, loss: tf.Scalar): { grads: Record<string, tf.Tensor>; loss: tf.Scalar };
+  shard(s: number): ShardResult;
 }
