@@ -126,6 +126,15 @@ export interface TrainableModel {
    * @returns a finite number >= 0.
    */
   lossWeight?(batch: Batch): number;
+  /**
+   * Decides, once before a run trains, which implementation computes the
+   * model (optional): chapter 6's transformer checks its fast path against
+   * its readable model here. The trainer records the answer in the history
+   * ({@link TrainHistory.path}) and starts data-parallel helpers from the
+   * returned `spec`, so that they compute the same way.
+   * @returns the implementation, why, and the helpers' spec.
+   */
+  choosePath?(): Promise<{ path: string; reason: string; spec?: ModelSpec }>;
 }
 
 /** One record of the training loss (chapter 3). */
@@ -184,6 +193,10 @@ export interface TrainHistory {
   workers: number;
   /** Why that many, in a sentence. */
   workersReason: string;
+  /** Which implementation of the model trained, for a model that says ({@link TrainableModel.choosePath}). */
+  path?: string;
+  /** Why, in a sentence or two. */
+  pathReason?: string;
 }
 
 /** Options of {@link Trainer}. */
@@ -563,7 +576,7 @@ export class Trainer {
    * differentiates without stepping and with its own seed, so it changes
    * neither the weights nor the batch order.
    */
-  async #chooseWorkers(steps: number): Promise<WorkersChoice> {
+  async #chooseWorkers(steps: number, spec?: ModelSpec): Promise<WorkersChoice> {
     const o = this.options;
     if (o.share) return { workers: 1, reason: "the share given as an option splits each step" };
     return await chooseWorkers(this.model, {
@@ -572,7 +585,7 @@ export class Trainer {
       workers: o.workers ?? "auto",
       data: this.data,
       batchSize: o.batchSize,
-      spec: o.workerSpec ?? this.model.spec?.(),
+      spec: o.workerSpec ?? spec ?? this.model.spec?.(),
       steps,
       maxSeconds: o.maxSeconds,
       differentiate: (batch, share) => this.#differentiate(batch, 0, share, () => undefined),
@@ -601,7 +614,9 @@ export class Trainer {
     const history = (this.history = saved?.history ?? emptyHistory());
     if (saved?.finished) return history;
     if (stepsLeft > 0) {
-      const choice = await this.#chooseWorkers(total - this.#stepsDone);
+      const chosen = await this.model.choosePath?.();
+      if (chosen) [history.path, history.pathReason] = [chosen.path, chosen.reason];
+      const choice = await this.#chooseWorkers(total - this.#stepsDone, chosen?.spec);
       this.#share = choice.share;
       history.workers = choice.workers;
       history.workersReason = choice.reason;
