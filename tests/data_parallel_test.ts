@@ -5,7 +5,7 @@
  * documented, refuse bad options by name, and turn a helper's failure into
  * an error rather than a hang.
  *
- * Run: `deno test -A tests/data_parallel_test.ts`.
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/data_parallel_test.ts
  * @module
  */
 import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json tests/source_scan_test.ts
 import { assert, assertEquals } from "@std/assert";
 import { maskLiterals, scanLiterals } from "../tools/source_scan.ts";
 import { bracketsBalance } from "../tools/graded_runner.ts";

@@ -2,7 +2,9 @@
  * The fast cached decoder (chapter 7): one token at a time on plain
  * `Float32Array`s with a KV cache, its matrix-vector products in the
  * kernels layer, for the small models of the course where TensorFlow.js's
- * per-op dispatch would cost more than the arithmetic.
+ * per-op dispatch would cost more than the arithmetic. Generation uses it
+ * where the run-time guard (`lib/models/path_guard.ts`, through
+ * `openSession`) finds that it computes what `lib/models/gpt.ts` does.
  *
  * @module
  */

@@ -6,7 +6,10 @@
  * q, k and v and write its output without reshuffling. Row order does not
  * matter to the row-wise parts (norms, linear layers, the head).
  * `TransformerLM` trains and scores with it; `gpt_fast_test.ts` proves
- * that it gives the readable model's logits, loss, gradients and cache.
+ * that it gives the readable model's logits, loss, gradients and cache, and
+ * at run time `path_guard.ts` checks it on the model actually built (so an
+ * edit to `gpt.ts` that this file does not follow makes the model run
+ * `gpt.ts` instead, and say why).
  * The WebAssembly cached decoder, the fast path of decoding, is
  * `lib/decode/fast_decoder.ts`.
  *
