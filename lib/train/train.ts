@@ -574,10 +574,13 @@ export class Trainer {
   /**
    * Decides the workers of a run ({@link TrainerOptions.workers}); the probe
    * differentiates without stepping and with its own seed, so it changes
-   * neither the weights nor the batch order.
+   * neither the weights nor the batch order. First the model says which
+   * implementation of it computes ({@link TrainableModel.choosePath}), in
+   * the history, and how helpers build the same.
    */
-  async #chooseWorkers(steps: number, spec?: ModelSpec): Promise<WorkersChoice> {
-    const o = this.options;
+  async #chooseWorkers(steps: number): Promise<WorkersChoice> {
+    const o = this.options, chosen = await this.model.choosePath?.();
+    if (chosen) [this.history.path, this.history.pathReason] = [chosen.path, chosen.reason];
     if (o.share) return { workers: 1, reason: "the share given as an option splits each step" };
     return await chooseWorkers(this.model, {
       // A selection (fine-tuning): the helpers differentiate only these variables too.
@@ -585,7 +588,7 @@ export class Trainer {
       workers: o.workers ?? "auto",
       data: this.data,
       batchSize: o.batchSize,
-      spec: o.workerSpec ?? spec ?? this.model.spec?.(),
+      spec: o.workerSpec ?? chosen?.spec ?? this.model.spec?.(),
       steps,
       maxSeconds: o.maxSeconds,
       differentiate: (batch, share) => this.#differentiate(batch, 0, share, () => undefined),
@@ -614,9 +617,7 @@ export class Trainer {
     const history = (this.history = saved?.history ?? emptyHistory());
     if (saved?.finished) return history;
     if (stepsLeft > 0) {
-      const chosen = await this.model.choosePath?.();
-      if (chosen) [history.path, history.pathReason] = [chosen.path, chosen.reason];
-      const choice = await this.#chooseWorkers(total - this.#stepsDone, chosen?.spec);
+      const choice = await this.#chooseWorkers(total - this.#stepsDone);
       this.#share = choice.share;
       history.workers = choice.workers;
       history.workersReason = choice.reason;
