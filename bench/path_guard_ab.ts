@@ -5,16 +5,20 @@
  * - A, main's behaviour: the model built with `decidedPath: "fast"` (what a
  *   data-parallel helper gets), so the fast path runs with no check at all;
  * - B, the guarded model (the default, `path: "auto"`): checked once, then
- *   the fast path, with the guard consulted on every call.
+ *   the fast path, with the guard consulted on every call;
+ * - A', A again in a second model: the control, whose ratio to A is the
+ *   noise floor of the comparison on this machine.
  *
- * Full training steps (forward, backward, clipping, AdamW) alternate
- * A B B A ..., so that both see the same machine load; the table gives each
- * arm's median and mean step and B / A. Then the check itself: its wall time
- * on a fresh model (the first one also warms the backend's kernels up, so a
- * second fresh model is timed too), and the cached decoder's check, which
- * generation adds. `--readable` also times steps of the readable model
- * (`path: "readable"`, gpt.ts op by op), what a model runs after an edit the
- * fast path does not follow. Writes `build/bench/path_guard_ab.json`.
+ * Full training steps (forward, backward, clipping, AdamW) take turns, the
+ * order rotating every round (A B A', B A' A, A' A B), so that all see the
+ * same machine load; the table gives each arm's median and mean step, then
+ * B / A beside A' / A. Then the check itself: its wall time on a fresh
+ * model (the first one also warms the backend's kernels up, so a second
+ * fresh model is timed too), and the cached decoder's check, which
+ * generation adds (as the guard timed it). `--readable` also times steps of
+ * the readable model (`path: "readable"`, gpt.ts op by op): what a model
+ * runs after an edit the fast path does not follow. Writes
+ * `build/bench/path_guard_ab.json`.
  *
  * Run: deno run -A bench/path_guard_ab.ts [--steps 40] [--backend wasm] [--config baby] [--batch 12] [--readable]
  *
@@ -42,15 +46,12 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 }
 
 // The check, on fresh models: the first also pays the backend's warm-up, the second is what a later model pays.
-const checks: { what: string; ms: number; probeMs: number }[] = [];
+const checks: { what: string; ms: number }[] = [];
 for (const what of ["first model (cold backend)", "second model (warm)"]) {
   const s = makeStepper(preset, batch);
-  const ms = await timed(() => s.model.checkPaths());
-  checks.push({ what: `fused-kernel check, ${what}`, ms, probeMs: s.model.guard.verdict(lm.FUSED_PATH)!.ms });
-  const gen = await timed(() => lm.generate(s.model, [1, 2, 3], { maxNewTokens: 1, greedy: true }));
-  const again = await timed(() => lm.generate(s.model, [1, 2, 3], { maxNewTokens: 1, greedy: true }));
-  const decoder = s.model.guard.verdict(DECODER_PATH)!;
-  checks.push({ what: `cached-decoder check, ${what}`, ms: gen - again, probeMs: decoder.ms });
+  checks.push({ what: `fused-kernel check, ${what}`, ms: await timed(() => s.model.checkPaths()) });
+  await lm.generate(s.model, [1, 2, 3], { maxNewTokens: 1, greedy: true }); // checks the decoder first
+  checks.push({ what: `cached-decoder check, ${what}`, ms: s.model.guard.verdict(DECODER_PATH)!.ms });
   s.dispose();
 }
 
@@ -60,10 +61,14 @@ const arms = [
     stepper: makeStepper(preset, batch, false, {}, { decidedPath: "fast" }),
   },
   { name: "B: guarded (path: auto)", stepper: makeStepper(preset, batch) },
+  {
+    name: "A': main again (the control)",
+    stepper: makeStepper(preset, batch, false, {}, { decidedPath: "fast" }),
+  },
 ].map((a) => ({ ...a, times: [] as number[] }));
 for (const a of arms) for (let i = 0; i < 3; i++) await a.stepper.step(); // warm-up (B's check runs here)
 for (let i = 0; i < steps; i++) {
-  const order = i % 2 === 0 ? arms : [...arms].reverse(); // A B, B A, ...
+  const order = [...arms.slice(i % 3), ...arms.slice(0, i % 3)]; // A B A', B A' A, A' A B, ...
   for (const a of order) a.times.push(await timed(() => a.stepper.step()));
 }
 let readable: number[] | undefined;
@@ -80,12 +85,13 @@ const rows = arms.map((a) => ({ arm: a.name, "median ms/step": median(a.times), 
 if (readable) {
   rows.push({ arm: "readable (path: readable)", "median ms/step": median(readable), "mean ms/step": mean(readable) });
 }
-const [A, B] = arms.map((a) => a.times);
-const ratio = {
-  median: median(B) / median(A),
-  mean: mean(B) / mean(A),
-  pairedMedian: median(B.map((b, i) => b / A[i])),
-};
+const [A, B, A2] = arms.map((a) => a.times);
+const ratios = (X: number[]) => ({
+  median: median(X) / median(A),
+  mean: mean(X) / mean(A),
+  pairedMedian: median(X.map((x, i) => x / A[i])),
+});
+const ratio = { guarded: ratios(B), control: ratios(A2) };
 const load1 = Deno.loadavg();
 console.log(
   `${backend.name}, ${preset} config, batch ${batch}, ${steps} steps per arm; load average ${
@@ -99,18 +105,12 @@ console.table(
     "mean ms/step": r["mean ms/step"].toFixed(1),
   })),
 );
-console.log(
-  `B / A: median ${ratio.median.toFixed(4)}, mean ${ratio.mean.toFixed(4)}, median of paired ratios ${
-    ratio.pairedMedian.toFixed(4)
-  }`,
-);
-console.table(
-  checks.map((c) => ({
-    check: c.what,
-    "wall ms": c.ms.toFixed(0),
-    "probe ms (the guard's own)": c.probeMs.toFixed(0),
-  })),
-);
+for (const [name, r] of [["B / A (the guard)", ratio.guarded], ["A' / A (the noise floor)", ratio.control]] as const) {
+  console.log(
+    `${name}: median ${r.median.toFixed(4)}, mean ${r.mean.toFixed(4)}, paired median ${r.pairedMedian.toFixed(4)}`,
+  );
+}
+console.table(checks.map((c) => ({ check: c.what, ms: c.ms.toFixed(0) })));
 arms.forEach((a) => a.stepper.dispose());
 await Deno.mkdir("build/bench", { recursive: true });
 await Deno.writeTextFile(
@@ -125,7 +125,7 @@ await Deno.writeTextFile(
       rows,
       ratio,
       checks,
-      times: { A, B, readable },
+      times: { A, B, A2, readable },
     },
     null,
     1,
