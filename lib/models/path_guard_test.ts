@@ -187,7 +187,7 @@ Deno.test("the unedited model: the fast path trains, scores and generates; histo
     assertEquals(history.path, "fast");
     assertMatch(
       history.pathReason!,
-      /agrees with the readable model \(gpt\.ts\) on a seeded probe \(2 sequences of 16 tokens/,
+      /agrees with the readable model \(gpt\.ts\) on a seeded probe \(2 sequences of 8 tokens/,
     );
     assertEquals([g.path, g.mode], ["fast", "fast"]);
     assertMatch(g.pathReason!, /the cached decoder \(lib\/decode\/fast_decoder\.ts\) agrees/);

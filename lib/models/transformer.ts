@@ -67,7 +67,7 @@ import type { LossOptions, TrainableModel } from "../train/train.ts";
 import type { ModelSpec } from "../train/data_parallel.ts";
 import { WindowScorer, windowStart } from "../lm/windows.ts";
 import { gptForward, initWeights, lmHead } from "./gpt.ts";
-import { FastForward, type RunResult } from "./gpt_fast.ts";
+import { checkLogitsSize, FastForward, type RunResult } from "./gpt_fast.ts";
 import { FUSED_PATH, fusedProbe, PathGuard, type PathVerdict } from "./path_guard.ts";
 import {
   type ForwardOptions,
@@ -261,9 +261,10 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    * @throws {Error} when `path: "fast"` is asked and the fast path differs from gpt.ts.
    */
   forward(idx: tf.Tensor2D, targets?: tf.Tensor2D, options: ForwardOptions = {}): ForwardResult {
+    const [B, T] = idx.shape, V = this.config.vocabSize;
+    checkLogitsSize(B * T, { V, B, T }); // before either path (and the check) runs
     if (!this.#useFast(options.path)) return gptForward(this.#vars, { c: this.config, idx, targets }, options);
     const { logitsTB, loss, present, attention, hidden } = this.#run(idx, targets, options);
-    const [B, T] = idx.shape, V = this.config.vocabSize;
     const result: ForwardResult = {
       logits: tf.transpose(tf.reshape(logitsTB, [T, B, V]), [1, 0, 2]) as tf.Tensor3D, // (B, T, V)
     };
@@ -286,7 +287,8 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    * @returns a scalar, in nats per token.
    */
   loss(batch: Batch, options: LossOptions): tf.Scalar {
-    const x = batch.x as tf.Tensor2D, y = batch.y as tf.Tensor2D;
+    const x = batch.x as tf.Tensor2D, y = batch.y as tf.Tensor2D, [B, T] = x.shape;
+    checkLogitsSize(B * T, { V: this.config.vocabSize, B, T });
     const o = { training: options.training, seed: options.seed, rowOffset: options.rowOffset };
     if (!this.#useFast()) return gptForward(this.#vars, { c: this.config, idx: x, targets: y }, o).loss!;
     return this.#run(x, y, o).loss!;
