@@ -190,6 +190,8 @@ export class PathGuard {
   #key: () => string;
   #verdicts = new Map<string, { key: string; verdict: PathVerdict }>();
   #told = new Set<string>();
+  /** Checks under way (two callers at once share one probe). */
+  #pending = new Map<string, Promise<PathVerdict>>();
   /** What a call that asks for the fast path is told where it differs. */
   #refusals = new Map<string, string>();
 
@@ -224,6 +226,11 @@ export class PathGuard {
         ms: 0,
       };
     }
+    return this.#held(path);
+  }
+
+  /** The verdict of the last check of a fast path, if the config has not changed since. */
+  #held(path: FastPath): PathVerdict | undefined {
     const held = this.#verdicts.get(path.key);
     return held && held.key === this.#key() ? held.verdict : undefined;
   }
@@ -235,9 +242,18 @@ export class PathGuard {
    * @returns the verdict.
    * @throws {Error} with the reason when the model's option is `"fast"` and they differ.
    */
-  async check(path: FastPath, probe: () => Probe | Promise<Probe>): Promise<PathVerdict> {
+  check(path: FastPath, probe: () => Probe | Promise<Probe>): Promise<PathVerdict> {
     const known = this.verdict(path);
-    if (known) return this.#settle(path, known);
+    if (known) return Promise.resolve().then(() => this.#settle(path, known));
+    let pending = this.#pending.get(path.key);
+    if (!pending) {
+      pending = this.#checkAsync(path, probe).finally(() => this.#pending.delete(path.key));
+      this.#pending.set(path.key, pending);
+    }
+    return pending;
+  }
+
+  async #checkAsync(path: FastPath, probe: () => Probe | Promise<Probe>): Promise<PathVerdict> {
     const t0 = performance.now();
     const p = await probe();
     const read = async (t: tf.Tensor | Float32Array | null) =>
@@ -271,9 +287,11 @@ export class PathGuard {
   useFast(path: FastPath, probe: () => Probe, requested?: "fast" | "readable"): boolean {
     if (requested === "readable") return false;
     if (this.#decided) return this.#decided === "fast";
-    let v = this.verdict(path);
+    if (requested !== "fast" && this.option === "readable") return false;
+    let v = this.#held(path);
     if (!v && !canReadSync()) {
-      // A synchronous call before the asynchronous check (webgpu): gpt.ts is right, the fast path unchecked.
+      // A synchronous call before the asynchronous check (webgpu): gpt.ts is right, the fast path unchecked
+      // (a call that asks for the fast path gets it).
       if (requested === "fast") return true;
       this.#tell(
         `${path.key}:unchecked`,
@@ -282,11 +300,11 @@ export class PathGuard {
       );
       return false;
     }
-    if (!v || (requested === "fast" && v.agrees === undefined)) v = this.#checkNow(path, probe);
-    if ((requested === "fast" && !v.agrees) || (this.option === "fast" && v.agrees === false)) {
+    v ??= this.#checkNow(path, probe); // throws under path: "fast" where they differ
+    if (!v.agrees && (requested === "fast" || this.option === "fast")) {
       throw new Error(this.#refusals.get(path.key) ?? v.reason);
     }
-    return v.path === "fast";
+    return v.agrees === true;
   }
 
   #checkNow(path: FastPath, probe: () => Probe): PathVerdict {
@@ -341,7 +359,7 @@ export class PathGuard {
   /** Says a disagreement once (or throws it under `path: "fast"`); returns the verdict. */
   #settle(path: FastPath, v: PathVerdict): PathVerdict {
     if (v.agrees === false && this.option === "fast") throw new Error(v.reason);
-    if (v.agrees === false) this.#tell(path.key, v.reason);
+    if (v.agrees === false && this.option === "auto") this.#tell(path.key, v.reason);
     return v;
   }
 

@@ -135,6 +135,17 @@ Deno.test('guard: path "fast" throws where they differ, "readable" never probes,
   assertEquals([r.path, readable.guard.useFast(FUSED_PATH, readable.run), readable.calls()], ["readable", false, 0]);
   assertMatch(r.reason, /built with path: "readable"/);
   assertThrows(() => new PathGuard({ owner: "m", option: "quick" as "fast", key: () => "" }), RangeError, '"quick"');
+  // A call that asks for the fast path of a "readable" model is checked, once.
+  const asked = guarded({ outputs: [out("the logits", [1], [1])] }, { option: "readable" });
+  assert(asked.guard.useFast(FUSED_PATH, asked.run, "fast") && asked.guard.useFast(FUSED_PATH, asked.run, "fast"));
+  assertEquals([asked.guard.useFast(FUSED_PATH, asked.run), asked.calls()], [false, 1]);
+  // Two callers at once share one probe.
+  const twice = guarded({ outputs: [out("the logits", [1], [1])] });
+  const [a, b] = await Promise.all([
+    twice.guard.check(FUSED_PATH, twice.run),
+    twice.guard.check(FUSED_PATH, twice.run),
+  ]);
+  assertEquals([a, twice.calls()], [b, 1]);
   let key = "a";
   const keyed = guarded({ outputs: [out("the logits", [1], [1])] }, { key: () => key });
   await keyed.guard.check(FUSED_PATH, keyed.run);
