@@ -24,6 +24,7 @@ export {
   FUSED_PATH,
   type PathDifference,
   PathGuard,
+  type PathGuardOptions,
   type PathOption,
   type PathVerdict,
   type Probe,

@@ -195,7 +195,11 @@ export class PathGuard {
   /** What a call that asks for the fast path is told where it differs. */
   #refusals = new Map<string, string>();
 
-  /** @param options the model's name, its `path` option, and what a verdict depends on. */
+  /**
+   * A guard with no verdict yet.
+   * @param options the model's name, its `path` option, and what a verdict depends on.
+   * @throws {RangeError} on an unknown `path` option.
+   */
   constructor(options: PathGuardOptions) {
     const option = options.option ?? "auto";
     if (!["auto", "fast", "readable"].includes(option)) {
