@@ -6,7 +6,7 @@
  * and turn a helper's failure into an error rather than a hang
  * (`tests/same_numbers_test.ts` covers every model family on wasm too).
  *
- * Run: `deno test -A tests/data_parallel_test.ts`.
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/data_parallel_test.ts
  * @module
  */
 import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";

@@ -6,7 +6,8 @@
  * wrong type, exceptions, a type error, permission violations, code that
  * throws on load, a renamed export). The real files are never touched.
  *
- * Run: `deno test -A tests/grade_test.ts` (add `--import-map tests/offline_import_map.json` without JSR).
+ * Run: LMBOOK_OFFLINE=1 deno test -A --import-map tests/offline_import_map.json tests/grade_test.ts
+ * (with JSR: `deno test -A tests/grade_test.ts`).
  * @module
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";

@@ -5,6 +5,8 @@
  * results, scoring, and how a syntax error is cut out of one exercise
  * function. The browser loop itself: tests/browser/grade_browser_test.ts.
  *
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/grade_web_test.ts
+ *
  * @module
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";

@@ -9,7 +9,8 @@
  * and fails, naming `file:line`, for each whose options object has no `hint`
  * (or, with `mistakes`, a hint that is not neutral or an empty mistakes list).
  *
- * Run: `deno test -A tests/hints_test.ts` (add `--import-map tests/offline_import_map.json` without JSR).
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/hints_test.ts
+ * (with JSR: `deno test -A tests/hints_test.ts`).
  * @module
  */
 import { assertEquals } from "@std/assert";

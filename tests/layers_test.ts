@@ -11,7 +11,7 @@
  * AssemblyScript sources under `lib/kernels/assembly/` are not Deno modules
  * and are left out).
  *
- * Run: `deno test -A tests/layers_test.ts`.
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/layers_test.ts
  * @module
  */
 import { assert, assertEquals } from "@std/assert";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json tests/mutant_patches_test.ts
 // Tests of mutants as data (tests/mutant_patches.ts): edits, import rebasing, and the whole-file converter.
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import { join } from "node:path";

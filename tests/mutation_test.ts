@@ -5,7 +5,8 @@
  * `MIN_MUTANTS` of them, the mutants must be well-formed, their patches must
  * apply, and the modules must type-check. Prints caught/tried.
  *
- * Run: `deno test -A tests/mutation_test.ts` (add `--import-map tests/offline_import_map.json` without JSR),
+ * Run: LMBOOK_OFFLINE=1 deno test -A --import-map tests/offline_import_map.json tests/mutation_test.ts
+ * (with JSR: `deno test -A tests/mutation_test.ts`),
  * or `deno run -A tests/mutation.ts [ch01 ...]` for the report alone.
  * @module
  */

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json tests/notebooks_test.ts
 import { assertEquals, assertGreater, assertStringIncludes } from "@std/assert";
 import {
   cellTimeoutSeconds,

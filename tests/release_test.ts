@@ -3,7 +3,7 @@
  * solutions or mutants, and grading inside it reports every exercise as not
  * attempted. Builds into a throwaway folder under build/.
  *
- * Run: `deno test -A tests/release_test.ts`.
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/release_test.ts
  * @module
  */
 import { assert, assertEquals } from "@std/assert";

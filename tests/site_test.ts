@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json tests/site_test.ts
 // Tests of the static-site renderer (tools/site.ts, site_render.ts, site_markdown.ts): no browser, no kernel.
 import { assert, assertEquals, assertFalse, assertMatch, assertRejects, assertStringIncludes } from "@std/assert";
 import { join } from "node:path";

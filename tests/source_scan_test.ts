@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json tests/source_scan_test.ts
 import { assert, assertEquals } from "@std/assert";
 import ts from "typescript";
 import { bracketsBalance as balance, maskLiterals as mask, scanLiterals as scan } from "../tools/source_scan.ts";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/core/backend_test.ts
 import { assertEquals, assertRejects, assertStringIncludes, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { BACKEND_ENV, formatBackendReport, initBackend, parseBackend } from "./backend.ts";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/train/resume_test.ts
 import { assert, assertAlmostEquals, assertEquals, assertRejects, assertStringIncludes } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { AdamW } from "./adamw.ts";

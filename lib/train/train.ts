@@ -321,10 +321,13 @@ export class Trainer {
   /**
    * Decides the workers of a run ({@link TrainerOptions.workers}); the probe
    * differentiates without stepping and with its own seed, so it changes
-   * neither the weights nor the batch order.
+   * neither the weights nor the batch order. First the model says which
+   * implementation of it computes ({@link TrainableModel.choosePath}), in
+   * the history, and how helpers build the same.
    */
   async #chooseWorkers(steps: number): Promise<WorkersChoice> {
-    const o = this.options;
+    const o = this.options, chosen = await this.model.choosePath?.();
+    if (chosen) [this.history.path, this.history.pathReason] = [chosen.path, chosen.reason];
     if (o.share) return { workers: 1, reason: "the share given as an option splits each step" };
     return await chooseWorkers(this.model, {
       // A selection (fine-tuning): the helpers differentiate only these variables too.
@@ -334,7 +337,7 @@ export class Trainer {
       batchSize: o.batchSize,
       shards: this.#shards,
       evalBatchSize: o.valData ? o.evalBatchSize ?? 512 : undefined,
-      spec: o.workerSpec ?? this.model.spec?.(),
+      spec: o.workerSpec ?? chosen?.spec ?? this.model.spec?.(),
       steps,
       maxSeconds: o.maxSeconds,
       differentiate: (batch, share) => this.#differentiate(batch, 0, share, () => undefined),

@@ -74,6 +74,15 @@ export interface TrainableModel {
    * @returns a finite number >= 0.
    */
   lossWeight?(batch: Batch): number;
+  /**
+   * Decides, once before a run trains, which implementation computes the
+   * model (optional): chapter 6's transformer checks its fast path against
+   * its readable model here. The trainer records the answer in the history
+   * ({@link TrainHistory.path}) and starts data-parallel helpers from the
+   * returned `spec`, so that they compute the same way.
+   * @returns the implementation, why, and the helpers' spec.
+   */
+  choosePath?(): Promise<{ path: string; reason: string; spec?: ModelSpec }>;
 }
 
 /** How a helper builds its copy of the model: `new (await import(module))[exportName](config, options)`. */
@@ -144,6 +153,10 @@ export interface TrainHistory {
   workers: number;
   /** Why that many, in a sentence. */
   workersReason: string;
+  /** Which implementation of the model trained, for a model that says ({@link TrainableModel.choosePath}). */
+  path?: string;
+  /** Why, in a sentence or two. */
+  pathReason?: string;
 }
 
 /** Options of {@link Trainer}. */

@@ -21,6 +21,8 @@
  * browser stage renders it first), else a temporary site written from the
  * committed notebooks (unexecuted: the pages' outputs do not matter here).
  *
+ * Run: LMBOOK_OFFLINE=1 deno test -A --import-map tests/offline_import_map.json tests/browser/grade_browser_test.ts
+ *
  * @module
  */
 import { assert, assertEquals } from "@std/assert";

@@ -20,7 +20,10 @@
  *   service worker's cache and `?autorun=1` still reaches `"done"`, and the index opens; a file never fetched is
  *   missing (the worker caches, it does not invent).
  *
- * One browser serves every check. Run: `deno test -A tests/browser/live_browser_test.ts` after `deno task render`.
+ * One browser serves every check, after `deno task render`:
+ *
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/browser/live_browser_test.ts
+ *
  * Without Chromium the test is skipped, except under CI where that is a failure.
  *
  * @module

@@ -10,7 +10,8 @@
  * panel), with the live part built (tools/web/build.ts); no notebook is executed by Jupyter. The plots are drawn by
  * the page's own Run all (`?autorun=1`, backend `cpu`). Screenshots go to `build/screenshots/phone_live_*.png`.
  *
- * Run: `deno test -A tests/browser/phone_live_test.ts`. Skipped without Chromium, except under CI.
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/browser/phone_live_test.ts
+ * Skipped without Chromium, except under CI.
  * @module
  */
 import { join } from "node:path";
