@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json tests/prose_claims_test.ts
 import { assertEquals, assertMatch, assertStringIncludes, assertThrows } from "@std/assert";
 import * as lm from "../lib/mod.ts";
 import { notebookFiles, ROOT } from "../tools/notebooks.ts";

@@ -10,7 +10,7 @@
  * classifier around an encoder with its body frozen. `workers: "auto"`
  * decides from timing; this is what makes its choice leave the numbers alone.
  *
- * Run: `deno test -A tests/same_numbers_test.ts`.
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/same_numbers_test.ts
  * @module
  */
 import { assert, assertEquals } from "@std/assert";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/grading/arbitraries_test.ts
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import { fc } from "./property.ts";
 import {

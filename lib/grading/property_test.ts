@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/grading/property_test.ts
 import { assert, assertEquals, assertInstanceOf, assertRejects, assertStringIncludes, assertThrows } from "@std/assert";
 import { NotImplementedError } from "../core/errors.ts";
 import { expectClose, expectEqual, explainFailure, WrongAnswerError } from "./grading.ts";
