@@ -11,6 +11,7 @@
  */
 import * as tf from "../core/tf.ts";
 import { NotImplementedError } from "../core/errors.ts";
+import { formatValue } from "./format.ts";
 
 /** Options of {@link graded}. */
 export interface GradedOptions {
@@ -218,42 +219,6 @@ export interface CloseOptions extends CheckContext, MistakeOptions {
   atol?: number;
   /** Relative tolerance (default 1e-4). */
   rtol?: number;
-}
-
-/**
- * A compact, readable rendering of a value for failure messages.
- * @param value a number, array, typed array, tensor or anything else.
- * @param maxItems how many items of a long array to show.
- * @returns a one-line string.
- */
-export function formatValue(value: unknown, maxItems = 12): string {
-  if (value instanceof tf.Tensor) {
-    if (value.isDisposed) return `Tensor(shape [${value.shape}], ${value.dtype}, disposed)`;
-    return `Tensor(shape [${value.shape}], ${value.dtype}) ${formatValue(value.arraySync(), maxItems)}`;
-  }
-  if (typeof value === "function") return `[function ${value.name || "(anonymous)"}]`;
-  if (value != null && typeof (value as { then?: unknown }).then === "function") return "Promise { … }";
-  if (typeof value === "number") {
-    return Number.isInteger(value) ? String(value) : String(+value.toPrecision(6));
-  }
-  if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
-    return formatValue(Array.from(value as unknown as ArrayLike<number>), maxItems);
-  }
-  if (Array.isArray(value)) {
-    const items = value.slice(0, maxItems).map((v) => formatValue(v, maxItems));
-    return `[${items.join(", ")}${value.length > maxItems ? `, … (${value.length} items)` : ""}]`;
-  }
-  if (value instanceof Map) {
-    return `Map(${value.size}) ${formatValue([...value.entries()].slice(0, maxItems), maxItems)}`;
-  }
-  if (typeof value === "string") return JSON.stringify(value);
-  if (value === undefined) return "undefined";
-  try {
-    const s = JSON.stringify(value);
-    return s.length > 300 ? s.slice(0, 300) + "…" : s;
-  } catch {
-    return String(value);
-  }
 }
 
 function fail(ctx: CheckContext, lines: string[]): never {

@@ -8,12 +8,12 @@ import {
   expectShape,
   expectThrows,
   explainFailure,
-  formatValue,
   graded,
   mentionsToken,
   TEST_LOCATION,
   WrongAnswerError,
 } from "./grading.ts";
+import { formatValue } from "./format.ts";
 
 await tf.setBackend("cpu");
 

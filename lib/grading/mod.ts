@@ -7,3 +7,4 @@
  * @module
  */
 export * from "./grading.ts";
+export { formatValue } from "./format.ts";
