@@ -8,3 +8,4 @@
  */
 export * from "./grading.ts";
 export { formatValue } from "./format.ts";
+export { type Mistake, MISTAKE_PREFIX, type MistakeOptions, MISTAKES_PREFIX } from "./mistakes.ts";
