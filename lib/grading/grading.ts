@@ -13,6 +13,7 @@ import * as tf from "../core/tf.ts";
 import { NotImplementedError } from "../core/errors.ts";
 import { formatValue } from "./format.ts";
 import { forgetEvidence, type MistakeOptions, setCurrentExercise, weighMistakes } from "./mistakes.ts";
+import { GradedFailure, type QueuedTest, queueGraded, recordOutcome } from "./student_run.ts";
 
 /** Options of {@link graded}. */
 export interface GradedOptions {
@@ -53,27 +54,40 @@ export function graded(
       `graded test name must start with an exercise number like "1.2 ": name=${JSON.stringify(name)}`,
     );
   }
-  const exercise = name.split(" ")[0];
-  forgetEvidence(exercise); // this exercise's code is (re)loaded: what earlier checks saw no longer holds
+  // Deno reports a test at the line that called Deno.test (here) unless the function carries its
+  // own location: point it at the graded(...) call in the test file, where the student should look.
+  const test: QueuedTest = { name, exercise: name.split(" ")[0], where: callerLocation(new Error().stack ?? "") };
+  forgetEvidence(test.exercise); // this exercise's code is (re)loaded: what earlier checks saw no longer holds
+  const timeout = options.timeout ?? GRADED_TIMEOUT_MS;
   const body = async () => {
     tf.env().set("PROD", true);
     // Deep enough that a stack through tfjs internals still reaches the student's line.
     Error.stackTraceLimit = Math.max(Error.stackTraceLimit, 60);
     if (tf.getBackend() !== "cpu") await tf.setBackend("cpu");
-    setCurrentExercise(exercise);
+    setCurrentExercise(test.exercise);
     try {
       await fn();
+      recordOutcome(test, "passed");
     } catch (err) {
-      throw explainFailure(err);
+      recordOutcome(test, err instanceof NotImplementedError ? "not attempted" : "failed");
+      const e = explainFailure(err);
+      throw new GradedFailure(e.name, e.message);
     } finally {
       setCurrentExercise(undefined);
     }
   };
-  // Deno reports a test at the line that called Deno.test (here) unless the function carries its
-  // own location: point it at the graded(...) call in the test file, where the student should look.
-  const where = callerLocation(new Error().stack ?? "");
-  if (where) (body as unknown as Record<symbol, string>)[TEST_LOCATION] = where;
-  Deno.test({ name, timeout: options.timeout ?? GRADED_TIMEOUT_MS, fn: body });
+  queueGraded(test, () => register(name, test.where, timeout, body), (first, collapsedName, message) => {
+    register(collapsedName, first.where, timeout, () => {
+      recordOutcome(first, "not attempted");
+      throw new GradedFailure("not attempted", message);
+    });
+  });
+}
+
+/** Registers a test with Deno.test, reported at `where` (the graded(...) call) when known. */
+function register(name: string, where: string | undefined, timeout: number, fn: () => void | Promise<void>): void {
+  if (where) (fn as unknown as Record<symbol, string>)[TEST_LOCATION] = where;
+  Deno.test({ name, timeout, fn });
 }
 
 /** The property of a test function that tells `deno test` which location to report for it. */
