@@ -156,7 +156,8 @@ Deno.test("setupNoise reads Deno's Initialize lines and the build-scripts box, w
 });
 
 Deno.test("deno test on a chapter in progress: a line per untouched exercise, every test of the others", async () => {
-  // A small chapter in an exercises/ folder: 9.1 done, 9.2 wrong, 9.3 the untouched stub. Run as a student runs it.
+  // A small chapter in an exercises/ folder: 9.1 done, 9.2 wrong, 9.3 the untouched stub, 9.4 looping on one input.
+  // Run as a student runs it.
   // Outside the repository (Deno skips git-ignored folders when it looks for tests), with the workbook's config.
   const dir = await Deno.makeTempDir({ prefix: "lmbook-fixture-" });
   await Deno.mkdir(join(dir, "exercises"));
@@ -174,6 +175,10 @@ export function cube(x: number): number {
   // to do
   return notImplemented("cube");
 }
+export function spin(x: number): number {
+  while (x > 0) x++;
+  return x;
+}
 `,
   );
   const check = (call: string, want: number, mistakes = "") =>
@@ -181,7 +186,7 @@ export function cube(x: number): number {
   await Deno.writeTextFile(
     join(dir, "exercises/ch09_fixture_test.ts"),
     `import { expectEqual, graded } from "${lib}";
-import { cube, square, twice } from "./ch09_fixture.ts";
+import { cube, spin, square, twice } from "./ch09_fixture.ts";
 graded("9.1 twice: of 2", () => ${check("twice(2)", 4)});
 graded("9.1 twice: of 3", () => ${check("twice(3)", 6)});
 graded("9.2 square: of 2", () => ${check("square(2)", 4, ', mistakes: [{ value: 4, hint: "doubled" }]')});
@@ -189,6 +194,8 @@ graded("9.2 square: of 3", () => ${check("square(3)", 9, ', mistakes: [{ value: 
 graded("9.3 cube: of 2", () => ${check("cube(2)", 8)});
 graded("9.3 cube: of 3", () => ${check("cube(3)", 27)});
 graded("9.3 cube: of 4", () => ${check("cube(4)", 64)});
+graded("9.4 spin: of 0", () => ${check("spin(0)", 0)});
+graded("9.4 spin: of 1", () => ${check("spin(1)", 1)}, { timeout: 1000 });
 `,
   );
   try {
@@ -208,6 +215,8 @@ graded("9.3 cube: of 4", () => ${check("cube(4)", 64)});
       "9.2 square: of 2 ... ok",
       "9.2 square: of 3 ... FAILED",
       "9.3 cube: not attempted ... FAILED",
+      "9.4 spin: of 0 ... ok",
+      "9.4 spin: of 1 ... FAILED",
     ], text);
     assertStringIncludes(
       text,
@@ -218,10 +227,12 @@ graded("9.3 cube: of 4", () => ${check("cube(4)", 64)});
     assertStringIncludes(text, "  hint:     this looks like: doubled");
     assertStringIncludes(
       text,
-      "exercises/ch09_fixture_test.ts: 1 passed, 1 wrong, 1 not attempted (of 3 exercises). `deno task grade`",
+      // 9.4 passed one test and ran out of time in the other (Deno stopped it): wrong, not passed.
+      "exercises/ch09_fixture_test.ts: 1 passed, 2 wrong, 1 not attempted (of 4 exercises). `deno task grade`",
     );
     assertEquals(lines.filter((l) => /^\s+at /.test(l)), [], text);
-    assertStringIncludes(text, "FAILED | 3 passed | 2 failed");
+    assertStringIncludes(text, "error: Test timed out after 1000ms");
+    assertStringIncludes(text, "FAILED | 4 passed | 3 failed");
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }

@@ -13,7 +13,7 @@ import * as tf from "../core/tf.ts";
 import { NotImplementedError } from "../core/errors.ts";
 import { formatValue } from "./format.ts";
 import { forgetEvidence, type MistakeOptions, setCurrentExercise, weighMistakes } from "./mistakes.ts";
-import { GradedFailure, type QueuedTest, queueGraded, recordOutcome } from "./student_run.ts";
+import { GradedFailure, type QueuedTest, queueGraded, testStarted } from "./student_run.ts";
 
 /** Options of {@link graded}. */
 export interface GradedOptions {
@@ -64,12 +64,13 @@ export function graded(
     // Deep enough that a stack through tfjs internals still reaches the student's line.
     Error.stackTraceLimit = Math.max(Error.stackTraceLimit, 60);
     if (tf.getBackend() !== "cpu") await tf.setBackend("cpu");
+    const ended = testStarted(test);
     setCurrentExercise(test.exercise);
     try {
       await fn();
-      recordOutcome(test, "passed");
+      ended("passed");
     } catch (err) {
-      recordOutcome(test, err instanceof NotImplementedError ? "not attempted" : "failed");
+      ended(err instanceof NotImplementedError ? "not attempted" : "failed");
       const e = explainFailure(err);
       throw new GradedFailure(e.name, e.message);
     } finally {
@@ -78,7 +79,7 @@ export function graded(
   };
   queueGraded(test, () => register(name, test.where, timeout, body), (first, collapsedName, message) => {
     register(collapsedName, first.where, timeout, () => {
-      recordOutcome(first, "not attempted");
+      testStarted(first)("not attempted");
       throw new GradedFailure("not attempted", message);
     });
   });

@@ -177,15 +177,17 @@ export function isUntouchedStub(f: unknown): boolean {
 }
 
 /**
- * Records how a test of the student's run ended, for the closing line of its file.
+ * Notes that a test of the student's run started, for the closing line of its file.
  * @param test the test's exercise and location.
- * @param outcome how it ended.
+ * @returns a function that records how it ended; a test that never calls it (one Deno stopped at its time limit)
+ * counts as failed.
  */
-export function recordOutcome(test: QueuedTest, outcome: TestOutcome): void {
-  if (!studentRun(test.where)) return;
+export function testStarted(test: QueuedTest): (outcome: TestOutcome) => void {
+  if (!studentRun(test.where)) return () => {};
   const t = tally.get(test.exercise) ?? { collapsed: false, outcomes: [] };
   tally.set(test.exercise, t);
-  t.outcomes.push(outcome);
+  const i = t.outcomes.push("failed") - 1;
+  return (outcome) => void (t.outcomes[i] = outcome);
 }
 
 function startTally(file: string): void {
