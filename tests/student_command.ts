@@ -59,7 +59,13 @@ export const FILTER_COMMAND = 'deno test exercises/ --filter "2.5"';
 /** The filter of {@link FILTER_COMMAND}, and the exercise it selects. */
 const FILTER = { text: "2.5", exercise: "2.5" };
 
-async function denoTestExercises(
+/**
+ * Runs `deno test exercises/` in a folder, with no colours.
+ * @param cwd the folder.
+ * @param extra flags after the command's own (none in the student's command).
+ * @returns the exit code, stdout and stderr together, and the seconds it took.
+ */
+export async function denoTestExercises(
   cwd: string,
   extra: string[] = [],
 ): Promise<{ code: number; text: string; seconds: number }> {

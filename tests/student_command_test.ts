@@ -5,6 +5,7 @@ import { gradedTestFiles, ROOT, testFileInfo } from "../tools/graded_runner.ts";
 import {
   declaredExercises,
   declaredGradedTests,
+  denoTestExercises,
   FILTER_COMMAND,
   judgeFilterRun,
   judgeSolutionRun,
@@ -199,14 +200,7 @@ graded("9.4 spin: of 1", () => ${check("spin(1)", 1)}, { timeout: 1000 });
 `,
   );
   try {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["test", "--no-check", "--config", join(ROOT, "deno.json"), "exercises/"],
-      cwd: dir,
-      env: { NO_COLOR: "1" },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    const { text } = await denoTestExercises(dir, ["--no-check", "--config", join(ROOT, "deno.json")]);
     const lines = text.split("\n");
     const tests = lines.filter((l) => / \.\.\. (ok|FAILED) \(/.test(l)).map((l) => l.replace(/ \(.*$/, ""));
     assertEquals(tests, [
