@@ -914,6 +914,25 @@ function choiceMistakes(cands: ChannelCandidate[]) {
 const cand = (word: string, logChannel: number, logPrior: number): ChannelCandidate => ({ word, logChannel, logPrior });
 
 graded("2.5 noisyChannelChoice: the channel and the prior together pick the word", () => {
+  // First a list on which each usual mistake picks a different candidate, so the first failure can name it:
+  // sums -5.1, -1.35, -1.2, -6.05, -40.2, -10, -1.61 (the largest at 2); the channel alone picks 0, adding
+  // probabilities 1 (0.86 + 0.30), the prior alone 3, the smallest sum 4, the largest product of the
+  // log-probabilities 5 (25), the smallest product 6 (0.165).
+  const apart = [
+    cand("a", -0.1, -5),
+    cand("b", -0.15, -1.2),
+    cand("c", -0.6, -0.6),
+    cand("d", -6, -0.05),
+    cand("e", -0.2, -40),
+    cand("f", -5, -5),
+    cand("g", -0.11, -1.5),
+  ];
+  expectEqual(noisyChannelChoice(apart), 2, {
+    what: "noisyChannelChoice where each usual mistake picks another candidate",
+    input: apart,
+    hint: "return the index of the largest logChannel + logPrior",
+    mistakes: choiceMistakes(apart),
+  });
   // typed "acress": sums -5, -6, -6.5, -12. The channel alone would pick "across" (-0.5), the prior
   // alone "access" (-2), adding probabilities "across" again (0.61 against 0.39).
   const cands = [cand("actress", -1, -4), cand("access", -4, -2), cand("across", -0.5, -6), cand("acres", -6, -6)];

@@ -46,7 +46,7 @@ function softmaxRows(z: M, shift: Shift = "row"): M {
 interface AttnVariant {
   scale?: "sqrt" | "none" | "dk" | "dv";
   over?: "keys" | "queries";
-  mask?: "inf" | "zero" | "inverted" | "ignored" | "after";
+  mask?: "inf" | "zero" | "finite" | "inverted" | "ignored" | "after";
   shift?: Shift;
 }
 
@@ -59,7 +59,7 @@ function refAttention(q: M, k: M, v: M, mask?: M, variant: AttnVariant = {}): { 
     mask !== undefined && mode !== "ignored" && mode !== "after" &&
     (mode === "inverted" ? mask[i][j] === 1 : mask[i][j] === 0);
   const scores = matmul(q, transpose(k)).map((row, i) =>
-    row.map((s, j) => (hidden(i, j) ? (mode === "zero" ? 0 : -Infinity) : s / div))
+    row.map((s, j) => (hidden(i, j) ? (mode === "zero" ? 0 : mode === "finite" ? -1e9 : -Infinity) : s / div))
   );
   let weights = variant.over === "queries"
     ? transpose(softmaxRows(transpose(scores), variant.shift))
@@ -81,6 +81,11 @@ const ATTENTION_MISTAKES: { variant: AttnVariant; hint: string }[] = [
     hint: "the softmax ran over the queries (axis -2): run it over the keys, the last axis",
   },
   { variant: { mask: "zero" }, hint: "masked scores were set to 0, but exp(0) = 1: set them to -Infinity" },
+  // Right on ordinary scores (exp(-1e9 - max) is 0): listed everywhere, so a wrong output there rules it out.
+  {
+    variant: { mask: "finite" },
+    hint: "masked scores were filled with a large finite number (like -1e9), which these scores exceed: use -Infinity",
+  },
   {
     variant: { mask: "inverted" },
     hint: "the mask is inverted: 1 means a query MAY look at the key, 0 that it may not",
@@ -283,7 +288,6 @@ graded("5.1 scaledDotProductAttention: masked keys get exactly zero weight again
   const r = scaledDotProductAttention({ q: tf.tensor2d(q), k: tf.tensor2d(k), v: tf.tensor2d(v) }, {
     mask: tf.tensor2d(mask),
   });
-  const finiteFill = { weights: [[0, 1], [1, 0]], output: [[3, 4], [1, 2]] };
   const weights = r.weights.isDisposed ? [] : Array.from(r.weights.dataSync());
   expectEqual(weights.every((w) => Number.isFinite(w)), true, {
     what: `whether the weights with scores near +-7e29 are all finite (got ${weights.join(", ")})`,
@@ -297,21 +301,13 @@ graded("5.1 scaledDotProductAttention: masked keys get exactly zero weight again
       "weights with mask [[1, 0], [0, 1]] where each query scores its masked key about 1.4e30 above its visible one",
     input: { q, k, mask },
     hint,
-    mistakes: [{
-      value: finiteFill.weights,
-      hint:
-        "masked scores were filled with a large finite number (like -1e9), which these scores exceed: use -Infinity",
-    }],
+    mistakes: attnMistakes((variant) => refAttention(q, k, v, mask, variant).weights),
   });
   expectClose(r.output, v, {
     what: "outputs with mask [[1, 0], [0, 1]] and scores near +-7e29",
     input: { q, k, v, mask },
     hint,
-    mistakes: [{
-      value: finiteFill.output,
-      hint:
-        "masked scores were filled with a large finite number (like -1e9), which these scores exceed: use -Infinity",
-    }],
+    mistakes: attnMistakes((variant) => refAttention(q, k, v, mask, variant).output),
   });
   tf.dispose([r.output, r.weights]);
 });

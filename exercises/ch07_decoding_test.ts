@@ -142,6 +142,7 @@ graded("7.1 greedyChoice: random logits with ties, against a plain loop (input u
         { value: refArgmax(copy, "ties-last"), hint: "ties went to the LAST index: compare with > (strictly), not >=" },
         { value: refArgmax(copy, "finite-only"), hint: "+Infinity was skipped: it is the largest logit of all" },
         { value: -1, hint: "the best index started at -1 and was never set: start from index 0" },
+        { value: copy[refArgmax(copy)], hint: "that is the largest logit itself: return its index" },
       ],
     });
     expectEqual(logits, copy, {

@@ -264,6 +264,7 @@ export {
   formatValue,
   graded,
   type GradedOptions,
+  groupNotAttempted,
   type Mistake,
   type MistakeOptions,
   type ThrowsOptions,

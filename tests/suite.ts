@@ -6,8 +6,10 @@
  * 2. the graded tests against the reference solutions: every one must pass;
  * 3. the graded tests against the untouched stubs: every one must fail as
  *    "not attempted", so no graded test passes by accident; then the student's
- *    literal command, `deno test exercises/` with no flags, on the stubs and
- *    with the solutions copied over them (tests/student_command.ts);
+ *    literal command, `deno test exercises/` with no flags, on the stubs (short:
+ *    a line per exercise, a closing line per file) and with the solutions
+ *    copied over them, also graded one exercise at a time as the README shows
+ *    (tests/student_command.ts);
  * 4. every notebook, executed top to bottom under the real Deno kernel;
  * 5. the site rendered from those executed copies, checked page by page in
  *    headless Chromium (plots drawn, no errors), and `deno task lab` tried live.

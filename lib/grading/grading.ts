@@ -11,6 +11,9 @@
  */
 import * as tf from "../core/tf.ts";
 import { NotImplementedError } from "../core/errors.ts";
+import { formatValue } from "./format.ts";
+import { forgetEvidence, type MistakeOptions, setCurrentExercise, weighMistakes } from "./mistakes.ts";
+import { GradedFailure, type QueuedTest, queueGraded, testStarted } from "./student_run.ts";
 
 /** Options of {@link graded}. */
 export interface GradedOptions {
@@ -51,22 +54,41 @@ export function graded(
       `graded test name must start with an exercise number like "1.2 ": name=${JSON.stringify(name)}`,
     );
   }
+  // Deno reports a test at the line that called Deno.test (here) unless the function carries its
+  // own location: point it at the graded(...) call in the test file, where the student should look.
+  const test: QueuedTest = { name, exercise: name.split(" ")[0], where: callerLocation(new Error().stack ?? "") };
+  forgetEvidence(test.exercise); // this exercise's code is (re)loaded: what earlier checks saw no longer holds
+  const timeout = options.timeout ?? GRADED_TIMEOUT_MS;
   const body = async () => {
     tf.env().set("PROD", true);
     // Deep enough that a stack through tfjs internals still reaches the student's line.
     Error.stackTraceLimit = Math.max(Error.stackTraceLimit, 60);
     if (tf.getBackend() !== "cpu") await tf.setBackend("cpu");
+    const ended = testStarted(test);
+    setCurrentExercise(test.exercise);
     try {
       await fn();
+      ended("passed");
     } catch (err) {
-      throw explainFailure(err);
+      ended(err instanceof NotImplementedError ? "not attempted" : "failed");
+      const e = explainFailure(err);
+      throw new GradedFailure(e.name, e.message);
+    } finally {
+      setCurrentExercise(undefined);
     }
   };
-  // Deno reports a test at the line that called Deno.test (here) unless the function carries its
-  // own location: point it at the graded(...) call in the test file, where the student should look.
-  const where = callerLocation(new Error().stack ?? "");
-  if (where) (body as unknown as Record<symbol, string>)[TEST_LOCATION] = where;
-  Deno.test({ name, timeout: options.timeout ?? GRADED_TIMEOUT_MS, fn: body });
+  queueGraded(test, () => register(name, test.where, timeout, body), (first, collapsedName, message) => {
+    register(collapsedName, first.where, timeout, () => {
+      testStarted(first)("not attempted");
+      throw new GradedFailure("not attempted", message);
+    });
+  });
+}
+
+/** Registers a test with Deno.test, reported at `where` (the graded(...) call) when known. */
+function register(name: string, where: string | undefined, timeout: number, fn: () => void | Promise<void>): void {
+  if (where) (fn as unknown as Record<symbol, string>)[TEST_LOCATION] = where;
+  Deno.test({ name, timeout, fn });
 }
 
 /** The property of a test function that tells `deno test` which location to report for it. */
@@ -185,75 +207,12 @@ export interface CheckContext {
   hint?: string;
 }
 
-/** A known wrong variant of an answer, for {@link MistakeOptions}. */
-export interface Mistake {
-  /**
-   * What the wrong variant returns on this check's input (computed in the test file, never by the solution);
-   * or a function returning it, called only when the check fails (for variants that are costly to compute).
-   */
-  value: unknown;
-  /** What the student did, e.g. "the scores were not divided by sqrt(d_k)". */
-  hint: string;
-}
-
-/** The `mistakes` option of {@link expectClose} and {@link expectEqual}. */
-export interface MistakeOptions {
-  /**
-   * Known wrong variants of the answer. When the check fails, the actual value is compared (with the check's own
-   * tolerance and shape rules) with each variant's `value`; the first that matches gives the hint the student sees
-   * ("this looks like: <hint>"; any other variant that matches too is added as "or: <hint>", since this input
-   * cannot tell them apart). When none matches, the check's neutral `hint` is shown. An actual value that holds
-   * NaN anywhere matches no variant (not even one that is NaN there too): NaN is what many different mistakes
-   * give on the same input, so it cannot name one; the NaN line of the message and the neutral hint explain it.
-   */
-  mistakes?: Mistake[];
-}
-
-/** The label in front of a diagnosed mistake's hint. */
-export const MISTAKE_PREFIX = "this looks like: ";
-
 /** Tolerances of {@link expectClose}. */
 export interface CloseOptions extends CheckContext, MistakeOptions {
   /** Absolute tolerance (default 1e-5). */
   atol?: number;
   /** Relative tolerance (default 1e-4). */
   rtol?: number;
-}
-
-/**
- * A compact, readable rendering of a value for failure messages.
- * @param value a number, array, typed array, tensor or anything else.
- * @param maxItems how many items of a long array to show.
- * @returns a one-line string.
- */
-export function formatValue(value: unknown, maxItems = 12): string {
-  if (value instanceof tf.Tensor) {
-    if (value.isDisposed) return `Tensor(shape [${value.shape}], ${value.dtype}, disposed)`;
-    return `Tensor(shape [${value.shape}], ${value.dtype}) ${formatValue(value.arraySync(), maxItems)}`;
-  }
-  if (typeof value === "function") return `[function ${value.name || "(anonymous)"}]`;
-  if (value != null && typeof (value as { then?: unknown }).then === "function") return "Promise { … }";
-  if (typeof value === "number") {
-    return Number.isInteger(value) ? String(value) : String(+value.toPrecision(6));
-  }
-  if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
-    return formatValue(Array.from(value as unknown as ArrayLike<number>), maxItems);
-  }
-  if (Array.isArray(value)) {
-    const items = value.slice(0, maxItems).map((v) => formatValue(v, maxItems));
-    return `[${items.join(", ")}${value.length > maxItems ? `, … (${value.length} items)` : ""}]`;
-  }
-  if (value instanceof Map) {
-    return `Map(${value.size}) ${formatValue([...value.entries()].slice(0, maxItems), maxItems)}`;
-  }
-  if (typeof value === "string") return JSON.stringify(value);
-  if (value === undefined) return "undefined";
-  try {
-    const s = JSON.stringify(value);
-    return s.length > 300 ? s.slice(0, 300) + "…" : s;
-  } catch {
-    return String(value);
-  }
 }
 
 function fail(ctx: CheckContext, lines: string[]): never {
@@ -315,53 +274,10 @@ export function expectClose(
   const atol = options.atol ?? 1e-5, rtol = options.rtol ?? 1e-4;
   checkMistakes(options.mistakes);
   const lines = closeProblem(got, expected, atol, rtol);
+  const fits = (value: unknown) => closeProblem(got, value, atol, rtol) === null;
+  const diagnosis = weighMistakes(options.mistakes, fits, lines !== null, got);
   if (lines === null) return;
-  const matching = hasNaN(got)
-    ? []
-    : (options.mistakes ?? []).filter((m) => closeProblem(got, mistakeValue(m), atol, rtol) === null);
-  fail(withMistakes(options, matching), lines);
-}
-
-/**
- * The check's context with the matching mistakes' hints in place of its neutral hint: the first as
- * "this looks like: …", any other that gives the same output on this input as "or: …".
- */
-function withMistakes(ctx: CheckContext, matching: Mistake[]): CheckContext {
-  if (matching.length === 0) return ctx;
-  const hints = [...new Set(matching.map((m) => m.hint))];
-  return {
-    ...ctx,
-    hint: [`${MISTAKE_PREFIX}${hints[0]}`, ...hints.slice(1).map((h) => `  or:       ${h}`)].join("\n"),
-  };
-}
-
-/**
- * Whether a returned value holds NaN anywhere (a number, nested arrays, typed arrays, tensors, Map values or
- * plain-object fields). Such an output is never matched with a known mistake: many different mistakes (and the
- * unstable arithmetic a test file may use to compute a variant) all collapse to NaN on the same input, so a
- * variant being NaN there says nothing about what the student did. The check's neutral hint and the NaN line
- * ({@link NAN_CAUSES}) explain it instead.
- */
-function hasNaN(value: unknown, depth = 0): boolean {
-  if (depth > 8) return false;
-  if (typeof value === "number") return Number.isNaN(value);
-  if (value instanceof tf.Tensor) {
-    return !value.isDisposed && value.dtype !== "string" && Array.from(value.dataSync()).some(Number.isNaN);
-  }
-  if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
-    return Array.from(value as unknown as ArrayLike<number>).some((v) => Number.isNaN(v));
-  }
-  if (Array.isArray(value)) return value.some((v) => hasNaN(v, depth + 1));
-  if (value instanceof Map) return [...value.values()].some((v) => hasNaN(v, depth + 1));
-  if (value !== null && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
-    return Object.values(value).some((v) => hasNaN(v, depth + 1));
-  }
-  return false;
-}
-
-/** A mistake's value, computing it first when it is given as a function. */
-function mistakeValue(m: Mistake): unknown {
-  return typeof m.value === "function" ? (m.value as () => unknown)() : m.value;
+  fail(diagnosis ? { ...options, hint: diagnosis } : options, lines);
 }
 
 /** Throws a TypeError for a malformed `mistakes` option (a test-writing error, caught on the solution run). */
@@ -493,10 +409,11 @@ export function expectEqual(
   options: CheckContext & MistakeOptions,
 ): void {
   checkMistakes(options.mistakes);
-  if (!deepEqual(got, expected)) {
+  const failed = !deepEqual(got, expected);
+  const diagnosis = weighMistakes(options.mistakes, (value) => deepEqual(got, value), failed, got);
+  if (failed) {
     const te = describeType(expected), tg = describeType(got);
-    const matching = hasNaN(got) ? [] : (options.mistakes ?? []).filter((m) => deepEqual(got, mistakeValue(m)));
-    fail(withMistakes(options, matching), [
+    fail(diagnosis ? { ...options, hint: diagnosis } : options, [
       `expected: ${formatValue(expected)}`,
       `got:      ${formatValue(got)}`,
       ...(te !== tg ? [`wrong type: expected ${te}, got ${tg}${typeProblem(got) ? `: ${typeProblem(got)}` : ""}`] : []),

@@ -9,12 +9,12 @@ import {
   expectShape,
   expectThrows,
   explainFailure,
-  formatValue,
   graded,
   mentionsToken,
   TEST_LOCATION,
   WrongAnswerError,
 } from "./grading.ts";
+import { formatValue } from "./format.ts";
 
 await tf.setBackend("cpu");
 
@@ -242,7 +242,11 @@ Deno.test("mistakes that give the same output on this input are all named; malfo
       }),
     WrongAnswerError,
   ).message;
-  assertStringIncludes(msg, "hint:     this looks like: one-hot of the largest\n  or:       argmax instead of softmax");
+  assertStringIncludes(
+    msg,
+    "hint:     this looks like one of these mistakes, which all give your output on this input:\n" +
+      "            - one-hot of the largest\n            - argmax instead of softmax",
+  );
   assertEquals(msg.includes("halved"), false);
   assertThrows(
     () => expectClose([1], [1], { what: "x", mistakes: [{ value: [2], hint: "" }] }),

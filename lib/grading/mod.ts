@@ -11,3 +11,6 @@
 export * from "./grading.ts";
 export * from "./property.ts";
 export * as arb from "./arbitraries.ts";
+export { formatValue } from "./format.ts";
+export { type Mistake, MISTAKE_PREFIX, type MistakeOptions, MISTAKES_PREFIX } from "./mistakes.ts";
+export { closingLine, GradedFailure, groupNotAttempted, isUntouchedStub, type TestOutcome } from "./student_run.ts";
