@@ -207,6 +207,8 @@ export interface GpuRun {
   peakGpuBytes?: number;
   /** Per-step counts of the last step (with --profile). */
   counts?: Omit<BackendCounts, "byKernel">;
+  /** How many parts each step ran in, one after the other (more than 1 when the batch did not fit in memory at once). */
+  stepParts?: number;
   /** The config's batch size, when this backend ran out of memory at it and ran `batchSize` instead. */
   reducedFrom?: number;
   /** Wrapped error message, when the backend could not run. */
@@ -288,7 +290,7 @@ export async function trainSteps(
   const { tc, model, trainer, nextBatch } = gpuTrainer(config, c);
   const backend = tf.getBackend();
   const losses: number[] = [], times: number[] = [];
-  let peak = 0, counts: BackendCounts | undefined;
+  let peak = 0, parts = 1, counts: BackendCounts | undefined;
   try {
     for (let i = 0; i < options.steps; i++) {
       const batch = nextBatch();
@@ -311,6 +313,7 @@ export async function trainSteps(
       peak = Math.max(peak, mem.numBytesInGPUAllocated ?? mem.numBytesInGPU ?? 0);
     }
   } finally {
+    parts = trainer.stepParts;
     trainer.dispose();
     model.dispose();
   }
@@ -329,6 +332,7 @@ export async function trainSteps(
     firstStepMs: times[0],
   };
   if (backend === "webgpu") run.peakGpuBytes = peak;
+  if (parts > 1) run.stepParts = parts;
   if (counts) {
     const { byKernel: _, ...rest } = counts;
     run.counts = rest;
@@ -579,6 +583,7 @@ async function main(args: string[]) {
         `  ${backend.padEnd(6)} ${run.msPerStep.toFixed(1)} ms/step, ${run.tokensPerSecond.toFixed(0)} tokens/s` +
           ` (first step ${run.firstStepMs.toFixed(0)} ms` +
           (run.reducedFrom ? `; batch ${run.batchSize}, ${run.reducedFrom} did not fit)` : ")") +
+          (run.stepParts ? `, each step in ${run.stepParts} parts (the batch did not fit in memory at once)` : "") +
           (run.peakGpuBytes !== undefined ? `, GPU buffers up to ${mib(run.peakGpuBytes)}` : "") +
           `; losses ${run.losses.map((l) => l.toFixed(4)).join(" ")}`,
       );
