@@ -7,7 +7,7 @@
  * Run: deno test -A --import-map tests/offline_import_map.json tests/gpu_test.ts
  */
 import { assert, assertEquals, assertThrows } from "@std/assert";
-import { findIcdFiles, findVulkanLoader, lossesAgree, parseGpuArgs, scriptFlags } from "../tools/gpu.ts";
+import { findIcdFiles, findVulkanLoader, GPU_USAGE, lossesAgree, parseGpuArgs, scriptFlags } from "../tools/gpu.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -31,6 +31,71 @@ Deno.test("deno task gpu's flags: defaults, and a clear error naming the flag an
     ] as const
   ) assertThrows(() => parseGpuArgs([...args]), RangeError, msg, `what: parseGpuArgs(${JSON.stringify(args)})`);
   assertThrows(() => parseGpuArgs(["--backends", "webgpu,cuda"]), Error, "cuda");
+  assertThrows(() => parseGpuArgs(["--steps", "2", "--stpes", "3"]), RangeError, "unknown argument: --stpes");
+  assertThrows(() => parseGpuArgs(["tiny"]), RangeError, "unknown argument: tiny");
+  assert(parseGpuArgs(["--config", "huge", "-h"]).help, "what: --help wins over the other flags");
+});
+
+/** The processes below `pid` (Linux: from /proc; elsewhere none). */
+function descendants(pid: number): number[] {
+  const parent = new Map<number, number>();
+  try {
+    for (const e of Deno.readDirSync("/proc")) {
+      if (!/^\d+$/.test(e.name)) continue;
+      try {
+        const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+        parent.set(Number(e.name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+      } catch { /* ended meanwhile */ }
+    }
+  } catch { /* no /proc */ }
+  const found: number[] = [];
+  for (let i = -1; i < found.length; i++) {
+    const of = i < 0 ? pid : found[i];
+    for (const [p, pp] of parent) if (pp === of) found.push(p);
+  }
+  return found;
+}
+
+/**
+ * Runs `deno <args>` in the repository, killed after `limitMs` with the processes it started (`deno task` runs the
+ * command in a child process; a benchmark that ignored --help would run for minutes).
+ */
+async function deno(args: string[], limitMs: number) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args,
+    cwd: ROOT,
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  })
+    .spawn();
+  const timer = setTimeout(() => {
+    for (const pid of [...descendants(child.pid), child.pid]) {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch { /* already gone */ }
+    }
+  }, limitMs);
+  const out = await child.output();
+  clearTimeout(timer);
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+Deno.test("deno task gpu --help prints its usage and exits; an unknown flag is an error naming it", async () => {
+  const help = await deno(["task", "gpu", "--help"], 30_000);
+  assertEquals(
+    help.code,
+    0,
+    `what: deno task gpu --help's exit status (killed after 30 s: it ran the benchmark?); stderr:\n${help.stderr}`,
+  );
+  assertEquals(help.stdout.trim(), GPU_USAGE, "what: deno task gpu --help's output");
+  for (const flag of ["--config", "--steps", "--backends", "--check", "--batch", "--profile", "--json", "--no-torch"]) {
+    assert(GPU_USAGE.includes(flag), `what: the usage names ${flag}`);
+  }
+  const bad = await deno(["task", "gpu", "--confg", "tiny"], 30_000);
+  assertEquals(bad.code, 2, `what: deno task gpu --confg tiny's exit status; stderr:\n${bad.stderr}`);
+  assert(bad.stderr.includes("unknown argument: --confg"), `what: the error names the flag: ${bad.stderr}`);
 });
 
 Deno.test("the kit scripts' flags: defaults, given values, and errors naming the flag and the value", () => {

@@ -207,6 +207,8 @@ export interface GpuRun {
   peakGpuBytes?: number;
   /** Per-step counts of the last step (with --profile). */
   counts?: Omit<BackendCounts, "byKernel">;
+  /** How many parts each step ran in, one after the other (more than 1 when the batch did not fit in memory at once). */
+  stepParts?: number;
   /** The config's batch size, when this backend ran out of memory at it and ran `batchSize` instead. */
   reducedFrom?: number;
   /** Wrapped error message, when the backend could not run. */
@@ -288,7 +290,7 @@ export async function trainSteps(
   const { tc, model, trainer, nextBatch } = gpuTrainer(config, c);
   const backend = tf.getBackend();
   const losses: number[] = [], times: number[] = [];
-  let peak = 0, counts: BackendCounts | undefined;
+  let peak = 0, parts = 1, counts: BackendCounts | undefined;
   await model.checkPaths(); // the run-time guard's one check (issue 49), untimed and with asynchronous reads (webgpu)
   try {
     for (let i = 0; i < options.steps; i++) {
@@ -312,6 +314,7 @@ export async function trainSteps(
       peak = Math.max(peak, mem.numBytesInGPUAllocated ?? mem.numBytesInGPU ?? 0);
     }
   } finally {
+    parts = trainer.stepParts;
     trainer.dispose();
     model.dispose();
   }
@@ -330,6 +333,7 @@ export async function trainSteps(
     firstStepMs: times[0],
   };
   if (backend === "webgpu") run.peakGpuBytes = peak;
+  if (parts > 1) run.stepParts = parts;
   if (counts) {
     const { byKernel: _, ...rest } = counts;
     run.counts = rest;
@@ -400,13 +404,55 @@ async function torchPeer(
   return { device, version: last.torch, msPerStep: r.seconds_per_step * 1000, tokensPerSecond: r.tokens_per_second };
 }
 
+/** What `deno task gpu --help` prints. */
+export const GPU_USAGE = `usage: deno task gpu [options]
+
+Trains chapter 6's transformer for a few steps on webgpu and on wasm from the same seed,
+checks that their first losses agree, and prints ms per step, tokens/s and the ratios
+(webgpu/wasm; webgpu/PyTorch where python3 has PyTorch with a CUDA or MPS device).
+
+options:
+  --config C      baby (nanoGPT's CPU config), gpu (its GPU config), both (default) or tiny
+  --steps N       steps per run (default 5; the first is not timed)
+  --backends L    comma-separated backends (default webgpu,wasm)
+  --check N       how many first losses must agree (default 3)
+  --batch N       replace the config's batch size
+  --profile       per step: kernels, GPU dispatches, reads and uploads, and the dispatches by op
+  --json          one JSON object per line on stdout, nothing else
+  --no-torch      do not time PyTorch as a peer
+  --help, -h      this text`;
+
+/** The options of `deno task gpu`. */
+export interface GpuArgs {
+  help: boolean;
+  configs: (keyof typeof GPU_CONFIGS)[];
+  steps: number;
+  check: number;
+  batch?: number;
+  backends: string[];
+  json: boolean;
+  profile: boolean;
+  torch: boolean;
+}
+
+const GPU_FLAGS = new Set(["config", "steps", "check", "batch", "backends"]);
+const GPU_SWITCHES = new Set(["json", "profile", "no-torch", "help"]);
+
 /**
  * Reads and checks the command line.
  * @param args the arguments (as `Deno.args`).
- * @returns the options.
- * @throws {RangeError} naming the flag and its value when one is wrong.
+ * @returns the options (`help` true when --help or -h was given: nothing else is checked then).
+ * @throws {RangeError} naming the flag and its value when one is wrong, or an unknown argument.
  */
-export function parseGpuArgs(args: string[]) {
+export function parseGpuArgs(args: string[]): GpuArgs {
+  if (args.includes("--help") || args.includes("-h")) return { ...parseGpuArgs([]), help: true };
+  for (let i = 0; i < args.length; i++) {
+    const name = args[i].startsWith("--") ? args[i].slice(2) : undefined;
+    if (name !== undefined && GPU_FLAGS.has(name)) i++;
+    else if (name === undefined || !GPU_SWITCHES.has(name)) {
+      throw new RangeError(`unknown argument: ${args[i]} (see deno task gpu --help)`);
+    }
+  }
   const value = (name: string, fallback: string) => {
     const i = args.indexOf(`--${name}`);
     if (i < 0) return fallback;
@@ -432,6 +478,7 @@ export function parseGpuArgs(args: string[]) {
   const backends = value("backends", "webgpu,wasm").split(",");
   for (const b of backends) parseBackend(b);
   return {
+    help: false,
     configs: (config === "both" ? ["baby", "gpu"] : [config]) as (keyof typeof GPU_CONFIGS)[],
     steps,
     check,
@@ -480,6 +527,10 @@ const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
 
 async function main(args: string[]) {
   const o = parseGpuArgs(args);
+  if (o.help) {
+    console.log(GPU_USAGE);
+    return;
+  }
   const say = (s: string) => o.json ? console.error(s) : console.log(s);
   const adapter = await adapterReport();
   if (o.json) console.log(JSON.stringify({ kind: "adapter", ...adapter }));
@@ -533,6 +584,7 @@ async function main(args: string[]) {
         `  ${backend.padEnd(6)} ${run.msPerStep.toFixed(1)} ms/step, ${run.tokensPerSecond.toFixed(0)} tokens/s` +
           ` (first step ${run.firstStepMs.toFixed(0)} ms` +
           (run.reducedFrom ? `; batch ${run.batchSize}, ${run.reducedFrom} did not fit)` : ")") +
+          (run.stepParts ? `, each step in ${run.stepParts} parts (the batch did not fit in memory at once)` : "") +
           (run.peakGpuBytes !== undefined ? `, GPU buffers up to ${mib(run.peakGpuBytes)}` : "") +
           `; losses ${run.losses.map((l) => l.toFixed(4)).join(" ")}`,
       );

@@ -46,7 +46,7 @@ export { embeddingLookup, tiedHead } from "./embedding.ts";
 export { crossEntropyFromLogits, nextTokenLogProbs } from "./loss.ts";
 export { repeatKVHeads, ropeRotate } from "./positions.ts";
 export { SIMD_MODULE_BYTES } from "./wasm.ts";
-export { guardWasmMalloc, WASM_MEMORY_LIMIT_BYTES, type WasmAllocator } from "./wasm_memory.ts";
+export { guardWasmMalloc, WASM_MEMORY_LIMIT_BYTES, type WasmAllocator, WasmOutOfMemoryError } from "./wasm_memory.ts";
 export { copyFloats, fusedSumOfSquares, wasmSimdReady } from "./tfjs_kernels.ts";
 export * from "./fused.ts";
 export { type ArenaArray, arenaRow, jsKernels, KernelArena, type Kernels } from "./arena.ts";

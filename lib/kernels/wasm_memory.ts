@@ -76,10 +76,31 @@ export function guardWasmMalloc(wasm: WasmAllocator): void {
   guarded.add(wasm);
 }
 
+/**
+ * The error {@link guardWasmMalloc} throws when the wasm backend's memory is
+ * full (chapter 6): a `RangeError`, so that the trainer can tell it from
+ * other errors and train the batch in parts instead.
+ *
+ * @example
+ * ```ts
+ * import { WasmOutOfMemoryError } from "./wasm_memory.ts";
+ * console.log(new WasmOutOfMemoryError("full") instanceof RangeError); // true
+ * ```
+ */
+export class WasmOutOfMemoryError extends RangeError {
+  /**
+   * @param message what did not fit, and what to change.
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = "WasmOutOfMemoryError";
+  }
+}
+
 function outOfMemory(bytes: number, heldBytes: number | undefined): RangeError {
   const mib = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
   const held = heldBytes === undefined ? "" : `; it holds ${mib(heldBytes)} now`;
-  return new RangeError(
+  return new WasmOutOfMemoryError(
     `out of memory on the wasm backend: a tensor of ${bytes} bytes (${mib(bytes)}) does not fit ` +
       `(WebAssembly's memory is at most 4 GiB${held}). Lower batchSize or blockSize, or use a smaller model; ` +
       `with a GPU, use the webgpu backend.`,

@@ -81,6 +81,7 @@ export type {
 } from "./types.ts";
 import { type EvalShare, evaluateLoss } from "./evaluate.ts";
 import { trainableNames } from "./trainable.ts";
+import { MicroBatches } from "./micro_batches.ts";
 export { type EvalShare, evaluateLoss, type EvaluateLossOptions, type LossReport } from "./evaluate.ts";
 import { assignWeights } from "./checkpoint.ts";
 import {
@@ -154,6 +155,14 @@ export class Trainer {
   #cursor = 0;
   #examplesSeen = 0;
   #stepsDone = 0;
+  #parts: MicroBatches;
+  /**
+   * How many parts each step runs in, one after the other: 1, until a step
+   * runs out of the wasm backend's memory (see `micro_batches.ts`).
+   */
+  get stepParts(): number {
+    return this.#parts.parts;
+  }
   /** The helpers of the current run, when it uses more than one worker. */
   #share: (StepShare & { close(): Promise<void> }) | undefined;
   /** The shards each batch is differentiated in ({@link TrainerOptions.shards}). */
@@ -202,39 +211,22 @@ export class Trainer {
       );
     }
     if (o.evalEvery !== undefined) positiveInt("evalEvery", o.evalEvery);
-    if (o.evalExamples !== undefined) {
-      positiveInt("evalExamples", o.evalExamples);
-    }
-    if (o.evalBatchSize !== undefined) {
-      positiveInt("evalBatchSize", o.evalBatchSize);
-    }
+    if (o.evalExamples !== undefined) positiveInt("evalExamples", o.evalExamples);
+    if (o.evalBatchSize !== undefined) positiveInt("evalBatchSize", o.evalBatchSize);
     if (!(o.gradClip > 0)) {
       throw new RangeError(`gradClip must be positive: gradClip=${o.gradClip}`);
     }
     if (o.patience !== undefined && !(o.patience >= 1)) {
-      throw new RangeError(
-        `patience must be at least 1: patience=${o.patience}`,
-      );
+      throw new RangeError(`patience must be at least 1: patience=${o.patience}`);
     }
-    if (
-      o.sampling !== undefined && o.sampling !== "epoch" &&
-      o.sampling !== "random"
-    ) {
-      throw new RangeError(
-        `sampling must be "epoch" or "random": sampling=${JSON.stringify(o.sampling)}`,
-      );
+    if (o.sampling !== undefined && o.sampling !== "epoch" && o.sampling !== "random") {
+      throw new RangeError(`sampling must be "epoch" or "random": sampling=${JSON.stringify(o.sampling)}`);
     }
-    if (data.length < 1) {
-      throw new RangeError(
-        `the training data is empty: data.length=${data.length}`,
-      );
-    }
+    if (data.length < 1) throw new RangeError(`the training data is empty: data.length=${data.length}`);
     if (Object.keys(model.variables()).length === 0) {
-      throw new RangeError(
-        "the model has no variables to train: variables()={}",
-      );
+      throw new RangeError("the model has no variables to train: variables()={}");
     }
-    trainableNames(model.variables(), o.trainable);
+    this.#parts = new MicroBatches(model, trainableNames(model.variables(), o.trainable));
     // Validate the schedule once, at the last step.
     learningRateAt(0, this.#scheduleOf(o, 1));
     this.model = model;
@@ -289,14 +281,22 @@ export class Trainer {
   step(batch: Batch, lr?: number): { loss: tf.Scalar; gradNorm: tf.Scalar } {
     const rate = lr ?? this.learningRate(this.#stepsDone);
     const vars = this.model.variables();
-    const out = this.#differentiate(batch, this.#rng.uint32(), this.#share ?? this.options.share, (named, value) => {
-      const { scale, norm } = clipScale(Object.values(named), this.options.gradClip);
-      this.optimizer.applyGradients(vars, named, {
-        lr: rate,
-        scale: Number.isFinite(this.options.gradClip) ? scale : undefined,
-      });
-      return { loss: value, gradNorm: norm };
-    });
+    const seed = this.#rng.uint32(), share = this.#share ?? this.options.share;
+    let started = false; // a step that ran out of wasm's memory runs again in parts, unless it began to change weights
+    const out = this.#parts.run(
+      batch.x.shape[0],
+      (parts) =>
+        this.#differentiate(batch, seed, share ?? parts, (named, value) => {
+          started = true;
+          const { scale, norm } = clipScale(Object.values(named), this.options.gradClip);
+          this.optimizer.applyGradients(vars, named, {
+            lr: rate,
+            scale: Number.isFinite(this.options.gradClip) ? scale : undefined,
+          });
+          return { loss: value, gradNorm: norm };
+        }),
+      () => started || share !== undefined,
+    );
     this.#stepsDone++;
     return out;
   }
