@@ -52,7 +52,11 @@ Deno.test("checkNotebookSource catches outputs, counts and a wrong kernel", () =
       },
       { cell_type: "code", source: 'const t = await Deno.readTextFile("a.json");', outputs: [] },
       { cell_type: "code", source: "if (e instanceof Deno.errors.NotFound) {}", outputs: [] },
-      { cell_type: "code", source: "new lm.Trainer(m, d, { maxSteps: 400, maxSeconds: FULL ? 1200 : 150 });", outputs: [] },
+      {
+        cell_type: "code",
+        source: "new lm.Trainer(m, d, { maxSteps: 400, maxSeconds: FULL ? 1200 : 150 });",
+        outputs: [],
+      },
     ],
   };
   const q = checkNotebookSource(deno);

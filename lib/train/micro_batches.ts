@@ -16,7 +16,8 @@ import * as tf from "../core/tf.ts";
 import { WasmOutOfMemoryError } from "../kernels/mod.ts";
 import type { Batch } from "./dataset.ts";
 import { lossWeightOf } from "./evaluate.ts";
-import type { StepShare, TrainableModel } from "./train.ts";
+import { differentiateShard } from "./shards.ts";
+import type { ShardResult, StepShare, TrainableModel } from "./types.ts";
 
 /** The rows of each of `parts` nearly equal parts of `rows` rows (the first ones one larger). */
 function partSizes(rows: number, parts: number): number[] {
@@ -40,9 +41,10 @@ function releaseTape(): void {
 
 /**
  * The parts a trainer splits its steps into once a step has run out of the
- * wasm backend's memory (chapter 6). As a {@link StepShare} it hands the
- * trainer the first part and, when the trainer combines, differentiates the
- * others in turn.
+ * wasm backend's memory (chapter 6). As a {@link StepShare} it leaves no
+ * shard to the trainer's own pass: it differentiates each of the batch's
+ * shards itself, in `parts` pieces one after the other, each at its rows'
+ * place in the batch, and averages them as the trainer averages shards.
  *
  * @example
  * ```ts
@@ -51,7 +53,7 @@ function releaseTape(): void {
  * import { MicroBatches } from "./micro_batches.ts";
  * await tf.setBackend("cpu");
  * const w = tf.variable(tf.scalar(2));
- * // The mean of (w x - y)^2 over a batch of two rows, in two parts of one row.
+ * // The mean of (w x - y)^2 over one shard of two rows, in two parts of one row.
  * const model = {
  *   variables: () => ({ w }),
  *   loss: (b: { x: tf.Tensor; y: tf.Tensor }) => tf.mean(tf.square(tf.sub(tf.mul(w, b.x), b.y))) as tf.Scalar,
@@ -59,9 +61,8 @@ function releaseTape(): void {
  * const parts = new MicroBatches(model, ["w"]);
  * parts.parts = 2;
  * const batch = { x: tf.tensor1d([1, 3]), y: tf.tensor1d([1, 1]) };
- * const first = parts.split(batch, { w }, 0);
- * const { value, grads } = tf.variableGrads(() => model.loss(first), [w]);
- * const whole = parts.combine({ w: grads[w.name] }, value);
+ * console.log(parts.split(batch, { w }, 0, [2])); // 0: every shard runs here, in parts
+ * const whole = parts.shard(0);
  * assertAlmostEquals(whole.loss.dataSync()[0], (1 + 25) / 2);
  * assertAlmostEquals(whole.grads.w.dataSync()[0], (2 * 1 * 1 + 2 * 5 * 3) / 2);
  * ```
@@ -71,7 +72,9 @@ export class MicroBatches implements StepShare {
   parts = 1;
   readonly #model: TrainableModel;
   readonly #names: string[];
-  #rest: { batch: Batch; seed: number; sizes: number[] } | undefined;
+  #step:
+    | { batch: Batch; variables: Record<string, tf.Variable>; seed: number; starts: number[]; sizes: number[] }
+    | undefined;
 
   /**
    * @param model the model the trainer trains.
@@ -83,64 +86,58 @@ export class MicroBatches implements StepShare {
   }
 
   /**
-   * The first part of the batch; the others are differentiated by {@link combine}.
+   * Keeps the step's batch; every shard is then differentiated by {@link shard}.
    * @param batch the step's whole batch (not disposed).
-   * @param _variables the model's variables (unused: the parts run here, on the same weights).
+   * @param variables the model's variables by name.
    * @param seed the step's seed, shared by every part.
-   * @returns a new batch of the first rows.
+   * @param sizes the batch's shards' sizes.
+   * @returns 0: no shard is left to the trainer's one-piece pass.
    */
-  split(batch: Batch, _variables: Record<string, tf.Variable>, seed: number): Batch {
-    const sizes = partSizes(batch.x.shape[0], this.parts);
-    this.#rest = { batch, seed, sizes };
-    return { x: batch.x.slice(0, sizes[0]), y: batch.y.slice(0, sizes[0]) };
+  split(batch: Batch, variables: Record<string, tf.Variable>, seed: number, sizes: number[]): number {
+    const starts = sizes.map((_, s) => sizes.slice(0, s).reduce((a, b) => a + b, 0));
+    this.#step = { batch, variables, seed, starts, sizes };
+    return 0;
   }
 
   /**
-   * Differentiates the other parts in turn and averages every part's
-   * gradients and loss, each weighted by the terms its mean averages
+   * Differentiates shard `s` in `parts` pieces in turn and averages their
+   * gradients and losses, each weighted by the terms its mean averages
    * ({@link TrainableModel.lossWeight}, else its rows).
-   * @param grads the first part's gradients by variable name.
-   * @param loss the first part's mean loss.
-   * @returns the whole batch's mean gradients and loss.
+   * @param s the shard's index in the batch.
+   * @returns the shard's mean gradients and loss (new tensors).
    */
-  combine(grads: Record<string, tf.Tensor>, loss: tf.Scalar): { grads: Record<string, tf.Tensor>; loss: tf.Scalar } {
-    const rest = this.#rest;
-    if (!rest) throw new Error("MicroBatches.combine: split was not called first");
-    this.#rest = undefined;
-    const { batch, seed, sizes } = rest;
-    const part = (start: number, n: number) => ({ x: batch.x.slice(start, n), y: batch.y.slice(start, n) });
-    const vars = this.#model.variables();
-    const first = part(0, sizes[0]);
-    let weight = lossWeightOf(this.#model, first);
-    tf.dispose([first.x, first.y]);
-    let sums = tf.tidy(() => ({
-      grads: Object.fromEntries(Object.entries(grads).map(([k, g]) => [k, tf.mul(g, weight)])),
-      loss: tf.mul(loss, weight) as tf.Scalar,
-    }));
-    let start = sizes[0];
-    for (const n of sizes.slice(1)) {
-      const p = part(start, n);
+  shard(s: number): ShardResult {
+    const step = this.#step;
+    if (!step) throw new Error("MicroBatches.shard: split was not called first");
+    const { batch, variables, seed } = step, start = step.starts[s], n = step.sizes[s];
+    const part = (at: number, k: number) => ({ x: batch.x.slice(at, k), y: batch.y.slice(at, k) });
+    let sums: ShardResult | undefined, weight = 0, at = start;
+    for (const k of partSizes(n, Math.min(n, this.parts))) {
+      const p = part(at, k);
       const w = lossWeightOf(this.#model, p);
       const before = sums;
       sums = tf.tidy(() => {
-        const options = { training: true, seed, rowOffset: start };
-        const got = tf.variableGrads(() => this.#model.loss(p, options), this.#names.map((k) => vars[k]));
+        const got = differentiateShard(this.#model, p, { variables, names: this.#names, seed, rowOffset: at });
+        const scaled = (g: tf.Tensor) => tf.mul(g, w);
         return {
           grads: Object.fromEntries(
-            this.#names.map((k) => [k, tf.add(before.grads[k], tf.mul(got.grads[vars[k].name], w))]),
+            this.#names.map((k) => [k, before ? tf.add(before.grads[k], scaled(got.grads[k])) : scaled(got.grads[k])]),
           ),
-          loss: tf.add(before.loss, tf.mul(got.value, w)) as tf.Scalar,
+          loss: (before ? tf.add(before.loss, scaled(got.loss)) : scaled(got.loss)) as tf.Scalar,
         };
       });
-      tf.dispose([p.x, p.y, ...Object.values(before.grads), before.loss]);
+      tf.dispose([p.x, p.y]);
+      if (before) tf.dispose([...Object.values(before.grads), before.loss]);
       weight += w;
-      start += n;
+      at += k;
     }
     const scale = weight > 0 ? 1 / weight : 0; // no scored term in any part: a one-piece masked mean is 0 too
-    return tf.tidy(() => ({
-      grads: Object.fromEntries(Object.entries(sums.grads).map(([k, g]) => [k, tf.mul(g, scale)])),
-      loss: tf.mul(sums.loss, scale) as tf.Scalar,
+    const out = tf.tidy(() => ({
+      grads: Object.fromEntries(Object.entries(sums!.grads).map(([k, g]) => [k, tf.mul(g, scale)])),
+      loss: tf.mul(sums!.loss, scale) as tf.Scalar,
     }));
+    tf.dispose([...Object.values(sums!.grads), sums!.loss]);
+    return out;
   }
 
   /**
@@ -158,7 +155,7 @@ export class MicroBatches implements StepShare {
       try {
         return attempt(this.parts > 1 ? this : undefined);
       } catch (e) {
-        this.#rest = undefined;
+        this.#step = undefined;
         if (!(e instanceof WasmOutOfMemoryError)) throw e;
         releaseTape();
         if (started()) throw e;

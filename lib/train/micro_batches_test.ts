@@ -2,7 +2,8 @@
  * A step that runs out of the wasm backend's memory runs again in parts
  * (`micro_batches.ts`): here a model says "out of memory" above a number of
  * rows (the same error the wasm allocator's guard throws), so the check costs
- * no memory and runs on the cpu backend.
+ * no memory and runs on the cpu backend. One shard per batch (`shards: 1`):
+ * the parts then split the whole batch, as the counts below say.
  */
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
@@ -43,7 +44,14 @@ function model(fits: number, calls: number[] = []): TrainableModel {
 const DATA = sequenceDataset(Int32Array.from({ length: 400 }, (_, i) => (i * 3 + (i % 5)) % 7), 4);
 
 async function train(m: TrainableModel, steps: number, optimizer?: Optimizer) {
-  const trainer = new Trainer(m, DATA, { batchSize: 8, maxSteps: steps, seed: 5, progress: false, optimizer });
+  const trainer = new Trainer(m, DATA, {
+    batchSize: 8,
+    maxSteps: steps,
+    seed: 5,
+    progress: false,
+    optimizer,
+    shards: 1,
+  });
   const losses: number[] = [];
   for (let i = 0; i < steps; i++) {
     const b = DATA.batch(Array.from({ length: 8 }, (_, j) => (i * 8 + j) % DATA.length));
@@ -93,7 +101,11 @@ Deno.test("other errors, and memory running out once the weights began to change
     },
   };
   const b = DATA.batch([0, 1, 2, 3]);
-  assertThrows(() => new Trainer(broken, DATA, { maxSteps: 1, progress: false }).step(b), RangeError, "a bug");
+  assertThrows(
+    () => new Trainer(broken, DATA, { maxSteps: 1, progress: false, shards: 1 }).step(b),
+    RangeError,
+    "a bug",
+  );
   assertEquals(calls, [4], "what: a plain error is thrown at once");
   let applied = 0;
   const full: Optimizer = {

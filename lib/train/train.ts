@@ -60,16 +60,7 @@ import type { Optimizer } from "./optimizer.ts";
 import { clipScale, learningRateAt, type ScheduleOptions } from "./schedule.ts";
 import { chooseWorkers, type WorkersChoice } from "./choose_workers.ts";
 import { defaultShards, differentiateShards } from "./shards.ts";
-import type {
-  EvalRecord,
-  LossOptions,
-  ModelSpec,
-  StepShare,
-  TrainableModel,
-  TrainerOptions,
-  TrainHistory,
-  TrainRecord,
-} from "./types.ts";
+import type { EvalRecord, StepShare, TrainableModel, TrainerOptions, TrainHistory, TrainRecord } from "./types.ts";
 export type {
   EvalRecord,
   LossOptions,
@@ -84,16 +75,7 @@ import { trainableNames } from "./trainable.ts";
 import { MicroBatches } from "./micro_batches.ts";
 export { type EvalShare, evaluateLoss, type EvaluateLossOptions, type LossReport } from "./evaluate.ts";
 import { assignWeights } from "./checkpoint.ts";
-import {
-  type CheckpointOptions,
-  cloneTensors,
-  emptyHistory,
-  openRun,
-  RunKeeper,
-  type RunPosition,
-  type SavedRun,
-  saveRun,
-} from "./resume.ts";
+import { cloneTensors, emptyHistory, openRun, RunKeeper, type RunPosition, type SavedRun, saveRun } from "./resume.ts";
 
 /**
  * Trains a {@link TrainableModel} on a {@link Dataset} (chapter 3; reused in
