@@ -110,6 +110,18 @@ function interpPlain(
   return mistake === "renormalise" ? p / used : p;
 }
 
+/** The answers the usual mistakes of 2.4 give on a query, each with its hint (computed only when a check fails). */
+function interpMistakes(corpus: string[][], gram: string[], weights: number[], V: number) {
+  const variant = (m: InterpMistake) => () => interpPlain(corpus, gram, weights, V, m);
+  return [
+    { value: variant("zeroFallback"), hint: "an unseen context gave P_k = 0: use P_(k-1) instead" },
+    { value: variant("uniformFallback"), hint: "an unseen context gave P_k = 1/V: use P_(k-1) instead" },
+    { value: variant("renormalise"), hint: "an unseen order was dropped: use P_(k-1) in its place" },
+    { value: variant("reversed"), hint: "weights[0] goes with 1/V and weights[n] with the full n-gram" },
+    { value: variant("fullContext"), hint: "P_k uses the LAST k - 1 context words, not the first ones" },
+  ];
+}
+
 /** Random weights λ_0 ... λ_n summing to 1, with some exact zeros. */
 function randomWeights(rng: Rng, n: number): number[] {
   const raw: number[] = Array.from({ length: n + 1 }, () => (rng.int(6) === 0 ? 0 : 0.05 + rng.next()));
@@ -206,11 +218,13 @@ function roundTrip(lp: number): number {
  * object {} already has), "The" and "the".
  */
 const WORD = fc.oneof(
-  { arbitrary: arb.word({ letters: ["a", "b", "A"], maxLength: 2, traps: false }), weight: 4 },
+  { arbitrary: arb.word({ letters: ["a", "b", "A"], maxLength: 2, traps: false }), weight: 3 },
   { arbitrary: fc.constantFrom(...arb.TRAP_WORDS), weight: 1 },
 );
-/** A corpus of 0 to 5 sentences of 0 to 6 words. */
-const CORPUS_ANY = arb.list(arb.list(WORD, { maxLength: 6 }), { maxLength: 5 });
+/** A sentence: empty or of one word (a quarter of the draws each), or longer, up to 8 words. */
+const SENTENCE = fc.oneof(arb.list(WORD, { maxLength: 6 }), fc.array(WORD, { minLength: 3, maxLength: 8 }));
+/** A corpus of 0 to 5 sentences. */
+const CORPUS_ANY = arb.list(SENTENCE, { maxLength: 5 });
 /** A word of a query: any word, <s> or </s>. */
 const QUERY_WORD = fc.oneof({ arbitrary: WORD, weight: 4 }, { arbitrary: fc.constantFrom(BOS, EOS), weight: 1 });
 
@@ -227,21 +241,24 @@ function flipCase(w: string): string {
 }
 
 /**
- * Queries of order 1 to 4 on any corpus: a seen n-gram, a seen context with any word next, any n words, or a seen
- * n-gram with one word changed only in case ("a" for "A") or by a letter at its end ("ab" for "a", "a" for "ab").
+ * Queries of order 1 to 4 on any corpus: a seen n-gram, a seen context with any word next, any n words, a seen
+ * n-gram with one word changed only in case ("a" for "A") or by a letter at its end ("ab" for "a", "a" for "ab"), or
+ * a seen n-gram whose first word is one the corpus never holds ("c"), so that only the shorter contexts were seen.
  */
 const QUERY_CASES: fc.Arbitrary<QueryCase> = fc.tuple(
   CORPUS_ANY,
   fc.integer({ min: 1, max: 4 }),
   fc.nat(),
-  fc.nat(4),
+  fc.nat(7),
   fc.array(QUERY_WORD, { minLength: 4, maxLength: 4 }),
-).map(([corpus, n, pick, kind, words]) => {
+  fc.nat(),
+).map(([corpus, n, pick, draw, words, which]) => {
+  const kind = [0, 1, 2, 3, 3, 4, 4, 5][draw];
   const grams = corpus.flatMap((s) => gramsPlain(s, n));
   const seen = grams.length ? grams[pick % grams.length] : words.slice(0, n);
   // The word to change: one that is neither <s> nor </s>.
   const places = seen.flatMap((x, i) => (x === BOS || x === EOS ? [] : [i]));
-  const at = places.length ? places[pick % places.length] : -1, w = seen[at] ?? "";
+  const at = places.length ? places[which % places.length] : -1, w = seen[at] ?? "";
   const changed = kind === 3 ? flipCase(w) : w.length > 1 ? w.slice(0, -1) : `${w}b`;
   const gram = kind === 0
     ? seen
@@ -249,6 +266,8 @@ const QUERY_CASES: fc.Arbitrary<QueryCase> = fc.tuple(
     ? [...seen.slice(0, -1), words[3]]
     : kind === 2
     ? words.slice(0, n)
+    : kind === 5
+    ? ["c", ...seen.slice(1)]
     : seen.map((x, i) => (i === at ? changed : x));
   return { corpus, n, gram };
 });
@@ -267,13 +286,15 @@ const ABSENT = Symbol("absent");
 /** Every k that is not a finite number >= 0: negatives of any size, NaN, +-Infinity, undefined, left out. */
 const BAD_K: fc.Arbitrary<number | undefined | typeof ABSENT> = fc.oneof(
   arb.finite({ min: -1e6, max: -Number.MIN_VALUE }),
-  fc.constantFrom(NaN, Infinity, -Infinity, undefined, ABSENT, -0.5, -Number.MIN_VALUE),
+  fc.constantFrom(NaN, Infinity, -Infinity, -0.5, -Number.MIN_VALUE),
+  fc.constantFrom(undefined, ABSENT),
 );
 /** Every vocabSize that is not an integer >= 1: 0, negatives, fractions, NaN, +-Infinity, undefined, left out. */
 const BAD_V: fc.Arbitrary<number | undefined | typeof ABSENT> = fc.oneof(
   fc.integer({ min: -1000, max: 0 }),
   arb.finite({ min: -1e6, max: 1e6 }).filter((x) => !Number.isInteger(x)),
-  fc.constantFrom(NaN, Infinity, -Infinity, undefined, ABSENT, 0.5, 1.5, 1 - Number.EPSILON),
+  fc.constantFrom(NaN, Infinity, -Infinity, 0.5, 1.5, 1 - Number.EPSILON),
+  fc.constantFrom(undefined, ABSENT),
 );
 
 /** An options object with `bad` in the field `name` (left out when it is ABSENT). */
@@ -800,7 +821,7 @@ graded("2.3 addKProb: any corpus, order, query, k and vocabSize, against a from-
       what: "the counts and the n-gram after addKProb",
       hint: "only read them: do not add k into the map, set missing keys or pop the word off the n-gram",
     });
-  }, { show: ([c, k, vocabSize]) => ({ corpus: c.corpus, n: c.n, ngram: c.gram, k, vocabSize }) });
+  }, { runs: 200, show: ([c, k, vocabSize]) => ({ corpus: c.corpus, n: c.n, ngram: c.gram, k, vocabSize }) });
 });
 
 graded("2.3 addKProb: the V probabilities after any context sum to 1", () => {
@@ -960,21 +981,18 @@ graded("2.4 interpolatedProb: random orders, weights and queries match a from-sc
     const original = randomWeights(rng, n);
     for (let q = 0; q < 3; q++) {
       const gram = randomQuery(rng, corpus, n);
-      const variant = (m: InterpMistake) => interpPlain(corpus, gram, original, V, m);
-      expectClose(interpolatedProb(byOrder, gram, { weights: [...original], vocabSize: V }), variant("none"), {
-        what: `interpolatedProb(counts of orders 1..${n}, ${JSON.stringify(gram)}, ` +
-          `{ weights: ${JSON.stringify(original.map((w) => +w.toFixed(4)))}, vocabSize: ${V} })`,
-        input: corpus,
-        hint: "λ_0 / V + sum over k = 1..n of λ_k P_k, P_k from the k-gram counts and the last k - 1 context " +
-          "words (whole words); when a context was never seen, P_k is the value P_(k-1) had",
-        mistakes: [
-          { value: variant("zeroFallback"), hint: "an unseen context gave P_k = 0: use P_(k-1) instead" },
-          { value: variant("uniformFallback"), hint: "an unseen context gave P_k = 1/V: use P_(k-1) instead" },
-          { value: variant("renormalise"), hint: "an unseen order was dropped: use P_(k-1) in its place" },
-          { value: variant("reversed"), hint: "weights[0] goes with 1/V and weights[n] with the full n-gram" },
-          { value: variant("fullContext"), hint: "P_k uses the LAST k - 1 context words, not the first ones" },
-        ],
-      });
+      expectClose(
+        interpolatedProb(byOrder, gram, { weights: [...original], vocabSize: V }),
+        interpPlain(corpus, gram, original, V),
+        {
+          what: `interpolatedProb(counts of orders 1..${n}, ${JSON.stringify(gram)}, ` +
+            `{ weights: ${JSON.stringify(original.map((w) => +w.toFixed(4)))}, vocabSize: ${V} })`,
+          input: corpus,
+          hint: "λ_0 / V + sum over k = 1..n of λ_k P_k, P_k from the k-gram counts and the last k - 1 context " +
+            "words (whole words); when a context was never seen, P_k is the value P_(k-1) had",
+          mistakes: interpMistakes(corpus, gram, original, V),
+        },
+      );
     }
   }
 });
@@ -1190,7 +1208,6 @@ graded("2.4 interpolatedProb: any corpus, order, query, weights and vocabSize, a
   forAll(INTERP_CASES, ([{ corpus, n, gram }, weights, vocabSize]) => {
     const byOrder = Array.from({ length: n }, (_, k) => countsPlain(corpus, k + 1));
     const before = byOrder.map(snapshot), given = { gram: [...gram], weights: [...weights] };
-    const variant = (m: InterpMistake) => () => interpPlain(corpus, gram, weights, vocabSize, m);
     expectClose(
       interpolatedProb(byOrder, given.gram, { weights: given.weights, vocabSize }),
       interpPlain(corpus, gram, weights, vocabSize),
@@ -1202,13 +1219,7 @@ graded("2.4 interpolatedProb: any corpus, order, query, weights and vocabSize, a
         hint: "λ_0 / V + sum over k = 1..n of λ_k P_k, P_k from the k-gram counts and the last k - 1 context " +
           "words, compared word by word exactly as written; a context never seen takes the value P_(k-1) had; " +
           "weights that sum to 1 within 1e-9 are fine",
-        mistakes: [
-          { value: variant("zeroFallback"), hint: "an unseen context gave P_k = 0: use P_(k-1) instead" },
-          { value: variant("uniformFallback"), hint: "an unseen context gave P_k = 1/V: use P_(k-1) instead" },
-          { value: variant("renormalise"), hint: "an unseen order was dropped: use P_(k-1) in its place" },
-          { value: variant("reversed"), hint: "weights[0] goes with 1/V and weights[n] with the full n-gram" },
-          { value: variant("fullContext"), hint: "P_k uses the LAST k - 1 context words, not the first ones" },
-        ],
+        mistakes: interpMistakes(corpus, gram, weights, vocabSize),
       },
     );
     expectEqual([byOrder.map(snapshot), given.gram, given.weights], [before, gram, weights], {
@@ -1216,7 +1227,10 @@ graded("2.4 interpolatedProb: any corpus, order, query, weights and vocabSize, a
       hint: "only read the arguments: do not sort or reverse the weights in place, pop words off the n-gram or " +
         "add keys to the count maps",
     });
-  }, { show: ([q, weights, vocabSize]) => ({ corpus: q.corpus, n: q.n, ngram: q.gram, weights, vocabSize }) });
+  }, {
+    runs: 200,
+    show: ([q, weights, vocabSize]) => ({ corpus: q.corpus, n: q.n, ngram: q.gram, weights, vocabSize }),
+  });
 });
 
 graded("2.4 interpolatedProb: the V probabilities after any context sum to 1", () => {
@@ -1247,13 +1261,13 @@ interface BadInterp {
 
 /**
  * One bad input at a time: a weight that is NaN or infinite; a negative weight in weights that still sum to 1; n or
- * n + 2 weights; a sum off by more than 1e-9; weights undefined or left out; a bad vocabSize; an n-gram of n - 1 or
- * n + 1 words.
+ * n + 2 weights; a sum off by more than 1e-9; weights undefined or left out; a bad vocabSize; vocabSize undefined or
+ * left out; an n-gram of n - 1 or n + 1 words.
  */
 const BAD_INTERP_CASES: fc.Arbitrary<[QueryCase, BadInterp]> = fc.tuple(
   QUERY_CASES,
   fc.record({
-    kind: fc.nat(7),
+    kind: fc.nat(8),
     weights: WEIGHT_MATERIAL,
     vocabSize: V_ANY,
     at: fc.nat(),
@@ -1296,6 +1310,8 @@ const BAD_INTERP_CASES: fc.Arbitrary<[QueryCase, BadInterp]> = fc.tuple(
       return [q, bad("weights", badShown("weights", d.missing), withBad(ok(w), "weights", d.missing))];
     case 5:
       return [q, bad("vocabSize", badShown("vocabSize", d.badV), withBad(ok(w), "vocabSize", d.badV))];
+    case 6:
+      return [q, bad("vocabSize", badShown("vocabSize", d.missing), withBad(ok(w), "vocabSize", d.missing))];
     default: {
       const g = d.up ? [BOS, ...gram] : gram.slice(1);
       return [q, bad("ngram", `${g.length} words for n = ${n}`, ok(w), g)];
@@ -1514,20 +1530,23 @@ const CHANNEL_SCORE = fc.oneof(
 const CANDIDATE = fc.record({ word: arb.word(), logChannel: CHANNEL_SCORE, logPrior: CHANNEL_SCORE });
 
 /**
- * Lists of 1 to 6 candidates, with up to two twins inserted anywhere: a candidate with an earlier one's scores
- * swapped (the same sum, exactly) or with half its channel score moved to its prior (the same sum on paper,
- * possibly a few ulps away in floats).
+ * Lists of 1 to 7 candidates, with up to three twins inserted anywhere: a candidate with an earlier one's scores
+ * swapped (the same sum, exactly), with half its channel score moved to its prior (the same sum on paper, possibly a
+ * few ulps away in floats), or with its prior 1 to 3 ulps closer to 0 (a sum larger in its last bits, or equal).
  */
 const CANDIDATES: fc.Arbitrary<ChannelCandidate[]> = fc.tuple(
   arb.list(CANDIDATE, { minLength: 1, maxLength: 4 }),
-  fc.array(fc.tuple(fc.nat(), fc.nat(), fc.boolean()), { maxLength: 2 }),
+  fc.array(fc.tuple(fc.nat(), fc.nat(), fc.nat(2), fc.integer({ min: 1, max: 3 })), { maxLength: 3 }),
 ).map(([cands, twins]) => {
   const out = [...cands];
-  for (const [from, at, swap] of twins) {
+  for (const [from, at, kind, ulps] of twins) {
     const c = out[from % out.length];
-    const twin = swap
+    const closer = Number.isFinite(c.logPrior) ? Math.min(0, arb.ulpStep(c.logPrior, ulps)) : c.logPrior;
+    const twin = kind === 0
       ? cand(`${c.word}2`, c.logPrior, c.logChannel)
-      : cand(`${c.word}3`, c.logChannel / 2, c.logPrior + c.logChannel / 2);
+      : kind === 1
+      ? cand(`${c.word}3`, c.logChannel / 2, c.logPrior + c.logChannel / 2)
+      : cand(`${c.word}4`, c.logChannel, closer);
     out.splice(at % (out.length + 1), 0, twin);
   }
   return out;
@@ -1563,8 +1582,9 @@ graded(
         mistakes: [
           {
             value: () => choiceByProbability(cands),
-            hint: "the probabilities exp(logChannel) * exp(logPrior) were compared: below about -745 they are all " +
-              "0 and tie, so the earliest wins; compare the sums of the log-probabilities instead",
+            hint: "the probabilities exp(logChannel) * exp(logPrior) were compared: exp rounds them " +
+              "(exp(-5e-324) is 1, and everything below about -745 is 0), so candidates with different sums tie " +
+              "and the earliest wins; compare the sums of the log-probabilities instead",
           },
           {
             value: () => choiceWithTolerance(cands, 1e-9),
@@ -1578,7 +1598,7 @@ graded(
         what: "the candidates after noisyChannelChoice(candidates)",
         hint: "only read the candidates: do not sort them, reorder them or add fields to them",
       });
-    });
+    }, { runs: 200 });
   },
 );
 
