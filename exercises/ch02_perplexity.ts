@@ -22,8 +22,12 @@ import { notImplemented } from "../lib/mod.ts";
  *
  * Add logarithms; never multiply the probabilities themselves: the product
  * of thousands of probabilities underflows to 0, and so does e^-800, the
- * probability of a single very unlikely token. A probability of 0 has log
- * -Infinity and makes the perplexity Infinity: that is the right answer.
+ * probability of a single very unlikely token. Do not turn a log-probability
+ * into a probability at all, not even to take its log again: from about
+ * -708 to -745, Math.exp gives subnormal numbers with only a few correct
+ * bits, so Math.log(Math.exp(-740)) is not -740. A probability of 0 has log
+ * -Infinity and makes the perplexity Infinity: that is the right answer (do
+ * not skip or clamp it, nor clamp log-probabilities however negative).
  * The input array is only read, never changed.
  *
  * @param logProbs ln P(w_t | w_<t) for every token (natural logarithms).
@@ -41,7 +45,10 @@ export function perplexity(logProbs: number[]): number {
  * The same average negative log-probability as in exercise 2.1, but with
  * base-2 logarithms: how many bits per token an ideal code built from the
  * model would need. The inputs are natural logarithms: log2(x) = ln(x) / ln(2).
- * As in exercise 2.1, -Infinity gives Infinity and the input is not changed.
+ * As in exercise 2.1, work from the log-probabilities themselves (never
+ * through Math.exp, which loses bits below about -708 and gives 0 below
+ * -745, or through the perplexity, which overflows), -Infinity gives
+ * Infinity and the input is not changed.
  *
  * @param logProbs ln P(w_t | w_<t) for every token (natural logarithms).
  * @returns -(1/N) sum_t log2 P(w_t | w_<t).
@@ -166,9 +173,11 @@ export interface ChannelCandidate {
  * candidate with the largest logChannel + logPrior.
  *
  * - Add the two log-probabilities; do not add probabilities, and do not drop
- *   either model.
- * - Ties (equal sums, compared exactly with ===) go to the earliest candidate:
- *   the smallest index.
+ *   either model. Never exponentiate: scores may lie far below -745, where
+ *   exp(logChannel) * exp(logPrior) is 0 for every candidate.
+ * - The largest sum wins, compared exactly (no tolerance): a sum larger only
+ *   in its last bits is larger. Ties (equal sums, compared exactly with
+ *   ===) go to the earliest candidate: the smallest index.
  * - -Infinity is a valid score (probability 0): a candidate whose sum is
  *   -Infinity loses to any candidate with a finite sum. If every sum is
  *   -Infinity they all tie, so the answer is 0.

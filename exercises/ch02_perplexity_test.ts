@@ -7,12 +7,14 @@
  * the, cat, sat, dog, a, ran, </s>, <unk>: V = 8.
  * @module
  */
-import { expectClose, expectEqual, expectThrows, graded, Rng } from "../lib/mod.ts";
+import { arb, expectClose, expectEqual, expectThrows, fc, forAll, graded, Rng } from "../lib/mod.ts";
 import {
+  type AddKOptions,
   addKProb,
   type ChannelCandidate,
   crossEntropyBits,
   interpolatedProb,
+  type InterpolationOptions,
   noisyChannelChoice,
   perplexity,
 } from "./ch02_perplexity.ts";
@@ -108,6 +110,18 @@ function interpPlain(
   return mistake === "renormalise" ? p / used : p;
 }
 
+/** The answers the usual mistakes of 2.4 give on a query, each with its hint (computed only when a check fails). */
+function interpMistakes(corpus: string[][], gram: string[], weights: number[], V: number) {
+  const variant = (m: InterpMistake) => () => interpPlain(corpus, gram, weights, V, m);
+  return [
+    { value: variant("zeroFallback"), hint: "an unseen context gave P_k = 0: use P_(k-1) instead" },
+    { value: variant("uniformFallback"), hint: "an unseen context gave P_k = 1/V: use P_(k-1) instead" },
+    { value: variant("renormalise"), hint: "an unseen order was dropped: use P_(k-1) in its place" },
+    { value: variant("reversed"), hint: "weights[0] goes with 1/V and weights[n] with the full n-gram" },
+    { value: variant("fullContext"), hint: "P_k uses the LAST k - 1 context words, not the first ones" },
+  ];
+}
+
 /** Random weights λ_0 ... λ_n summing to 1, with some exact zeros. */
 function randomWeights(rng: Rng, n: number): number[] {
   const raw: number[] = Array.from({ length: n + 1 }, () => (rng.int(6) === 0 ? 0 : 0.05 + rng.next()));
@@ -150,10 +164,191 @@ const TRIGRAMS = new Map([
   ["cat ran </s>", 1],
 ]);
 
+// ------------------------------------------------------------ the property checks' domain
+// The property tests draw from everything the docs allow. Log-probabilities come from arb.logScore: near 0, everyday,
+// around exp's underflow (-800 to -700: exp gives subnormal numbers with a few correct bits, then 0 below -745) and far
+// below (down to -1e6 and -1e300), with -Infinity now and then, in short lists and in long texts where a few very
+// unlikely tokens are diluted. Corpora are made of words that differ only in case or by a prefix and of
+// Object.prototype's names ("constructor", "__proto__"); sentences and corpora may be empty. k runs from 0 and 1e-300
+// to 1e6 and V from 1 to 200,000 (k V stays finite, as the formula needs).
+
+/**
+ * A log-probability: arb.logScore's four bands, and -Infinity (a probability of 0) one draw in thirteen. Kept above
+ * -1e300, so that no sum of a few overflows: the docs ask for the mean, which may be summed first or divided first.
+ */
+const LOG_PROB = fc.oneof(
+  { arbitrary: arb.logScore().map((x) => Math.max(x, -1e300)), weight: 12 },
+  { arbitrary: fc.constant(-Infinity), weight: 1 },
+);
+/**
+ * The log-probabilities of a text: 1 to 12 tokens drawn from LOG_PROB, or 20 to 200 everyday tokens (-50 to 0) with
+ * one to three very unlikely ones (-1e5 to -800) among them, so that the mean stays finite.
+ */
+const LOG_PROBS = fc.oneof(
+  { arbitrary: arb.list(LOG_PROB, { minLength: 1, maxLength: 12 }), weight: 4 },
+  {
+    arbitrary: fc.tuple(
+      fc.array(fc.double({ min: -50, max: 0, noNaN: true }), { minLength: 20, maxLength: 200 }),
+      fc.array(fc.tuple(fc.double({ min: -1e5, max: -800, noNaN: true }), fc.nat()), { minLength: 1, maxLength: 3 }),
+    ).map(([everyday, rare]) => {
+      const out = [...everyday];
+      for (const [lp, at] of rare) out.splice(at % (out.length + 1), 0, lp);
+      return out;
+    }),
+    weight: 1,
+  },
+);
+
+/** The mean of a list, summed from the front. */
+function meanOf(xs: number[]): number {
+  let sum = 0;
+  for (const x of xs) sum += x;
+  return sum / xs.length;
+}
+
+/** ln p turned into p and back, keeping ln p only where exp gives 0 (subnormal exps keep a few bits). */
+function roundTrip(lp: number): number {
+  const p = Math.exp(lp);
+  return p > 0 ? Math.log(p) : lp;
+}
+
+/**
+ * A word: from a, b and A, at most two letters (so that a handful of draws holds words that differ only in case,
+ * "a" and "A", or by a prefix, "a" and "ab"), or one of arb.TRAP_WORDS: "constructor" and "__proto__" (which a plain
+ * object {} already has), "The" and "the".
+ */
+const WORD = fc.oneof(
+  { arbitrary: arb.word({ letters: ["a", "b", "A"], maxLength: 2, traps: false }), weight: 3 },
+  { arbitrary: fc.constantFrom(...arb.TRAP_WORDS), weight: 1 },
+);
+/** A sentence: empty or of one word (a quarter of the draws each), or longer, up to 8 words. */
+const SENTENCE = fc.oneof(arb.list(WORD, { maxLength: 6 }), fc.array(WORD, { minLength: 3, maxLength: 8 }));
+/** A corpus of 0 to 5 sentences. */
+const CORPUS_ANY = arb.list(SENTENCE, { maxLength: 5 });
+/** A word of a query: any word, <s> or </s>. */
+const QUERY_WORD = fc.oneof({ arbitrary: WORD, weight: 4 }, { arbitrary: fc.constantFrom(BOS, EOS), weight: 1 });
+
+/** A drawn query: a corpus, an order n, and what picks the n-gram (a seen one, a seen context, or any words). */
+interface QueryCase {
+  corpus: string[][];
+  n: number;
+  gram: string[];
+}
+
+/** A word with the case of every letter flipped ("aB" becomes "Ab"). */
+function flipCase(w: string): string {
+  return [...w].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
+}
+
+/**
+ * Queries of order 1 to 4 on any corpus: a seen n-gram, a seen context with any word next, any n words, a seen
+ * n-gram with one word changed only in case ("a" for "A") or by a letter at its end ("ab" for "a", "a" for "ab"), or
+ * a seen n-gram whose first word is one the corpus never holds ("c"), so that only the shorter contexts were seen.
+ */
+const QUERY_CASES: fc.Arbitrary<QueryCase> = fc.tuple(
+  CORPUS_ANY,
+  fc.integer({ min: 1, max: 4 }),
+  fc.nat(),
+  fc.nat(7),
+  fc.array(QUERY_WORD, { minLength: 4, maxLength: 4 }),
+  fc.nat(),
+).map(([corpus, n, pick, draw, words, which]) => {
+  const kind = [0, 1, 2, 3, 3, 4, 4, 5][draw];
+  const grams = corpus.flatMap((s) => gramsPlain(s, n));
+  const seen = grams.length ? grams[pick % grams.length] : words.slice(0, n);
+  // The word to change: one that is neither <s> nor </s>.
+  const places = seen.flatMap((x, i) => (x === BOS || x === EOS ? [] : [i]));
+  const at = places.length ? places[which % places.length] : -1, w = seen[at] ?? "";
+  const changed = kind === 3 ? flipCase(w) : w.length > 1 ? w.slice(0, -1) : `${w}b`;
+  const gram = kind === 0
+    ? seen
+    : kind === 1
+    ? [...seen.slice(0, -1), words[3]]
+    : kind === 2
+    ? words.slice(0, n)
+    : kind === 5
+    ? ["c", ...seen.slice(1)]
+    : seen.map((x, i) => (i === at ? changed : x));
+  return { corpus, n, gram };
+});
+
+/** Every word that can come next after any context of a corpus: its words, </s>, and one it never holds. */
+function nextWords(corpus: string[][]): string[] {
+  return [...new Set([...corpus.flat(), EOS, "unseen-word"])];
+}
+
+/** A pseudo-count k: 0, 1, 0.5, or any size from 1e-300 to 1e6. */
+const K_ANY = fc.oneof(fc.constantFrom(0, 1, 0.5), arb.magnitude({ min: 1e-300, max: 1e6 }));
+/** A vocabulary size: 1, 2, or any up to 200,000. */
+const V_ANY = fc.oneof(fc.constantFrom(1, 2), fc.integer({ min: 1, max: 200_000 }));
+/** Marks an option left out of the options object (as opposed to present and undefined). */
+const ABSENT = Symbol("absent");
+/** Every k that is not a finite number >= 0: negatives of any size, NaN, +-Infinity, undefined, left out. */
+const BAD_K: fc.Arbitrary<number | undefined | typeof ABSENT> = fc.oneof(
+  arb.finite({ min: -1e6, max: -Number.MIN_VALUE }),
+  fc.constantFrom(NaN, Infinity, -Infinity, -0.5, -Number.MIN_VALUE),
+  fc.constantFrom(undefined, ABSENT),
+);
+/** Every vocabSize that is not an integer >= 1: 0, negatives, fractions, NaN, +-Infinity, undefined, left out. */
+const BAD_V: fc.Arbitrary<number | undefined | typeof ABSENT> = fc.oneof(
+  fc.integer({ min: -1000, max: 0 }),
+  arb.finite({ min: -1e6, max: 1e6 }).filter((x) => !Number.isInteger(x)),
+  fc.constantFrom(NaN, Infinity, -Infinity, 0.5, 1.5, 1 - Number.EPSILON),
+  fc.constantFrom(undefined, ABSENT),
+);
+
+/** An options object with `bad` in the field `name` (left out when it is ABSENT). */
+function withBad(good: Record<string, unknown>, name: string, bad: unknown): Record<string, unknown> {
+  const out = { ...good };
+  if (bad === ABSENT) delete out[name];
+  else out[name] = bad;
+  return out;
+}
+
+/** How a bad option value is named in a message: its String, or "undefined" when it is missing. */
+function shownBad(bad: unknown): string {
+  return bad === ABSENT || bad === undefined ? "undefined" : String(bad);
+}
+
+/** `k left out`, `k: undefined`, `k: -0.5`: a bad option, for a failure's first line. */
+function badShown(name: string, bad: unknown): string {
+  return bad === ABSENT ? `${name} left out` : `${name}: ${String(bad)}`;
+}
+
+/** What weights are made from: raw draws (some exactly 0), cut points for tenths, and a nudge. */
+const WEIGHT_MATERIAL = fc.record({
+  raw: fc.array(fc.oneof(fc.constant(0), fc.double({ min: 0, max: 1, noNaN: true })), { minLength: 6, maxLength: 6 }),
+  cuts: fc.array(fc.integer({ min: 0, max: 10 }), { minLength: 5, maxLength: 5 }),
+  tenths: fc.boolean(),
+  nudge: fc.double({ min: -1, max: 1, noNaN: true }),
+  nudged: fc.nat(2),
+});
+type WeightMaterial = typeof WEIGHT_MATERIAL extends fc.Arbitrary<infer T> ? T : never;
+
+/**
+ * n + 1 <= 6 weights λ_0 ... λ_n that sum to 1 up to the doc's 1e-9: normalised raw draws (some exactly 0), or
+ * tenths such as [0.7, 0.2, 0.1] (whose float sum is 0.9999999999999999), the largest nudged by up to 5e-10 one time
+ * in three.
+ */
+function weightsOf(m: WeightMaterial, n: number): number[] {
+  let w: number[];
+  if (m.tenths) {
+    const c = [0, ...m.cuts.slice(0, n).sort((a, b) => a - b), 10];
+    w = c.slice(1).map((x, i) => (x - c[i]) / 10);
+  } else {
+    const raw = m.raw.slice(0, n + 1), sum = raw.reduce((a, b) => a + b, 0);
+    w = sum > 0 ? raw.map((x) => x / sum) : raw.map((_, i) => (i === m.cuts[0] % (n + 1) ? 1 : 0));
+  }
+  if (m.nudged !== 0) return w;
+  const top = w.indexOf(Math.max(...w));
+  return w.map((x, i) => (i === top ? x + m.nudge * 5e-10 : x));
+}
+
 // ------------------------------------------------------------ 2.1 perplexity
 // Spec: exp(-(1/N) sum ln p) for every N >= 1; never multiplies probabilities (a few tokens with ln p = -800
 // must not underflow to 0); -Infinity gives Infinity; [] is a RangeError naming logProbs.length=0; the input
-// array is not modified.
+// array is not modified. Property test: any log-probabilities (LOG_PROBS), against exp of minus their mean.
+// The rules, with the tests and a mutant of each: tests/mutants/ch02_perplexity.json "rules".
 
 graded("2.1 perplexity: right with probability 1/5 every time gives 5", () => {
   const lps = [0.2, 0.2, 0.2, 0.2].map(Math.log);
@@ -238,9 +433,41 @@ graded("2.1 perplexity: very unlikely tokens do not underflow, and the input is 
   });
 });
 
+graded("2.1 perplexity: any log-probabilities, far below -745 and -Infinity included, against a reference", () => {
+  forAll(LOG_PROBS, (lps) => {
+    const given = [...lps], mean = meanOf(lps), want = Math.exp(-mean), got = perplexity(given);
+    // Next to exp's overflow (e^709.78), rounding the doc allows (2 ** bits, another order of summing) may tip the
+    // answer over to Infinity or back below it: both are right there.
+    const tipped = Math.min(got, want) * (1 + 1e-9) === Infinity;
+    expectClose(tipped ? want : got, want, {
+      what: `perplexity of ${lps.length} log-probabilities`,
+      rtol: 1e-9,
+      atol: 0,
+      hint: "exp(-(sum of logProbs) / N), straight from the logarithms: never turn them into probabilities, not " +
+        "even where exp(lp) is not 0 yet (from -708 to -745 it keeps only a few correct bits); -Infinity gives " +
+        "Infinity",
+      mistakes: [
+        {
+          value: () => Math.exp(-meanOf(lps.map(roundTrip))),
+          hint: "each log-probability went through exp and back: just above -745 exp gives subnormal numbers " +
+            "with a few correct bits, so Math.log(Math.exp(lp)) is not lp there; use lp itself",
+        },
+        { value: () => Math.exp(-meanOf(lps.filter(Number.isFinite))), hint: "-Infinity was skipped: keep it" },
+        { value: 2 ** -mean, hint: "the inputs are natural logarithms: use Math.exp, not 2 ** H" },
+        { value: Math.exp(mean), hint: "negate the mean log-probability: perplexity is >= 1" },
+      ],
+    });
+    expectEqual(given, lps, {
+      what: "the logProbs array after perplexity(logProbs)",
+      hint: "only read the input: do not sort, map in place or pop from it",
+    });
+  });
+});
+
 // ------------------------------------------------------------ 2.2 crossEntropyBits
 // Spec: -(1/N) sum ln p / ln 2 for every N >= 1; -Infinity gives Infinity; [] is a RangeError naming
 // logProbs.length=0; the input is not modified; extreme log-probabilities stay exact (no exp/log round trip).
+// Property test: any log-probabilities (LOG_PROBS), against minus their mean over ln 2.
 
 graded("2.2 crossEntropyBits: probabilities 1/2, 1/4, 1/8 cost 1, 2, 3 bits", () => {
   const lps = [0.5, 0.25, 0.125].map(Math.log);
@@ -313,6 +540,36 @@ graded("2.2 crossEntropyBits: extreme log-probabilities, and the input is left a
   });
 });
 
+graded(
+  "2.2 crossEntropyBits: any log-probabilities, far below -745 and -Infinity included, against a reference",
+  () => {
+    forAll(LOG_PROBS, (lps) => {
+      const given = [...lps], mean = meanOf(lps);
+      expectClose(crossEntropyBits(given), -mean / Math.LN2, {
+        what: `crossEntropyBits of ${lps.length} log-probabilities`,
+        rtol: 1e-9,
+        atol: 0,
+        hint: "-(sum of logProbs) / N / Math.LN2, straight from the logarithms: never through exp (it overflows or " +
+          "underflows, and from -708 to -745 keeps only a few correct bits); -Infinity gives Infinity",
+        mistakes: [
+          {
+            value: () => -meanOf(lps.map(roundTrip)) / Math.LN2,
+            hint: "each log-probability went through exp and back (Math.log2(Math.exp(lp))): just above -745 exp " +
+              "gives subnormal numbers with a few correct bits; divide lp itself by Math.LN2",
+          },
+          { value: -mean, hint: "that is nats: divide by ln 2 (Math.LN2) to get bits" },
+          { value: mean / Math.LN2, hint: "negate: a cross-entropy is >= 0" },
+          { value: () => -meanOf(lps.filter(Number.isFinite)) / Math.LN2, hint: "-Infinity was skipped: keep it" },
+        ],
+      });
+      expectEqual(given, lps, {
+        what: "the logProbs array after crossEntropyBits(logProbs)",
+        hint: "only read the input: do not sort, map in place or pop from it",
+      });
+    });
+  },
+);
+
 // ------------------------------------------------------------ 2.3 addKProb
 // Spec: (c(h w) + k) / (c(h ·) + k V) with whole-word matching of h and w (a prefix is not a match), for every
 // order n >= 1 (n = 1: empty context, c(h ·) = all counts); k = 0 is MLE and 0 (not NaN) when c(h ·) = 0;
@@ -320,7 +577,8 @@ graded("2.2 crossEntropyBits: extreme log-probabilities, and the input is left a
 // +-Infinity or undefined (k has no default) is a RangeError naming k and the value, in any wording; vocabSize
 // not an integer >= 1 (0, 2.5, NaN, Infinity, undefined) is a RangeError naming vocabSize; vocabSize 1 and k 0
 // (the documented boundaries) work, as do V = 200,000 and k = 1e-7; words are compared as written ("The" is not
-// "the"); the counts and the n-gram are not modified.
+// "the"); the counts and the n-gram are not modified. Property tests: any corpus, order, query (QUERY_CASES), k and
+// V against the from-scratch estimate; the V probabilities after any context sum to 1; every bad k and vocabSize.
 
 graded("2.3 addKProb: Laplace (k = 1) on bigrams", () => {
   // c(the cat) = 1, c(the ·) = 2: (1 + 1) / (2 + 1 * 8) = 0.2
@@ -541,13 +799,88 @@ graded("2.3 addKProb: leaves the counts and the n-gram alone", () => {
   });
 });
 
+graded("2.3 addKProb: any corpus, order, query, k and vocabSize, against a from-scratch estimate", () => {
+  forAll(fc.tuple(QUERY_CASES, K_ANY, V_ANY), ([{ corpus, n, gram }, k, vocabSize]) => {
+    const counts = countsPlain(corpus, n), before = snapshot(counts), given = [...gram];
+    const [joint, total] = contextCountsPlain(corpus, gram);
+    const den = total + k * vocabSize;
+    expectClose(addKProb(counts, given, { k, vocabSize }), den === 0 ? 0 : (joint + k) / den, {
+      what: `addKProb(ngramCounts(corpus, ${n}), ${JSON.stringify(gram)}, { k: ${k}, vocabSize: ${vocabSize} })`,
+      rtol: 1e-12,
+      atol: 0,
+      hint: `(c(h w) + k) / (c(h ·) + k V), here c(h w) = ${joint}, c(h ·) = ${total}: split each key on its ` +
+        "spaces and compare the context and the word word by word, exactly as written (a is not ab, The is not " +
+        "the; any word may be a key, constructor too), for every order n (n = 1: the empty context); 0 for 0 / 0",
+      mistakes: [
+        { value: (joint + k) / (total + vocabSize), hint: "the denominator grows by k * V, not by V" },
+        { value: (joint + k) / (total + k), hint: "the denominator grows by k * V, not by k" },
+        { value: total === 0 ? 0 : (joint + k) / den, hint: "an unseen context gets 1 / V when k > 0, not 0" },
+      ],
+    });
+    expectEqual([snapshot(counts), given], [before, gram], {
+      what: "the counts and the n-gram after addKProb",
+      hint: "only read them: do not add k into the map, set missing keys or pop the word off the n-gram",
+    });
+  }, { runs: 200, show: ([c, k, vocabSize]) => ({ corpus: c.corpus, n: c.n, ngram: c.gram, k, vocabSize }) });
+});
+
+graded("2.3 addKProb: the V probabilities after any context sum to 1", () => {
+  forAll(fc.tuple(QUERY_CASES, K_ANY), ([{ corpus, n, gram }, k]) => {
+    const counts = countsPlain(corpus, n), context = gram.slice(0, -1), words = nextWords(corpus);
+    let sum = 0;
+    for (const w of words) sum += addKProb(counts, [...context, w], { k, vocabSize: words.length });
+    // With k = 0 an unseen context has no estimate: every word gets 0 (not NaN).
+    const unseen = contextCountsPlain(corpus, [...context, EOS])[1] === 0;
+    expectClose(sum, k === 0 && unseen ? 0 : 1, {
+      what: `the sum over the ${words.length} words w that can follow ${JSON.stringify(context)} of ` +
+        `addKProb(ngramCounts(corpus, ${n}), [...context, w], { k: ${k}, vocabSize: ${words.length} })`,
+      rtol: 1e-9,
+      atol: 0,
+      hint: "the numerators c(h w) + k add up to c(h ·) + k V only if c(h ·) sums the counts of exactly the keys " +
+        "whose context is h, compared word by word as written",
+    });
+  }, { show: ([c, k]) => ({ corpus: c.corpus, n: c.n, context: c.gram.slice(0, -1), k }) });
+});
+
+graded(
+  "2.3 addKProb: any bad k or vocabSize, missing or undefined too, is a RangeError naming it and its value",
+  () => {
+    const cases = fc.tuple(
+      QUERY_CASES,
+      fc.oneof(
+        fc.tuple(BAD_K, V_ANY).map(([bad, v]) => ({
+          name: "k",
+          bad,
+          options: withBad({ k: 1, vocabSize: v }, "k", bad),
+        })),
+        fc.tuple(K_ANY, BAD_V).map(([k, bad]) => ({
+          name: "vocabSize",
+          bad,
+          options: withBad({ k, vocabSize: 1 }, "vocabSize", bad),
+        })),
+      ),
+    );
+    forAll(cases, ([{ corpus, n, gram }, { name, bad, options }]) => {
+      expectThrows(() => addKProb(countsPlain(corpus, n), gram, options as unknown as AddKOptions), RangeError, {
+        what: `addKProb(ngramCounts(corpus, ${n}), ${JSON.stringify(gram)}, options) with ${badShown(name, bad)}`,
+        mentions: [name, shownBad(bad)],
+        hint: "k must be a finite number >= 0 and vocabSize an integer >= 1, with no default: check both before " +
+          "counting (Number.isFinite(k) && k >= 0; Number.isInteger(vocabSize) && vocabSize >= 1) and name the " +
+          "option and its value in the RangeError",
+      });
+    }, { show: ([c, b]) => ({ corpus: c.corpus, n: c.n, ngram: c.gram, options: b.options }) });
+  },
+);
+
 // ------------------------------------------------------------ 2.4 interpolatedProb
 // Spec: sum_k λ_k P_k with P_0 = 1/V, P_k the MLE from countsByOrder[k - 1] on the last k - 1 context words
 // (whole words); an unseen context at order k (c(h ·) = 0) uses the value P_(k-1) had (so the fall-back
 // cascades, down to 1/V); any order n >= 1; the result is a distribution over the V words for every context;
 // RangeError when weights.length != n + 1, a weight is negative, NaN or infinite, or |sum - 1| > 1e-9 (weights
 // that sum to 1 only up to rounding, like [0.7, 0.2, 0.1], are accepted); RangeError when ngram.length != n;
-// RangeError when vocabSize is not an integer >= 1; nothing passed in is modified.
+// RangeError when vocabSize is not an integer >= 1; nothing passed in is modified. Property tests: any corpus,
+// order, query, weights (WEIGHT_MATERIAL: zeros, tenths, sums 5e-10 off) and V against the from-scratch mixture;
+// the V probabilities after any context sum to 1; one bad input at a time.
 
 graded("2.4 interpolatedProb: bigram + unigram + uniform", () => {
   // 0.6 * c(the cat)/c(the ·) + 0.3 * c(cat)/N + 0.1 / V = 0.6 * 1/2 + 0.3 * 2/12 + 0.1/8
@@ -648,21 +981,18 @@ graded("2.4 interpolatedProb: random orders, weights and queries match a from-sc
     const original = randomWeights(rng, n);
     for (let q = 0; q < 3; q++) {
       const gram = randomQuery(rng, corpus, n);
-      const variant = (m: InterpMistake) => interpPlain(corpus, gram, original, V, m);
-      expectClose(interpolatedProb(byOrder, gram, { weights: [...original], vocabSize: V }), variant("none"), {
-        what: `interpolatedProb(counts of orders 1..${n}, ${JSON.stringify(gram)}, ` +
-          `{ weights: ${JSON.stringify(original.map((w) => +w.toFixed(4)))}, vocabSize: ${V} })`,
-        input: corpus,
-        hint: "λ_0 / V + sum over k = 1..n of λ_k P_k, P_k from the k-gram counts and the last k - 1 context " +
-          "words (whole words); when a context was never seen, P_k is the value P_(k-1) had",
-        mistakes: [
-          { value: variant("zeroFallback"), hint: "an unseen context gave P_k = 0: use P_(k-1) instead" },
-          { value: variant("uniformFallback"), hint: "an unseen context gave P_k = 1/V: use P_(k-1) instead" },
-          { value: variant("renormalise"), hint: "an unseen order was dropped: use P_(k-1) in its place" },
-          { value: variant("reversed"), hint: "weights[0] goes with 1/V and weights[n] with the full n-gram" },
-          { value: variant("fullContext"), hint: "P_k uses the LAST k - 1 context words, not the first ones" },
-        ],
-      });
+      expectClose(
+        interpolatedProb(byOrder, gram, { weights: [...original], vocabSize: V }),
+        interpPlain(corpus, gram, original, V),
+        {
+          what: `interpolatedProb(counts of orders 1..${n}, ${JSON.stringify(gram)}, ` +
+            `{ weights: ${JSON.stringify(original.map((w) => +w.toFixed(4)))}, vocabSize: ${V} })`,
+          input: corpus,
+          hint: "λ_0 / V + sum over k = 1..n of λ_k P_k, P_k from the k-gram counts and the last k - 1 context " +
+            "words (whole words); when a context was never seen, P_k is the value P_(k-1) had",
+          mistakes: interpMistakes(corpus, gram, original, V),
+        },
+      );
     }
   }
 });
@@ -869,6 +1199,143 @@ graded("2.4 interpolatedProb: unigrams only, and nothing passed in is modified",
   });
 });
 
+/** A drawn interpolatedProb case: a query, weights that sum to 1 up to 1e-9, and a vocabulary size. */
+const INTERP_CASES: fc.Arbitrary<[QueryCase, number[], number]> = fc.tuple(QUERY_CASES, WEIGHT_MATERIAL, V_ANY).map((
+  [q, m, vocabSize],
+) => [q, weightsOf(m, q.n), vocabSize]);
+
+graded("2.4 interpolatedProb: any corpus, order, query, weights and vocabSize, against a from-scratch mixture", () => {
+  forAll(INTERP_CASES, ([{ corpus, n, gram }, weights, vocabSize]) => {
+    const byOrder = Array.from({ length: n }, (_, k) => countsPlain(corpus, k + 1));
+    const before = byOrder.map(snapshot), given = { gram: [...gram], weights: [...weights] };
+    expectClose(
+      interpolatedProb(byOrder, given.gram, { weights: given.weights, vocabSize }),
+      interpPlain(corpus, gram, weights, vocabSize),
+      {
+        what: `interpolatedProb(counts of orders 1..${n}, ${JSON.stringify(gram)}, ` +
+          `{ weights: [${weights.join(", ")}], vocabSize: ${vocabSize} })`,
+        rtol: 1e-12,
+        atol: 0,
+        hint: "λ_0 / V + sum over k = 1..n of λ_k P_k, P_k from the k-gram counts and the last k - 1 context " +
+          "words, compared word by word exactly as written; a context never seen takes the value P_(k-1) had; " +
+          "weights that sum to 1 within 1e-9 are fine",
+        mistakes: interpMistakes(corpus, gram, weights, vocabSize),
+      },
+    );
+    expectEqual([byOrder.map(snapshot), given.gram, given.weights], [before, gram, weights], {
+      what: "the counts, the n-gram and the weights after interpolatedProb",
+      hint: "only read the arguments: do not sort or reverse the weights in place, pop words off the n-gram or " +
+        "add keys to the count maps",
+    });
+  }, {
+    runs: 200,
+    show: ([q, weights, vocabSize]) => ({ corpus: q.corpus, n: q.n, ngram: q.gram, weights, vocabSize }),
+  });
+});
+
+graded("2.4 interpolatedProb: the V probabilities after any context sum to 1", () => {
+  forAll(INTERP_CASES, ([{ corpus, n, gram }, weights]) => {
+    const byOrder = Array.from({ length: n }, (_, k) => countsPlain(corpus, k + 1));
+    const context = gram.slice(0, -1), words = nextWords(corpus);
+    let sum = 0;
+    for (const w of words) sum += interpolatedProb(byOrder, [...context, w], { weights, vocabSize: words.length });
+    expectClose(sum, weights.reduce((a, b) => a + b, 0), {
+      what: `the sum over the ${words.length} words w that can follow ${JSON.stringify(context)} of ` +
+        `interpolatedProb(counts of orders 1..${n}, [...context, w], { weights: [${weights.join(", ")}], ` +
+        `vocabSize: ${words.length} })`,
+      rtol: 1e-9,
+      atol: 0,
+      hint: "each P_k must itself be a distribution over the words: an unseen context falls back to P_(k-1) " +
+        "(not to 0 or 1/V), and c(h ·) sums exactly the keys whose context is h, word by word",
+    });
+  }, { show: ([q, weights]) => ({ corpus: q.corpus, n: q.n, context: q.gram.slice(0, -1), weights }) });
+});
+
+/** A bad interpolatedProb call: what is wrong (the name the RangeError must hold), the n-gram and the options. */
+interface BadInterp {
+  name: string;
+  why: string;
+  gram: string[];
+  options: Record<string, unknown>;
+}
+
+/**
+ * One bad input at a time: a weight that is NaN or infinite; a negative weight in weights that still sum to 1; n or
+ * n + 2 weights; a sum off by more than 1e-9; weights undefined or left out; a bad vocabSize; vocabSize undefined or
+ * left out; an n-gram of n - 1 or n + 1 words.
+ */
+const BAD_INTERP_CASES: fc.Arbitrary<[QueryCase, BadInterp]> = fc.tuple(
+  QUERY_CASES,
+  fc.record({
+    kind: fc.nat(8),
+    weights: WEIGHT_MATERIAL,
+    vocabSize: V_ANY,
+    at: fc.nat(),
+    nonFinite: fc.constantFrom(NaN, Infinity, -Infinity),
+    size: arb.magnitude({ max: 10 }),
+    off: arb.magnitude({ min: 2e-9, max: 0.5 }),
+    up: fc.boolean(),
+    badV: BAD_V,
+    missing: fc.constantFrom(undefined, ABSENT),
+  }),
+).map(([q, d]) => {
+  const { n, gram } = q, w = weightsOf(d.weights, n), i = d.at % (n + 1);
+  const ok = (weights: number[]) => ({ weights, vocabSize: d.vocabSize });
+  const bad = (name: string, why: string, options: Record<string, unknown>, g = gram): BadInterp => ({
+    name,
+    why,
+    gram: g,
+    options,
+  });
+  switch (d.kind) {
+    case 0:
+      return [q, bad("weights", `weights[${i}] = ${d.nonFinite}`, ok(w.map((x, j) => (j === i ? d.nonFinite : x))))];
+    case 1: {
+      // A negative weight whose sum is still 1: only the sign check catches it.
+      const j = (i + 1) % (n + 1), weights = [...w];
+      weights[j] = w[j] + w[i] + d.size;
+      weights[i] = -d.size;
+      return [q, bad("weights", `weights[${i}] = ${-d.size}`, ok(weights))];
+    }
+    case 2: {
+      const len = d.up ? n + 2 : n;
+      return [q, bad("weights", `${len} weights for n = ${n}`, ok(weightsOf(d.weights, len - 1)))];
+    }
+    case 3: {
+      const top = w.indexOf(Math.max(...w));
+      const weights = w.map((x, j) => (j === top ? x + (d.up ? d.off : -d.off) : x));
+      return [q, bad("weights", `weights summing to 1 ${d.up ? "+" : "-"} ${d.off}`, ok(weights))];
+    }
+    case 4:
+      return [q, bad("weights", badShown("weights", d.missing), withBad(ok(w), "weights", d.missing))];
+    case 5:
+      return [q, bad("vocabSize", badShown("vocabSize", d.badV), withBad(ok(w), "vocabSize", d.badV))];
+    case 6:
+      return [q, bad("vocabSize", badShown("vocabSize", d.missing), withBad(ok(w), "vocabSize", d.missing))];
+    default: {
+      const g = d.up ? [BOS, ...gram] : gram.slice(1);
+      return [q, bad("ngram", `${g.length} words for n = ${n}`, ok(w), g)];
+    }
+  }
+});
+
+graded("2.4 interpolatedProb: any bad weights, vocabSize or n-gram length is a RangeError naming it", () => {
+  forAll(BAD_INTERP_CASES, ([{ corpus, n }, bad]) => {
+    const byOrder = Array.from({ length: n }, (_, k) => countsPlain(corpus, k + 1));
+    expectThrows(
+      () => interpolatedProb(byOrder, bad.gram, bad.options as unknown as InterpolationOptions),
+      RangeError,
+      {
+        what: `interpolatedProb(counts of orders 1..${n}, ${JSON.stringify(bad.gram)}, options) with ${bad.why}`,
+        mentions: [bad.name],
+        hint: "check everything before computing, with no defaults: n + 1 weights, each finite and >= 0 " +
+          "(!(w >= 0) || !Number.isFinite(w)), summing to 1 within 1e-9 (|sum - 1| <= 1e-9, both sides); vocabSize " +
+          "an integer >= 1; an n-gram of n = countsByOrder.length words; name what is wrong in the RangeError",
+      },
+    );
+  }, { show: ([q, bad]) => ({ corpus: q.corpus, n: q.n, ngram: bad.gram, options: bad.options }) });
+});
+
 // ------------------------------------------------------------ 2.5 noisyChannelChoice
 // Spec: the index of the largest logChannel + logPrior; equal sums (===) go to the smallest index; -Infinity is a
 // valid score, a sum of -Infinity loses to any finite one and when all are -Infinity the answer is 0; NaN or a score
@@ -1064,3 +1531,118 @@ graded("2.5 noisyChannelChoice: an empty list and scores that are not log-probab
     });
   }
 });
+
+// ------------------------------------------------------------ 2.5 noisyChannelChoice: the whole domain
+// Property tests: scores from arb.logScore (near 0, everyday, -800 to -700 around exp's underflow at -745, far below)
+// and -Infinity, beside scores whose sums tie exactly or differ only in their last bits (arb.tieProne: -0.1 - 0.2
+// is -0.30000000000000004, one ulp below -0.3; candidates whose two scores are swapped or shifted between the
+// fields), so that sums compared as probabilities, or with a tolerance, give a different index than the exact
+// maximum; a score that is not a log-probability (NaN, above 0, Infinity) anywhere in any list.
+
+/** A score: arb.logScore's bands (kept above -1e300, so that two of them add up to a finite sum), -Infinity, or a
+ * fraction like -0.1 or -74.5 whose sums tie or nearly tie. */
+const CHANNEL_SCORE = fc.oneof(
+  { arbitrary: arb.logScore().map((x) => Math.max(x, -1e300)), weight: 6 },
+  { arbitrary: fc.constant(-Infinity), weight: 1 },
+  { arbitrary: arb.tieProne([1, 100, 745]).map((x) => -Math.abs(x)), weight: 3 },
+);
+const CANDIDATE = fc.record({ word: arb.word(), logChannel: CHANNEL_SCORE, logPrior: CHANNEL_SCORE });
+
+/**
+ * Lists of 1 to 7 candidates, with up to three twins inserted anywhere: a candidate with an earlier one's scores
+ * swapped (the same sum, exactly), with half its channel score moved to its prior (the same sum on paper, possibly a
+ * few ulps away in floats), or with its prior 1 to 3 ulps closer to 0 (a sum larger in its last bits, or equal).
+ */
+const CANDIDATES: fc.Arbitrary<ChannelCandidate[]> = fc.tuple(
+  arb.list(CANDIDATE, { minLength: 1, maxLength: 4 }),
+  fc.array(fc.tuple(fc.nat(), fc.nat(), fc.nat(2), fc.integer({ min: 1, max: 3 })), { maxLength: 3 }),
+).map(([cands, twins]) => {
+  const out = [...cands];
+  for (const [from, at, kind, ulps] of twins) {
+    const c = out[from % out.length];
+    const closer = Number.isFinite(c.logPrior) ? Math.min(0, arb.ulpStep(c.logPrior, ulps)) : c.logPrior;
+    const twin = kind === 0
+      ? cand(`${c.word}2`, c.logPrior, c.logChannel)
+      : kind === 1
+      ? cand(`${c.word}3`, c.logChannel / 2, c.logPrior + c.logChannel / 2)
+      : cand(`${c.word}4`, c.logChannel, closer);
+    out.splice(at % (out.length + 1), 0, twin);
+  }
+  return out;
+});
+
+/** The index the exact maximum gives when each sum is compared with a tolerance (s > best + tol) instead. */
+function choiceWithTolerance(cands: ChannelCandidate[], tol: number): number {
+  let best = 0;
+  for (let i = 1; i < cands.length; i++) {
+    if (cands[i].logChannel + cands[i].logPrior > cands[best].logChannel + cands[best].logPrior + tol) best = i;
+  }
+  return best;
+}
+
+/** The index chosen when the probabilities exp(logChannel) * exp(logPrior) are compared (0 below about -745). */
+function choiceByProbability(cands: ChannelCandidate[]): number {
+  let best = 0;
+  const p = (c: ChannelCandidate) => Math.exp(c.logChannel) * Math.exp(c.logPrior);
+  for (let i = 1; i < cands.length; i++) if (p(cands[i]) > p(cands[best])) best = i;
+  return best;
+}
+
+graded(
+  "2.5 noisyChannelChoice: any candidates, far below -745, ties and near-ties included, against the exact argmax",
+  () => {
+    forAll(CANDIDATES, (cands) => {
+      const given = structuredClone(cands);
+      expectEqual(noisyChannelChoice(given), choicePlain(cands), {
+        what: `noisyChannelChoice of ${cands.length} candidates`,
+        hint: "the index of the largest logChannel + logPrior, compared exactly (>, no tolerance): scores are " +
+          "log-probabilities, so add them and never exponentiate (exp underflows to 0 below about -745, and " +
+          "exp(-750) * exp(-750) is 0 like exp(-1e6) * exp(-1e6)); equal sums (===) go to the earliest candidate",
+        mistakes: [
+          {
+            value: () => choiceByProbability(cands),
+            hint: "the probabilities exp(logChannel) * exp(logPrior) were compared: exp rounds them " +
+              "(exp(-5e-324) is 1, and everything below about -745 is 0), so candidates with different sums tie " +
+              "and the earliest wins; compare the sums of the log-probabilities instead",
+          },
+          {
+            value: () => choiceWithTolerance(cands, 1e-9),
+            hint: "sums within a tolerance were treated as ties: the doc asks for the largest sum, compared exactly " +
+              "(a sum larger in its last bits wins)",
+          },
+          ...choiceMistakes(cands),
+        ],
+      });
+      expectEqual(given, cands, {
+        what: "the candidates after noisyChannelChoice(candidates)",
+        hint: "only read the candidates: do not sort them, reorder them or add fields to them",
+      });
+    }, { runs: 200 });
+  },
+);
+
+graded(
+  "2.5 noisyChannelChoice: a score that is not a log-probability, in any candidate, is a RangeError naming it",
+  () => {
+    const bad = fc.oneof(fc.constantFrom(NaN, Infinity), arb.magnitude());
+    const cases = fc.tuple(arb.list(CANDIDATE, { maxLength: 5 }), fc.nat(), CANDIDATE, fc.boolean(), bad);
+    forAll(cases, ([cands, at, c, inChannel, value]) => {
+      const field = inChannel ? "logChannel" : "logPrior";
+      const i = at % (cands.length + 1), list = [...cands];
+      list.splice(i, 0, { ...c, [field]: value });
+      expectThrows(() => noisyChannelChoice(list), RangeError, {
+        what: `noisyChannelChoice of ${list.length} candidates, candidates[${i}].${field} = ${value}`,
+        mentions: [`candidates[${i}]`, field, value],
+        hint: "check both scores of every candidate before choosing (not only the best one): NaN and numbers above " +
+          "0 (Infinity too) are not log-probabilities; name the candidate, the field and the value, e.g. " +
+          "candidates[2].logPrior=NaN",
+      });
+    }, {
+      show: ([cands, at, c, inChannel, value]) => {
+        const list = [...cands];
+        list.splice(at % (cands.length + 1), 0, { ...c, [inChannel ? "logChannel" : "logPrior"]: value });
+        return list;
+      },
+    });
+  },
+);

@@ -34,7 +34,7 @@ export interface FixedWindowParams {
   U: tf.Tensor2D;
   /** b, the output bias: (V,). */
   b: tf.Tensor1D;
-  /** W, optional direct connections from the embeddings to the output: (n·m, V). */
+  /** W, optional direct connections from the embeddings to the output: (n·m, V); left out or undefined: none. */
   W?: tf.Tensor2D;
 }
 
@@ -78,7 +78,8 @@ export function makeWindows(
  * 2. concatenate the n rows, OLDEST WORD FIRST, into one vector x of n·m
  *    numbers (a reshape of the gathered (B·n, m) rows to (B, n·m) does it);
  * 3. hidden layer: a = tanh(x H + d), (B, h);
- * 4. logits y = a U + b, plus x W when the direct connections W are given;
+ * 4. logits y = a U + b, plus x W when the direct connections W are given
+ *    (`params.W` left out or undefined means there are none);
  * 5. probabilities = softmax of the logits over the vocabulary, i.e. along
  *    each ROW (axis 1): every row must sum to 1.
  * Use `tf.tidy` so that no intermediate tensor is left behind: only the
@@ -160,9 +161,11 @@ export function mixDistributions(p: number[], q: number[], lambda: number): numb
  * token, which share of the mixture's probability came from A:
  * r_i = λ pA[i] / (λ pA[i] + (1 - λ) pB[i]), and returns their MEAN as the
  * new λ. Repeating the update never lowers the likelihood of the held-out
- * text and converges to the best weight. If both models gave a token
- * probability 0, that token says nothing: count its share as the current λ
- * (it still counts in the mean's N).
+ * text and converges to the best weight. If the mixture gives a token
+ * probability 0 (both models gave it 0, or λ is 0 or 1 and the model with
+ * all the weight gave it 0), that token says nothing: count its share as the
+ * current λ (it still counts in the mean's N). Only exactly 0 is 0: a token
+ * both models find very unlikely (1e-300) still has its share.
  *
  * Rules: empty arrays or arrays of different lengths are an error: throw a
  * RangeError naming both lengths; lambda outside [0, 1] (or NaN, or

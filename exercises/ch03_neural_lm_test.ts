@@ -8,7 +8,7 @@
  * and, if yours matches one, the hint names that mistake.
  * @module
  */
-import { expectClose, expectEqual, expectShape, expectThrows, graded, Rng, tf } from "../lib/mod.ts";
+import { arb, expectClose, expectEqual, expectShape, expectThrows, fc, forAll, graded, Rng, tf } from "../lib/mod.ts";
 import {
   batchNll,
   emWeightUpdate,
@@ -27,6 +27,7 @@ const BOS = 1, EOS = 2;
 // sentences (</s> right after </s>) and blockSize longer than any sentence work; [] gives no windows; blockSize
 // that is not an integer >= 1 (0, negative, 2.5, NaN, +-Infinity) is a RangeError naming blockSize and its value;
 // tokens is not modified, targets is a new array and every context a new array of its own.
+// The rules of 3.1 to 3.5, with the tests and a mutant of each: tests/mutants/ch03_neural_lm.json "rules".
 
 type WindowMistake =
   | "none"
@@ -80,6 +81,11 @@ function windowHints(tokens: number[], n: number) {
   ];
 }
 
+/** The whole answers ({ contexts, targets }) the usual mistakes give on a stream, each with its hint. */
+function windowMistakes(tokens: number[], n: number) {
+  return windowHints(tokens, n).map((m) => ({ value: { contexts: m.value, targets: tokens }, hint: m.hint }));
+}
+
 graded("3.1 makeWindows: one sentence, padded with <s> at its start", () => {
   const tokens = [5, 6, 7, EOS];
   const got = makeWindows(tokens, 2);
@@ -88,7 +94,7 @@ graded("3.1 makeWindows: one sentence, padded with <s> at its start", () => {
   expectEqual(got, expected, {
     what: "makeWindows([5, 6, 7, 2], 2)  (2 is </s>, 1 is <s>)",
     hint: "the context of token t is the blockSize tokens before it, padded on the left with <s> (1)",
-    mistakes: windowHints(tokens, 2).map((m) => ({ value: { contexts: m.value, targets: tokens }, hint: m.hint })),
+    mistakes: windowMistakes(tokens, 2),
   });
 });
 
@@ -168,7 +174,7 @@ graded("3.1 makeWindows: random streams and block sizes match a from-scratch ref
       hint: "one example per token: its context is the blockSize tokens before it in the same sentence, oldest " +
         "first, padded on the left with <s> (1); after each </s> (2) start again from all <s>; it must work for " +
         "every blockSize",
-      mistakes: windowHints(tokens, n).map((m) => ({ value: { contexts: m.value, targets: tokens }, hint: m.hint })),
+      mistakes: windowMistakes(tokens, n),
     });
   }
 });
@@ -224,11 +230,70 @@ graded("3.1 makeWindows: fresh arrays, and the tokens are left alone", () => {
   }
 });
 
+// Property tests: any stream of ids (</s> often, so empty sentences and a missing final </s> come up; <unk> = 0;
+// ids up to a real vocabulary's 200,000), the empty stream included, with any blockSize up to 30 (longer than most
+// sentences); every blockSize that is not an integer >= 1, for any stream.
+
+/** A token of a stream: </s>, <unk> (0) or a word id from 3 up to 200,000 (<s> only pads, it is never a token). */
+const TOKEN = fc.oneof(
+  { arbitrary: fc.constant(EOS), weight: 2 },
+  { arbitrary: fc.constant(0), weight: 1 },
+  { arbitrary: fc.integer({ min: 3, max: 9 }), weight: 4 },
+  { arbitrary: fc.integer({ min: 3, max: 200_000 }), weight: 1 },
+);
+/** A stream of 0 to 24 tokens. */
+const STREAM = arb.list(TOKEN, { maxLength: 24 });
+/** Every blockSize that is not an integer >= 1: 0 (and -0), negatives, fractions, NaN, +-Infinity, undefined. */
+const BAD_BLOCK: fc.Arbitrary<number | undefined> = fc.oneof(
+  fc.integer({ min: -1000, max: 0 }),
+  arb.finite({ min: -1e6, max: 1e6 }).filter((x) => !Number.isInteger(x)),
+  fc.constantFrom(NaN, Infinity, -Infinity, undefined, -0, 0.5, 1.5, 1 - Number.EPSILON),
+);
+
+graded("3.1 makeWindows: any stream and blockSize, against a from-scratch reference, in fresh arrays", () => {
+  forAll(fc.tuple(STREAM, fc.oneof(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 5, max: 30 }))), ([tokens, n]) => {
+    const given = [...tokens];
+    const got = makeWindows(given, n);
+    expectEqual(got, { contexts: windowsPlain(tokens, n), targets: [...tokens] }, {
+      what: `makeWindows(${JSON.stringify(tokens)}, ${n})  (2 is </s>, 1 is <s>, 0 is <unk>)`,
+      hint: "one example per token, </s> included: its context is the blockSize tokens before it in the same " +
+        "sentence, oldest first, padded on the left with <s> (1); after each </s> (2) start again from all <s>; an " +
+        "empty stream gives no windows",
+      mistakes: windowMistakes(tokens, n),
+    });
+    const rows = got.contexts;
+    expectEqual(
+      {
+        tokens: given,
+        targetsAreTokens: got.targets === given,
+        sharedContexts: new Set(rows).size !== rows.length || rows.some((r) => r === given),
+      },
+      { tokens, targetsAreTokens: false, sharedContexts: false },
+      {
+        what: `the arrays of makeWindows(${JSON.stringify(tokens)}, ${n})`,
+        hint: "only read the tokens; return a new targets array ([...tokens]) and a new array for every context " +
+          "(push a copy of the window, and build a new all-<s> window at each sentence start)",
+      },
+    );
+  }, { show: ([tokens, blockSize]) => ({ tokens, blockSize }) });
+});
+
+graded("3.1 makeWindows: any blockSize that is not an integer >= 1 is a RangeError naming it and its value", () => {
+  forAll(fc.tuple(STREAM, BAD_BLOCK), ([tokens, bad]) => {
+    expectThrows(() => makeWindows(tokens, bad as number), RangeError, {
+      what: `makeWindows(${JSON.stringify(tokens)}, ${bad})`,
+      mentions: ["blockSize", bad ?? "undefined"],
+      hint: "check blockSize first, for every stream (the empty one too), with no default: " +
+        "if (!Number.isInteger(blockSize) || blockSize < 1) throw a RangeError naming blockSize and its value",
+    });
+  }, { show: ([tokens, blockSize]) => ({ tokens, blockSize }) });
+});
+
 // ---------------------------------------------------------------- 3.2 forward pass
 // Spec: softmax over axis 1 of b + tanh(d + x H) U (+ x W when W is given), x the concatenated embeddings of the
 // context, oldest first; any B, n, m, h, V (shape (B, V)); every row sums to 1; per-row stable softmax (rows
 // whose logits are near +1000 beside rows near -1000); exactly one tensor left (the result); the inputs are
-// neither disposed nor changed.
+// neither disposed nor changed; W left out or undefined means no direct connections.
 
 interface Plain {
   C: number[][];
@@ -540,6 +605,82 @@ graded("3.2 fixedWindowForward: no tensors left behind with W either, inputs kep
   });
 });
 
+// Property test: any sizes (V 2 to 7, m 1 to 3, n 1 to 4, h 1 to 4, B 1 to 4), float32 weights of very different
+// scales (output weights up to 300, so that rows' logits lie near +1000 and near -1000 in one batch), W given, left
+// out or present but undefined; the result against the float64 forward pass of the same float32 weights, with a
+// tolerance of float32 rounding at the logits' size; one tensor left, the inputs alive.
+
+/** A drawn forward-pass case: the sizes, how W is passed, the weights' scales and the seed of their values. */
+const FORWARD_CASES = fc.record({
+  V: fc.integer({ min: 2, max: 7 }),
+  m: fc.integer({ min: 1, max: 3 }),
+  n: fc.integer({ min: 1, max: 4 }),
+  h: fc.integer({ min: 1, max: 4 }),
+  B: fc.integer({ min: 1, max: 4 }),
+  w: fc.constantFrom("given", "left out", "undefined"),
+  embedScale: fc.constantFrom(0.1, 1, 3),
+  outScale: fc.constantFrom(0.5, 3, 300),
+  seed: fc.nat(),
+});
+type ForwardCase = typeof FORWARD_CASES extends fc.Arbitrary<infer T> ? T : never;
+
+/** The weights (rounded to float32, as the tensors hold them) and contexts of a drawn case. */
+function forwardInputs(c: ForwardCase): { plain: Plain; ctx: number[][] } {
+  const rng = new Rng(c.seed);
+  const mat = (r: number, k: number, scale: number) =>
+    Array.from({ length: r }, () => Array.from({ length: k }, () => Math.fround(rng.normal(0, scale))));
+  const plain: Plain = {
+    C: mat(c.V, c.m, c.embedScale),
+    H: mat(c.n * c.m, c.h, 1),
+    d: mat(1, c.h, 1)[0],
+    U: mat(c.h, c.V, c.outScale),
+    b: mat(1, c.V, 1)[0],
+    ...(c.w === "given" ? { W: mat(c.n * c.m, c.V, c.outScale / 10) } : {}),
+  };
+  const ctx = Array.from({ length: c.B }, () => Array.from({ length: c.n }, () => rng.int(c.V)));
+  return { plain, ctx };
+}
+
+graded("3.2 fixedWindowForward: any sizes and weights, W left out or undefined, against a from-scratch pass", () => {
+  forAll(FORWARD_CASES, (c) => {
+    const { plain, ctx } = forwardInputs(c);
+    const params = toParams(plain);
+    if (c.w === "undefined") params.W = undefined;
+    const contexts = tf.tensor2d(ctx, [c.B, c.n], "int32");
+    // float32 rounds each logit to about 6e-8 of the sizes added up in it; a probability moves by twice that.
+    let size = 0;
+    for (const row of forwardPlain(plain, ctx, "logits")) for (const y of row) size = Math.max(size, Math.abs(y));
+    const tol = Math.max(1e-5, 6e-8 * 4 * (size + c.h + c.n * c.m));
+    const before = tf.memory().numTensors;
+    try {
+      const got = fixedWindowForward(params, contexts);
+      const created = tf.memory().numTensors - before;
+      try {
+        expectClose(got, forwardPlain(plain, ctx), {
+          what: `fixedWindowForward with V = ${c.V}, m = ${c.m}, n = ${c.n}, h = ${c.h}, B = ${c.B}, W ${c.w}`,
+          rtol: tol,
+          atol: tol,
+          hint: "softmax(b + tanh(d + x H) U (+ x W when W is given)) along axis 1, stable per row (each row's own " +
+            "max), x = the n embeddings concatenated oldest first; read B, n and m from the shapes; W: undefined " +
+            "is the same as no W (test params.W, not 'W' in params)",
+          mistakes: FORWARD_HINTS(plain, ctx),
+        });
+      } finally {
+        tf.dispose(got);
+      }
+      const disposed = [...Object.entries(params).filter(([, v]) => v?.isDisposed).map(([k]) => k)];
+      if (contexts.isDisposed) disposed.push("contexts");
+      expectEqual({ created, disposed }, { created: 1, disposed: [] }, {
+        what: "tensors left by fixedWindowForward, and the inputs it disposed",
+        hint: "do all the work inside one tf.tidy(() => ...) and return the result from it; never dispose the " +
+          "caller's params or contexts",
+      });
+    } finally {
+      tf.dispose([contexts, ...Object.values(params).filter((t): t is tf.Tensor => t instanceof tf.Tensor)]);
+    }
+  }, { show: (c) => ({ ...c, ...forwardInputs(c) }) });
+});
+
 // ---------------------------------------------------------------- 3.3 batch NLL
 // Spec: -(1/B) sum_b ln softmax(logits_b)[targets_b] in nats, any B >= 1 and V >= 2, a scalar (shape []); the
 // target's column (not the argmax); stable per row: rows near +1000 beside rows near -1000, and a target 150
@@ -742,6 +883,69 @@ graded("3.3 batchNll: one row, no tensors left behind, inputs kept alive", () =>
   });
 });
 
+// Property test: batches of 1 to 5 rows of 2 to 8 float32 logits, each row around its own offset (0, +-1000, near
+// float32's exp limits, anything up to +-1e5; spreads from near-ties to 1e5), any targets: against the float64 mean
+// negative log-likelihood of the same float32 logits, with a tolerance of float32 rounding at the logits' size;
+// one tensor left, the inputs alive.
+
+/** A batch: rows drawn on their own by arb.logits (float32, kept within +-1e5), and a target per row. */
+const NLL_CASES = fc.tuple(
+  arb.matrix((cols) => arb.logits({ minLength: cols, maxLength: cols, float32: true }), {
+    minRows: 1,
+    maxRows: 5,
+    minCols: 2,
+    maxCols: 8,
+  }),
+  fc.array(fc.nat(), { minLength: 5, maxLength: 5 }),
+).map(([m, picks]) => {
+  const logits = m.values.map((row) => row.map((x) => Math.fround(Math.max(-1e5, Math.min(1e5, x)))));
+  return { logits, targets: logits.map((row, i) => picks[i] % row.length) };
+});
+
+graded("3.3 batchNll: any batch, rows far apart and targets far below the max, against a from-scratch loss", () => {
+  forAll(NLL_CASES, ({ logits, targets }) => {
+    const B = logits.length;
+    const lt = tf.tensor2d(logits), tt = tf.tensor1d(targets, "int32");
+    const each = nllPlain(logits, targets);
+    const argmax = logits.map((row) => row.indexOf(maxOf(row)));
+    // float32 rounds x - max (and max + log(sum)) to about 6e-8 of the logits' size.
+    const size = maxOf(logits.flat().map(Math.abs));
+    const before = tf.memory().numTensors;
+    try {
+      const got = batchNll(lt, tt);
+      const created = tf.memory().numTensors - before;
+      try {
+        expectShape(got, [], { what: "batchNll's result", hint: "return a scalar (shape []): reduce with mean()" });
+        expectClose(got, each.reduce((a, b) => a + b, 0) / B, {
+          what: `batchNll on a batch of ${B} rows of ${logits[0].length} logits`,
+          atol: 1e-5 + 3e-7 * size,
+          rtol: 1e-5,
+          hint: "-(1/B) sum over the rows of ln softmax(row)[target] in nats: tf.logSoftmax(logits, 1) (or each " +
+            "row's own max subtracted, staying in logs: log(softmax) is -Infinity for a target more than 103 below " +
+            "its row's max in float32), the target's column, minus the mean",
+          mistakes: [
+            ...NLL_HINTS(logits, targets),
+            {
+              value: () => nllPlain(logits, argmax).reduce((a, b) => a + b, 0) / B,
+              hint: "pick column targets[b] of each row, not the row's largest logit",
+            },
+          ],
+        });
+      } finally {
+        tf.dispose(got);
+      }
+      const disposed = [lt.isDisposed ? "logits" : "", tt.isDisposed ? "targets" : ""].filter((x) => x);
+      expectEqual({ created, disposed }, { created: 1, disposed: [] }, {
+        what: "tensors left by batchNll, and the inputs it disposed",
+        hint: "wrap the whole computation, the one-hot mask included, in tf.tidy(() => ...) and return the " +
+          "scalar from it; never dispose the caller's logits or targets",
+      });
+    } finally {
+      tf.dispose([lt, tt]);
+    }
+  });
+});
+
 // ---------------------------------------------------------------- 3.4 mixing
 // Spec: λ p_i + (1 - λ) q_i for every i, any length (0 included), λ in [0, 1] with both ends allowed; λ outside
 // [0, 1], NaN or +-Infinity is a RangeError naming lambda and its value; different lengths are a RangeError naming
@@ -908,11 +1112,83 @@ graded("3.4 mixDistributions: a new array, and p and q are left alone", () => {
   }
 });
 
+// Property tests: p and q of any length from 0 to 8 whose entries are probabilities (0, 1, anything between,
+// 1e-300), parts of distributions as much as whole ones; λ = 0, 1, -0, 1/2, anything in [0, 1] and tiny; every
+// bad λ, and every pair of lengths that differ.
+
+/** A probability: 0, 1, anything between, or very small. */
+const PROB = fc.oneof(
+  fc.constantFrom(0, 1, 0.5),
+  fc.double({ min: 0, max: 1, noNaN: true }),
+  arb.magnitude({ min: 1e-300, max: 1 }),
+);
+/** A weight in [0, 1]: its ends (0, -0, 1), 1/2, anything between, or very close to an end. */
+const LAMBDA = fc.oneof(
+  fc.constantFrom(0, -0, 1, 0.5, 1 - Number.EPSILON / 2),
+  fc.double({ min: 0, max: 1, noNaN: true }),
+  arb.magnitude({ min: 1e-300, max: 1 }),
+);
+/** Every λ outside [0, 1]: NaN, +-Infinity, undefined, negatives and numbers above 1 of any size. */
+const BAD_LAMBDA: fc.Arbitrary<number | undefined> = fc.oneof(
+  fc.constantFrom(NaN, Infinity, -Infinity, undefined, -Number.MIN_VALUE, 1 + Number.EPSILON),
+  arb.magnitude().map((x) => -x),
+  arb.magnitude().map((x) => 1 + x).filter((x) => x > 1),
+);
+
+graded("3.4 mixDistributions: any p, q and λ in [0, 1], against a from-scratch mixture, in a new array", () => {
+  const cases = fc.integer({ min: 0, max: 8 }).chain((len) =>
+    fc.tuple(fc.array(PROB, { minLength: len, maxLength: len }), fc.array(PROB, { minLength: len, maxLength: len }))
+  );
+  forAll(fc.tuple(cases, LAMBDA), ([[p, q], lambda]) => {
+    const gp = [...p], gq = [...q];
+    const got = mixDistributions(gp, gq, lambda);
+    expectClose(got, p.map((pi, i) => lambda * pi + (1 - lambda) * q[i]), {
+      what: `mixDistributions(p, q, ${lambda}) with ${p.length} words`,
+      rtol: 1e-12,
+      atol: 1e-15,
+      hint: "λ p_i + (1 - λ) q_i for every i, for any length (an empty pair gives []), with no renormalisation; " +
+        "λ = 0 and λ = 1 are weights like any other",
+      mistakes: [
+        { value: p.map((pi, i) => (1 - lambda) * pi + lambda * q[i]), hint: "lambda weighs p, the FIRST argument" },
+        { value: p.map((pi, i) => lambda * pi + lambda * q[i]), hint: "the second weight is 1 - λ, not λ" },
+      ],
+    });
+    expectEqual({ p: gp, q: gq, isP: got === gp, isQ: got === gq }, { p, q, isP: false, isQ: false }, {
+      what: `p, q and the result of mixDistributions(p, q, ${lambda})`,
+      hint: "only read p and q, and always return a new array (p.map(...)), also when they are empty and when λ " +
+        "is 0 or 1",
+    });
+  }, { show: ([[p, q], lambda]) => ({ p, q, lambda }) });
+});
+
+graded(
+  "3.4 mixDistributions: any λ outside [0, 1], and any two lengths that differ, is a RangeError naming them",
+  () => {
+    const lengths = fc.tuple(fc.nat(8), fc.nat(8)).filter(([a, b]) => a !== b);
+    const cases = fc.oneof(
+      fc.tuple(fc.nat(8), BAD_LAMBDA).map(([len, lambda]) => ({ a: len, b: len, lambda, bad: "lambda" })),
+      fc.tuple(lengths, LAMBDA).map(([[a, b], lambda]) => ({ a, b, lambda, bad: "lengths" })),
+    );
+    forAll(cases, ({ a, b, lambda, bad }) => {
+      const p = new Array(a).fill(0.5), q = new Array(b).fill(0.25);
+      expectThrows(() => mixDistributions(p, q, lambda as number), RangeError, {
+        what: `mixDistributions of a ${a}-word and a ${b}-word distribution, lambda = ${lambda}`,
+        mentions: bad === "lambda" ? ["lambda", lambda ?? "undefined"] : [a, b],
+        hint: bad === "lambda"
+          ? "lambda has no default and must be in [0, 1]: test !(lambda >= 0 && lambda <= 1) (NaN and undefined " +
+            "fail it) and name lambda and its value"
+          : "compare p.length and q.length before mixing and name both lengths (p.length=2, q.length=5)",
+      });
+    });
+  },
+);
+
 // ---------------------------------------------------------------- 3.5 EM
 // Spec: the mean over tokens of r_i = λ pA[i] / (λ pA[i] + (1 - λ) pB[i]), for any length >= 1; a token where the
 // mixture's probability is 0 counts as r_i = λ (it stays in the mean); tiny probabilities (1e-200) give the right
 // share; empty or different-length arrays are a RangeError naming both lengths; λ outside [0, 1] or NaN is a
-// RangeError naming lambda; pA and pB are not modified.
+// RangeError naming lambda; pA and pB are not modified. Only an exact 0 is 0: a mixture probability below 1e-300
+// still gives the token its share.
 
 function emPlain(pA: number[], pB: number[], l: number): number {
   return pA.reduce((s, a, i) => s + (l * a) / (l * a + (1 - l) * pB[i]), 0) / pA.length;
@@ -1056,5 +1332,74 @@ graded("3.5 emWeightUpdate: errors name both lengths and lambda; the inputs are 
   expectEqual([pA, pB], [[0.8, 0, 0.5], [0.2, 0, 0.5]], {
     what: "pA and pB after emWeightUpdate(pA, pB, 0.3)",
     hint: "compute the shares into a new array or a running sum; do not overwrite pA or pB",
+  });
+});
+
+// Property tests: 1 to 8 tokens whose probabilities are 0 (often, in both models too), 1, anything between, or tiny
+// (down to 1e-305, also whole texts of tiny ones, whose mixture probabilities lie below 1e-300 yet are not 0);
+// λ = 0, 1, 1/2 or anything in [1e-4, 1 - 1e-4]; every bad λ, empty arrays and lengths that differ.
+
+/**
+ * A token's probability under one model: 0 (often), 1, anything between, or tiny; never below 1e-305 but 0, so that
+ * λ p keeps its precision (a subnormal p leaves λ p a few bits, and the share would depend on the order of the
+ * arithmetic).
+ */
+const EM_PROB = fc.oneof(
+  { arbitrary: fc.constant(0), weight: 2 },
+  { arbitrary: fc.constantFrom(1, 0.5), weight: 1 },
+  { arbitrary: fc.double({ min: 0, max: 1, noNaN: true }).map((x) => (x < 1e-305 ? 0 : x)), weight: 2 },
+  { arbitrary: arb.magnitude({ min: 1e-305, max: 1 }), weight: 2 },
+);
+/** A probability of a text made of very unlikely tokens: 0 or 1e-305 to 1e-250. */
+const TINY_PROB = fc.oneof(fc.constant(0), arb.magnitude({ min: 1e-305, max: 1e-250 }));
+/** pA and pB of the same length, 1 to 8 tokens: any probabilities, or a text of tiny ones only. */
+const EM_TEXTS = fc.integer({ min: 1, max: 8 }).chain((len) => {
+  const text = (prob: fc.Arbitrary<number>) => fc.array(prob, { minLength: len, maxLength: len });
+  return fc.oneof(
+    { arbitrary: fc.tuple(text(EM_PROB), text(EM_PROB)), weight: 3 },
+    { arbitrary: fc.tuple(text(TINY_PROB), text(TINY_PROB)), weight: 1 },
+  );
+});
+/** A current weight: an end, 1/2, or anything in [1e-4, 1 - 1e-4] (so that λ p stays a normal float). */
+const EM_LAMBDA = fc.oneof(fc.constantFrom(0, 1, 0.5), fc.double({ min: 1e-4, max: 1 - 1e-4, noNaN: true }));
+
+graded("3.5 emWeightUpdate: any probabilities, zeros and tiny ones, and any λ, against a from-scratch update", () => {
+  forAll(fc.tuple(EM_TEXTS, EM_LAMBDA), ([[pA, pB], lambda]) => {
+    const gA = [...pA], gB = [...pB];
+    expectClose(emWeightUpdate(gA, gB, lambda), emPlainZero(pA, pB, lambda), {
+      what: `emWeightUpdate(pA, pB, ${lambda}) with ${pA.length} tokens`,
+      rtol: 1e-12,
+      atol: 1e-15,
+      hint: "the mean over ALL tokens of λ pA / (λ pA + (1 - λ) pB); a token whose mixture probability is exactly " +
+        "0 counts as λ (test the mixture's probability for 0, not for being small: 1e-300 is not 0)",
+      mistakes: [
+        { value: () => emPlainZero(pA, pB, lambda, "skip"), hint: "a token both models give 0 still counts, as λ" },
+        { value: () => emPlainZero(pA, pB, lambda, "zero"), hint: "a token both models give 0 counts as λ, not 0" },
+      ],
+    });
+    expectEqual([gA, gB], [pA, pB], {
+      what: "pA and pB after emWeightUpdate(pA, pB, lambda)",
+      hint: "compute the shares into a running sum; do not overwrite pA or pB",
+    });
+  }, { show: ([[pA, pB], lambda]) => ({ pA, pB, lambda }) });
+});
+
+graded("3.5 emWeightUpdate: any bad λ, empty arrays or lengths that differ is a RangeError naming them", () => {
+  const lengths = fc.tuple(fc.nat(8), fc.nat(8)).filter(([a, b]) => a !== b || a === 0);
+  const cases = fc.oneof(
+    fc.tuple(fc.integer({ min: 1, max: 8 }), BAD_LAMBDA).map(([len, lambda]) => ({ a: len, b: len, lambda })),
+    fc.tuple(lengths, EM_LAMBDA).map(([[a, b], lambda]) => ({ a, b, lambda: lambda as number | undefined })),
+  );
+  forAll(cases, ({ a, b, lambda }) => {
+    const lengthsBad = a !== b || a === 0;
+    expectThrows(() => emWeightUpdate(new Array(a).fill(0.5), new Array(b).fill(0.25), lambda as number), RangeError, {
+      what: `emWeightUpdate of ${a} and ${b} probabilities, lambda = ${lambda}`,
+      mentions: lengthsBad ? [a, b] : ["lambda", lambda ?? "undefined"],
+      hint: lengthsBad
+        ? "pA and pB must be non-empty and of the same length: check both and name both lengths (pA.length=3, " +
+          "pB.length=5)"
+        : "lambda has no default and must be in [0, 1]: test !(lambda >= 0 && lambda <= 1) (NaN and undefined " +
+          "fail it) and name lambda and its value",
+    });
   });
 });

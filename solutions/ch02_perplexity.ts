@@ -7,7 +7,8 @@
  * Exercise 2.1: perplexity from per-token log-probabilities.
  *
  * @param logProbs ln P(w_t | w_<t) for every token (natural logarithms).
- * @returns exp(-(1/N) sum_t logProbs[t]); Infinity if a probability was 0.
+ * @returns exp(-(1/N) sum_t logProbs[t]), from the logarithms alone (never through exp of each one, which loses bits
+ * below about -708); Infinity if a probability was 0.
  */
 export function perplexity(logProbs: number[]): number {
   if (logProbs.length === 0) {
@@ -150,7 +151,8 @@ export interface ChannelCandidate {
  * Exercise 2.5: the noisy channel's decision.
  *
  * @param candidates the candidates with their scores.
- * @returns the index of the candidate with the largest logChannel + logPrior, the earliest among equals.
+ * @returns the index of the candidate with the largest logChannel + logPrior, compared exactly (never as probabilities,
+ * which are 0 below about -745, and with no tolerance), the earliest among equals.
  */
 export function noisyChannelChoice(candidates: ChannelCandidate[]): number {
   if (candidates.length === 0) {

@@ -16,7 +16,7 @@ export interface FixedWindowParams {
   U: tf.Tensor2D;
   /** b, the output bias: (V,). */
   b: tf.Tensor1D;
-  /** W, optional direct connections from the embeddings to the output: (n·m, V). */
+  /** W, optional direct connections from the embeddings to the output: (n·m, V); left out or undefined: none. */
   W?: tf.Tensor2D;
 }
 
@@ -103,7 +103,8 @@ export function mixDistributions(p: number[], q: number[], lambda: number): numb
  * @param pA the probability model A gave each held-out token.
  * @param pB the probability model B gave the same tokens.
  * @param lambda the current weight of A, in (0, 1).
- * @returns the mean over tokens of λ pA / (λ pA + (1 - λ) pB).
+ * @returns the mean over tokens of λ pA / (λ pA + (1 - λ) pB), a token whose mixture probability is exactly 0
+ * counting as λ.
  * @throws {RangeError} on empty or mismatched inputs, or a lambda outside [0, 1] (NaN included).
  */
 export function emWeightUpdate(pA: number[], pB: number[], lambda: number): number {
