@@ -225,6 +225,30 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   }
 
   /**
+   * The states the LM head reads: the residual stream after the last block
+   * and the final norm, at every position, without computing the logits
+   * (chapter 9: a classifier's body). Not wrapped in `tf.tidy` (so a
+   * fine-tuning step can differentiate it): call it inside one.
+   *
+   * @param idx int32 token ids (B, T), T <= blockSize.
+   * @returns (B, T, nEmbd).
+   */
+  hiddenStates(idx: tf.Tensor2D): tf.Tensor3D {
+    const T = idx.shape[1];
+    // Logits for the last position only (headFrom), the stream after the last block from returnHidden.
+    const { hidden } = this.#run(idx, undefined, { returnHidden: true, headFrom: T - 1 });
+    const x = hidden!.at(-1)!; // (B, T, C)
+    const c = this.config, g = this.#vars["lnF.g"] as tf.Tensor1D | undefined;
+    if (c.normPlacement !== "pre" || !g) return x; // (B, T, C)
+    const [B, , C] = x.shape;
+    const flat = tf.reshape(x, [B * T, C]) as tf.Tensor2D; // (N, C)
+    const normed = c.normKind === "rms"
+      ? rmsNormFused(flat, g) // (N, C)
+      : layerNormFused(flat, g, { beta: (this.#vars["lnF.b"] as tf.Tensor1D | undefined) ?? tf.zeros([C]) }); // (N, C)
+    return tf.reshape(normed, [B, T, C]) as tf.Tensor3D; // (B, T, C)
+  }
+
+  /**
    * Applies the final layer norm and the tied LM head to a residual-stream
    * state: the "logit lens" (nostalgebraist, 2020) reads what an intermediate
    * layer would predict if the network stopped there.
