@@ -7,8 +7,9 @@
  * as the namespace `gpt`, and `transformer.ts`, the class that holds its
  * weights and runs it through the fused kernels of `gpt_fast.ts`) with the
  * encoder and encoder-decoder families built from the same pieces
- * (`families.ts`), scaling laws (chapter 8: `scaling.ts`), and classification
- * heads for fine-tuning (chapter 9: `heads.ts`).
+ * (`families.ts`; chapter 6's pretrained encoder: `pretrained_encoder.ts`), scaling laws (chapter 8: `scaling.ts`), and classification
+ * heads for fine-tuning and the pretrained language model that chapter 9
+ * fine-tunes (chapter 9: `heads.ts`, `pretrained.ts`).
  *
  * @module
  */
@@ -21,3 +22,5 @@ export * from "./transformer.ts";
 export * from "./families.ts";
 export * from "./scaling.ts";
 export * from "./heads.ts";
+export * from "./pretrained.ts";
+export * from "./pretrained_encoder.ts";
