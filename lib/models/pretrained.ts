@@ -60,7 +60,7 @@ export const BROWN_LM_RECIPE: Readonly<PretrainRecipe> = Object.freeze({
   maxWords: 4000,
   model: { nLayer: 2, nHead: 4, nEmbd: 64, blockSize: 64, dropout: 0 },
   modelSeed: 1,
-  trainer: { batchSize: 32, maxSteps: 8000, lr: 3e-3, minLr: 3e-4, warmupSteps: 200, weightDecay: 0.1, seed: 1 },
+  trainer: { batchSize: 32, maxSteps: 6000, lr: 3e-3, minLr: 3e-4, warmupSteps: 200, weightDecay: 0.1, seed: 1 },
   evalEvery: 500,
   evalExamples: 256,
   checkTokens: 8192,

@@ -43,7 +43,7 @@ export const BROWN_MLM_RECIPE: Readonly<EncoderRecipe> = Object.freeze({
   vocabWords: 1000,
   model: { blockSize: 16, nLayer: 2, nHead: 4, nEmbd: 64 },
   modelSeed: 1,
-  trainer: { batchSize: 64, maxSteps: 4000, lr: 3e-3, minLr: 3e-4, warmupSteps: 100, weightDecay: 0.01, seed: 1 },
+  trainer: { batchSize: 64, maxSteps: 3000, lr: 3e-3, minLr: 3e-4, warmupSteps: 100, weightDecay: 0.01, seed: 1 },
   evalEvery: 500,
 });
 

@@ -25,7 +25,7 @@ Deno.test("the shipped masked-LM encoder: the library's recipe and vocabulary, i
       { ...BROWN_MLM_RECIPE },
       "the file's recipe is not BROWN_MLM_RECIPE: run `deno task pretrain`",
     );
-    assertEquals(record.command, "deno task pretrain");
+    assert(record.command.startsWith("deno task pretrain"), `made by ${record.command}, not deno task pretrain`);
     assertEquals(record.steps, BROWN_MLM_RECIPE.trainer.maxSteps);
     const beside = JSON.parse(await Deno.readTextFile(SHIPPED.replace(/\.lmw$/, ".json")));
     assertEquals(beside, JSON.parse(JSON.stringify(record)));

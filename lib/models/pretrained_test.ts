@@ -29,7 +29,7 @@ Deno.test("the shipped pretrained model: at most 8 MiB, the library's recipe and
       { ...BROWN_LM_RECIPE },
       "the file's recipe is not BROWN_LM_RECIPE: run `deno task pretrain`",
     );
-    assertEquals(record.command, "deno task pretrain");
+    assert(record.command.startsWith("deno task pretrain"), `made by ${record.command}, not deno task pretrain`);
     // The record beside the file is the record inside it.
     const beside = JSON.parse(await Deno.readTextFile(SHIPPED.replace(/\.lmw$/, ".json")));
     assertEquals(beside, JSON.parse(JSON.stringify(record)));
