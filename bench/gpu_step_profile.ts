@@ -35,6 +35,7 @@ async function step(s: ReturnType<typeof gpuTrainer>): Promise<number> {
 say({ kind: "setup", config, batchSize, backend, steps });
 for (const dropout of [...new Set([GPU_CONFIGS[config].dropout, 0])]) {
   const s = gpuTrainer(config, { batchSize, dropout });
+  await s.model.checkPaths(); // the run-time guard's one check, untimed, with asynchronous reads (webgpu)
   const ms: number[] = [], losses: number[] = [];
   for (let i = 0; i < steps; i++) {
     const t0 = performance.now();

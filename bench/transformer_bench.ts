@@ -70,10 +70,11 @@ export function makeStepper(
   batchSize: number,
   naive = false,
   overrides: Partial<lm.TransformerConfig> = {},
+  modelOptions: lm.TransformerOptions = {},
 ) {
   const { vocab, train } = lm.mobyDickChars();
   const config = lm.transformerConfig(preset, { ...overrides, vocabSize: vocab.size });
-  const model = new lm.TransformerLM(config, { seed: 1 });
+  const model = new lm.TransformerLM(config, { seed: 1, ...modelOptions });
   const trained: lm.TrainableModel = naive
     ? { variables: () => model.variables(), loss: (batch) => naiveLoss(model, batch) }
     : model;
@@ -86,10 +87,14 @@ export function makeStepper(
     progress: false,
   });
   const rng = new lm.Rng(3);
+  let checked = false;
   return {
+    model,
     tokensPerStep: batchSize * config.blockSize,
     /** One step on a fresh batch; resolves to the loss once the backend has finished. */
     async step(): Promise<number> {
+      // The run-time guard's check, with asynchronous reads (webgpu has no others), before the first step.
+      if (!checked) [checked] = [true, await model.checkPaths()];
       const batch = data.batch(Array.from({ length: batchSize }, () => rng.int(data.length)));
       const r = trainer.step(batch);
       const loss = (await r.loss.data())[0]; // waits for the step to finish (on every backend)

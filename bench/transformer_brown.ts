@@ -48,6 +48,7 @@
  */
 import * as lm from "../lib/mod.ts";
 import { DataParallel } from "../lib/train/data_parallel.ts";
+import { differentiateShards } from "../lib/train/shards.ts";
 const { tf } = lm;
 
 function arg(name: string, fallback: string): string {
@@ -114,14 +115,16 @@ const data = lm.sequenceDataset(trainStream, T);
 const valData = lm.sequenceDataset(brown.valid.tokens, T, { stride: T });
 const stepsPerEpoch = Math.ceil(trainStream.length / (batchSize * T)); // one pass over the tokens
 // --workers N: N - 1 helper workers (each with its own wasm backend, so its
-// own core) differentiate part of every batch (bench/data_parallel.ts); the
-// optimiser steps as if the whole batch had been differentiated in one piece.
+// own core) differentiate some of every batch's shards (lib/train/shards.ts:
+// at least two shards, one per worker), and the run's numbers are those of
+// one worker.
 const workers = num("workers", Math.min(2, navigator.hardwareConcurrency ?? 1));
+const shards = Math.max(2, workers);
 const share = workers > 1
   ? await DataParallel.start(
     model,
     { module: import.meta.resolve("../lib/mod.ts"), exportName: "TransformerLM", config, options: modelOptions },
-    { data, batchSize, helpers: workers - 1, backend: backend.name },
+    { data, batchSize, helpers: workers - 1, shards, evalBatchSize: 8, backend: backend.name },
   )
   : undefined;
 if (share) console.log(`data parallel: this process and ${share.helpers} helper worker(s) share each batch`);
@@ -134,23 +137,13 @@ const probe = data.batch(Array.from({ length: batchSize }, (_, i) => i * 997));
 let secondsPerStep = Infinity;
 for (let i = 0; i < 3; i++) {
   const s0 = performance.now();
-  const vars = model.variables();
-  const names = Object.keys(vars);
-  const local = share ? share.split(probe, vars, i) : probe;
+  const variables = model.variables();
   const g = tf.tidy(() => {
-    const { value, grads } = tf.variableGrads(
-      () => model.loss(local, { training: true, seed: i }),
-      names.map((n) => vars[n]),
-    );
-    let named: Record<string, lm.tf.Tensor> = {};
-    names.forEach((n) => named[n] = grads[vars[n].name]);
-    let loss = value;
-    if (share) ({ grads: named, loss } = share.combine(named, value));
-    return [loss, ...Object.values(named)];
+    const r = differentiateShards(model, probe, { variables, names: Object.keys(variables), seed: i, shards, share });
+    return [r.loss, ...Object.values(r.grads)];
   });
   await g[0].data();
   tf.dispose(g);
-  if (local !== probe) tf.dispose([local.x, local.y]);
   secondsPerStep = Math.min(secondsPerStep, (performance.now() - s0) / 1000);
 }
 tf.dispose([probe.x, probe.y]);
@@ -163,6 +156,7 @@ const lr = num("lr", 3e-3);
 const epsilon = num("epsilon", 1e-4);
 const trainer = new lm.Trainer(model, data, {
   share,
+  shards,
   workers: 1, // --workers decides (see share above), not the trainer's "auto"
   batchSize,
   maxSteps,

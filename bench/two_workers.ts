@@ -2,11 +2,11 @@
  * Baby-GPT training on two workers (this process and one helper: the
  * trainer's data parallelism, `lib/train/data_parallel.ts`) against PyTorch
  * held to one core (`OPENBLAS_NUM_THREADS=1`), in alternating rounds: issue
- * 32's 1.0x target. The split is fixed (`--local` of the 12 examples stay in
+ * 32's 1.0x target. The split is the trainer's two fixed shards (6 of the 12 examples stay in
  * this process), so rounds compare like with like; each round prints the
  * median and best step of both, the helper's median, and the load average.
  *
- *     deno run -A bench/two_workers.ts [--rounds 3] [--steps 40] [--local 6]
+ *     deno run -A bench/two_workers.ts [--rounds 3] [--steps 40]
  *
  * @module
  */
@@ -19,7 +19,7 @@ const arg = (name: string, fallback: string) => {
   const i = Deno.args.indexOf(`--${name}`);
   return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
 };
-const rounds = Number(arg("rounds", "3")), steps = Number(arg("steps", "40")), local = Number(arg("local", "6"));
+const rounds = Number(arg("rounds", "3")), steps = Number(arg("steps", "40"));
 const B = 12, warmup = 5;
 const median = (a: number[]) => [...a].sort((x, y) => x - y)[a.length >> 1];
 
@@ -29,7 +29,7 @@ async function twoWorkers(): Promise<{ median: number; best: number; helper: num
   const config = lm.transformerConfig("baby", { vocabSize: vocab.size });
   const model = new lm.TransformerLM(config, { seed: 1 });
   const data = lm.sequenceDataset(train, config.blockSize);
-  const dp = await DataParallel.start(model, model.spec(), { data, batchSize: B, localShare: local / B });
+  const dp = await DataParallel.start(model, model.spec(), { data, batchSize: B });
   const trainer = new lm.Trainer(model, data, {
     batchSize: B,
     maxSteps: 1_000_000,
@@ -60,7 +60,9 @@ async function twoWorkers(): Promise<{ median: number; best: number; helper: num
 }
 
 await lm.initBackend("wasm");
-console.log(`baby GPT, batch ${B}, ${local} examples here and ${B - local} in the helper; ${steps} steps per round`);
+console.log(
+  `baby GPT, batch ${B}, ${B / 2} examples here and ${B / 2} in the helper (two shards); ${steps} steps per round`,
+);
 for (let r = 1; r <= rounds; r++) {
   const loadBefore = loadAverage();
   const ours = await twoWorkers();

@@ -15,7 +15,10 @@ import { notImplemented, tf } from "../lib/mod.ts";
  * first: it does not change the answer, but stops exp() overflowing for
  * large inputs like [1000, 1001] (and the sum becoming 0, then 0/0, for
  * inputs like [-1000, -1001]). Any shift other than the largest value (the
- * smallest, the first, the mean) still overflows for some inputs.
+ * smallest, the first, the mean) still overflows for some inputs. Shift
+ * always, not only where exp would overflow or give 0: just above -745,
+ * exp() gives subnormal numbers with a few correct bits, so [-740, -741]
+ * unshifted comes out [0.7328, 0.2672] instead of [0.7311, 0.2689].
  *
  * Rules:
  * - The result is a new array on every call, as long as `logits`, each entry in [0, 1],

@@ -2,7 +2,7 @@
  * Graded tests for chapter 0. Run: `deno test exercises/ch00_tour_test.ts`.
  * @module
  */
-import { expectClose, expectEqual, expectShape, expectThrows, graded, Rng, tf } from "../lib/mod.ts";
+import { arb, expectClose, expectEqual, expectShape, expectThrows, fc, forAll, graded, Rng, tf } from "../lib/mod.ts";
 import { rowSoftmax, softmax } from "./ch00_tour.ts";
 
 // ---------------------------------------------------------------------------
@@ -15,6 +15,10 @@ import { rowSoftmax, softmax } from "./ch00_tour.ts";
 // - a single logit gives [1]; the result is a new array and logits is left unchanged.
 // - RangeError naming `logits` when empty or holding NaN, Infinity or -Infinity, and naming the value (the doc
 //   leaves the wording open: any message that holds "logits" and the value passes).
+// - property tests: any finite logits (arb.logits: offsets from 0 to the float limits, around exp's underflow at
+//   -745 where a late or missing shift leaves subnormal exps with a few bits, spreads from near-ties to any size)
+//   against the reference; a non-finite entry anywhere in any list is a RangeError naming logits and the value.
+// The rules, with the tests and a mutant of each: tests/mutants/ch00_tour.json "rules".
 
 /** How a wrong softmax shifts the logits before exp. */
 type Shift = "max" | "none" | "min" | "first" | "mean" | "max with 0";
@@ -163,6 +167,31 @@ graded("0.1 softmax: random lengths and values against a reference", () => {
   }
 });
 
+graded("0.1 softmax: any finite logits, against a reference", () => {
+  forAll(arb.logits(), (x) => {
+    checkSoftmax(
+      x,
+      "subtract the largest logit from every logit, always, then exp and divide by the sum: logits of any size " +
+        "work so (exp overflows above 709 and gives subnormal numbers with few correct bits, then 0, near -745)",
+    );
+  });
+});
+
+graded("0.1 softmax: a non-finite entry anywhere is a RangeError naming logits and the value", () => {
+  const lists = fc.tuple(arb.list(arb.finite(), { maxLength: 5 }), fc.nat(), fc.constantFrom(NaN, Infinity, -Infinity));
+  forAll(lists, ([xs, at, bad]) => {
+    const x = [...xs];
+    x.splice(at % (xs.length + 1), 0, bad);
+    const shown = `softmax([${x.join(", ")}])`;
+    expectThrows(() => softmax(x), RangeError, {
+      what: shown,
+      mentions: ["logits", bad],
+      hint: "check every entry before computing (Number.isFinite is false for NaN, Infinity and -Infinity) and " +
+        "throw new RangeError(`logits[${i}]=${logits[i]} ...`) naming the offending value",
+    });
+  }, { show: ([xs, at, bad]) => ({ finite: xs, inserted: bad, at: at % (xs.length + 1) }) });
+});
+
 graded("0.1 softmax: leaves its input unchanged and returns a new array", () => {
   // Every size, the single logit included: two calls give two arrays of their own, neither of them the input.
   for (const x of [[0], [7.5], [3, -1], [3, -1, 2, 2], [1, 1, 1, 1, 1]]) {
@@ -236,6 +265,9 @@ graded("0.1 softmax: rejects empty input, NaN and infinities with a RangeError",
 // - float32, the shape of x; (0, cols) gives (0, cols); (rows, 1) gives ones.
 // - only the result is left behind (tf.tidy); x is neither changed nor disposed; the result shares no storage
 //   with x.
+// - property test: any matrix (0 to 4 rows, 1 to 6 columns, float32 rows drawn on their own by arb.logits: offsets
+//   from 0 to float32's limits, around float32's exp underflow near -103) against the float32 loop reference.
+// The rules, with the tests and a mutant of each: tests/mutants/ch00_tour.json "rules".
 
 /** How a wrong rowSoftmax shifts, reduces and normalises. */
 interface RowVariant {
@@ -282,26 +314,26 @@ function rowSoftmaxRef(x: number[][], v: RowVariant = {}): number[][] {
   return axis === 1 ? probs : Array.from({ length: rows }, (_, r) => probs.map((line) => line[r]));
 }
 
-/** The usual wrong answers for rowSoftmax(x), each named. */
+/** The usual wrong answers for rowSoftmax(x), each named (computed only when a check fails). */
 function rowMistakes(x: number[][]) {
   return [
     {
-      value: rowSoftmaxRef(x, { shift: "global max" }),
+      value: () => rowSoftmaxRef(x, { shift: "global max" }),
       hint: "one shift for the whole matrix (x.max() with no axis): shift each row by its own max, x.max(1, true)",
     },
-    { value: rowSoftmaxRef(x, { shift: "row min" }), hint: "a shift by each row's min: subtract its max" },
-    { value: rowSoftmaxRef(x, { shift: "row mean" }), hint: "a shift by each row's mean: subtract its max" },
-    { value: rowSoftmaxRef(x, { shift: "global min" }), hint: "a shift by the matrix's min: use each row's max" },
-    { value: rowSoftmaxRef(x, { shift: "none" }), hint: "exp of x unshifted: subtract each row's max first" },
+    { value: () => rowSoftmaxRef(x, { shift: "row min" }), hint: "a shift by each row's min: subtract its max" },
+    { value: () => rowSoftmaxRef(x, { shift: "row mean" }), hint: "a shift by each row's mean: subtract its max" },
+    { value: () => rowSoftmaxRef(x, { shift: "global min" }), hint: "a shift by the matrix's min: use each row's max" },
+    { value: () => rowSoftmaxRef(x, { shift: "none" }), hint: "exp of x unshifted: subtract each row's max first" },
     {
-      value: rowSoftmaxRef(x, { axis: 0 }),
+      value: () => rowSoftmaxRef(x, { axis: 0 }),
       hint: "the columns were normalised (axis 0): reduce over axis 1, the entries of each row",
     },
     {
-      value: rowSoftmaxRef(x, { norm: "global" }),
+      value: () => rowSoftmaxRef(x, { norm: "global" }),
       hint: "a division by the sum of the whole matrix: sum each row, e.sum(1, true)",
     },
-    { value: rowSoftmaxRef(x, { norm: "none" }), hint: "exp without dividing by each row's sum" },
+    { value: () => rowSoftmaxRef(x, { norm: "none" }), hint: "exp without dividing by each row's sum" },
   ];
 }
 
@@ -314,15 +346,16 @@ function randomMatrix(rng: Rng, rows: number, cols: number, scale: number, offse
 }
 
 /** Runs rowSoftmax on x (as a tensor), checks it against the reference, and frees both tensors. */
-function checkRowSoftmax(x: number[][], hint: string): void {
-  const cols = x.length ? x[0].length : 0;
+function checkRowSoftmax(x: number[][], hint: string, cols = x.length ? x[0].length : 0, showInput = true): void {
   const t = tf.tensor2d(x.flat(), [x.length, cols]);
+  // With no rows the expected result is (0, cols), a shape nested arrays cannot hold.
+  const expected = x.length ? rowSoftmaxRef(x) : tf.zeros([0, cols]);
   try {
     const got = rowSoftmax(t);
     try {
-      expectClose(got, rowSoftmaxRef(x), {
+      expectClose(got, expected, {
         what: `rowSoftmax of a (${x.length}, ${cols}) matrix`,
-        input: x,
+        input: showInput ? x : undefined,
         hint,
         mistakes: rowMistakes(x),
       });
@@ -330,7 +363,7 @@ function checkRowSoftmax(x: number[][], hint: string): void {
       tf.dispose(got);
     }
   } finally {
-    t.dispose();
+    tf.dispose([t, expected as tf.Tensor]);
   }
 }
 
@@ -376,6 +409,23 @@ graded("0.2 rowSoftmax: random shapes and values against a reference", () => {
       checkRowSoftmax(randomMatrix(rng, rows, cols, scale, offset), ROW_HINT);
     }
   }
+});
+
+graded("0.2 rowSoftmax: any matrix, each row against a reference", () => {
+  const matrices = arb.matrix((cols) => arb.logits({ minLength: cols, maxLength: cols, float32: true }), {
+    minRows: 0,
+    maxRows: 4,
+  });
+  forAll(matrices, (m) => {
+    checkRowSoftmax(
+      m.values,
+      "per row, always: subtract the row's own max (x.max(1, true)), exp, divide by the row's sum; with tensor " +
+        "ops a matrix of any shape, no rows included, needs no special case (float32's exp overflows above 88.7 " +
+        "and turns subnormal, then 0, near -103)",
+      m.shape[1],
+      false, // forAll shows the shrunk matrix at full precision
+    );
+  }, { show: (m) => m.values });
 });
 
 graded("0.2 rowSoftmax: rows as long as a vocabulary of 200,000", () => {

@@ -57,9 +57,11 @@ export function extractNgrams(sentence: string[], n: number): string[][] {
  * the next. The key of an n-gram is its words joined by one space, e.g.
  * `"<s> the"` (words never contain a space, so different n-grams always
  * get different keys), with the words as written: `"The cat"` and
- * `"the cat"` are two different n-grams. An empty corpus gives an empty map; an empty
- * sentence still gives its n-gram that predicts `</s>`. The sentences are
- * left unchanged.
+ * `"the cat"` are two different n-grams. Any word works, `constructor` and
+ * `__proto__` included: count in a Map, which starts empty (a plain object
+ * `{}` already has a `constructor`, and in a browser a `__proto__`). An
+ * empty corpus gives an empty map; an empty sentence still gives its n-gram
+ * that predicts `</s>`. The sentences are left unchanged.
  *
  * @param sentences the corpus, one array of words per sentence.
  * @param n the order, an integer >= 1.
@@ -89,7 +91,8 @@ export function ngramCounts(sentences: string[][], n: number): Map<string, numbe
  * P(w) = c(w) / (the sum of all counts).
  *
  * A context that was never seen gives 0/0: return 0 in that case, never NaN.
- * The map and the n-gram are only read, never changed.
+ * An empty map (the counts of an empty corpus) has seen no context, so every
+ * n-gram gets 0. The map and the n-gram are only read, never changed.
  *
  * @param counts n-gram counts from {@link ngramCounts}, all of the same order n.
  * @param ngram n words: the context, then the word to predict.

@@ -9,7 +9,7 @@
  *     a cat ran
  * @module
  */
-import { expectClose, expectEqual, expectThrows, graded, Rng } from "../lib/mod.ts";
+import { arb, expectClose, expectEqual, expectThrows, fc, forAll, graded, Rng } from "../lib/mod.ts";
 import { extractNgrams, mleProb, ngramCounts } from "./ch01_counting.ts";
 
 const BOS = "<s>", EOS = "</s>";
@@ -96,6 +96,26 @@ function mlePlain(sentences: string[][], ngram: string[], mistake: MleMistake = 
 }
 
 const CORPUS = [["the", "cat", "sat"], ["the", "dog", "sat"], ["a", "cat", "ran"]];
+
+// The property tests draw from the whole domain: arb.word() gives words of a, b, A and B (so words that differ only
+// in case or by a prefix abound) and Object.prototype's names ("constructor", "__proto__", "toString"); sentences
+// and corpora may be empty or hold one item (arb.list); orders run past the sentence length.
+
+/** A sentence of 0 to 7 words. */
+const SENTENCE = arb.list(arb.word(), { maxLength: 7 });
+/** A corpus of 0 to 5 such sentences. */
+const CORPUS_ANY = arb.list(SENTENCE, { maxLength: 5 });
+/** Every n that is not an integer >= 1: zero and negatives, fractions of any size, NaN, +-Infinity, undefined. */
+const BAD_N: fc.Arbitrary<number | undefined> = fc.oneof(
+  fc.integer({ min: -1000, max: 0 }),
+  arb.finite({ min: -1e6, max: 1e6 }).filter((x) => !Number.isInteger(x)),
+  fc.constantFrom(NaN, Infinity, -Infinity, undefined, 0.5, 1.5, -0, 1 - Number.EPSILON),
+);
+
+/** Checks that a call with the order `bad` throws a RangeError naming n and the value. */
+function expectBadN(call: () => unknown, what: string, bad: number | undefined, hint: string): void {
+  expectThrows(call, RangeError, { what, mentions: ["n", bad ?? "undefined"], hint });
+}
 
 /** Sorted [key, count] pairs, so maps compare in a readable order. */
 function entries(m: Map<string, number>): [string, number][] {
@@ -220,6 +240,36 @@ graded("1.1 extractNgrams: rejects NaN, Infinity and fractional n, naming the va
         "throw new RangeError(`n must be an integer >= 1: n=${n}`)",
     });
   }
+});
+
+graded("1.1 extractNgrams: any sentence and order, against a from-scratch reference", () => {
+  forAll(fc.tuple(SENTENCE, fc.integer({ min: 1, max: 10 })), ([sentence, n]) => {
+    const original = [...sentence];
+    expectEqual(extractNgrams(sentence, n), ngramsPlain(original, n), {
+      what: `extractNgrams(${JSON.stringify(original)}, ${n})`,
+      hint: `pad with n - 1 = ${n - 1} <s> in front and exactly one </s> at the end, keep the words as written, ` +
+        `then take every window of ${n} words in order: ${original.length + 1} n-grams, whatever n is`,
+      mistakes: [
+        { value: ngramsPlain(original, n, "nStarts"), hint: "n copies of <s> in front: it takes n - 1" },
+        { value: ngramsPlain(original, n, "noEnd"), hint: "the last n-gram, the one that predicts </s>, is missing" },
+        { value: ngramsPlain(original, n, "bothEnds"), hint: "one </s> at the end, not n - 1" },
+        { value: ngramsPlain(original, n, "oneStart"), hint: "always one <s>: it takes n - 1 of them" },
+        { value: ngramsPlain(original.map((w) => w.toLowerCase()), n), hint: "the words were lower-cased" },
+      ],
+    });
+  }, { show: ([sentence, n]) => ({ sentence, n }) });
+});
+
+graded("1.1 extractNgrams: any n that is not an integer >= 1 is a RangeError naming n and the value", () => {
+  forAll(fc.tuple(SENTENCE, BAD_N), ([sentence, bad]) => {
+    expectBadN(
+      () => extractNgrams(sentence, bad as number),
+      `extractNgrams(${JSON.stringify(sentence)}, ${bad})`,
+      bad,
+      "check n first, for every sentence (the empty one too): if (!Number.isInteger(n) || n < 1) " +
+        "throw new RangeError(`n must be an integer >= 1: n=${n}`)",
+    );
+  }, { show: ([sentence, n]) => ({ sentence, n }) });
 });
 
 graded("1.1 extractNgrams: words are kept as written, case and all", () => {
@@ -351,6 +401,39 @@ graded("1.2 ngramCounts: random corpora and orders match a from-scratch count", 
       ],
     });
   });
+});
+
+graded("1.2 ngramCounts: any corpus and order, against a from-scratch count", () => {
+  forAll(fc.tuple(CORPUS_ANY, fc.integer({ min: 1, max: 6 })), ([given, n]) => {
+    const corpus = given.map((sentence) => [...sentence]);
+    expectEqual(entries(ngramCounts(given, n)), entries(countsPlain(corpus, n)), {
+      what: `ngramCounts(${JSON.stringify(corpus)}, ${n})`,
+      hint: 'count in a Map (any word is a key, "__proto__" and "constructor" too: a plain object {} already has ' +
+        'both), key = words.join(" ") as written, each sentence padded on its own, empty sentences included',
+      mistakes: [
+        { value: entries(countsPlain(corpus, n, " ", true)), hint: "pad and count each sentence on its own" },
+        {
+          value: entries(countsPlain(corpus, n, " ", false, true)),
+          hint: "each n-gram was recorded once, not counted",
+        },
+        {
+          value: entries(countsPlain(corpus.map((s) => s.map((w) => w.toLowerCase())), n)),
+          hint: "the keys were lower-cased: keep the words as written",
+        },
+      ],
+    });
+  }, { show: ([corpus, n]) => ({ corpus, n }) });
+});
+
+graded("1.2 ngramCounts: any n that is not an integer >= 1 is a RangeError, whatever the corpus", () => {
+  forAll(fc.tuple(CORPUS_ANY, BAD_N), ([corpus, bad]) => {
+    expectBadN(
+      () => ngramCounts(corpus, bad as number),
+      `ngramCounts(${JSON.stringify(corpus)}, ${bad})`,
+      bad,
+      "check n before looping over the sentences (an empty corpus must still reject it), naming the value",
+    );
+  }, { show: ([corpus, n]) => ({ corpus, n }) });
 });
 
 graded("1.2 ngramCounts: an empty corpus, empty sentences, and bad n", () => {
@@ -548,6 +631,42 @@ graded("1.3 mleProb: random corpora, orders and queries match a from-scratch est
       });
     }
   });
+});
+
+/** A drawn mleProb case: a corpus, an order, and what picks the query. */
+type MleCase = [string[][], number, number, number, string[]];
+
+/** The query of a drawn case: a seen n-gram, a seen context followed by any word, or any n words. */
+function queryOf([corpus, n, pick, kind, words]: MleCase): string[] {
+  const grams = corpus.flatMap((s) => ngramsPlain(s, n));
+  const seen = grams.length ? grams[pick % grams.length] : words.slice(0, n);
+  return kind === 0 ? seen : kind === 1 ? [...seen.slice(0, -1), words[3]] : words.slice(0, n);
+}
+
+graded("1.3 mleProb: any corpus, order and query, against a from-scratch estimate", () => {
+  const cases: fc.Arbitrary<MleCase> = fc.tuple(
+    CORPUS_ANY,
+    fc.integer({ min: 1, max: 4 }),
+    fc.nat(),
+    fc.nat(2),
+    fc.array(fc.oneof({ arbitrary: arb.word(), weight: 4 }, { arbitrary: fc.constantFrom(BOS, EOS), weight: 1 }), {
+      minLength: 4,
+      maxLength: 4,
+    }),
+  );
+  forAll(cases, (c) => {
+    const [corpus, n] = c, gram = queryOf(c);
+    expectClose(mleProb(countsPlain(corpus, n), [...gram]), mlePlain(corpus, gram), {
+      what: `mleProb(ngramCounts(corpus, ${n}), ${JSON.stringify(gram)})`,
+      hint: "sum the counts of the keys whose first n - 1 words equal the context word by word, exactly as " +
+        "written; divide the n-gram's own count by that sum; 0 when the sum is 0 (an empty map too)",
+      mistakes: [
+        { value: mlePlain(corpus, gram, "lastWordOnly"), hint: "match the whole context, not its last word" },
+        { value: mlePlain(corpus, gram, "distinct"), hint: "c(h ·) sums the counts, not the distinct words" },
+        { value: mlePlain(corpus, gram, "allGrams"), hint: "divide by c(h ·), not by the number of all n-grams" },
+      ],
+    });
+  }, { show: (c) => ({ corpus: c[0], n: c[1], ngram: queryOf(c) }) });
 });
 
 graded("1.3 mleProb: leaves the counts and the n-gram alone", () => {

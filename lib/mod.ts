@@ -202,6 +202,7 @@ export {
   DataParallel,
   type DataParallelOptions,
   type Dataset,
+  defaultShards,
   type EvalRecord,
   type EvalShare,
   evaluateLoss,
@@ -225,6 +226,7 @@ export {
   type SequenceDatasetOptions,
   SGD,
   type SGDOptions,
+  shardSizes,
   type StepShare,
   type TrainableModel,
   Trainer,
@@ -262,14 +264,19 @@ export {
   type SessionOptions,
   type TokenInfo,
 } from "./decode/mod.ts";
-// Chapter 0: the grading harness of the exercises.
+// Chapter 0: the grading harness of the exercises, and its property checks over inputs drawn by fast-check.
 export {
+  arb,
   type CheckContext,
   type CloseOptions,
   expectClose,
   expectEqual,
   expectShape,
   expectThrows,
+  fc,
+  forAll,
+  forAllAsync,
+  type ForAllOptions,
   formatValue,
   graded,
   type GradedOptions,

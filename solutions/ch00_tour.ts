@@ -5,8 +5,8 @@
 import { tf } from "../lib/mod.ts";
 
 /**
- * Exercise 0.1: the softmax of a list of numbers, computed stably (shifted by
- * the largest logit).
+ * Exercise 0.1: the softmax of a list of numbers, computed stably (always shifted
+ * by the largest logit, so that no exp overflows, underflows to 0 or loses bits as a subnormal).
  * @param logits finite numbers, at least one; left unchanged.
  * @returns a new array (on every call) of probabilities exp(x_i) / sum_j exp(x_j), summing to 1.
  * @throws {RangeError} when `logits` is empty or holds NaN or +-Infinity.

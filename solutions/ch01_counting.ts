@@ -32,7 +32,7 @@ export function extractNgrams(sentence: string[], n: number): string[][] {
  *
  * @param sentences the corpus, one array of words per sentence.
  * @param n the order, an integer >= 1.
- * @returns a map from n-gram (words joined by one space) to count.
+ * @returns a map from n-gram (words joined by one space) to count; any word is a key (`__proto__` too).
  * @throws {RangeError} when n is not an integer >= 1.
  */
 export function ngramCounts(sentences: string[][], n: number): Map<string, number> {
@@ -54,8 +54,8 @@ export function ngramCounts(sentences: string[][], n: number): Map<string, numbe
  *
  * @param counts n-gram counts from {@link ngramCounts}, all of order n.
  * @param ngram n words: the context h (the first n - 1) and the word w (the last).
- * @returns the conditional probability, 0 when the context was never seen (whole-word matches; for
- * n = 1 the context is empty and matches every key).
+ * @returns the conditional probability, 0 when the context was never seen, an empty map included
+ * (whole-word matches; for n = 1 the context is empty and matches every key).
  */
 export function mleProb(counts: Map<string, number>, ngram: string[]): number {
   const context = ngram.slice(0, -1);

@@ -5,7 +5,7 @@
  * `--model` is refused before any work starts. Training runs are benchmarks,
  * not tests: nothing here trains a network.
  *
- * Run: `deno test -A tests/bench_cli_test.ts`.
+ * Run: LMBOOK_OFFLINE=1 deno test -A --import-map tests/offline_import_map.json tests/bench_cli_test.ts
  * @module
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json tests/chromium_args_test.ts
 // The Chromium launch options of the browser tests (tests/browser/chromium.ts), checked without launching a browser.
 import { assertEquals, assertThrows } from "@std/assert";
 import { join } from "node:path";

@@ -5,6 +5,8 @@
  * is a buffer upload on a GPU backend). Runs on the cpu backend with the
  * tensor implementation of AdamW, the code path that webgpu takes; the
  * counter itself is checked to see reads and uploads.
+ *
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/gpu_counts_test.ts
  */
 import { assert, assertEquals } from "@std/assert";
 import * as lm from "../lib/mod.ts";

@@ -7,6 +7,8 @@
  * writes OUT/gpu.json and OUT/gpu.log. Here the WebGPU adapter is the
  * software one (Mesa llvmpipe); the test checks both backends ran, their first
  * losses agree, and the kit is within 60 MiB.
+ *
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/gpu_kit_test.ts
  */
 import { assert, assertEquals } from "@std/assert";
 import { KIT_LIMIT_BYTES, KIT_PACKAGES } from "../tools/gpu_kit.ts";

@@ -3,6 +3,8 @@
  * the agreement rule, the search for the Vulkan loader and driver files, and
  * the command as typed on the two CPU backends with the tiny config (the
  * webgpu run is in tests/gpu_kit_test.ts, through the kit).
+ *
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/gpu_test.ts
  */
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import { findIcdFiles, findVulkanLoader, lossesAgree, parseGpuArgs, scriptFlags } from "../tools/gpu.ts";

@@ -5,7 +5,8 @@
  * solutions with a mistake planted in the earlier exercise only. The same run checks that the hints of chapters 5
  * and 7 fit the output seen: a wrong mask or unscaled cached attention is not told its results share storage.
  *
- * Run: `deno test -A tests/grade_isolation_test.ts` (add `--import-map tests/offline_import_map.json` without JSR).
+ * Run: LMBOOK_OFFLINE=1 deno test -A --import-map tests/offline_import_map.json tests/grade_isolation_test.ts
+ * (with JSR, the same without `--import-map tests/offline_import_map.json`).
  * @module
  */
 import { assertEquals } from "@std/assert";

@@ -6,7 +6,8 @@
  * wrong type, exceptions, a type error, permission violations, code that
  * throws on load, a renamed export). The real files are never touched.
  *
- * Run: `deno test -A tests/grade_test.ts` (add `--import-map tests/offline_import_map.json` without JSR).
+ * Run: LMBOOK_OFFLINE=1 deno test -A --import-map tests/offline_import_map.json tests/grade_test.ts
+ * (with JSR: `deno test -A tests/grade_test.ts`).
  * @module
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";
@@ -21,8 +22,8 @@ import {
   toJunit,
   validateGradescope,
 } from "../tools/grade.ts";
+import ts from "typescript";
 import {
-  bracketsBalance,
   type GradedResult,
   gradedTestFiles,
   parseTestName,
@@ -30,6 +31,7 @@ import {
   testFileInfo,
   topLevelRegions,
 } from "../tools/graded_runner.ts";
+import { bracketsBalance } from "../tools/source_scan.ts";
 import { brokenProject, hangProject, MARKER } from "./grade_fixtures.ts";
 
 const offlineArgs: Record<string, string> = Deno.env.get("LMBOOK_OFFLINE") === "1" ? { LMBOOK_OFFLINE: "1" } : {};
@@ -172,8 +174,8 @@ Deno.test("topLevelRegions and bracketsBalance find the function a line belongs 
     11,
   ]]);
   assert(regions[1].isFunction && regions[2].isFunction && regions[1].exported);
-  assert(bracketsBalance(src.split("\n").slice(4, 8).join("\n")));
-  assert(!bracketsBalance(src.split("\n").slice(8, 11).join("\n")));
+  assert(bracketsBalance(src.split("\n").slice(4, 8).join("\n"), ts));
+  assert(!bracketsBalance(src.split("\n").slice(8, 11).join("\n"), ts));
 });
 
 // ---------------------------------------------------------------------------

@@ -4,6 +4,8 @@
  * grade` (graded_runner's typeErrorBlame), and tools/web/grade_run.ts's
  * typeCheckVerdicts. The browser side: tests/browser/grade_typecheck_browser_test.ts.
  *
+ * Run: LMBOOK_OFFLINE=1 deno test -A --import-map tests/offline_import_map.json tests/grade_typecheck_test.ts
+ *
  * @module
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";

@@ -5,13 +5,17 @@
  * results, scoring, and how a syntax error is cut out of one exercise
  * function. The browser loop itself: tests/browser/grade_browser_test.ts.
  *
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/grade_web_test.ts
+ *
  * @module
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import { join } from "node:path";
 import { chapterOf, gradeSectionHtml, panelData } from "../tools/web/grade_build.ts";
+import ts from "typescript";
 import { cutOutSyntaxError, reportOf, resultOf } from "../tools/web/grade_run.ts";
 import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "../tools/graded_runner.ts";
+import { bracketsBalance } from "../tools/source_scan.ts";
 
 Deno.test("chapterOf: the exercise chapter of a notebook", () => {
   assertEquals(chapterOf("notebooks/00_tour.ipynb"), "ch00");
@@ -77,7 +81,7 @@ Deno.test("reportOf: points per exercise from points.json, split over its tests"
   assertEquals(r.exercises.map((e) => [e.exercise, e.status, e.score]), [["0.1", "wrong", 1], ["0.2", "passed", 3]]);
 });
 
-Deno.test("cutOutSyntaxError: the exercise function holding the error becomes a stub with as many lines", () => {
+Deno.test("cutOutSyntaxError: the exercise function holding the error becomes a stub with as many lines", async () => {
   const src = [
     'import { tf } from "../lib/mod.ts";',
     "",
@@ -92,12 +96,11 @@ Deno.test("cutOutSyntaxError: the exercise function holding the error becomes a 
     "",
   ].join("\n");
   const fnEx = new Map([["softmax", "0.1"], ["rowSoftmax", "0.2"]]);
-  const cut = cutOutSyntaxError(
+  const cut = (await cutOutSyntaxError(
     src,
     { path: "exercises/ch00_tour.ts", line: 5, column: 23, message: "Unexpected token" },
-    fnEx,
-    new Set(),
-  )!;
+    { fnEx, taken: new Set() },
+  ))!;
   assertEquals(cut.exercise, "0.1");
   const lines = cut.source.split("\n");
   assertEquals(lines.length, src.split("\n").length, "line numbers are kept");
@@ -108,11 +111,39 @@ Deno.test("cutOutSyntaxError: the exercise function holding the error becomes a 
   assertMatch(cut.message, /at exercises\/ch00_tour\.ts:5:23/);
   // An error outside every exercise function cannot be cut out; nor can an exercise already cut.
   assertEquals(
-    cutOutSyntaxError(src, { path: "p", line: 1, column: 1, message: "m" }, fnEx, new Set()),
+    await cutOutSyntaxError(src, { path: "p", line: 1, column: 1, message: "m" }, { fnEx, taken: new Set() }),
     undefined,
   );
   assertEquals(
-    cutOutSyntaxError(src, { path: "p", line: 5, column: 1, message: "m" }, fnEx, new Set(["0.1"])),
+    await cutOutSyntaxError(src, { path: "p", line: 5, column: 1, message: "m" }, { fnEx, taken: new Set(["0.1"]) }),
     undefined,
   );
+});
+
+Deno.test("cutOutSyntaxError: with the type-check worker's bracket check, the unbalanced function above the error", async () => {
+  // softmax lost its closing brace; the parser notices only in rowSoftmax, further down. The `}` in the
+  // template literal and the `(` in the regular expression must not count.
+  const src = [
+    "export function softmax(x: number[]): number[] {",
+    "  const s = `}${x.length}`.replace(/[(]/g, '');",
+    "  return x.map((v) => v + s.length);",
+    "",
+    "export function rowSoftmax(x: number[][]): number[][] {",
+    "  return x;",
+    "}",
+  ].join("\n");
+  const fnEx = new Map([["softmax", "0.1"], ["rowSoftmax", "0.2"]]);
+  const asked: string[][] = [];
+  const brackets = (codes: string[]) => {
+    asked.push(codes);
+    return Promise.resolve(codes.map((c) => bracketsBalance(c, ts)));
+  };
+  const problem = { path: "p", line: 6, column: 3, message: "m" };
+  assertEquals((await cutOutSyntaxError(src, problem, { fnEx, taken: new Set(), brackets }))?.exercise, "0.1");
+  assertEquals(asked.length, 1);
+  assertEquals(asked[0].length, 2, "both functions above the error were asked about");
+  // Without the check (or when it fails), the function at the error is cut out.
+  assertEquals((await cutOutSyntaxError(src, problem, { fnEx, taken: new Set() }))?.exercise, "0.2");
+  const failing = () => Promise.reject(new Error("no worker"));
+  assertEquals((await cutOutSyntaxError(src, problem, { fnEx, taken: new Set(), brackets: failing }))?.exercise, "0.2");
 });

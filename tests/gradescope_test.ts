@@ -5,7 +5,7 @@
  * `run_autograder` grades an empty, a partial and a complete submission; each
  * `results.json` is checked.
  *
- * Run: `deno test -A tests/gradescope_test.ts`.
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/gradescope_test.ts
  * @module
  */
 import { assert, assertEquals } from "@std/assert";

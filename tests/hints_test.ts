@@ -9,12 +9,14 @@
  * and fails, naming `file:line`, for each whose options object has no `hint`
  * (or, with `mistakes`, a hint that is not neutral or an empty mistakes list).
  *
- * Run: `deno test -A tests/hints_test.ts` (add `--import-map tests/offline_import_map.json` without JSR).
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/hints_test.ts
+ * (with JSR: `deno test -A tests/hints_test.ts`).
  * @module
  */
 import { assertEquals } from "@std/assert";
 import { join } from "node:path";
 import { gradedTestFiles, ROOT } from "../tools/graded_runner.ts";
+import ts from "typescript";
 import { maskLiterals, splitItems } from "../tools/source_scan.ts";
 
 /** The checks of lib/grading/grading.ts; each takes its options (`what`, `input`, `hint`, …) as the third argument. */
@@ -36,7 +38,7 @@ export interface CheckCall {
  * @returns the calls, in order.
  */
 export function findChecks(src: string): CheckCall[] {
-  const masked = maskLiterals(src);
+  const masked = maskLiterals(src, ts);
   const calls: CheckCall[] = [];
   const re = new RegExp(`(?<![\\w$])(${CHECKS.join("|")})\\s*\\(`, "g");
   for (const m of masked.matchAll(re)) {

@@ -5,6 +5,8 @@
  * edition without executing anything and serves it; a missing Deno kernel is
  * registered first; JupyterLab is preferred, else the classic notebook.
  * (tests/browser/lab_browser_test.ts starts the real thing once.)
+ *
+ * Run: LMBOOK_OFFLINE=1 deno test -A --import-map tests/offline_import_map.json tests/lab_test.ts
  */
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { join } from "node:path";

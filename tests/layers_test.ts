@@ -4,12 +4,14 @@
  *
  * The layers are the folders of `lib/`, lowest first in {@link LAYERS}. A lib
  * source file may import from its own layer and the layers before it, never
- * from a later one; between folders there is no cycle. Files outside
+ * from a later one; between folders there is no cycle, nor between files
+ * (a type-only import counts: two files that import each other cannot be
+ * read, tested or moved one at a time). Files outside
  * `lib/kernels/` reach the kernels through `lib/kernels/mod.ts` only (its
  * AssemblyScript sources under `lib/kernels/assembly/` are not Deno modules
  * and are left out).
  *
- * Run: `deno test -A tests/layers_test.ts`.
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/layers_test.ts
  * @module
  */
 import { assert, assertEquals } from "@std/assert";
@@ -152,7 +154,66 @@ export function layerProblems(files: Record<string, string>): string[] {
     state.set(n, "done");
   };
   for (const n of [...graph.keys()].sort()) visit(n, []);
-  return problems;
+  return [...problems, ...fileCycles(files)];
+}
+
+/**
+ * The cycles between lib's files: for each set of files that reach one
+ * another through their imports (type-only and dynamic ones included), one
+ * cycle through them, from the first of them in sorted order.
+ * @param files root-relative lib source files, with their texts.
+ * @returns one line per set, e.g. `cycle between files: lib/a/x.ts → lib/a/y.ts → lib/a/x.ts`.
+ */
+export function fileCycles(files: Record<string, string>): string[] {
+  const graph = new Map<string, string[]>();
+  for (const e of libEdges(files)) graph.set(e.from, [...graph.get(e.from) ?? [], e.to]);
+  const next = (n: string) => [...new Set(graph.get(n) ?? [])].sort();
+  // Tarjan's strongly connected components.
+  const index = new Map<string, number>(), low = new Map<string, number>();
+  const stack: string[] = [], onStack = new Set<string>(), components: string[][] = [];
+  const connect = (v: string) => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next(v)) {
+      if (!index.has(w)) {
+        connect(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || next(v).includes(v)) components.push(component.sort());
+  };
+  for (const v of [...graph.keys()].sort()) if (!index.has(v)) connect(v);
+  // Each component named by its shortest cycle (from the first file in sorted order, among equals).
+  const cycleFrom = (start: string, inside: Set<string>): string[] => {
+    const from = new Map<string, string>();
+    const queue = [start];
+    while (queue.length && !from.has(start)) {
+      const n = queue.shift()!;
+      for (const m of next(n).filter((m) => inside.has(m) && !from.has(m))) {
+        from.set(m, n);
+        queue.push(m);
+      }
+    }
+    const path = [start];
+    for (let n = from.get(start)!; n !== start; n = from.get(n)!) path.unshift(n);
+    return [start, ...path];
+  };
+  return components.map((component) => {
+    const inside = new Set(component);
+    const cycle = component.map((f) => cycleFrom(f, inside)).reduce((a, b) => b.length < a.length ? b : a);
+    const more = component.filter((f) => !cycle.includes(f));
+    return `cycle between files: ${cycle.join(" → ")}${more.length ? `; also in the circle: ${more.join(", ")}` : ""}`;
+  }).sort();
 }
 
 /**
@@ -191,7 +252,7 @@ function readAll(files: string[]): Record<string, string> {
   return Object.fromEntries(files.map((f) => [f, Deno.readTextFileSync(join(ROOT, f))]));
 }
 
-Deno.test("lib's imports run one way through the layers, with no cycle between folders", () => {
+Deno.test("lib's imports run one way through the layers, with no cycle between folders or files", () => {
   const files = readAll(libSources());
   const folders = new Set(Object.keys(files).map(layerOf).filter((l): l is string => l !== null));
   assertEquals([...folders].filter((f) => !(LAYERS as readonly string[]).includes(f)), [], "undeclared layers");
@@ -232,6 +293,34 @@ Deno.test("the layering check fails on an import from a lower layer to a higher 
   assertEquals(direct, [
     "lib/models/x.ts imports lib/kernels/activations.ts: reach the kernels through lib/kernels/mod.ts",
   ]);
+});
+
+Deno.test("the layering check fails on a circle between files of one folder, naming it", () => {
+  const files = readAll(libSources());
+  assertEquals(fileCycles(files), []);
+  // Two files: the trainer's helper importing the trainer back (a type-only import counts).
+  const planted = {
+    ...files,
+    "lib/train/evaluate.ts": `import type { Trainer } from "./train.ts";\n${files["lib/train/evaluate.ts"]}`,
+  };
+  assertEquals(fileCycles(planted), [
+    "cycle between files: lib/train/evaluate.ts → lib/train/train.ts → lib/train/evaluate.ts; also in the circle: " +
+    "lib/train/choose_workers.ts, lib/train/data_parallel.ts, lib/train/shards.ts",
+  ]);
+  assert(layerProblems(planted).includes(fileCycles(planted)[0]), "layerProblems reports it");
+  // Three files in a ring, a file importing itself, and a file outside the ring that imports into it.
+  assertEquals(
+    fileCycles({
+      "lib/core/a.ts": 'import "./b.ts";\n',
+      "lib/core/b.ts": 'export * from "./c.ts";\n',
+      "lib/core/c.ts": 'const a = await import("./a.ts");\n',
+      "lib/core/d.ts": 'import "./a.ts";\nimport "./d.ts";\n',
+    }),
+    [
+      "cycle between files: lib/core/a.ts → lib/core/b.ts → lib/core/c.ts → lib/core/a.ts",
+      "cycle between files: lib/core/d.ts → lib/core/d.ts",
+    ],
+  );
 });
 
 Deno.test("relativeImports: static, type-only, re-exports and dynamic imports, not the ones in JSDoc examples", () => {

@@ -44,6 +44,8 @@ export interface MutantPatch {
 
 /** A chapter's patch file. */
 export interface PatchFile {
+  /** The rules of its exercises' docs, each with the tests that guard it and a mutant (see `mutant_rules.ts`). */
+  rules?: unknown[];
   /** Its mutants. */
   mutants: MutantPatch[];
 }
@@ -171,13 +173,13 @@ export function readPatchFile(path: string): PatchFile {
 }
 
 /**
- * The text of a patch file, one mutant after another (sorted by name).
- * @param file the mutants.
+ * The text of a patch file: its rules as they are, then one mutant after another (sorted by name).
+ * @param file the rules and mutants.
  * @returns JSON, two-space indented.
  */
 export function formatPatchFile(file: PatchFile): string {
   const mutants = [...file.mutants].sort((x, y) => x.name < y.name ? -1 : x.name > y.name ? 1 : 0);
-  return JSON.stringify({ mutants }, null, 2) + "\n";
+  return JSON.stringify(file.rules !== undefined ? { rules: file.rules, mutants } : { mutants }, null, 2) + "\n";
 }
 
 /**

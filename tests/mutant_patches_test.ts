@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json tests/mutant_patches_test.ts
 // Tests of mutants as data (tests/mutant_patches.ts): edits, import rebasing, and the whole-file converter.
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import { join } from "node:path";
@@ -67,7 +68,9 @@ Deno.test("convertWholeFiles stores a whole-file mutant as a patch, deletes it, 
     const [first, second] = readPatchFile(join(ROOT, "tests/mutants/ch00_tour.json")).mutants;
     Deno.mkdirSync(join(tmp, "ch00_tour"));
     // The chapter's file already holds `first`; `second` comes as a whole file, and so do two the converter must keep.
-    Deno.writeTextFileSync(join(tmp, "ch00_tour.json"), formatPatchFile({ mutants: [first] }));
+    // Its rule table must survive the rewrite.
+    const rules = [{ exercise: "0.1", rule: "r", tests: ["small input"], mutant: first.name }];
+    Deno.writeTextFileSync(join(tmp, "ch00_tour.json"), formatPatchFile({ rules, mutants: [first] }));
     const wholeText = wholeFileOf(solution, second, `${rel}/ch00_tour`);
     Deno.writeTextFileSync(join(tmp, "ch00_tour", `${second.name}.ts`), wholeText);
     Deno.writeTextFileSync(
@@ -83,6 +86,8 @@ Deno.test("convertWholeFiles stores a whole-file mutant as a patch, deletes it, 
     );
     assert(r.kept.some((k) => k.why.includes("already has a mutant named")), JSON.stringify(r.kept));
     assert(r.kept.some((k) => k.why.includes("first line")), JSON.stringify(r.kept));
+    assertEquals(readPatchFile(join(tmp, "ch00_tour.json")).rules, rules);
+    assert(Deno.readTextFileSync(join(tmp, "ch00_tour.json")).startsWith('{\n  "rules": ['), "rules come first");
     const stored = readPatchFile(join(tmp, "ch00_tour.json")).mutants;
     assertEquals(stored.map((p) => p.name).sort(), [first.name, second.name].sort());
     const back = stored.find((p) => p.name === second.name)!;

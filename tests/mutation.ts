@@ -11,7 +11,9 @@
  * Mutants of one exercise file share a `deno test` process (with only the
  * mutated exercise's tests registered), two processes run at a time, and the
  * reference solution runs alongside as the baseline the mutants are judged
- * against. CLI: `deno run -A tests/mutation.ts [chNN ...]`
+ * against. Each chapter's rule table (`mutant_rules.ts`) is checked too: every
+ * exercise has rules, each names tests that exist and a mutant that one of
+ * those tests catches. CLI: `deno run -A tests/mutation.ts [chNN ...]`
  * (`deno task mutation`); `--convert [chNN ...]` stores whole-file mutants as
  * patches (each file deleted once its patch rebuilds it byte for byte).
  *
@@ -38,6 +40,14 @@ import {
   runJobs,
   testFileInfo,
 } from "../tools/graded_runner.ts";
+import {
+  type CheckedRule,
+  checkRuleTable,
+  judgeRules,
+  type MutantOutcome,
+  RULES_PENDING,
+  type RuleVerdict,
+} from "./mutant_rules.ts";
 
 /** Folder of the mutants. */
 export const MUTANTS_DIR = "tests/mutants";
@@ -232,12 +242,60 @@ export interface MutantResult {
 export interface MutationReport {
   /** One per well-formed mutant whose baseline passes. */
   results: MutantResult[];
-  /** Malformed mutants, exercises with too few mutants, solutions that fail the tests. */
+  /**
+   * Malformed mutants, exercises with too few mutants, solutions that fail the tests; exercises with no rules,
+   * malformed rules, rules whose mutant escapes or is caught by none of their tests.
+   */
   problems: string[];
+  /** One per well-formed rule whose mutant ran. */
+  rules: RuleVerdict[];
+  /** Exercises of chapters whose rule tables are still to be written ({@link RULES_PENDING}), e.g. `2.1 perplexity`. */
+  rulesPending: string[];
   /** Exercise -> number of mutants. */
   coverage: Map<string, number>;
   /** Wall-clock seconds. */
   seconds: number;
+}
+
+/**
+ * Reads and checks the rule table of each chapter that has mutants (see `mutant_rules.ts`).
+ * @param mutants what {@link findMutants} returned.
+ * @param options the mutants' folder.
+ * @returns the well-formed rules, the problems, and the exercises whose rules are pending.
+ */
+export function findRules(
+  mutants: Mutant[],
+  options: FindOptions & { rulesPending?: ReadonlySet<string> } = {},
+): { rules: CheckedRule[]; problems: string[]; pending: string[] } {
+  const dirAbs = isAbsolute(options.dir ?? MUTANTS_DIR) ? options.dir! : join(ROOT, options.dir ?? MUTANTS_DIR);
+  const out = { rules: [] as CheckedRule[], problems: [] as string[], pending: [] as string[] };
+  const chapters = [...new Set(mutants.map((m) => basename(m.module, ".ts")))].sort();
+  for (const chapter of chapters) {
+    const testFile = `exercises/${chapter}_test.ts`;
+    if (!gradedTestFiles().includes(testFile)) continue;
+    const jsonAbs = join(dirAbs, `${chapter}.json`);
+    let rules: unknown = undefined;
+    try {
+      if (exists(jsonAbs)) rules = readPatchFile(jsonAbs).rules;
+    } catch { /* reported by findMutants */ }
+    const table = checkRuleTable({
+      chapter,
+      source: rootRelative(ROOT, jsonAbs),
+      rules,
+      testFile,
+      testNames: testFileInfo(testFile).names,
+      mutants: mutants.filter((m) => basename(m.module, ".ts") === chapter).map((m) => ({
+        name: basename(m.path, ".ts"),
+        exercise: m.exercise,
+        ok: !m.problems.length,
+      })),
+      pending: (options.rulesPending ?? RULES_PENDING).has(chapter),
+    });
+    out.rules.push(...table.rules);
+    out.problems.push(...table.problems);
+    out.pending.push(...table.pending);
+  }
+  return out;
 }
 
 /** Options of {@link runMutationCheck}. */
@@ -250,6 +308,8 @@ export interface MutationOptions {
   concurrency?: number;
   /** The mutants' folder and where patches are written (defaults: `tests/mutants`, `build/mutants`). */
   find?: FindOptions;
+  /** Chapters whose rule tables are still to be written (default {@link RULES_PENDING}). */
+  rulesPending?: ReadonlySet<string>;
 }
 
 /**
@@ -263,6 +323,8 @@ export async function runMutationCheck(options: MutationOptions = {}): Promise<M
   const mutants = findMutants(chapters, options.find);
   const problems = mutants.flatMap((m) => m.problems.map((p) => `${m.source}: ${p}`));
   const good = mutants.filter((m) => !m.problems.length);
+  const table = findRules(mutants, { ...options.find, rulesPending: options.rulesPending });
+  problems.push(...table.problems);
   writeMutants(good);
   // Coverage: every graded exercise of the chosen chapters needs MIN_MUTANTS mutants.
   const coverage = new Map<string, number>();
@@ -343,7 +405,24 @@ export async function runMutationCheck(options: MutationOptions = {}): Promise<M
     if (baselineOk.get(`${m.testFile} ${m.exercise}`) === false) return;
     results.push({ mutant: m, caught: rs.some((r) => r.status !== "passed"), results: rs });
   });
-  return { results, problems, coverage, seconds: (performance.now() - t0) / 1000 };
+  // Each rule is judged on its mutant's results: caught, and by one of the rule's own tests.
+  const byMutant = new Map<string, MutantOutcome>(results.map((r) => [
+    `${basename(r.mutant.module, ".ts")} ${basename(r.mutant.path, ".ts")}`,
+    {
+      caught: r.caught,
+      failing: r.results.filter((x) => x.status !== "passed").map((x) => x.name.replace(/^\d+\.\d+\s+[\w$]+:\s*/, "")),
+    },
+  ]));
+  const judged = judgeRules(table.rules, (chapter, name) => byMutant.get(`${chapter} ${name}`));
+  problems.push(...judged.problems);
+  return {
+    results,
+    problems,
+    rules: judged.verdicts,
+    rulesPending: table.pending,
+    coverage,
+    seconds: (performance.now() - t0) / 1000,
+  };
 }
 
 /**
@@ -365,13 +444,24 @@ export function formatMutationReport(report: MutationReport): string {
   });
   out.push("Mutation check: each wrong implementation must lose points on its exercise");
   out.push("");
-  out.push(`  ${"Ex.".padEnd(5)} ${"Function".padEnd(24)} caught/tried`);
+  out.push(`  ${"Ex.".padEnd(5)} ${"Function".padEnd(24)} caught/tried  rules guarded/listed`);
+  const pending = new Set(report.rulesPending.map((e) => e.split(" ")[0]));
   for (const ex of exs) {
     const rs = byEx.get(ex) ?? [];
     const fn = rs[0]?.mutant.fn ?? "";
     const caught = rs.filter((r) => r.caught).length;
-    const flag = rs.length < MIN_MUTANTS ? `  (needs ${MIN_MUTANTS})` : caught < rs.length ? "  ESCAPED" : "";
-    out.push(`  ${ex.padEnd(5)} ${fn.padEnd(24)} ${`${caught}/${rs.length}`.padStart(5)}${flag}`);
+    const rules = report.rules.filter((v) => v.rule.rule.exercise === ex);
+    const guarded = rules.filter((v) => v.guarded).length;
+    const ruleCol = pending.has(ex) ? "pending" : `${guarded}/${rules.length}`;
+    const flags = [
+      ...(rs.length < MIN_MUTANTS ? [`(needs ${MIN_MUTANTS})`] : []),
+      ...(caught < rs.length ? ["ESCAPED"] : []),
+      ...(!pending.has(ex) && (rules.length === 0 || guarded < rules.length) ? ["RULE WITHOUT TEST"] : []),
+    ];
+    const flag = flags.length ? `  ${flags.join(" ")}` : "";
+    out.push(
+      `  ${ex.padEnd(5)} ${fn.padEnd(24)} ${`${caught}/${rs.length}`.padStart(12)}  ${ruleCol.padStart(20)}${flag}`,
+    );
   }
   const escaped = report.results.filter((r) => !r.caught);
   if (escaped.length) {
@@ -386,7 +476,13 @@ export function formatMutationReport(report: MutationReport): string {
   }
   const caught = report.results.filter((r) => r.caught).length;
   out.push("");
-  out.push(`${caught}/${report.results.length} mutants caught (${report.seconds.toFixed(1)} s)`);
+  if (report.rulesPending.length) {
+    out.push(`Rule tables still to be written (not failed): ${report.rulesPending.join(", ")}`);
+  }
+  out.push(
+    `${caught}/${report.results.length} mutants caught; ${report.rules.filter((v) => v.guarded).length}/` +
+      `${report.rules.length} rules guarded by their tests (${report.seconds.toFixed(1)} s)`,
+  );
   return out.join("\n");
 }
 

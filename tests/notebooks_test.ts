@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json tests/notebooks_test.ts
 import { assertEquals, assertGreater, assertStringIncludes } from "@std/assert";
 import {
   cellTimeoutSeconds,
@@ -13,6 +14,8 @@ import {
   ROOT,
   trainsOnEveryCore,
 } from "../tools/notebooks.ts";
+import { checkProseClaims } from "../tools/prose_claims.ts";
+import { CLAIM_BOOK } from "../tools/prose_claims_book.ts";
 
 Deno.test("every committed notebook is nbformat 4, uses the Deno kernel, and has no outputs", () => {
   const files = notebookFiles();
@@ -52,9 +55,12 @@ Deno.test("checkNotebookSource catches outputs, counts and a wrong kernel", () =
     ],
   };
   const q = checkNotebookSource(deno);
-  assertEquals(q.length, 2, q.join("\n"));
-  assertStringIncludes(q[0], "cell 1: uses Deno.readTextFile");
-  assertStringIncludes(q[1], "cell 2: uses Deno.errors.NotFound");
+  assertEquals(q.length, 3, q.join("\n"));
+  // The live page runs no Deno: a cell printing Deno's version printed nonsense there (issue 50).
+  assertStringIncludes(q[0], "cell 0: uses Deno.version, which the live page's stand-in for Deno lacks");
+  assertStringIncludes(q[0], "lm.platform().runtime()");
+  assertStringIncludes(q[1], "cell 1: uses Deno.readTextFile");
+  assertStringIncludes(q[2], "cell 2: uses Deno.errors.NotFound");
 });
 
 Deno.test("checkExecuted catches error outputs and missing plots", () => {
@@ -176,14 +182,18 @@ const executed = (() => {
 })();
 
 Deno.test({
-  name: "the executed notebooks in build/executed/ state no number that their run contradicts or shows otherwise",
+  name: "the executed notebooks in build/executed/ state no number or claim that their run contradicts",
   ignore: executed.length === 0,
   fn() {
-    const problems = executed.flatMap((name) =>
-      [checkProseNumbers, checkProseAgainstTables].flatMap((check) =>
-        check(JSON.parse(Deno.readTextFileSync(`${EXECUTED_DIR}/${name}`))).map((p) => `${name}: ${p}`)
-      )
-    );
+    const problems = executed.flatMap((name) => {
+      const nb = JSON.parse(Deno.readTextFileSync(`${EXECUTED_DIR}/${name}`));
+      const found = [
+        ...checkProseNumbers(nb),
+        ...checkProseAgainstTables(nb),
+        ...checkProseClaims(nb, name, CLAIM_BOOK),
+      ];
+      return found.map((p) => `${name}: ${p}`);
+    });
     assertEquals(problems, []);
   },
 });

@@ -5,7 +5,7 @@
  * For that, lib's own files name packages only with full `npm:` specifiers
  * (TensorFlow.js through `lib/core/tf.ts`), never through the repository's import map.
  *
- * Run: `deno test -A tests/outside_import_test.ts`.
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/outside_import_test.ts
  * @module
  */
 import { assert, assertEquals } from "@std/assert";

@@ -1,6 +1,12 @@
+// Run: deno test -A --import-map tests/offline_import_map.json tests/source_scan_test.ts
 import { assert, assertEquals } from "@std/assert";
-import { maskLiterals, scanLiterals } from "../tools/source_scan.ts";
-import { bracketsBalance } from "../tools/graded_runner.ts";
+import ts from "typescript";
+import { bracketsBalance as balance, maskLiterals as mask, scanLiterals as scan } from "../tools/source_scan.ts";
+
+// TypeScript's scanner does the work: the module is passed in (see tools/source_scan.ts).
+const scanLiterals = (src: string) => scan(src, ts);
+const maskLiterals = (src: string) => mask(src, ts);
+const bracketsBalance = (code: string) => balance(code, ts);
 
 Deno.test("scanLiterals blanks literal contents, keeps offsets, and knows when one is left open", () => {
   const src = 'f("a(", `x${g({ y: ")" })}z`, /[)]/, 1 / 2); // )\n/* ( */';
@@ -20,4 +26,12 @@ Deno.test("bracketsBalance: balanced code, a missing bracket, a literal left ope
   assert(!bracketsBalance('const s = "unclosed;\n'));
   assert(!bracketsBalance("/* open comment ( )"));
   assert(bracketsBalance("const r = s.replace(/[(]/g, ')');")); // the old scanner did not understand regexes
+});
+
+Deno.test("a regular expression after a keyword is one (the hand-written lexer took `return /[(]/` for a division)", () => {
+  assert(bracketsBalance("function f(s) {\n  return /[(]/.test(s);\n}"));
+  assert(bracketsBalance("const k = typeof /[{]/;"));
+  assert(bracketsBalance("const n = a.default / 2 / (b);"), "a keyword after a dot is a name: these are divisions");
+  assert(bracketsBalance('const s = "a\\\nb(";'), "a string continued on the next line");
+  assertEquals(maskLiterals("const t = `a${`b${c + '}'}`}`;"), "const t = ` ${` ${c + ' '}`}`;");
 });

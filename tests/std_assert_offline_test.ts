@@ -1,6 +1,8 @@
 /**
  * Tests of the offline @std/assert stand-in: it covers every function the
  * repo imports from "@std/assert", and each behaves like the real one.
+ *
+ * Run: deno test -A tests/std_assert_offline_test.ts
  */
 import * as std from "./std_assert_offline.ts";
 import { join } from "node:path";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json tests/student_command_test.ts
 import { assert, assertEquals } from "@std/assert";
 import {
   declaredGradedTests,

@@ -1,4 +1,5 @@
 // Tests of planLastStages (tests/suite_plan.ts): deno task test says which stages it skipped and why.
+// Run: deno test -A --import-map tests/offline_import_map.json tests/suite_plan_test.ts
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { planLastStages } from "./suite_plan.ts";
 

@@ -1,7 +1,7 @@
 /**
  * `tools/v8_flags.ts`: the training flags are added to the user's own
  * `DENO_V8_FLAGS`, never over them, and a Deno process given them accepts them.
- * Run: deno test -A tests/v8_flags_test.ts
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/v8_flags_test.ts
  */
 import { assert, assertEquals } from "@std/assert";
 import { TRAINING_V8_FLAGS, trainingV8Env } from "../tools/v8_flags.ts";

@@ -289,6 +289,7 @@ export async function trainSteps(
   const backend = tf.getBackend();
   const losses: number[] = [], times: number[] = [];
   let peak = 0, counts: BackendCounts | undefined;
+  await model.checkPaths(); // the run-time guard's one check (issue 49), untimed and with asynchronous reads (webgpu)
   try {
     for (let i = 0; i < options.steps; i++) {
       const batch = nextBatch();

@@ -27,7 +27,7 @@
  */
 import { fileURLToPath as fromFileUrl, pathToFileURL } from "node:url";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
-import { scanLiterals } from "./source_scan.ts";
+import { bracketsBalance, type TS } from "./source_scan.ts";
 
 /** The repository root (the folder above `tests/`). */
 export const ROOT = resolve(fromFileUrl(new URL("..", import.meta.url)));
@@ -346,23 +346,6 @@ export function topLevelRegions(source: string): Region[] {
 /** The region that contains a line, if any. */
 function regionAt(regions: Region[], line: number): Region | undefined {
   return regions.find((r) => line >= r.start && line <= r.end);
-}
-
-/**
- * Whether the brackets of a piece of code balance, skipping comments, strings,
- * template literals and regular expressions ({@link scanLiterals}); false
- * when one of those is left open.
- */
-export function bracketsBalance(code: string): boolean {
-  const { masked, closed } = scanLiterals(code);
-  if (!closed) return false;
-  const stack: string[] = [];
-  const open: Record<string, string> = { ")": "(", "]": "[", "}": "{" };
-  for (const c of masked) {
-    if (c === "(" || c === "[" || c === "{") stack.push(c);
-    else if (c in open && stack.pop() !== open[c]) return false;
-  }
-  return stack.length === 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -790,13 +773,17 @@ function shown(path: string): string {
 const SYNTAX_HINT =
   "look at the marked line and the line above it: a missing bracket, comma or quote is the usual cause.";
 
+/** TypeScript's scanner for {@link bracketsBalance}, loaded the first time a syntax error is placed. */
+let typescript: Promise<TS> | undefined;
+
 /**
  * Cuts the exercise function that holds a syntax error out of the module
  * (it becomes a stub that throws, with the same number of lines), so the
  * other exercises of the file can still be graded.
  * @returns whether a function could be cut out.
  */
-function salvageSyntax(s: JobState, mod: string, line: number, text: string): boolean {
+async function salvageSyntax(s: JobState, mod: string, line: number, text: string): Promise<boolean> {
+  const ts = await (typescript ??= import("typescript").then((m) => m.default));
   const src = currentSource(s, mod);
   const regions = topLevelRegions(src);
   const lines = src.split("\n");
@@ -805,7 +792,7 @@ function salvageSyntax(s: JobState, mod: string, line: number, text: string): bo
   // The parser often notices a missing brace further down: prefer an exercise function
   // above the reported line whose brackets do not balance.
   const unbalanced = regions.find((r) =>
-    isExercise(r) && r.header <= line && !bracketsBalance(lines.slice(r.header - 1, r.end).join("\n"))
+    isExercise(r) && r.header <= line && !bracketsBalance(lines.slice(r.header - 1, r.end).join("\n"), ts)
   );
   const here = regionAt(regions, line);
   const target = unbalanced ?? (here && isExercise(here) ? here : undefined);
@@ -992,7 +979,7 @@ async function typeCheckPass(states: JobState[], tmp: string, offline: boolean):
         return;
       }
       for (const o of mine) {
-        if (o.where === "test" || !salvageSyntax(o.state, o.mod!, first.line ?? 0, tr(first.text))) {
+        if (o.where === "test" || !await salvageSyntax(o.state, o.mod!, first.line ?? 0, tr(first.text))) {
           o.state.fileError = syntaxFileError(tr(first.text));
         }
       }
@@ -1057,7 +1044,7 @@ async function runSingle(s: JobState, tmp: string, options: RunJobsOptions): Pro
     const place = placeOf(first, m);
     const text = translate(first.text, m);
     if (first.kind === "syntax") {
-      if (place.where === "impl" && place.line && salvageSyntax(s, place.module!, place.line, text)) continue;
+      if (place.where === "impl" && place.line && await salvageSyntax(s, place.module!, place.line, text)) continue;
       s.fileError = syntaxFileError(text);
       break;
     }

@@ -19,6 +19,8 @@
  */
 import { join, resolve } from "node:path";
 import { trainingV8Env } from "./v8_flags.ts";
+import { checkProseClaims } from "./prose_claims.ts";
+import { CLAIM_BOOK } from "./prose_claims_book.ts";
 
 /** The repository root. */
 export const ROOT = resolve(new URL("..", import.meta.url).pathname);
@@ -41,7 +43,7 @@ type Json = any;
  * stand-in (tools/web/kernel.ts) provides, so every chapter also runs in the
  * browser. Files go through lm, which reaches them through its platform.
  */
-export const LIVE_PAGE_DENO = ["env.get", "version"];
+export const LIVE_PAGE_DENO = ["env.get"];
 
 /**
  * Problems with a committed notebook (empty when it is fine).
@@ -72,7 +74,7 @@ export function checkNotebookSource(nb: Json): string[] {
           problems.push(
             `cell ${i}: uses Deno.${api}, which the live page's stand-in for Deno lacks ` +
               `(it has ${LIVE_PAGE_DENO.map((a) => `Deno.${a}`).join(", ")}); go through lm (lm.readJsonFile, ` +
-              `lm.isNotFound, lm.saveModel and lm.loadModel)`,
+              `lm.isNotFound, lm.saveModel and lm.loadModel; lm.platform().runtime() names the runtime)`,
           );
         }
       }
@@ -345,12 +347,14 @@ export function plainMath(nb: Json): string[] {
 /**
  * Problems in an executed notebook: error outputs, plots that a cell asked
  * for but that are not in the outputs, marked numbers in the prose that
- * the run contradicts ({@link checkProseNumbers}), and computed prose more
- * precise than its cell's table ({@link checkProseAgainstTables}).
+ * the run contradicts ({@link checkProseNumbers}), computed prose more
+ * precise than its cell's table ({@link checkProseAgainstTables}), and, given
+ * the notebook's path, marked claims the run contradicts (tools/prose_claims.ts).
  * @param nb the executed notebook JSON.
+ * @param notebook its path (`notebooks/02_perplexity.ipynb`): its claims are checked.
  * @returns one message per problem.
  */
-export function checkExecuted(nb: Json): string[] {
+export function checkExecuted(nb: Json, notebook?: string): string[] {
   const problems: string[] = [];
   (nb.cells ?? []).forEach((c: Json, i: number) => {
     if (c.cell_type !== "code") return;
@@ -368,6 +372,7 @@ export function checkExecuted(nb: Json): string[] {
     if (plots < shows) problems.push(`cell ${i}: ${shows} plot(s) requested, ${plots} in the output`);
   });
   problems.push(...checkProseNumbers(nb), ...checkProseAgainstTables(nb));
+  if (notebook) problems.push(...checkProseClaims(nb, notebook, CLAIM_BOOK));
   return problems;
 }
 
@@ -441,7 +446,7 @@ async function executeOnce(
     const lines = text.split("\n").filter((l) => !/^\[NbConvertApp\]|Warning.*unstable/.test(l));
     return { notebook, ok: false, seconds, error: lines.slice(-40).join("\n").trim(), problems: [] };
   }
-  const problems = checkExecuted(JSON.parse(await Deno.readTextFile(output)));
+  const problems = checkExecuted(JSON.parse(await Deno.readTextFile(output)), notebook);
   return { notebook, ok: problems.length === 0, seconds, output, problems };
 }
 

@@ -148,7 +148,6 @@ table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9rem; }
 th, td { border: 1px solid var(--border); padding: 0.3em 0.7em; }
 th { background: var(--panel); }
 caption { caption-side: top; text-align: left; font-weight: 600; padding-bottom: 0.3em; }
-li.task { list-style: none; margin-left: -1.3em; }
 math { font-family: "Latin Modern Math", "STIX Two Math", "Cambria Math", "DejaVu Math TeX Gyre", math; font-size: 1.05em; }
 math[display="block"] { margin: 0.8em 0; overflow-x: auto; }
 .math-display { overflow-x: auto; }

@@ -1,109 +1,146 @@
 /**
- * A small lexer for the grading tools: it finds comments, strings, template
- * literals and regular expressions in TypeScript source, so that brackets,
- * commas and names can then be found by plain scanning. Used by the grader
- * (`bracketsBalance` in graded_runner.ts, to place a syntax error inside one
- * exercise function) and by tests/hints_test.ts (to read every check's
- * options). Works on files that do not parse.
+ * Literals and brackets in TypeScript source for the grading tools, through
+ * TypeScript's own scanner (`ts.createScanner`), which tokenises files that
+ * do not parse. Used by the grader (`bracketsBalance`, to place a syntax
+ * error inside one exercise function: in Deno by tools/graded_runner.ts, in
+ * the page by the type-check worker, tools/web/typecheck_worker.ts, which
+ * already holds the compiler) and by tests/hints_test.ts (to read every
+ * check's options).
+ *
+ * The TypeScript module is passed in rather than imported, so that the page's
+ * bundles that reach this file hold no second copy of the compiler.
  * @module
  */
+import type ts from "typescript";
+
+/** The TypeScript module (`import ts from "typescript"`). */
+export type TS = typeof ts;
 
 /**
  * The source with the insides of comments, strings, template literals and
  * regular expressions blanked out (newlines kept), so that brackets, commas
- * and names can be found by plain scanning. Offsets and lines are unchanged.
+ * and names can be found by plain scanning. Offsets and lines are unchanged;
+ * a template literal's `${` and the `}` that ends its expression stay, as code.
  * @param src TypeScript source.
+ * @param t the TypeScript module.
  * @returns the masked source (the same length as `src`), and whether every
  * comment, string, template literal and regular expression was closed.
+ *
+ * @example
+ * ```ts
+ * import ts from "typescript";
+ * import { scanLiterals } from "./source_scan.ts";
+ * const { masked, closed } = scanLiterals('f(")", /[)]/) // (', ts);
+ * if (masked.replace(/[^()]/g, "") !== "()" || !closed) throw new Error(masked);
+ * ```
  */
-export function scanLiterals(src: string): { masked: string; closed: boolean } {
+export function scanLiterals(src: string, t: TS): { masked: string; closed: boolean } {
+  const K = t.SyntaxKind;
+  // After these a `/` divides; elsewhere it starts a regular expression (the rule of TypeScript's own classifier).
+  const endsValue = new Set([
+    K.Identifier,
+    K.StringLiteral,
+    K.NumericLiteral,
+    K.BigIntLiteral,
+    K.RegularExpressionLiteral,
+    K.NoSubstitutionTemplateLiteral,
+    K.TemplateTail,
+    K.ThisKeyword,
+    K.SuperKeyword,
+    K.TrueKeyword,
+    K.FalseKeyword,
+    K.NullKeyword,
+    K.PlusPlusToken,
+    K.MinusMinusToken,
+    K.CloseParenToken,
+    K.CloseBracketToken,
+    K.CloseBraceToken,
+  ]);
+  const scanner = t.createScanner(t.ScriptTarget.Latest, false, t.LanguageVariant.Standard, src);
   const out = src.split("");
   const blank = (from: number, to: number) => {
-    for (let k = from; k < to; k++) if (out[k] !== "\n") out[k] = " ";
+    for (let k = from; k < to; k++) if (out[k] !== "\n" && out[k] !== "\r") out[k] = " ";
   };
-  // Where a template literal's `${…}` expressions are open: the brace depth each started at.
-  const templates: number[] = [];
-  let depth = 0, i = 0, closed = true;
-  /** Scans a template literal's text from `i` up to its end or its next `${`; returns where it stopped. */
-  const templateText = (start: number): number => {
-    let j = start;
-    while (j < src.length) {
-      if (src[j] === "\\") j += 2;
-      else if (src[j] === "`") return j + 1;
-      else if (src[j] === "$" && src[j + 1] === "{") {
-        templates.push(depth);
-        depth++;
-        return j + 2;
-      } else j++;
+  // Open template literals and the plain braces opened inside their `${…}`: the `}` that ends one resumes its text.
+  const templates: ("${" | "{")[] = [];
+  let closed = true, last = K.Unknown as ts.SyntaxKind;
+  for (let kind = scanner.scan(); kind !== K.EndOfFileToken; kind = scanner.scan()) {
+    if (kind === K.SlashToken || kind === K.SlashEqualsToken) {
+      if (!endsValue.has(last)) kind = scanner.reScanSlashToken();
+    } else if (kind === K.OpenBraceToken && templates.length) templates.push("{");
+    else if (kind === K.CloseBraceToken && templates.length) {
+      if (templates.pop() === "${") kind = scanner.reScanTemplateToken(false);
     }
-    closed = false; // the text ended inside the template literal
-    return j;
-  };
-  let lastSignificant = "";
-  while (i < src.length) {
-    const ch = src[i], next = src[i + 1];
-    if (ch === "/" && next === "/") {
-      const end = src.indexOf("\n", i);
-      const stop = end < 0 ? src.length : end;
-      blank(i, stop);
-      i = stop;
-    } else if (ch === "/" && next === "*") {
-      const end = src.indexOf("*/", i + 2);
-      if (end < 0) closed = false;
-      const stop = end < 0 ? src.length : end + 2;
-      blank(i, stop);
-      i = stop;
-    } else if (ch === '"' || ch === "'") {
-      let j = i + 1;
-      while (j < src.length && src[j] !== ch && src[j] !== "\n") j += src[j] === "\\" ? 2 : 1;
-      if (src[j] !== ch) closed = false;
-      blank(i + 1, j);
-      i = j + 1;
-      lastSignificant = ch;
-    } else if (ch === "`") {
-      const j = templateText(i + 1);
-      blank(i + 1, src[j - 1] === "`" ? j - 1 : j - 2);
-      i = j;
-      lastSignificant = "`";
-    } else if (ch === "}" && templates.length && templates.at(-1) === depth - 1) {
-      // The end of a `${…}`: the template's text goes on.
-      templates.pop();
-      depth--;
-      const j = templateText(i + 1);
-      blank(i + 1, src[j - 1] === "`" ? j - 1 : j - 2);
-      i = j;
-      lastSignificant = "`";
-    } else if (ch === "/" && (lastSignificant === "" || "(,=:[!&|?{};+-*%<>~^".includes(lastSignificant))) {
-      // A regular expression literal (a `/` where a value starts, not a division).
-      let j = i + 1, inClass = false;
-      while (j < src.length && src[j] !== "\n" && (src[j] !== "/" || inClass)) {
-        if (src[j] === "\\") j++;
-        else if (src[j] === "[") inClass = true;
-        else if (src[j] === "]") inClass = false;
-        j++;
+    if (kind === K.TemplateHead || kind === K.TemplateMiddle) templates.push("${");
+    const start = scanner.getTokenStart(), end = scanner.getTokenEnd(), text = scanner.getTokenText();
+    switch (kind) {
+      case K.SingleLineCommentTrivia:
+      case K.MultiLineCommentTrivia:
+        blank(start, end);
+        break;
+      case K.StringLiteral:
+      case K.NoSubstitutionTemplateLiteral:
+      case K.TemplateHead:
+      case K.TemplateMiddle:
+      case K.TemplateTail:
+      case K.RegularExpressionLiteral: {
+        // Keep the delimiters: the quotes, the template's backquote, `${` and `}`, the regular expression's slashes.
+        const close = scanner.isUnterminated()
+          ? 0
+          : kind === K.TemplateHead || kind === K.TemplateMiddle
+          ? 2
+          : kind === K.RegularExpressionLiteral
+          ? text.length - text.lastIndexOf("/")
+          : 1;
+        blank(start + 1, end - close);
+        break;
       }
-      if (src[j] !== "/") closed = false;
-      blank(i + 1, j);
-      i = j + 1;
-      lastSignificant = "/";
-    } else {
-      if (ch === "{") depth++;
-      else if (ch === "}") depth--;
-      if (!/\s/.test(ch)) lastSignificant = /[\w$]/.test(ch) ? "a" : ch;
-      i++;
+    }
+    if (scanner.isUnterminated()) closed = false;
+    if (kind < K.FirstTriviaToken || kind > K.LastTriviaToken) {
+      // A keyword after a dot is a property name (`a.default / 2`).
+      last = kind >= K.FirstKeyword && kind <= K.LastKeyword && last === K.DotToken ? K.Identifier : kind;
     }
   }
-  if (templates.length) closed = false; // a `${…}` still open at the end
+  if (templates.includes("${")) closed = false; // a `${…}` still open at the end
   return { masked: out.join(""), closed };
 }
 
 /**
  * {@link scanLiterals}'s masked source alone.
  * @param src TypeScript source.
+ * @param t the TypeScript module.
  * @returns the masked source, the same length as `src`.
  */
-export function maskLiterals(src: string): string {
-  return scanLiterals(src).masked;
+export function maskLiterals(src: string, t: TS): string {
+  return scanLiterals(src, t).masked;
+}
+
+/**
+ * Whether the brackets of a piece of code balance, skipping comments, strings,
+ * template literals and regular expressions ({@link scanLiterals}); false
+ * when one of those is left open.
+ * @param code TypeScript source, e.g. one function.
+ * @param t the TypeScript module.
+ * @returns true when every `(`, `[` and `{` is closed in order.
+ *
+ * @example
+ * ```ts
+ * import ts from "typescript";
+ * import { bracketsBalance } from "./source_scan.ts";
+ * if (!bracketsBalance("f(`}`, [1]);", ts) || bracketsBalance("f((1);", ts)) throw new Error("wrong");
+ * ```
+ */
+export function bracketsBalance(code: string, t: TS): boolean {
+  const { masked, closed } = scanLiterals(code, t);
+  if (!closed) return false;
+  const stack: string[] = [];
+  const open: Record<string, string> = { ")": "(", "]": "[", "}": "{" };
+  for (const c of masked) {
+    if (c === "(" || c === "[" || c === "{") stack.push(c);
+    else if (c in open && stack.pop() !== open[c]) return false;
+  }
+  return stack.length === 0;
 }
 
 /**

@@ -43,6 +43,8 @@ export interface BackendReport {
   adapter?: { description: string; fallback: boolean };
   /** Backends tried before this one and why they were not used. */
   skipped: { name: BackendName; why: string }[];
+  /** The runtime lib runs in, as its platform names it (`Deno 2.9.6`, `Chrome 141 (browser)`). */
+  runtime: string;
 }
 
 /**
@@ -209,10 +211,15 @@ export async function initBackend(
     await activate(wanted);
     report = {
       name: wanted,
-      reason: `requested by ${source === "argument" ? "the backend argument" : `${BACKEND_ENV}=${wanted}`}`,
+      reason: `requested by ${
+        source === "argument"
+          ? "the backend argument"
+          : platform().envSource?.(BACKEND_ENV, wanted) ?? `${BACKEND_ENV}=${wanted}`
+      }`,
       source,
       adapter,
       skipped,
+      runtime: platform().runtime(),
     };
   } else {
     const order: BackendName[] = [];
@@ -240,7 +247,7 @@ export async function initBackend(
       wasm: "the fastest CPU backend available",
       cpu: "the only backend that started",
     };
-    report = { name: chosen, reason: reasons[chosen], source, adapter, skipped };
+    report = { name: chosen, reason: reasons[chosen], source, adapter, skipped, runtime: platform().runtime() };
   }
   if (options.verbose) console.log(formatBackendReport(report));
   return report;
@@ -252,7 +259,7 @@ export async function initBackend(
  * @returns a few lines of text.
  */
 export function formatBackendReport(report: BackendReport): string {
-  const lines = [`backend: ${report.name} (${report.reason})`];
+  const lines = [`backend: ${report.name} (${report.reason})`, `runtime: ${report.runtime}`];
   if (report.adapter) {
     lines.push(
       `WebGPU adapter: ${report.adapter.description}${report.adapter.fallback ? " [software fallback]" : ""}`,

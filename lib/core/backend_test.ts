@@ -1,6 +1,8 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/core/backend_test.ts
 import { assertEquals, assertRejects, assertStringIncludes, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { BACKEND_ENV, formatBackendReport, initBackend, parseBackend } from "./backend.ts";
+import { platform, setPlatform } from "./platform.ts";
 
 Deno.test("parseBackend accepts the three names and rejects others, listing the valid ones", () => {
   for (const b of ["webgpu", "wasm", "cpu"]) assertEquals(parseBackend(b), b);
@@ -14,6 +16,26 @@ Deno.test("initBackend: an explicit argument wins and is reported", async () => 
   assertEquals(tf.getBackend(), "cpu");
   assertStringIncludes(formatBackendReport(r), "backend: cpu (requested by the backend argument)");
   await assertRejects(() => initBackend("gpu"), RangeError, 'backend="gpu"');
+});
+
+Deno.test("the report names the runtime, and a platform's own name for where a setting came from", async () => {
+  const r = await initBackend("cpu");
+  assertEquals(r.runtime, `Deno ${Deno.version.deno}`);
+  assertStringIncludes(formatBackendReport(r), `\nruntime: Deno ${Deno.version.deno}`);
+  // A live page: its backend menu sets LMBOOK_BACKEND, and it runs in a browser, not in Deno.
+  setPlatform({
+    ...platform(),
+    runtime: () => "Chrome 141 (browser)",
+    env: (name) => (name === BACKEND_ENV ? "cpu" : undefined),
+    envSource: (name) => (name === BACKEND_ENV ? "the page's backend menu" : undefined),
+  });
+  try {
+    const text = formatBackendReport(await initBackend());
+    assertStringIncludes(text, "backend: cpu (requested by the page's backend menu)\nruntime: Chrome 141 (browser)");
+    assertEquals(/Deno|LMBOOK_BACKEND/.test(text), false, text);
+  } finally {
+    setPlatform(undefined);
+  }
 });
 
 Deno.test("initBackend: the environment variable overrides the automatic choice", async () => {

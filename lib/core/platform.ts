@@ -42,6 +42,11 @@ export interface Platform {
   writeFile(path: string, data: Uint8Array): Promise<void>;
   /** An environment variable (Deno, with permission) or a page setting (browser); undefined when unset. */
   env(name: string): string | undefined;
+  /**
+   * How a reader of this platform set the value {@link Platform.env} returned, for reports (chapter 0's backend
+   * report): a page names its control ("the page's backend menu"); undefined (the default) gives `NAME=value`.
+   */
+  envSource?(name: string, value: string): string | undefined;
   /** The front end's display API (the Deno kernel's `Deno.jupyter`, a page's output area), or null. */
   jupyter(): JupyterApi | null;
   /** The URL folder holding tfjs-backend-wasm's `.wasm` files (browser), or undefined to let tfjs find them. */

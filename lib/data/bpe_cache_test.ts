@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/data/bpe_cache_test.ts
 import { assert, assertEquals } from "@std/assert";
 import { PairTable, PieceCache } from "./bpe_cache.ts";
 import { Rng } from "../core/random.ts";

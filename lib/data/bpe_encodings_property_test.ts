@@ -14,6 +14,8 @@
  * shrinks to a short counterexample. `LMBOOK_BPE_PROPERTY_RUNS=N` runs N
  * strings per encoding instead of the default.
  *
+ * Run: deno test -A --import-map tests/offline_import_map.json lib/data/bpe_encodings_property_test.ts
+ *
  * @module
  */
 import { assertEquals } from "@std/assert";

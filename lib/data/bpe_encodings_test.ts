@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/data/bpe_encodings_test.ts
 import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import * as r50k from "gpt-tokenizer/encoding/r50k_base";
 import * as cl100k from "gpt-tokenizer/encoding/cl100k_base";

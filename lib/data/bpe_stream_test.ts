@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/data/bpe_stream_test.ts
 import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import { trainBpe } from "./bpe_train.ts";
 import { type EncodingName, loadEncoding } from "./bpe_encodings.ts";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/data/bpe_test.ts
 import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import { ALL_SPECIAL_TOKENS, encode as referenceEncode } from "gpt-tokenizer/encoding/r50k_base";
 import { BpeTokenizer } from "./bpe.ts";

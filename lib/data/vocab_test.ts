@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/data/vocab_test.ts
 import { assertEquals, assertThrows } from "@std/assert";
 import { BOS_ID, EOS_ID, UNK_ID, Vocabulary } from "./vocab.ts";
 

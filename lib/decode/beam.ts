@@ -103,6 +103,7 @@ export async function beamSearch(
     // The same reading as generate() without a cache: the last blockSize tokens,
     // bosId for an empty prompt. All hypotheses go through one batched forward pass.
     if (ids.length === 0) ids = [model.bosId];
+    await model.checkPaths?.(); // the run-time guard (chapter 6), with asynchronous reads: forward below then knows its path
     const { blockSize: L, vocabSize: V } = model.config;
     scoreAll = async (contexts) => {
       const windows = contexts.map((c) => c.slice(-L));

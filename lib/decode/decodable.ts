@@ -10,6 +10,7 @@ import * as tf from "../core/tf.ts";
 import type { LanguageModel } from "../lm/lm.ts";
 import type { Scores } from "../lm/sampling.ts";
 import type { KVCacheEntry } from "../models/attention.ts";
+import type { PathGuard, PathVerdict } from "../models/path_guard.ts";
 
 /** The shape fields of a transformer config that decoding needs. */
 export interface DecodableConfig {
@@ -61,8 +62,16 @@ export interface DecodableTransformer {
   forward(
     idx: tf.Tensor2D,
     targets?: tf.Tensor2D,
-    options?: { past?: KVCacheEntry[] },
+    options?: { past?: KVCacheEntry[]; path?: "fast" | "readable" },
   ): { logits: tf.Tensor3D; present?: KVCacheEntry[] };
+  /**
+   * The run-time guard of its fast paths (optional; chapter 6's
+   * `TransformerLM` has one): generation checks the cached decoder through
+   * it, and runs the readable model with a KV cache where they differ.
+   */
+  readonly guard?: PathGuard;
+  /** Checks its fast forward pass against its readable one (optional; `TransformerLM.checkPaths`). */
+  checkPaths?(): Promise<PathVerdict>;
 }
 
 /** A hand-made model: next-token logits (or log-probabilities) for a context. */

@@ -96,6 +96,16 @@ export interface GenerateResult {
   stoppedBy: "endToken" | "maxNewTokens" | "callback";
   /** How the model ran. */
   mode: CacheMode | "model";
+  /**
+   * Transformers with a run-time guard (chapter 6's `TransformerLM`): whether
+   * their fast path (the cached decoder, or `gpt_fast.ts`'s kernels) or the
+   * readable model (`gpt.ts`) computed; where the decoder differs from
+   * `gpt.ts`, `"fast"` generation runs `gpt.ts` with the tfjs cache
+   * (`mode: "tfjs"`).
+   */
+  path?: "fast" | "readable";
+  /** Why, in words (the guard's reason). */
+  pathReason?: string;
   /** Wall-clock seconds of generation, prompt processing included. */
   seconds: number;
   /**
@@ -192,6 +202,8 @@ export async function generate(
     logProbs,
     stoppedBy,
     mode: session.mode,
+    path: session.path,
+    pathReason: session.pathReason,
     seconds,
     setupSeconds: (t0 - tSetup) / 1000,
     tokensPerSecond: seconds > 0 ? tokens.length / seconds : Infinity,

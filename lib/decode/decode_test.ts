@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/decode/decode_test.ts
 import { assert, assertAlmostEquals, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { type LanguageModel, UniformModel } from "../lm/lm.ts";

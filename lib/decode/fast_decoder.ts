@@ -2,7 +2,9 @@
  * The fast cached decoder (chapter 7): one token at a time on plain
  * `Float32Array`s with a KV cache, its matrix-vector products in the
  * kernels layer, for the small models of the course where TensorFlow.js's
- * per-op dispatch would cost more than the arithmetic.
+ * per-op dispatch would cost more than the arithmetic. Generation uses it
+ * where the run-time guard (`lib/models/path_guard.ts`, through
+ * `openSession`) finds that it computes what `lib/models/gpt.ts` does.
  *
  * @module
  */
@@ -40,6 +42,15 @@ const GELU_K = 2 * Math.sqrt(2 / Math.PI);
 /** The width of the cached keys (or values) per position: nKVHead * headSize. */
 function kvWidth(c: DecodableConfig): number {
   return (c.nKVHead ?? c.nHead) * (c.nEmbd / c.nHead);
+}
+
+/** The model's weights by name, remembering which names were asked for (the guard's check, `path_guard.ts`). */
+class ReadWeights extends Map<string, Float32Array> {
+  readonly read = new Set<string>();
+  override get(name: string): Float32Array | undefined {
+    this.read.add(name);
+    return super.get(name);
+  }
 }
 
 /** A weight by its name in the model (`wte`, `h0.attn.wq`, ...; see `lib/models/gpt.ts`). */
@@ -100,6 +111,12 @@ export class FastDecoder {
   readonly config: DecodableConfig;
   /** The kernels in use (`kernels.simd` says whether they are WebAssembly SIMD). */
   readonly kernels: Kernels;
+  /**
+   * The names of the model's weights this decoder computes with: a weight
+   * of the model not among them is one it ignores (the run-time guard,
+   * `lib/models/path_guard.ts`, then generates with the readable model).
+   */
+  readonly weightsRead: ReadonlySet<string>;
   #arena: KernelArena;
   #wte: ArenaArray;
   #pos: ArenaArray;
@@ -122,6 +139,7 @@ export class FastDecoder {
 
   private constructor(config: DecodableConfig, weights: Map<string, Float32Array>, options: { simd: boolean }) {
     this.config = config;
+    this.weightsRead = weights instanceof ReadWeights ? weights.read : new Set(weights.keys());
     const { vocabSize: V, blockSize: L, nLayer, nEmbd: C } = config;
     const H = mlpHiddenSize(config), KV = kvWidth(config), swiglu = config.mlp === "swiglu";
     let floats = 0;
@@ -207,7 +225,7 @@ export class FastDecoder {
   static async fromModel(model: DecodableTransformer, options: { simd?: boolean } = {}): Promise<FastDecoder> {
     const c = model.config;
     const vars = model.variables();
-    const weights = new Map<string, Float32Array>();
+    const weights = new ReadWeights();
     for (const [name, v] of Object.entries(vars)) {
       weights.set(name, new Float32Array(await v.data() as Float32Array));
     }
@@ -234,6 +252,7 @@ export class FastDecoder {
         throw new RangeError(`weight ${name} has ${w.length} values, expected ${size} for config ${JSON.stringify(c)}`);
       }
     }
+    weights.read.clear(); // only what the decoder computes with counts
     return new FastDecoder({ ...c }, weights, { simd: options.simd ?? true });
   }
 

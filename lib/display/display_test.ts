@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/display/display_test.ts
 import { assert, assertEquals, assertGreater, assertStringIncludes, assertThrows } from "@std/assert";
 import { escapeHtml, formatTable, inNotebook } from "./display.ts";
 import { ProgressBar } from "./progress.ts";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/display/plot_fit_test.ts
 import { assertEquals } from "@std/assert";
 import { FIT_FIGURE_JS, fitConfig, fitLayout, LEGEND_STEP, TOOLBAR_PX, WIDE_FIGURE_PX } from "./plot_fit.ts";
 

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/grading/grading_test.ts
 import { assertEquals, assertInstanceOf, assertStringIncludes, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { NotImplementedError } from "../core/errors.ts";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/kernels/matvec_test.ts
 import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
 import { Rng } from "../core/random.ts";
 import { jsKernels, KernelArena, kernelModuleBytes, makeKernels, simdAvailable } from "./mod.ts";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/lm/lm_test.ts
 import {
   assert,
   assertAlmostEquals,

@@ -3,7 +3,7 @@
  * a toy model whose logits depend on the whole window it reads, so that any
  * wrong window start, stride, row order or target shows.
  *
- * Run: LMBOOK_OFFLINE=1 deno test -A --import-map tests/offline_import_map.json lib/lm/windows_test.ts
+ * Run: deno test -A --import-map tests/offline_import_map.json lib/lm/windows_test.ts
  */
 import { assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/models/fixed_window_test.ts
 import { assert, assertAlmostEquals, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import { loadModel, saveModel } from "../train/model_file.ts";
 import * as tf from "@tensorflow/tfjs";

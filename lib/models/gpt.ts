@@ -4,8 +4,11 @@
  * positions, C = nEmbd channels. This is the model the course trains:
  * {@link TransformerLM} holds its weights (same names, see
  * {@link initWeights}) and, for speed, runs the same arithmetic through the
- * fused time-major kernels of `gpt_fast.ts`; `gpt_fast_test.ts` proves both
- * give the same logits, loss, gradients and cached decoding.
+ * fused time-major kernels of `gpt_fast.ts` (and generates with the cached
+ * decoder of `lib/decode/fast_decoder.ts`) where a check at run time finds
+ * that they compute what this file does (see "Changing the model" below);
+ * `gpt_fast_test.ts` proves both give the same logits, loss, gradients and
+ * cached decoding for every option of the config.
  *
  * ```
  *   token ids (B, T)
@@ -55,6 +58,31 @@
  *   multi-query attention (Shazeer, 2019), nHead (the default) plain
  *   multi-head attention. W^K and W^V shrink to (C, nKVHead * headSize) and
  *   the KV cache holds only the nKVHead heads.
+ *
+ * ## Changing the model
+ *
+ * To try an idea, edit this file and nothing else. A new weight goes in
+ * {@link initWeights} (`w[p + "attn.gate"] = tf.scalar(0.5)`): it becomes
+ * one of the model's variables, trained, saved and loaded like the others;
+ * then use it in a box (`tf.mul(w[p + "gate"], y)` in
+ * {@link causalSelfAttention}). Changing a box's arithmetic (another
+ * activation in {@link mlp}) needs no new weight.
+ *
+ * The fast paths are copies of this arithmetic and do not see your edit. So
+ * before a model first trains, scores or generates, a run-time guard
+ * (`path_guard.ts`) runs each fast path and this file on a small seeded
+ * probe with the model's weights: logits, loss and every weight's gradient,
+ * and the logits of cached decoding. Where they agree the fast path runs;
+ * where they differ, or the fast path never reads a weight this file reads,
+ * this file runs instead, and the first training or generation call says
+ * so once, naming what differed and by how much (the trainer's
+ * `history.path` and `history.pathReason` and `generate`'s `path` keep it).
+ * Your edit then trains and generates as written; it is only slower (tfjs
+ * runs this file op by op). To get the speed back, make the same change in
+ * `gpt_fast.ts` and `lib/decode/fast_decoder.ts`: the guard then finds them
+ * equal again, and `gpt_fast_test.ts` checks them for every option. The
+ * model's option `path: "readable"` skips the check; `path: "fast"` refuses
+ * to run a fast path that differs.
  *
  * @module
  */

@@ -6,7 +6,10 @@
  * q, k and v and write its output without reshuffling. Row order does not
  * matter to the row-wise parts (norms, linear layers, the head).
  * `TransformerLM` trains and scores with it; `gpt_fast_test.ts` proves
- * that it gives the readable model's logits, loss, gradients and cache.
+ * that it gives the readable model's logits, loss, gradients and cache, and
+ * at run time `path_guard.ts` checks it on the model actually built (so an
+ * edit to `gpt.ts` that this file does not follow makes the model run
+ * `gpt.ts` instead, and say why).
  * The WebAssembly cached decoder, the fast path of decoding, is
  * `lib/decode/fast_decoder.ts`.
  *
@@ -50,6 +53,22 @@ import type { ForwardOptions, ForwardResult, FullTransformerConfig } from "./tra
  * of failing cleanly.
  */
 export const MAX_LOGITS = 2 ** 27;
+
+/**
+ * Refuses a pass whose logits would not fit ({@link MAX_LOGITS}), naming the sizes.
+ * @param rows the positions that get logits (B * T, or fewer).
+ * @param sizes `V`, the vocabulary, and the batch's `B` and `T` (for the message).
+ * @throws {RangeError} when rows * V > MAX_LOGITS.
+ */
+export function checkLogitsSize(rows: number, sizes: { V: number; B: number; T: number }): void {
+  const { V, B, T } = sizes;
+  if (rows * V <= MAX_LOGITS) return;
+  throw new RangeError(
+    `the logits would hold ${rows} positions x ${V} tokens = ${(rows * V / 1e6).toFixed(0)} million numbers ` +
+      `(${(rows * V * 4 / 2 ** 30).toFixed(1)} GiB), more than the backend can hold: ` +
+      `use smaller batches (B=${B}, T=${T}), e.g. the trainer's evalBatchSize`,
+  );
+}
 
 /** What the time-major forward pass returns. */
 export interface RunResult extends Omit<ForwardResult, "logits"> {
@@ -276,15 +295,7 @@ export class FastForward {
       // in time-major order they are the last rows.
       x = tf.slice(x, [options.headFrom * B, 0], [N - options.headFrom * B, C]) as tf.Tensor2D; // (N', C)
     }
-    const rows = x.shape[0];
-    if (rows * c.vocabSize > MAX_LOGITS) {
-      throw new RangeError(
-        `the logits would hold ${rows} positions x ${c.vocabSize} tokens = ${
-          (rows * c.vocabSize / 1e6).toFixed(0)
-        } million numbers (${(rows * c.vocabSize * 4 / 2 ** 30).toFixed(1)} GiB), more than the backend can hold: ` +
-          `use smaller batches (B=${B}, T=${T}), e.g. the trainer's evalBatchSize`,
-      );
-    }
+    checkLogitsSize(x.shape[0], { V: c.vocabSize, B, T });
     const logitsTB = tiedHead(x, w.wte as tf.Tensor2D); // (N, V), rows (T, B)
     const out: RunResult = { logitsTB };
     if (targets) {

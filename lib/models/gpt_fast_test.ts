@@ -6,7 +6,7 @@
  * of the fast pass and the WebAssembly {@link FastDecoder}) give the logits
  * of the readable model run on the whole context.
  *
- * Run: LMBOOK_OFFLINE=1 deno test -A --import-map tests/offline_import_map.json lib/models/gpt_fast_test.ts
+ * Run: deno test -A --import-map tests/offline_import_map.json lib/models/gpt_fast_test.ts
  *
  * Without any WebGPU adapter the webgpu part is skipped with a message,
  * unless LMBOOK_REQUIRE_WEBGPU=1 makes that a failure (CI sets it).

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/models/rnn_test.ts
 import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { gradientFlow, RnnLM } from "./rnn.ts";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/models/scaling_test.ts
 import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
 import { fitPowerLaw, KAPLAN_2020, nonEmbeddingParams, powerLawSeries, trainingFlops } from "./scaling.ts";
 

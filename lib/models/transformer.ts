@@ -6,6 +6,16 @@
  * of `gpt_fast.ts`, which `gpt_fast_test.ts` proves equal to it
  * (`forward(..., { path: "readable" })` runs `gpt.ts` itself).
  *
+ * ## The readable model is the model
+ *
+ * An edit to `gpt.ts` (a new weight in `initWeights`, another activation)
+ * does not reach the fused kernels. So before the model first trains, scores
+ * or generates, a run-time guard (`path_guard.ts`, {@link TransformerLM.checkPaths})
+ * runs both on a small seeded probe with this model's weights: when they
+ * agree the fast path runs; when they differ, `gpt.ts` runs instead and the
+ * first call says why, once. The option `path` changes this: `"fast"` runs
+ * the fast path and throws when it differs, `"readable"` always runs gpt.ts.
+ *
  * The model implements both the trainer's {@link TrainableModel} (chapter 3's
  * `Trainer` trains it with AdamW, warm-up and cosine decay, clipping) and
  * chapter 2's {@link LanguageModel}, so its perplexity goes in the same table
@@ -55,12 +65,11 @@ import type { LanguageModel, LogProbsOptions } from "../lm/lm.ts";
 import type { Batch } from "../train/dataset.ts";
 import type { LossOptions, TrainableModel } from "../train/train.ts";
 import type { ModelSpec } from "../train/data_parallel.ts";
-import { layerNormFused, rmsNormFused } from "../kernels/mod.ts";
 import { WindowScorer, windowStart } from "../lm/windows.ts";
-import { gptForward, initWeights } from "./gpt.ts";
-import { FastForward, type RunResult } from "./gpt_fast.ts";
+import { gptForward, initWeights, lmHead } from "./gpt.ts";
+import { checkLogitsSize, FastForward, type RunResult } from "./gpt_fast.ts";
+import { FUSED_PATH, fusedProbe, PathGuard, type PathVerdict } from "./path_guard.ts";
 import {
-  countParameters,
   type ForwardOptions,
   type ForwardResult,
   type FullTransformerConfig,
@@ -99,13 +108,18 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   #vars: Record<string, tf.Variable> = {};
   #fast: FastForward;
   #scorer: WindowScorer;
+  #guard: PathGuard;
+  #probe = () => fusedProbe(this.#fast, this.#vars);
 
   /**
-   * How a data-parallel helper rebuilds this model (the trainer's `workers` option).
-   * @returns this module, the class, the configuration and the options (the helper gets the weights every step).
+   * How a data-parallel helper rebuilds this model (the trainer's `workers`
+   * option), and how `saveModel` records it.
+   * @returns this module, the class, the configuration and the options
+   * (the `path` option only when it was given; the helper gets the weights every step).
    */
   spec(): ModelSpec {
     const options: TransformerOptions = { name: this.name, bosId: this.bosId, evalStride: this.evalStride };
+    if (this.#guard.option !== "auto") options.path = this.#guard.option;
     return { module: import.meta.url, exportName: "TransformerLM", config: this.config, options };
   }
 
@@ -140,14 +154,66 @@ export class TransformerLM implements TrainableModel, LanguageModel {
       t.dispose();
     }
     this.#fast = new FastForward(c);
+    this.#guard = new PathGuard({
+      owner: this.name,
+      option: options.path,
+      decided: options.decidedPath,
+      key: () => JSON.stringify(this.config),
+    });
     this.#scorer = new WindowScorer({
       vocabSize: c.vocabSize,
       contextSize: c.blockSize,
       bosId: this.bosId,
       evalStride: this.evalStride,
       causal: c.causal,
-      windowLogits: (idx, from) => this.#run(idx, undefined, { headFrom: from }).logitsTB,
+      windowLogits: (idx, from) => this.#windowLogits(idx, from),
     });
+  }
+
+  /** The run-time guard of this model's fast paths (`path_guard.ts`); generation checks its decoder through it. */
+  get guard(): PathGuard {
+    return this.#guard;
+  }
+
+  /**
+   * Checks, once, that the fast path (`gpt_fast.ts`) computes this model as
+   * `gpt.ts` does: logits, loss, every weight's gradient and cached
+   * decoding on a small seeded probe with this model's weights (chapter 6;
+   * see `path_guard.ts`). The trainer, `generate` and `logProbs` call it
+   * first; `forward` and `loss` check on their first call where the backend
+   * can read synchronously (not webgpu). When they differ, `gpt.ts` runs and
+   * this says so once (`console.log`).
+   * @returns which runs and why.
+   * @throws {Error} with the reason when the model's `path` option is `"fast"` and they differ.
+   */
+  checkPaths(): Promise<PathVerdict> {
+    return this.#guard.check(FUSED_PATH, this.#probe);
+  }
+
+  /**
+   * What the trainer asks before it trains ({@link TrainableModel.choosePath}):
+   * {@link checkPaths}'s answer, and a spec with which data-parallel helpers
+   * run the same path unchecked.
+   * @returns the path, why, and the helpers' spec.
+   */
+  async choosePath(): Promise<{ path: string; reason: string; spec: ModelSpec }> {
+    const v = await this.checkPaths(), spec = this.spec();
+    const options: TransformerOptions = { ...spec.options as TransformerOptions, decidedPath: v.path };
+    return { path: v.path, reason: v.reason, spec: { ...spec, options } };
+  }
+
+  /** Whether this call runs the fused kernels (the guard's verdict) or gpt.ts. */
+  #useFast(requested?: "fast" | "readable"): boolean {
+    return this.#guard.useFast(FUSED_PATH, this.#probe, requested);
+  }
+
+  /** Logits of the positions >= from, rows ordered (T, B): the scorer's windows. */
+  #windowLogits(idx: tf.Tensor2D, from: number): tf.Tensor2D {
+    if (this.#useFast()) return this.#run(idx, undefined, { headFrom: from }).logitsTB;
+    const [B, T] = idx.shape, V = this.config.vocabSize;
+    const logits = gptForward(this.#vars, { c: this.config, idx }).logits; // (B, T, V)
+    const tail = tf.transpose(tf.slice(logits, [0, from, 0], [B, T - from, V]), [1, 0, 2]); // (T - from, B, V)
+    return tf.reshape(tail, [(T - from) * B, V]) as tf.Tensor2D; // ((T - from) * B, V)
   }
 
   /** The number of token ids ({@link LanguageModel}). */
@@ -170,11 +236,12 @@ export class TransformerLM implements TrainableModel, LanguageModel {
   }
 
   /**
-   * The number of trainable numbers (by part: {@link countParameters} of the config).
+   * The number of trainable numbers: the sizes of the variables (for the
+   * config's own weights, `countParameters(config).total`).
    * @returns the total, the tied head counted once.
    */
   parameterCount(): number {
-    return countParameters(this.config).total;
+    return Object.values(this.#vars).reduce((n, v) => n + v.size, 0);
   }
 
   /**
@@ -186,15 +253,18 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    *
    * @param idx int32 token ids (B, T), T <= blockSize (minus the cached length).
    * @param targets int32 next-token ids (B, T) (X = text[:, :-1], Y = text[:, 1:]).
-   * @param options training mode and dropout seed, a KV cache, extra outputs.
+   * @param options training mode and dropout seed, a KV cache, extra outputs,
+   * and the `path` (default: the guard's verdict, see {@link checkPaths}).
    * @returns logits (B, T, vocabSize), and loss / present / attention / hidden when asked.
    * @throws {RangeError} when T (plus the cached length) exceeds blockSize, or
    * the targets' shape differs from idx's.
+   * @throws {Error} when `path: "fast"` is asked and the fast path differs from gpt.ts.
    */
   forward(idx: tf.Tensor2D, targets?: tf.Tensor2D, options: ForwardOptions = {}): ForwardResult {
-    if (options.path === "readable") return gptForward(this.#vars, { c: this.config, idx, targets }, options);
-    const { logitsTB, loss, present, attention, hidden } = this.#run(idx, targets, options);
     const [B, T] = idx.shape, V = this.config.vocabSize;
+    checkLogitsSize(B * T, { V, B, T }); // before either path (and the check) runs
+    if (!this.#useFast(options.path)) return gptForward(this.#vars, { c: this.config, idx, targets }, options);
+    const { logitsTB, loss, present, attention, hidden } = this.#run(idx, targets, options);
     const result: ForwardResult = {
       logits: tf.transpose(tf.reshape(logitsTB, [T, B, V]), [1, 0, 2]) as tf.Tensor3D, // (B, T, V)
     };
@@ -217,11 +287,11 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    * @returns a scalar, in nats per token.
    */
   loss(batch: Batch, options: LossOptions): tf.Scalar {
-    return this.#run(batch.x as tf.Tensor2D, batch.y as tf.Tensor2D, {
-      training: options.training,
-      seed: options.seed,
-      rowOffset: options.rowOffset,
-    }).loss!;
+    const x = batch.x as tf.Tensor2D, y = batch.y as tf.Tensor2D, [B, T] = x.shape;
+    checkLogitsSize(B * T, { V: this.config.vocabSize, B, T });
+    const o = { training: options.training, seed: options.seed, rowOffset: options.rowOffset };
+    if (!this.#useFast()) return gptForward(this.#vars, { c: this.config, idx: x, targets: y }, o).loss!;
+    return this.#run(x, y, o).loss!;
   }
 
   /**
@@ -257,19 +327,8 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    * @returns log-probabilities (B, T, vocabSize).
    */
   readOut(h: tf.Tensor3D): tf.Tensor3D {
-    const [B, T, C] = h.shape;
-    return tf.tidy(() => {
-      let x = tf.reshape(h, [B * T, C]) as tf.Tensor2D; // (N, C)
-      const lnFg = this.#vars["lnF.g"] as tf.Tensor1D | undefined,
-        lnFb = this.#vars["lnF.b"] as tf.Tensor1D | undefined;
-      if (lnFg && this.config.normKind === "rms") {
-        x = rmsNormFused(x, lnFg); // (N, C)
-      } else if (lnFg) {
-        x = layerNormFused(x, lnFg, { beta: lnFb ?? tf.zeros([C]) }); // (N, C)
-      }
-      const logits = tf.matMul(x, this.#vars.wte, false, true); // (N, V)
-      return tf.reshape(tf.logSoftmax(logits), [B, T, this.config.vocabSize]) as tf.Tensor3D; // (B, T, V)
-    });
+    // gpt.ts's own head: the final norm (pre-LN models), then the tied embedding.
+    return tf.tidy(() => tf.logSoftmax(lmHead(this.#vars, { c: this.config, x: h }))); // (B, T, V)
   }
 
   /**
@@ -313,7 +372,8 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    * @param options progress reporting and the number of windows per batch.
    * @returns ln P(stream[t] | stream[0..t)) for every t.
    */
-  logProbs(stream: Int32Array, options: LogProbsOptions & { batchSize?: number } = {}): Promise<Float64Array> {
+  async logProbs(stream: Int32Array, options: LogProbsOptions & { batchSize?: number } = {}): Promise<Float64Array> {
+    await this.checkPaths();
     return this.#scorer.logProbs(stream, options);
   }
 

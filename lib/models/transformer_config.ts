@@ -437,14 +437,30 @@ export interface TransformerOptions {
   bosId?: number;
   /** Stride of the sliding windows used to score long streams (default blockSize / 2). */
   evalStride?: number;
+  /**
+   * Which implementation computes the model (chapter 6; `path_guard.ts`):
+   * `"auto"` (default) checks once, on a small seeded probe, that the fast
+   * paths (`gpt_fast.ts`, the cached decoder) compute what `gpt.ts` does,
+   * and runs `gpt.ts` where they differ, saying why; `"fast"` runs the
+   * fast paths and throws where they differ; `"readable"` always runs
+   * `gpt.ts`, unchecked.
+   */
+  path?: "auto" | "fast" | "readable";
+  /**
+   * A path decided by another process's check, run unchecked: what a
+   * data-parallel helper gets from its trainer (`TransformerLM.choosePath`).
+   */
+  decidedPath?: "fast" | "readable";
 }
 
 /** Options of {@link TransformerLM.forward}. */
 export interface ForwardOptions {
   /**
-   * `"fast"` (default): the fused time-major kernels (`gpt_fast.ts`);
-   * `"readable"`: the model as written in `gpt.ts`, box by box. Both give
-   * the same numbers up to float32 rounding.
+   * Default: what the model's run-time guard chose (`TransformerLM.checkPaths`):
+   * the fused time-major kernels (`gpt_fast.ts`) where they compute what
+   * `gpt.ts` does, else `gpt.ts`. `"fast"`: the fused kernels, and an error
+   * where they differ; `"readable"`: the model as written in `gpt.ts`, box
+   * by box. Where they agree, both give the same numbers up to float32 rounding.
    */
   path?: "fast" | "readable";
   /** Training mode: dropout on (default false). */

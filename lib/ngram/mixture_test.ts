@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/ngram/mixture_test.ts
 import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
 import { evaluate, type LanguageModel, UniformModel } from "../lm/lm.ts";
 import { fitMixtureWeight, mixLogProbs, MixtureModel } from "./mixture.ts";

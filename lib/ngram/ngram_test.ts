@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/ngram/ngram_test.ts
 import { assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
 import { AddKModel, InterpolatedModel, MleModel, type NgramModel, StupidBackoffModel } from "./ngram.ts";
 import { countNgrams } from "./counts.ts";

@@ -1,21 +1,22 @@
 /**
  * Data parallelism for the {@link Trainer} (chapter 3; every model the
- * trainer trains): the trainer's `workers` option uses it to give part of
- * every batch to the machine's other cores.
+ * trainer trains): the trainer's `workers` option uses it to give some of
+ * every batch's shards to the machine's other cores.
  *
  * TensorFlow.js's wasm backend runs on one thread in Deno (it turns its
  * threads off when it sees Node's globals), so one training run uses one
  * core. {@link DataParallel} starts helper workers, each with its own
- * backend and a copy of the model built from a {@link ModelSpec}. On every
- * step it writes the current weights and a part of the batch into shared
- * memory, differentiates its own part while the helpers differentiate
- * theirs, then averages the gradients (weighted by what each part's mean
- * averages: its examples, or the model's `lossWeight`), so the
- * optimiser steps as if the whole batch had been differentiated in one
- * piece. Validation batches are shared the same way ({@link DataParallel.splitEval}:
- * each helper returns its part's loss). Only this process keeps optimiser
- * state; helpers are pure gradient and loss servers and receive the weights
- * anew on every command.
+ * backend and a copy of the model built from a {@link ModelSpec}. The
+ * trainer cuts every batch into fixed shards (`shards.ts`); on every step
+ * this writes the current weights and the helpers' shards into shared
+ * memory, and each helper differentiates each of its shards on its own and
+ * writes back each shard's gradients and loss, while this process
+ * differentiates its own shards. The trainer adds every shard's results in
+ * shard order, so the step is the one a single worker takes, bit for bit.
+ * Validation batches are shared whole ({@link DataParallel.evalBatches}:
+ * each helper returns a batch's mean loss). Only this process keeps
+ * optimiser state; helpers are pure gradient and loss servers and receive
+ * the weights anew on every command.
  * `chooseWorkers` (`choose_workers.ts`) decides how many workers pay off (`workers: "auto"`).
  *
  *     const dp = await DataParallel.start(model, spec, { data: train, batchSize: 256 });
@@ -26,22 +27,12 @@
  */
 import * as tf from "../core/tf.ts";
 import { platform } from "../core/platform.ts";
-import { copyFloats, fusedAxpby, wasmSimdReady } from "../kernels/mod.ts";
+import { copyFloats } from "../kernels/mod.ts";
 import type { Batch, Dataset } from "./dataset.ts";
-import type { StepShare, TrainableModel } from "./train.ts";
-import { type EvalShare, lossWeightOf } from "./evaluate.ts";
-
-/** How a helper builds its copy of the model: `new (await import(module))[exportName](config, options)`. */
-export interface ModelSpec {
-  /** An absolute module URL (e.g. `import.meta.resolve("../mod.ts")`). */
-  module: string;
-  /** The exported class, e.g. `"FixedWindowLM"`. */
-  exportName: string;
-  /** Its first constructor argument (structured-cloneable). */
-  config: unknown;
-  /** Its second constructor argument (structured-cloneable). */
-  options?: unknown;
-}
+import type { ModelSpec, ShardResult, StepShare, TrainableModel } from "./types.ts";
+export type { ModelSpec } from "./types.ts";
+import type { EvalShare } from "./evaluate.ts";
+import { shardOwners } from "./shards.ts";
 
 /** Options of {@link DataParallel.start}. */
 export interface DataParallelOptions {
@@ -51,15 +42,18 @@ export interface DataParallelOptions {
   batchSize: number;
   /** Helper workers (default 1: this process and one helper, two cores). */
   helpers?: number;
+  /**
+   * The most shards a step's batch will have (the trainer's `shards`;
+   * default: one per worker). Each helper's gradient buffer holds as many
+   * shards' gradients as it can be given.
+   */
+  shards?: number;
+  /** The largest validation batch a helper will evaluate whole (default `batchSize`). */
+  evalBatchSize?: number;
   /** The helpers' TensorFlow.js backend (default: this process's). */
   backend?: string;
   /** How long to wait for a helper's gradients before giving up (default 600 s). */
   timeoutSeconds?: number;
-  /**
-   * The fraction of each batch this process differentiates (default
-   * {@link defaultLocalShare}: a tenth more than an equal part).
-   */
-  localShare?: number;
   /**
    * The names of the variables whose gradients each step needs (default: all
    * of the model's): a selection, as the trainer's `trainable` option makes
@@ -69,10 +63,10 @@ export interface DataParallelOptions {
   trainable?: string[];
 }
 
-// Control words, one Int32Array per helper.
-const CMD = 0, DONE = 1, COUNT = 2, STATUS = 3, SEED = 4, QUIT = 5, MICROS = 6, ROW_OFFSET = 7, KIND = 8;
-const CONTROL_WORDS = 10;
-/** What a command asks of a helper (the KIND word): gradients and loss, or the loss in evaluation mode. */
+// Control words, one Int32Array per helper; the sizes of a command's shards follow them.
+const CMD = 0, DONE = 1, COUNT = 2, STATUS = 3, SEED = 4, QUIT = 5, MICROS = 6, ROW_OFFSET = 7, KIND = 8, SHARDS = 9;
+const SIZES = 10;
+/** What a command asks of a helper (the KIND word): shards' gradients and losses, or a batch's loss in evaluation mode. */
 const GRADIENTS = 0, EVALUATE = 1;
 const ERROR_BYTES = 4096;
 
@@ -87,9 +81,11 @@ interface Slot {
 /** The shared buffers of one helper (the weights buffer is common to all). */
 interface HelperBuffers {
   control: SharedArrayBuffer;
+  /** One block of every variable's gradients per shard it can be given. */
   grads: SharedArrayBuffer;
   x: SharedArrayBuffer;
   y: SharedArrayBuffer;
+  /** One mean loss per shard it can be given. */
   loss: SharedArrayBuffer;
   error: SharedArrayBuffer;
 }
@@ -99,6 +95,8 @@ export interface HelperInit {
   spec: ModelSpec;
   backend: string;
   slots: Slot[];
+  /** The floats of one shard's block of the gradient buffer (every variable's, in slot order). */
+  total: number;
   weights: SharedArrayBuffer;
   buffers: HelperBuffers;
   /** The shape of one example's x and y, without the batch dimension. */
@@ -118,10 +116,8 @@ interface Helper {
   y: Int32Array;
   loss: Float32Array;
   error: Uint8Array;
-  /** Examples given to it this step. */
+  /** Examples given to it by the last command. */
   count: number;
-  /** The terms its part's mean loss averages this step ({@link TrainableModel.lossWeight}; else `count`). */
-  weight: number;
   /** The name of its operating-system thread (`worker-N`), where it could be seen; see {@link helperThreads}. */
   thread?: string;
 }
@@ -184,69 +180,46 @@ export async function endHelpers(helpers: { worker: Worker; thread?: string }[],
   }
 }
 
-/**
- * The default local fraction of a batch: a tenth more than an equal part,
- * 1.1 / (helpers + 1), because each helper also loads the weights and writes
- * its gradients (with MLP1 at batch 1,024, an equal split left this process
- * waiting for its helper at every step; 0.55 balanced the two).
- * @param helpers the helper count.
- * @returns the fraction.
- */
-export function defaultLocalShare(helpers: number): number {
-  return Math.min(0.9, 1.1 / (helpers + 1));
+/** The most shards {@link shardOwners} gives one helper, over every shard count up to `shards`. */
+function shardsPerHelper(shards: number, helpers: number): number {
+  let most = 0;
+  for (let s = 1; s <= shards; s++) most = Math.max(most, ...shardOwners(s, helpers + 1).slice(1));
+  return Math.max(1, most);
 }
 
 /**
- * Splits `n` examples into a local part of about `localShare * n` (at least
- * one example) and `helpers` near-equal parts of the rest (larger first).
- * @param n the batch's examples.
- * @param helpers the helper count.
- * @param localShare the local fraction.
- * @returns the counts, local first; they sum to `n`.
- */
-export function partSizes(n: number, helpers: number, localShare: number = defaultLocalShare(helpers)): number[] {
-  const local = Math.min(n, Math.max(1, Math.round(n * localShare)));
-  const rest = n - local;
-  return [
-    local,
-    ...Array.from({ length: helpers }, (_, i) => Math.floor(rest / helpers) + (i < rest % helpers ? 1 : 0)),
-  ];
-}
-
-/**
- * A {@link StepShare} that differentiates part of every batch in helper
- * workers, and an {@link EvalShare} that evaluates part of every validation
- * batch there (see the module documentation).
+ * A {@link StepShare} that differentiates some shards of every batch in
+ * helper workers, and an {@link EvalShare} that evaluates whole validation
+ * batches there (see the module documentation).
  */
 export class DataParallel implements StepShare, EvalShare {
   readonly #helpers: Helper[];
   readonly #slots: Slot[];
+  readonly #total: number;
   readonly #weights: Float32Array;
   readonly #timeoutMs: number;
   readonly #maxBatch: number;
+  readonly #maxEvalBatch: number;
+  readonly #shards: number;
   readonly #trainable: Set<string>;
-  readonly #weigh: ((batch: Batch) => number) | undefined;
-  #localShare: number;
-  #localCount = 0;
-  #localWeight = 0;
+  /** Where each shard of the last split went: its helper and its place among that helper's shards. */
+  #owners: ({ helper: number; slot: number } | undefined)[] = [];
   #closed = false;
 
   private constructor(
     helpers: Helper[],
-    slots: Slot[],
-    weights: Float32Array,
-    limits: { timeoutMs: number; maxBatch: number },
-    localShare: number,
-    parts: { trainable: string[]; weigh?: (batch: Batch) => number },
+    layout: { slots: Slot[]; total: number; weights: Float32Array; trainable: string[] },
+    limits: { timeoutMs: number; maxBatch: number; maxEvalBatch: number; shards: number },
   ) {
-    this.#trainable = new Set(parts.trainable);
-    this.#weigh = parts.weigh;
-    this.#localShare = localShare;
-    this.#maxBatch = limits.maxBatch;
     this.#helpers = helpers;
-    this.#slots = slots;
-    this.#weights = weights;
+    this.#slots = layout.slots;
+    this.#total = layout.total;
+    this.#weights = layout.weights;
+    this.#trainable = new Set(layout.trainable);
     this.#timeoutMs = limits.timeoutMs;
+    this.#maxBatch = limits.maxBatch;
+    this.#maxEvalBatch = limits.maxEvalBatch;
+    this.#shards = limits.shards;
   }
 
   /**
@@ -256,21 +229,27 @@ export class DataParallel implements StepShare, EvalShare {
    * @param options the data, the batch size, how many helpers.
    * @returns the share, to pass as the trainer's `share` option; call
    *   {@link DataParallel.close} when training ends.
-   * @throws {RangeError} on a helper count below 1 or a bad batch size;
-   *   {@link Error} when a helper fails to start (with its message).
+   * @throws {RangeError} on a helper count below 1, a bad batch size or
+   *   shard count; {@link Error} when a helper fails to start (with its message).
    */
   static async start(model: TrainableModel, spec: ModelSpec, options: DataParallelOptions): Promise<DataParallel> {
     const helpers = options.helpers ?? 1;
     if (!Number.isInteger(helpers) || helpers < 1) {
       throw new RangeError(`helpers must be a whole number of at least 1: helpers=${options.helpers}`);
     }
-    const localShare = options.localShare ?? defaultLocalShare(helpers);
-    if (!(localShare > 0 && localShare < 1)) {
-      throw new RangeError(`localShare must be a fraction in (0, 1): localShare=${options.localShare}`);
-    }
     if (!Number.isInteger(options.batchSize) || options.batchSize < helpers + 1) {
       throw new RangeError(
         `batchSize must be a whole number of at least helpers + 1 = ${helpers + 1}: batchSize=${options.batchSize}`,
+      );
+    }
+    const shards = options.shards ?? helpers + 1;
+    if (!Number.isInteger(shards) || shards < 1) {
+      throw new RangeError(`shards must be a whole number of at least 1: shards=${options.shards}`);
+    }
+    const evalRows = options.evalBatchSize ?? options.batchSize;
+    if (!Number.isInteger(evalRows) || evalRows < 1) {
+      throw new RangeError(
+        `evalBatchSize must be a whole number of at least 1: evalBatchSize=${options.evalBatchSize}`,
       );
     }
     const slots: Slot[] = [];
@@ -293,17 +272,17 @@ export class DataParallel implements StepShare, EvalShare {
     const xPer = one.x.size, yPer = one.y.size;
     tf.dispose([one.x, one.y]);
     const weightsBuffer = new SharedArrayBuffer(4 * total);
-    // Sized for the largest part a helper can get at any local share (the local part keeps at least one).
-    const most = options.batchSize - 1;
+    // A helper's rows: any of a training batch's (this process keeps at least one), or a whole validation batch.
+    const rows = Math.max(options.batchSize - 1, evalRows), perHelper = shardsPerHelper(shards, helpers);
     const started: Helper[] = [];
     const ready: Promise<void>[] = [];
     for (let h = 0; h < helpers; h++) {
       const buffers: HelperBuffers = {
-        control: new SharedArrayBuffer(4 * CONTROL_WORDS),
-        grads: new SharedArrayBuffer(4 * total),
-        x: new SharedArrayBuffer(4 * most * xPer),
-        y: new SharedArrayBuffer(4 * most * yPer),
-        loss: new SharedArrayBuffer(4),
+        control: new SharedArrayBuffer(4 * (SIZES + perHelper)),
+        grads: new SharedArrayBuffer(4 * total * perHelper),
+        x: new SharedArrayBuffer(4 * rows * xPer),
+        y: new SharedArrayBuffer(4 * rows * yPer),
+        loss: new SharedArrayBuffer(4 * perHelper),
         error: new SharedArrayBuffer(ERROR_BYTES),
       };
       const threadsBefore = helperThreads();
@@ -326,6 +305,7 @@ export class DataParallel implements StepShare, EvalShare {
         spec,
         backend: options.backend ?? tf.getBackend(),
         slots,
+        total,
         weights: weightsBuffer,
         buffers,
         xShape,
@@ -343,7 +323,6 @@ export class DataParallel implements StepShare, EvalShare {
         loss: new Float32Array(buffers.loss),
         error: new Uint8Array(buffers.error),
         count: 0,
-        weight: 0,
         thread,
       });
     }
@@ -355,31 +334,29 @@ export class DataParallel implements StepShare, EvalShare {
     }
     return new DataParallel(
       started,
-      slots,
-      new Float32Array(weightsBuffer),
-      { timeoutMs: 1000 * (options.timeoutSeconds ?? 600), maxBatch: options.batchSize },
-      localShare,
-      { trainable, weigh: model.lossWeight ? (b: Batch) => lossWeightOf(model, b) : undefined },
+      { slots, total, weights: new Float32Array(weightsBuffer), trainable },
+      {
+        timeoutMs: 1000 * (options.timeoutSeconds ?? 600),
+        maxBatch: options.batchSize,
+        maxEvalBatch: evalRows,
+        shards,
+      },
     );
   }
 
-  /** The fraction of each batch this process differentiates; the helpers share the rest evenly. */
-  get localShare(): number {
-    return this.#localShare;
-  }
-  set localShare(f: number) {
-    if (!(f > 0 && f < 1)) throw new RangeError(`localShare must be a fraction in (0, 1): localShare=${f}`);
-    this.#localShare = f;
-  }
-
-  /** Each helper's milliseconds spent differentiating its part of the last step (0 for an empty part). */
+  /** Each helper's milliseconds spent on its part of the last command (0 for an empty part). */
   helperMilliseconds(): number[] {
     return this.#helpers.map((h) => h.count > 0 ? Atomics.load(h.control, MICROS) / 1000 : 0);
   }
 
-  /** The most examples a batch given to {@link DataParallel.split} or {@link DataParallel.splitEval} may have. */
+  /** The most examples a batch given to {@link DataParallel.split} may have. */
   get maxBatch(): number {
     return this.#maxBatch;
+  }
+
+  /** The most examples a batch given to {@link DataParallel.evalBatches} may have. */
+  get maxEvalBatch(): number {
+    return this.#maxEvalBatch;
   }
 
   /** Helper workers running (0 after {@link DataParallel.close}). */
@@ -388,77 +365,106 @@ export class DataParallel implements StepShare, EvalShare {
   }
 
   /**
-   * Writes the weights and the helpers' parts of the batch, wakes the
-   * helpers, and returns this process's part (the first rows). Every part
-   * gets the step's one seed and its first row's index in the batch
-   * (`LossOptions.rowOffset`), so dropout draws what one piece would.
+   * Writes the weights and the helpers' shards of the batch and wakes the
+   * helpers: this process keeps the first shards, the helpers take the rest
+   * in turn ({@link shardOwners}). Each shard runs with the step's one seed
+   * at its first row's index in the batch (`LossOptions.rowOffset`), so
+   * dropout draws what one worker would.
+   * @returns how many leading shards this process differentiates.
    */
-  split(batch: Batch, variables: Record<string, tf.Variable>, seed: number): Batch {
-    return this.#hand(batch, variables, { seed, kind: GRADIENTS });
-  }
-
-  /**
-   * Evaluation's {@link DataParallel.split}: writes the weights and the
-   * helpers' parts of a validation batch and wakes the helpers, which compute
-   * their parts' mean loss in evaluation mode; returns this process's part
-   * (the first rows). Follow it with {@link DataParallel.combineEval}.
-   * @param batch at most {@link DataParallel.maxBatch} examples (not disposed).
-   * @param variables the model's variables, by name.
-   * @returns this process's part, a new batch for the caller to dispose.
-   */
-  splitEval(batch: Batch, variables: Record<string, tf.Variable>): Batch {
-    return this.#hand(batch, variables, { seed: 0, kind: EVALUATE });
-  }
-
-  /**
-   * Waits for every helper's part of the batch given to
-   * {@link DataParallel.splitEval}, then returns the whole batch's mean loss.
-   * @param localLoss the mean loss of this process's part.
-   * @returns the size-weighted mean of all parts' losses.
-   */
-  combineEval(localLoss: number): number {
-    for (const [i, h] of this.#helpers.entries()) this.#wait(h, i);
-    const coef = this.#coefficients();
-    let loss = localLoss * coef.local;
-    for (const [i, h] of this.#helpers.entries()) if (h.count > 0) loss += h.loss[0] * coef.helpers[i];
-    return loss;
-  }
-
-  /**
-   * Each part's share of the whole batch's mean: its loss weight over the
-   * total ({@link TrainableModel.lossWeight}, else its examples), 0 for
-   * every part when no part has a term (a one-piece masked mean is then 0).
-   */
-  #coefficients(): { local: number; helpers: number[] } {
-    const total = this.#localWeight + this.#helpers.reduce((a, h) => a + (h.count > 0 ? h.weight : 0), 0);
-    const of = (w: number) => total > 0 ? w / total : 0;
-    return { local: of(this.#localWeight), helpers: this.#helpers.map((h) => of(h.weight)) };
-  }
-
-  /**
-   * The terms the mean loss of rows [start, start + n) of a batch averages:
-   * the model's {@link TrainableModel.lossWeight}, or the rows.
-   */
-  #partWeight(batch: Batch, start: number, n: number): number {
-    const weigh = this.#weigh;
-    if (!weigh || n === 0) return n;
-    const part = { x: batch.x.slice(start, n), y: batch.y.slice(start, n) };
-    try {
-      return weigh(part);
-    } finally {
-      tf.dispose([part.x, part.y]);
-    }
-  }
-
-  /** Hands the helpers their parts with a command of this kind; returns this process's part. */
-  #hand(batch: Batch, variables: Record<string, tf.Variable>, command: { seed: number; kind: number }): Batch {
-    if (this.#closed) throw new Error("the data-parallel helpers were closed");
-    const { seed, kind } = command;
+  split(batch: Batch, variables: Record<string, tf.Variable>, seed: number, sizes: number[]): number {
+    this.#ready(batch, variables);
     const B = batch.x.shape[0];
-    if (batch.y.shape[0] !== B) {
+    if (sizes.length > this.#shards || sizes.reduce((a, n) => a + n, 0) !== B || sizes.some((n) => !(n >= 1))) {
+      throw new RangeError(
+        `the shards [${sizes}] must be at most ${this.#shards} (the helpers were started for that many) whole ` +
+          `numbers of at least 1 that sum to the batch's ${B} examples`,
+      );
+    }
+    const owners = shardOwners(sizes.length, this.#helpers.length + 1);
+    this.#owners = [];
+    let s = owners[0], row = sizes.slice(0, s).reduce((a, n) => a + n, 0);
+    this.#helpers.forEach((h, i) => {
+      const mine = sizes.slice(s, s + owners[i + 1]), n = mine.reduce((a, b) => a + b, 0);
+      this.#write(h, batch, row, n);
+      mine.forEach((m, j) => {
+        Atomics.store(h.control, SIZES + j, m);
+        this.#owners[s + j] = { helper: i, slot: j };
+      });
+      Atomics.store(h.control, SHARDS, mine.length);
+      // The step's one seed, and where the part's rows start: its dropout masks are the whole batch's rows.
+      Atomics.store(h.control, SEED, seed >>> 0 | 0);
+      Atomics.store(h.control, ROW_OFFSET, row);
+      this.#command(h, GRADIENTS);
+      s += mine.length;
+      row += n;
+    });
+    return owners[0];
+  }
+
+  /**
+   * Waits for shard `s` of the last {@link DataParallel.split} and returns
+   * its gradients (the variables the helpers differentiate, `trainable` at
+   * start) and mean loss.
+   */
+  shard(s: number): ShardResult {
+    const owner = this.#owners[s];
+    if (!owner) throw new RangeError(`shard ${s} was not handed to a helper by the last split`);
+    const h = this.#helpers[owner.helper];
+    this.#wait(h, owner.helper);
+    const base = owner.slot * this.#total, grads: Record<string, tf.Tensor> = {};
+    for (const slot of this.#slots) {
+      if (!this.#trainable.has(slot.name)) continue;
+      const at = base + slot.offset;
+      grads[slot.name] = tf.tensor(h.grads.subarray(at, at + slot.size), slot.shape, "float32");
+    }
+    return { grads, loss: tf.scalar(h.loss[owner.slot], "float32") };
+  }
+
+  /**
+   * Writes the weights and hands each helper one whole validation batch, to
+   * evaluate in evaluation mode; follow it with {@link DataParallel.evalLoss}.
+   * @param batches at most {@link DataParallel.helpers} batches of at most
+   *   {@link DataParallel.maxEvalBatch} examples (not disposed).
+   * @param variables the model's variables, by name.
+   */
+  evalBatches(batches: Batch[], variables: Record<string, tf.Variable>): void {
+    if (batches.length > this.#helpers.length) {
+      throw new RangeError(`${batches.length} validation batches for ${this.#helpers.length} helpers`);
+    }
+    for (const b of batches) {
+      if (b.x.shape[0] > this.#maxEvalBatch) {
+        throw new RangeError(
+          `a validation batch of ${b.x.shape[0]} examples exceeds maxEvalBatch=${this.#maxEvalBatch}`,
+        );
+      }
+    }
+    this.#ready(batches[0], variables);
+    batches.forEach((b, i) => {
+      const h = this.#helpers[i];
+      this.#write(h, b, 0, b.x.shape[0]);
+      this.#command(h, EVALUATE);
+    });
+  }
+
+  /**
+   * Waits for validation batch `j` of the last {@link DataParallel.evalBatches}.
+   * @returns its mean loss (float32, as the helper's tensor held it).
+   */
+  evalLoss(j: number): number {
+    const h = this.#helpers[j];
+    this.#wait(h, j);
+    return h.loss[0];
+  }
+
+  /** Checks the share is open and the batch well formed, waits until every helper is idle, writes the weights. */
+  #ready(batch: Batch | undefined, variables: Record<string, tf.Variable>): void {
+    if (this.#closed) throw new Error("the data-parallel helpers were closed");
+    if (batch && batch.y.shape[0] !== batch.x.shape[0]) {
       throw new RangeError(`batch.x and batch.y differ in examples: x [${batch.x.shape}], y [${batch.y.shape}]`);
     }
-    const sizes = partSizes(B, this.#helpers.length, this.#localShare);
+    // A command left unanswered (a step that failed before collecting it) must end before its buffers change.
+    for (const [i, h] of this.#helpers.entries()) this.#wait(h, i, false);
     for (const s of this.#slots) {
       const v = variables[s.name];
       if (!v || v.size !== s.size) {
@@ -468,80 +474,33 @@ export class DataParallel implements StepShare, EvalShare {
       }
       copyFloats(v, this.#weights, s.offset); // on wasm straight from the backend's memory
     }
-    let start = sizes[0];
-    this.#helpers.forEach((h, i) => {
-      const n = sizes[i + 1];
-      h.count = n;
-      if (n > 0) {
-        const [x, y] = tf.tidy(() => [
-          batch.x.slice(start, n).dataSync() as Int32Array,
-          batch.y.slice(start, n).dataSync() as Int32Array,
-        ]);
-        if (x.length > h.x.length || y.length > h.y.length) {
-          throw new RangeError(`a part of ${n} examples exceeds the buffers sized for the batch size given to start`);
-        }
-        h.x.set(x);
-        h.y.set(y);
-      }
-      Atomics.store(h.control, COUNT, n);
-      // The step's one seed, and where the part's rows start: its dropout masks are the whole batch's rows.
-      Atomics.store(h.control, SEED, seed >>> 0 | 0);
-      Atomics.store(h.control, ROW_OFFSET, start);
-      Atomics.store(h.control, KIND, kind);
-      start += n;
-      Atomics.add(h.control, CMD, 1);
-      Atomics.notify(h.control, CMD);
-    });
-    // The parts' loss weights, once the helpers are at work.
-    start = sizes[0];
-    this.#helpers.forEach((h, i) => {
-      h.weight = this.#partWeight(batch, start, sizes[i + 1]);
-      start += sizes[i + 1];
-    });
-    this.#localCount = sizes[0];
-    this.#localWeight = this.#partWeight(batch, 0, sizes[0]);
-    return { x: batch.x.slice(0, sizes[0]), y: batch.y.slice(0, sizes[0]) };
   }
 
-  /**
-   * Waits for every helper, then returns the mean of all parts' gradients and
-   * losses, each part weighted by the terms its mean averages
-   * ({@link TrainableModel.lossWeight}, else its examples): the one-piece
-   * batch's mean. `grads` holds the variables the helpers differentiate
-   * (`trainable` at start), no more and no fewer.
-   */
-  combine(grads: Record<string, tf.Tensor>, loss: tf.Scalar): { grads: Record<string, tf.Tensor>; loss: tf.Scalar } {
-    for (const [i, h] of this.#helpers.entries()) this.#wait(h, i);
-    const names = Object.keys(grads);
-    if (names.length !== this.#trainable.size || names.some((n) => !this.#trainable.has(n))) {
-      throw new RangeError(
-        `the gradients to combine must be those of the variables the helpers differentiate: got [${names}], ` +
-          `the helpers differentiate [${[...this.#trainable]}]`,
-      );
+  /** Writes rows [start, start + n) of a batch into a helper's buffers. */
+  #write(h: Helper, batch: Batch, start: number, n: number): void {
+    h.count = n;
+    Atomics.store(h.control, COUNT, n);
+    if (n === 0) return;
+    const [x, y] = tf.tidy(() => [
+      batch.x.slice(start, n).dataSync() as Int32Array,
+      batch.y.slice(start, n).dataSync() as Int32Array,
+    ]);
+    if (x.length > h.x.length || y.length > h.y.length) {
+      throw new RangeError(`a part of ${n} examples exceeds the buffers sized for the batch sizes given to start`);
     }
-    const coef = this.#coefficients();
-    const out: Record<string, tf.Tensor> = {};
-    for (const s of this.#slots) {
-      if (!this.#trainable.has(s.name)) continue;
-      // g a + part b, with a the weight still owed to g: one fused pass on wasm, rounded as the three ops.
-      let g = grads[s.name], a = coef.local;
-      const fused = wasmSimdReady([s.size]);
-      for (const [i, h] of this.#helpers.entries()) {
-        if (h.count === 0) continue;
-        const part = tf.tensor(h.grads.subarray(s.offset, s.offset + s.size), s.shape, "float32");
-        const b = coef.helpers[i];
-        g = fused ? fusedAxpby(g, part, { a, b }) : tf.add(tf.mul(g, a), tf.mul(part, b));
-        a = 1;
-      }
-      out[s.name] = g === grads[s.name] ? g.mul(a) : g;
-    }
-    let l: tf.Tensor = loss.mul(coef.local);
-    for (const [i, h] of this.#helpers.entries()) if (h.count > 0) l = l.add(h.loss[0] * coef.helpers[i]);
-    return { grads: out, loss: l as tf.Scalar };
+    h.x.set(x);
+    h.y.set(y);
   }
 
-  /** Blocks until helper `i` has answered this step's command, or throws its error. */
-  #wait(h: Helper, i: number): void {
+  /** Wakes a helper with a command of this kind. */
+  #command(h: Helper, kind: number): void {
+    Atomics.store(h.control, KIND, kind);
+    Atomics.add(h.control, CMD, 1);
+    Atomics.notify(h.control, CMD);
+  }
+
+  /** Blocks until helper `i` has answered its last command, then (unless `check` is false) throws its error. */
+  #wait(h: Helper, i: number, check = true): void {
     const want = Atomics.load(h.control, CMD);
     const t0 = performance.now();
     while (Atomics.load(h.control, DONE) !== want) {
@@ -551,7 +510,7 @@ export class DataParallel implements StepShare, EvalShare {
         throw new Error(`data-parallel helper ${i + 1} gave no gradients in ${this.#timeoutMs / 1000} s`);
       }
     }
-    if (Atomics.load(h.control, STATUS) !== 0) {
+    if (check && Atomics.load(h.control, STATUS) !== 0) {
       const bytes = h.error.slice();
       const text = new TextDecoder().decode(bytes.subarray(0, bytes.indexOf(0) < 0 ? bytes.length : bytes.indexOf(0)));
       throw new Error(`data-parallel helper ${i + 1} failed: ${text}`);
@@ -573,7 +532,6 @@ export class DataParallel implements StepShare, EvalShare {
     await endHelpers(this.#helpers);
   }
 }
-
 /**
  * Runs `f`, which builds batches of `data` that training will not use, and
  * puts the data's own generator ({@link Dataset.rng}: the blanks of a
@@ -591,4 +549,17 @@ export function withoutDrawing<T>(data: Dataset, f: () => T): T {
 }
 
 /** The control-word indices (for the worker). */
-export const CONTROL = { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS, ROW_OFFSET, KIND, EVALUATE } as const;
+export const CONTROL = {
+  CMD,
+  DONE,
+  COUNT,
+  STATUS,
+  SEED,
+  QUIT,
+  MICROS,
+  ROW_OFFSET,
+  KIND,
+  SHARDS,
+  SIZES,
+  EVALUATE,
+} as const;

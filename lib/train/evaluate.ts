@@ -6,38 +6,44 @@
  */
 import * as tf from "../core/tf.ts";
 import type { Batch, Dataset } from "./dataset.ts";
-import type { TrainableModel } from "./train.ts";
+import type { TrainableModel } from "./types.ts";
 
 /**
- * Other workers that take part of each evaluation batch (chapter 3; a
- * started `DataParallel` is one): the trainer evaluates on every core that
- * trains.
+ * Other workers that evaluate whole batches (chapter 3; a started
+ * `DataParallel` is one): the trainer evaluates on every core that trains.
+ * Each batch's mean loss is computed by one worker in one piece, so the
+ * result is the same whichever worker computed it.
  */
 export interface EvalShare {
-  /** The most examples one shared batch may have. */
-  readonly maxBatch: number;
+  /** Helper workers that take batches (0 once closed). */
+  readonly helpers: number;
+  /** The most examples a batch handed to a helper may have. */
+  readonly maxEvalBatch: number;
   /**
-   * Hands the rest of a batch to the other workers, with the current weights.
-   * @param batch the whole batch (not disposed by the callee).
+   * Hands one batch to each of the first helpers, with the current weights.
+   * @param batches at most `helpers` batches (not disposed by the callee).
    * @param variables the model's variables, by name.
-   * @returns this process's part (the first rows), a new batch the caller disposes.
    */
-  splitEval(batch: Batch, variables: Record<string, tf.Variable>): Batch;
+  evalBatches(batches: Batch[], variables: Record<string, tf.Variable>): void;
   /**
-   * Waits for the other workers' parts.
-   * @param localLoss the mean loss of this process's part.
-   * @returns the whole batch's mean loss.
+   * Waits for batch `j` of the last `evalBatches` call.
+   * @param j its index in that call's batches.
+   * @returns its mean loss in evaluation mode, a float32 value.
    */
-  combineEval(localLoss: number): number;
+  evalLoss(j: number): number;
 }
 
 /** Options of {@link evaluateLoss}. */
 export interface EvaluateLossOptions {
-  /** Examples per forward pass (default 512; with a `share`, at most its `maxBatch`). */
+  /** Examples per forward pass (default 512). */
   batchSize?: number;
   /** Evaluate only these example numbers (default: all, in order). */
   indices?: ArrayLike<number>;
-  /** Other workers that evaluate part of each batch (default: none). */
+  /**
+   * Other workers that evaluate some of the batches (default: none; not
+   * used when a batch is larger than its `maxEvalBatch`). The result is the
+   * same with or without them.
+   */
   share?: EvalShare;
 }
 
@@ -91,52 +97,48 @@ export async function evaluateLoss(
   data: Dataset,
   options: EvaluateLossOptions = {},
 ): Promise<LossReport> {
-  const asked = options.batchSize ?? 512, share = options.share;
+  const asked = options.batchSize ?? 512;
   if (!Number.isInteger(asked) || asked < 1) {
     throw new RangeError(
       `batchSize must be a positive integer: batchSize=${asked}`,
     );
   }
-  const batchSize = share ? Math.min(asked, share.maxBatch) : asked;
   const n = options.indices ? options.indices.length : data.length;
   if (n === 0) {
     throw new RangeError("cannot evaluate on an empty dataset: examples=0");
   }
-  let total = 0, weight = 0;
-  for (let start = 0; start < n; start += batchSize) {
-    const count = Math.min(batchSize, n - start);
+  const share = options.share && options.share.helpers > 0 && asked <= options.share.maxEvalBatch
+    ? options.share
+    : undefined;
+  const workers = share ? share.helpers + 1 : 1;
+  const batchAt = (start: number) => {
+    const count = Math.min(asked, n - start);
     const idx = new Int32Array(count);
-    for (let j = 0; j < count; j++) {
-      idx[j] = options.indices ? options.indices[start + j] : start + j;
-    }
-    if (share) {
-      // This process's part here, the rest in the other workers at the same time.
-      const batch = data.batch(idx);
-      const local = share.splitEval(batch, model.variables());
-      try {
-        const lossT = tf.tidy(() => model.loss(local, { training: false, seed: 0 }));
-        const localLoss = (await lossT.data())[0];
-        lossT.dispose();
-        const w = lossWeightOf(model, batch);
-        if (w > 0) total += share.combineEval(localLoss) * w;
-        else share.combineEval(localLoss); // (the helpers' parts are still collected)
-        weight += w;
-      } finally {
-        tf.dispose([batch.x, batch.y, local.x, local.y]);
-      }
-      continue;
-    }
-    const batch = data.batch(idx);
+    for (let j = 0; j < count; j++) idx[j] = options.indices ? options.indices[start + j] : start + j;
+    return data.batch(idx);
+  };
+  // Batch by batch in order, each batch's mean loss (a float32 value) weighted in float64: with a share, one batch
+  // here and one in each helper at a time, every batch whole, so the sum is the same on any number of workers.
+  let total = 0, weight = 0;
+  for (let start = 0; start < n; start += asked * workers) {
+    const batches: Batch[] = [];
+    for (let k = 0; k < workers && start + k * asked < n; k++) batches.push(batchAt(start + k * asked));
     try {
-      const w = lossWeightOf(model, batch);
-      if (w > 0) {
-        const lossT = tf.tidy(() => model.loss(batch, { training: false, seed: 0 }).mul(w));
-        total += (await lossT.data())[0];
+      if (batches.length > 1) share!.evalBatches(batches.slice(1), model.variables());
+      const weights = batches.map((b) => lossWeightOf(model, b));
+      let here = NaN;
+      if (weights[0] > 0) {
+        const lossT = tf.tidy(() => model.loss(batches[0], { training: false, seed: 0 }));
+        here = (await lossT.data())[0];
         lossT.dispose();
       }
-      weight += w;
+      const losses = [here, ...batches.slice(1).map((_, j) => share!.evalLoss(j))];
+      batches.forEach((_, k) => {
+        if (weights[k] > 0) total += losses[k] * weights[k];
+        weight += weights[k];
+      });
     } finally {
-      tf.dispose([batch.x, batch.y]);
+      for (const b of batches) tf.dispose([b.x, b.y]);
     }
   }
   if (weight === 0) {

@@ -1,9 +1,10 @@
 /**
  * What a data-parallel helper does (chapter 3's trainer, `data_parallel.ts`),
  * wherever it runs: builds its copy of the model from the spec it is sent,
- * then on every command loads the shared weights, differentiates its part of
- * the batch and writes the gradients and the mean loss back (or, for a
- * validation batch, only its part's mean loss in evaluation mode).
+ * then on every command loads the shared weights, differentiates each of the
+ * batch's shards it was given on its own (`shards.ts`) and writes back each
+ * shard's gradients and mean loss (or, for a validation batch, only the
+ * batch's mean loss in evaluation mode).
  *
  * Two scripts start it: `data_parallel_worker.ts` in Deno, which imports a
  * spec's module by its URL, and `lib/data_parallel_helper.ts` in a browser
@@ -17,8 +18,9 @@ import { platform, setPlatform } from "../core/platform.ts";
 import { copyFloats } from "../kernels/mod.ts";
 import type { TrainableModel } from "./train.ts";
 import { CONTROL, type HelperInit, type ModelSpec } from "./data_parallel.ts";
+import { differentiateShard } from "./shards.ts";
 
-const { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS, ROW_OFFSET, KIND, EVALUATE } = CONTROL;
+const { CMD, DONE, COUNT, STATUS, SEED, QUIT, MICROS, ROW_OFFSET, KIND, SHARDS, SIZES, EVALUATE } = CONTROL;
 
 /** The worker scope a helper runs in (Deno's or a browser's dedicated worker). */
 interface WorkerScope {
@@ -75,11 +77,16 @@ async function helper(self: WorkerScope, init: HelperInit, load: (spec: ModelSpe
   const control = new Int32Array(b.control), weights = new Float32Array(init.weights);
   const grads = new Float32Array(b.grads), xs = new Int32Array(b.x), ys = new Int32Array(b.y);
   const loss = new Float32Array(b.loss), error = new Uint8Array(b.error);
-  const vars = model.variables();
+  const variables = model.variables();
   // Only the selected variables are differentiated (all of them unless the trainer trains a selection).
   const names = init.trainable;
-  const byTfName = new Map(names.map((n) => [vars[n].name, n]));
   const slotOf = new Map(init.slots.map((s) => [s.name, s]));
+  const xSize = init.xShape.reduce((a, d) => a * d, 1), ySize = init.yShape.reduce((a, d) => a * d, 1);
+  /** Rows [start, start + n) of the shared batch, as tensors. */
+  const rows = (start: number, n: number) => ({
+    x: tf.tensor(xs.subarray(start * xSize, (start + n) * xSize), [n, ...init.xShape], "int32"),
+    y: tf.tensor(ys.subarray(start * ySize, (start + n) * ySize), [n, ...init.yShape], "int32"),
+  });
   let seen = 0;
   for (;;) {
     while (Atomics.load(control, CMD) === seen) Atomics.wait(control, CMD, seen);
@@ -91,30 +98,27 @@ async function helper(self: WorkerScope, init: HelperInit, load: (spec: ModelSpe
       if (n > 0) {
         tf.tidy(() => {
           for (const s of init.slots) {
-            vars[s.name].assign(tf.tensor(weights.subarray(s.offset, s.offset + s.size), s.shape, "float32"));
+            variables[s.name].assign(tf.tensor(weights.subarray(s.offset, s.offset + s.size), s.shape, "float32"));
           }
-          const xSize = init.xShape.reduce((a, d) => a * d, 1), ySize = init.yShape.reduce((a, d) => a * d, 1);
-          const batch = {
-            x: tf.tensor(xs.subarray(0, n * xSize), [n, ...init.xShape], "int32"),
-            y: tf.tensor(ys.subarray(0, n * ySize), [n, ...init.yShape], "int32"),
-          };
-          if (Atomics.load(control, KIND) === EVALUATE) {
-            // A validation part: its mean loss in evaluation mode, no gradients.
-            loss[0] = model.loss(batch, { training: false, seed: 0 }).dataSync()[0];
-            return;
-          }
-          // The step's one seed and this part's first row in the batch: dropout draws the whole batch's masks.
-          const seed = Atomics.load(control, SEED) >>> 0, rowOffset = Atomics.load(control, ROW_OFFSET);
-          const { value, grads: g } = tf.variableGrads(
-            () => model.loss(batch, { training: true, seed, rowOffset }),
-            names.map((name) => vars[name]),
-          );
-          for (const [tfName, t] of Object.entries(g)) {
-            const s = slotOf.get(byTfName.get(tfName)!)!;
-            copyFloats(t, grads, s.offset);
-          }
-          loss[0] = value.dataSync()[0];
         });
+        if (Atomics.load(control, KIND) === EVALUATE) {
+          // A whole validation batch: its mean loss in evaluation mode, no gradients.
+          loss[0] = tf.tidy(() => model.loss(rows(0, n), { training: false, seed: 0 }).dataSync()[0]);
+        } else {
+          // Each shard on its own, as the trainer differentiates its own (shards.ts): the same ops, the same bits.
+          const seed = Atomics.load(control, SEED) >>> 0, row0 = Atomics.load(control, ROW_OFFSET);
+          for (let j = 0, start = 0; j < Atomics.load(control, SHARDS); j++) {
+            const m = Atomics.load(control, SIZES + j);
+            tf.tidy(() => {
+              const r = differentiateShard(model, rows(start, m), { variables, names, seed, rowOffset: row0 + start });
+              for (const [name, g] of Object.entries(r.grads)) {
+                copyFloats(g, grads, j * init.total + slotOf.get(name)!.offset);
+              }
+              loss[j] = r.loss.dataSync()[0];
+            });
+            start += m;
+          }
+        }
       }
       Atomics.store(control, MICROS, Math.round(1000 * (performance.now() - t0)));
       Atomics.store(control, STATUS, 0);

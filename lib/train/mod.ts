@@ -3,7 +3,7 @@
  * (`train.ts`), its datasets (`dataset.ts`), AdamW (`adamw.ts`) and SGD (`sgd.ts`),
  * learning-rate schedules and gradient clipping (`schedule.ts`), checkpoints
  * (`checkpoint.ts`), model files (`model_file.ts`), runs that resume after a stop (`resume.ts`), loss curves
- * (`curves.ts`) and data parallelism over several cores (`data_parallel.ts`, `choose_workers.ts`), for any model that
+ * (`curves.ts`) and data parallelism over several cores (`shards.ts`, `data_parallel.ts`, `choose_workers.ts`), for any model that
  * implements {@link TrainableModel}.
  *
  * @module
@@ -20,3 +20,4 @@ export * from "./curves.ts";
 export * from "./model_file.ts";
 export { DataParallel, type DataParallelOptions, type ModelSpec } from "./data_parallel.ts";
 export { chooseWorkers, type ChooseWorkersOptions, type WorkersChoice } from "./choose_workers.ts";
+export { defaultShards, shardSizes } from "./shards.ts";

@@ -56,7 +56,8 @@ export function saveModel(
  *
  * @param path the file.
  * @param Model the model's class (e.g. `lm.TransformerLM`).
- * @returns the model and the metadata stored with it.
+ * @returns the model and the metadata stored with it (a model with a run-time
+ * guard, chapter 6's transformer, has checked its fast path on the loaded weights).
  * @throws {TypeError} when the file holds another kind of model.
  * @throws {RangeError} when it lacks a configuration, or a weight is missing or has the wrong shape.
  */
@@ -90,6 +91,8 @@ export async function loadModel<M extends TrainableModel>(
     const built = (model as { spec?: () => ModelSpec }).spec?.().exportName ?? Model.name;
     if (kind !== built) throw notThis();
     assignWeights(model.variables(), tensors);
+    // A model with a fast path checks it again, on its loaded weights (chapter 6's transformer: its run-time guard).
+    await (model as { checkPaths?: () => Promise<unknown> }).checkPaths?.();
     return { model, meta };
   } catch (e) {
     (model as { dispose?: () => void } | undefined)?.dispose?.(); // a model whose weights did not fit

@@ -15,29 +15,9 @@ import { isNotFound, platform } from "../core/platform.ts";
 import type { RngState } from "../core/random.ts";
 import { loadWeights, saveWeights } from "./checkpoint.ts";
 import type { Optimizer, OptimizerState } from "./optimizer.ts";
-import type { Trainer, TrainerOptions, TrainHistory } from "./train.ts";
-
-/** The `checkpoint` option of {@link TrainerOptions} (chapter 3). */
-export interface CheckpointOptions {
-  /**
-   * The file (in Deno a path, e.g. `../build/checkpoints/ch03_mlp9.lmw`, a
-   * folder git ignores; in the live site it is kept in the browser).
-   */
-  path: string;
-  /** Seconds between saves (default 30; 0: at every log point). The finished run is always saved. */
-  everySeconds?: number;
-  /**
-   * Anything else that defines the run, e.g. the model's config and seed: a
-   * checkpoint made with other values is refused, naming them.
-   */
-  config?: Record<string, unknown>;
-  /**
-   * Start afresh: ignore the saved run and overwrite it (default false; the
-   * environment variable `LMBOOK_CHECKPOINTS=fresh` does the same for every
-   * checkpoint, as the notebook tests do).
-   */
-  fresh?: boolean;
-}
+import type { Dataset } from "./dataset.ts";
+import type { CheckpointOptions, TrainableModel, TrainerOptions, TrainHistory } from "./types.ts";
+export type { CheckpointOptions } from "./types.ts";
 
 /** A run as a checkpoint stores it (chapter 3); the tensors belong to whoever holds it. */
 export interface SavedRun {
@@ -95,6 +75,7 @@ const DEFINING: (keyof TrainerOptions)[] = [
   "restoreBest",
   "logEvery",
   "seed",
+  "shards",
 ];
 
 /**
@@ -307,7 +288,13 @@ export async function loadRun(path: string, fingerprint: Record<string, unknown>
  */
 export async function openRun(
   checkpoint: CheckpointOptions,
-  trainer: Pick<Trainer, "options" | "data" | "model" | "optimizer" | "totalSteps">,
+  trainer: {
+    readonly options: TrainerOptions;
+    readonly data: Dataset;
+    readonly model: TrainableModel;
+    readonly optimizer: Optimizer;
+    readonly totalSteps: number;
+  },
 ): Promise<{ fingerprint: Record<string, unknown>; saved?: SavedRun }> {
   const { options, optimizer } = trainer;
   const kind = (optimizer as { kind?: string }).kind ?? optimizer.constructor.name; // stable in a minified bundle

@@ -58,277 +58,32 @@ import type { Batch, Dataset } from "./dataset.ts";
 import { AdamW } from "./adamw.ts";
 import type { Optimizer } from "./optimizer.ts";
 import { clipScale, learningRateAt, type ScheduleOptions } from "./schedule.ts";
-import type { ModelSpec } from "./data_parallel.ts";
 import { chooseWorkers, type WorkersChoice } from "./choose_workers.ts";
+import { defaultShards, differentiateShards } from "./shards.ts";
+import type {
+  EvalRecord,
+  LossOptions,
+  ModelSpec,
+  StepShare,
+  TrainableModel,
+  TrainerOptions,
+  TrainHistory,
+  TrainRecord,
+} from "./types.ts";
+export type {
+  EvalRecord,
+  LossOptions,
+  StepShare,
+  TrainableModel,
+  TrainerOptions,
+  TrainHistory,
+  TrainRecord,
+} from "./types.ts";
 import { type EvalShare, evaluateLoss } from "./evaluate.ts";
 import { trainableNames } from "./trainable.ts";
 export { type EvalShare, evaluateLoss, type EvaluateLossOptions, type LossReport } from "./evaluate.ts";
 import { assignWeights } from "./checkpoint.ts";
 import { type CheckpointOptions, openRun, type SavedRun, saveRun } from "./resume.ts";
-
-/** What the trainer tells the model's loss function (chapter 3). */
-export interface LossOptions {
-  /** True during training steps, false during evaluation (e.g. to switch dropout off). */
-  training: boolean;
-  /**
-   * A fresh seed for this call's randomness (e.g. `applyDropout(x, { rate, seed, rowOffset })`),
-   * drawn from the trainer's seeded {@link Rng}, so runs are reproducible.
-   */
-  seed: number;
-  /**
-   * The index of this batch's first example in the step's whole batch
-   * (default 0). A data-parallel step gives each worker a block of rows with
-   * the step's one seed; a model that draws randomness per example (dropout
-   * masks, e.g. `applyDropout(x, { rate, seed, rowOffset })`) draws it at
-   * these rows' positions, so the parts together draw what the whole batch
-   * would, and the run equals one-piece training up to float rounding.
-   */
-  rowOffset?: number;
-}
-
-/**
- * What a model must offer to be trained by {@link Trainer} (chapter 3).
- *
- * The fixed-window model (chapter 3) and the transformer (chapter 6) both
- * implement it.
- */
-export interface TrainableModel {
-  /**
-   * The model's variables, by a stable name local to the model (e.g.
-   * `"embedding"`, `"block0.attn.wq"`): the trainer updates all of them, and
-   * {@link saveWeights} stores them under these names. Return the same
-   * variables on every call.
-   */
-  variables(): Record<string, tf.Variable>;
-  /**
-   * The mean loss over a batch, in nats per predicted token (e.g. the mean
-   * cross-entropy of the next token), as a scalar tensor. Built from tf ops
-   * only (the trainer differentiates it) and without reading tensor values.
-   * The trainer calls it inside `tf.tidy`, so intermediates are freed.
-   * @param batch the inputs and targets.
-   * @param options training or evaluation, and a seed for randomness.
-   * @returns a scalar tensor.
-   */
-  loss(batch: Batch, options: LossOptions): tf.Scalar;
-  /**
-   * How a data-parallel helper rebuilds this model in a worker (optional):
-   * `new (await import(module))[exportName](config, options)`. Models that
-   * have it can train on several cores (the trainer's `workers` option).
-   */
-  spec?(): ModelSpec;
-  /**
-   * How many terms the mean loss of `batch` averages (optional; default: its
-   * examples). Data parallelism weights each part of a split batch by it, so
-   * that the parts' means combine into the whole batch's: a loss that skips
-   * some positions (masked-LM labels of -100, padded targets) counts the
-   * positions it scores. May read tensor values; called outside the loss.
-   * @param batch the inputs and targets.
-   * @returns a finite number >= 0.
-   */
-  lossWeight?(batch: Batch): number;
-}
-
-/** One record of the training loss (chapter 3). */
-export interface TrainRecord {
-  /** Steps done when recorded (1 after the first step). */
-  step: number;
-  /** Epochs done, fractional (examples seen / dataset length). */
-  epoch: number;
-  /** Mean training loss (nats) over the steps since the previous record. */
-  loss: number;
-  /** exp(loss). */
-  perplexity: number;
-  /** The learning rate of the last step. */
-  lr: number;
-  /** The global gradient norm of the last step, before clipping. */
-  gradNorm: number;
-  /** Seconds since the start of the run. */
-  seconds: number;
-}
-
-/** One evaluation on the validation data (chapter 3). */
-export interface EvalRecord {
-  /** Steps done when evaluated. */
-  step: number;
-  /** Epochs done, fractional. */
-  epoch: number;
-  /** Mean validation loss (nats). */
-  loss: number;
-  /** Validation perplexity, exp(loss). */
-  perplexity: number;
-  /** Seconds since the start of the run. */
-  seconds: number;
-}
-
-/** Everything a run records, ready to plot (chapter 3). */
-export interface TrainHistory {
-  /** Training loss, every `logEvery` steps. */
-  train: TrainRecord[];
-  /** Validation loss, every `evalEvery` steps (empty without validation data). */
-  val: EvalRecord[];
-  /** The evaluation with the lowest validation perplexity, if any. */
-  best?: EvalRecord;
-  /** Steps taken. */
-  steps: number;
-  /** Training examples processed (steps times batch size, less for partial batches). */
-  examples: number;
-  /** Why the run ended. */
-  stopReason: "steps" | "epochs" | "early stopping" | "time budget";
-  /** Whether the weights were restored to those of {@link TrainHistory.best}. */
-  restoredBest: boolean;
-  /** Wall-clock seconds of training (evaluation included). */
-  seconds: number;
-  /** Training examples per second, counting training steps only (not evaluation). */
-  examplesPerSecond: number;
-  /** Workers that differentiated each batch (1: this process alone; see {@link TrainerOptions.workers}). */
-  workers: number;
-  /** Why that many, in a sentence. */
-  workersReason: string;
-}
-
-/** Options of {@link Trainer}. */
-export interface TrainerOptions {
-  /** Examples per step (default 64). */
-  batchSize?: number;
-  /** Stop after this many steps. At least one of `maxSteps` and `epochs` is needed; the first reached ends the run. */
-  maxSteps?: number;
-  /** Stop after this many passes over the training data (may be fractional). */
-  epochs?: number;
-  /**
-   * `"epoch"` (default): each epoch visits every example once in a fresh
-   * shuffled order (the last batch of an epoch may be smaller). `"random"`:
-   * every batch draws examples uniformly with replacement (nanoGPT).
-   */
-  sampling?: "epoch" | "random";
-  /** Peak learning rate (default 1e-3). */
-  lr?: number;
-  /** `"constant"` (default) or `"cosine"` (warm-up then cosine decay to `minLr` at the last step). */
-  schedule?: "constant" | "cosine";
-  /** Linear warm-up steps (default 0). */
-  warmupSteps?: number;
-  /** Final learning rate of the cosine schedule (default lr / 10). */
-  minLr?: number;
-  /** AdamW's decoupled weight decay (default 0.01); see {@link AdamWOptions}. */
-  weightDecay?: number;
-  /** AdamW's betas (default [0.9, 0.999]). */
-  betas?: [number, number];
-  /** Which variables are decayed (default: rank >= 2). */
-  decay?: (name: string, variable: tf.Variable) => boolean;
-  /**
-   * Which variables a step updates (chapter 9, fine-tuning): their names, or
-   * a test on a name (default: all). The others get no gradient, so they stay
-   * bit-identical (frozen). On several workers the helpers differentiate the
-   * same selection.
-   */
-  trainable?: string[] | ((name: string) => boolean);
-  /**
-   * An optimiser to use instead of a new {@link AdamW} built from the options
-   * above (e.g. one configured with `implementation`, one whose state
-   * should carry over from another trainer, or an {@link SGD}).
-   */
-  optimizer?: Optimizer;
-  /** Clip the global gradient norm to this (default 1; `Infinity` to switch off). */
-  gradClip?: number;
-  /** Validation data: evaluated every `evalEvery` steps and at the end; drives early stopping. */
-  valData?: Dataset;
-  /** Steps between evaluations (default: one epoch, or a tenth of the run if shorter). */
-  evalEvery?: number;
-  /** Evaluate on a fixed random subset of this many validation examples (default: all). */
-  evalExamples?: number;
-  /**
-   * Examples per evaluation forward pass (default 512). With data-parallel
-   * helpers each batch is shared with them as training batches are, at
-   * most `batchSize` examples at a time.
-   */
-  evalBatchSize?: number;
-  /** Stop after this many evaluations without a better validation perplexity (default Infinity: never). */
-  patience?: number;
-  /** An improvement smaller than this relative amount does not count (default 0). */
-  minRelativeImprovement?: number;
-  /** At the end, put back the weights of the best evaluation (default true when there is validation data). */
-  restoreBest?: boolean;
-  /** Steps between training-loss records and progress-bar metrics (default 10). */
-  logEvery?: number;
-  /** Stop (after the current step) once this many seconds have passed. */
-  maxSeconds?: number;
-  /** The seed of the batch order and of {@link LossOptions.seed} (default 0); or pass `rng`. */
-  seed?: number;
-  /** The generator to draw batches from (takes precedence over `seed`). */
-  rng?: Rng;
-  /** Show a progress bar (default true); a string sets its label (default "train"). */
-  progress?: boolean | string;
-  /** Called after each training-loss record (may be async, e.g. to redraw a plot). */
-  onLog?: (record: TrainRecord, history: TrainHistory) => void | Promise<void>;
-  /** Called after each evaluation (may be async). */
-  onEval?: (record: EvalRecord, history: TrainHistory) => void | Promise<void>;
-  /**
-   * Shares each step's gradient work with other workers (data parallelism,
-   * e.g. a started `DataParallel`, which gives part of every batch to
-   * other cores). Default: none; see `workers`.
-   */
-  share?: StepShare;
-  /**
-   * Workers (cores) that differentiate each batch during {@link Trainer.run}:
-   * a whole number (this process counts as one), or `"auto"` (default): a
-   * helper per other core where a short timed probe shows that it makes
-   * steps faster, for models that can be rebuilt in a helper (`spec()`,
-   * or `workerSpec`), and as many as the free memory allows (a helper has
-   * its own runtime, model copy and activations: for the baby GPT it adds
-   * about 170 MB; 50 to 70 MB with `deno task lab`'s V8 flags, see
-   * tools/v8_flags.ts). The helpers evaluate part of every validation
-   * batch too. Results equal one-piece training up to float rounding,
-   * with dropout too when the model draws its masks at the rows'
-   * positions ({@link LossOptions.rowOffset}: the transformer and the
-   * fixed-window model do), and for a loss that scores only some positions
-   * when the model counts them ({@link TrainableModel.lossWeight}: the
-   * masked-LM encoder and the encoder-decoder do). Every model of `lib/`
-   * that a helper can rebuild from its `spec()` can train on several cores
-   * (all of them, but a `SequenceClassifier` only around an encoder: a
-   * hidden-state function of your own cannot be sent to a helper), on a
-   * CPU backend (`wasm`, `cpu`), in Deno and in a cross-origin isolated
-   * page of the live site (its service worker isolates every visit after
-   * the first). The history says how many ran and why. Ignored when
-   * `share` is given.
-   */
-  workers?: number | "auto";
-  /** How helpers rebuild the model, for a model without `spec()`. */
-  workerSpec?: ModelSpec;
-  /**
-   * Save the run to a file as it goes, and resume from it when the same run
-   * starts again (a notebook cell run again after its kernel was stopped):
-   * see {@link CheckpointOptions}. A finished run is reused without training.
-   */
-  checkpoint?: CheckpointOptions;
-}
-
-/**
- * A way to split each training step across workers (data parallelism;
- * chapter 3's trainer, `data_parallel.ts`). The trainer calls `split` with the
- * step's whole batch, differentiates the part it returns, then calls
- * `combine` with that part's gradients and loss (inside `tf.tidy`) and
- * steps the optimiser on what `combine` returns: the gradients and loss of
- * the whole batch, as if it had been differentiated in one piece.
- */
-export interface StepShare {
-  /**
-   * Hands the rest of a batch to the other workers, with the current weights.
-   * @param batch the step's whole batch (not disposed by the callee).
-   * @param variables the model's variables, by name.
-   * @param seed this step's seed for the loss's randomness.
-   * @returns the part this process differentiates: the batch's first rows
-   *   (its loss runs at `rowOffset` 0), a new batch, which the trainer
-   *   disposes, or `batch` itself. The other parts must get the same `seed`
-   *   and their rows' {@link LossOptions.rowOffset}.
-   */
-  split(batch: Batch, variables: Record<string, tf.Variable>, seed: number): Batch;
-  /**
-   * Waits for the other workers and combines their gradients with these.
-   * @param grads the local part's gradients, by variable name.
-   * @param loss the local part's mean loss.
-   * @returns the whole batch's mean gradients and loss.
-   */
-  combine(grads: Record<string, tf.Tensor>, loss: tf.Scalar): { grads: Record<string, tf.Tensor>; loss: tf.Scalar };
-}
 
 /**
  * Trains a {@link TrainableModel} on a {@link Dataset} (chapter 3; reused in
@@ -392,6 +147,8 @@ export class Trainer {
   #stepsDone = 0;
   /** The helpers of the current run, when it uses more than one worker. */
   #share: (StepShare & { close(): Promise<void> }) | undefined;
+  /** The shards each batch is differentiated in ({@link TrainerOptions.shards}). */
+  readonly #shards: number;
 
   /**
    * Sets up training of `model` on `data`; nothing runs until {@link Trainer.run} or {@link Trainer.step}.
@@ -417,6 +174,14 @@ export class Trainer {
     positiveInt("logEvery", o.logEvery);
     if (o.workers !== undefined && o.workers !== "auto" && !(Number.isInteger(o.workers) && o.workers >= 1)) {
       throw new RangeError(`workers must be "auto" or a whole number of at least 1: workers=${o.workers}`);
+    }
+    if (o.shards !== undefined) positiveInt("shards", o.shards);
+    const shards = o.shards ?? defaultShards(tf.getBackend());
+    if (typeof o.workers === "number" && o.workers > shards && !o.share) {
+      throw new RangeError(
+        `workers=${o.workers} is more than shards=${shards}: each worker differentiates whole shards of every batch, ` +
+          `so give shards: ${o.workers} or more (the numbers then depend on shards, never on workers)`,
+      );
     }
     if (o.maxSteps !== undefined) positiveInt("maxSteps", o.maxSteps);
     if (o.epochs !== undefined && !(o.epochs > 0)) {
@@ -466,6 +231,7 @@ export class Trainer {
     this.model = model;
     this.data = data;
     this.options = o;
+    this.#shards = shards;
     this.#rng = o.rng ?? new Rng(o.seed ?? 0);
     this.optimizer = o.optimizer ?? new AdamW({
       beta1: o.betas?.[0],
@@ -537,34 +303,31 @@ export class Trainer {
     share: StepShare | undefined,
     use: (grads: Record<string, tf.Tensor>, loss: tf.Scalar) => T,
   ): T {
-    const vars = this.model.variables();
-    const names = trainableNames(vars, this.options.trainable);
-    const byTfName = new Map(names.map((n) => [vars[n].name, n]));
-    const local = share ? share.split(batch, vars, seed) : batch;
-    try {
-      return tf.tidy(() => {
-        const { value: localLoss, grads } = tf.variableGrads(
-          () => this.model.loss(local, { training: true, seed }),
-          names.map((n) => vars[n]),
-        );
-        let value = localLoss;
-        let named: Record<string, tf.Tensor> = {};
-        for (const [tfName, g] of Object.entries(grads)) named[byTfName.get(tfName)!] = g;
-        if (share) ({ grads: named, loss: value } = share.combine(named, value));
-        return use(named, value);
+    const variables = this.model.variables();
+    const names = trainableNames(variables, this.options.trainable);
+    return tf.tidy(() => {
+      // The batch's fixed shards, here or shared, added in shard order: the same numbers on any number of workers.
+      const { grads, loss } = differentiateShards(this.model, batch, {
+        variables,
+        names,
+        seed,
+        shards: this.#shards,
+        share,
       });
-    } finally {
-      if (local !== batch) tf.dispose([local.x, local.y]); // also when a share's combine throws
-    }
+      return use(grads, loss);
+    });
   }
 
   /**
    * Decides the workers of a run ({@link TrainerOptions.workers}); the probe
    * differentiates without stepping and with its own seed, so it changes
-   * neither the weights nor the batch order.
+   * neither the weights nor the batch order. First the model says which
+   * implementation of it computes ({@link TrainableModel.choosePath}), in
+   * the history, and how helpers build the same.
    */
   async #chooseWorkers(steps: number): Promise<WorkersChoice> {
-    const o = this.options;
+    const o = this.options, chosen = await this.model.choosePath?.();
+    if (chosen) [this.history.path, this.history.pathReason] = [chosen.path, chosen.reason];
     if (o.share) return { workers: 1, reason: "the share given as an option splits each step" };
     return await chooseWorkers(this.model, {
       // A selection (fine-tuning): the helpers differentiate only these variables too.
@@ -572,7 +335,9 @@ export class Trainer {
       workers: o.workers ?? "auto",
       data: this.data,
       batchSize: o.batchSize,
-      spec: o.workerSpec ?? this.model.spec?.(),
+      shards: this.#shards,
+      evalBatchSize: o.valData ? o.evalBatchSize ?? 512 : undefined,
+      spec: o.workerSpec ?? chosen?.spec ?? this.model.spec?.(),
       steps,
       maxSeconds: o.maxSeconds,
       differentiate: (batch, share) => this.#differentiate(batch, 0, share, () => undefined),
@@ -643,7 +408,7 @@ export class Trainer {
         batchSize: o.evalBatchSize,
         indices: evalIdx,
         // Every core that trains also evaluates, where the share can (a DataParallel can).
-        share: share && "splitEval" in share ? share as StepShare & EvalShare : undefined,
+        share: share && "evalBatches" in share ? share as StepShare & EvalShare : undefined,
       });
       const rec: EvalRecord = {
         step: this.#stepsDone,

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/train/trainable_test.ts
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
 import { arrayDataset, type Batch } from "./dataset.ts";

@@ -12,13 +12,16 @@
  * - a planted infinite loop times out without freezing the page (the page
  *   answers while the worker spins), and the other exercises are still graded;
  * - a syntax error inside one exercise function costs that exercise only, with
- *   the same statuses and points as `deno task grade --submission`;
+ *   the same statuses and points as `deno task grade --submission`, and so does
+ *   a missing closing brace, which the parser notices in the next function;
  * - work persists across a reload, and the downloaded file (and the zip)
  *   grade identically with `deno task grade --submission DIR`.
  *
  * The site is `build/site/` when it has the grading assets (the suite's
  * browser stage renders it first), else a temporary site written from the
  * committed notebooks (unexecuted: the pages' outputs do not matter here).
+ *
+ * Run: LMBOOK_OFFLINE=1 deno test -A --import-map tests/offline_import_map.json tests/browser/grade_browser_test.ts
  *
  * @module
  */
@@ -222,8 +225,12 @@ Deno.test({
         "a syntax error inside one exercise function costs that exercise only, as on the command line",
         async () => {
           const sol = Deno.readTextFileSync(join(ROOT, "solutions/ch00_tour.ts"));
-          const broken = sol.replace(/(export function rowSoftmax\([^{]*\{)/, "$1\n  const broken = (1 + ;");
-          assert(broken !== sol, "the syntax error was planted");
+          // Two: softmax loses its closing brace (the parser notices only at rowSoftmax's `export`, so the
+          // function whose brackets do not balance is cut out: the type-check worker's TypeScript scanner says
+          // which), and rowSoftmax gets an expression cut short.
+          const broken = sol.replace(/\n\}\n(?=[\s\S]*export function rowSoftmax)/, "\n\n")
+            .replace(/(export function rowSoftmax\([^{]*\{)/, "$1\n  const broken = (1 + ;");
+          assertEquals(broken.split("\n").length, sol.split("\n").length + 1, "both syntax errors were planted");
           await openPanel(page, server.url + chapters.find((c) => c.chapter === "ch00")!.page);
           await setSource(page, "exercises/ch00_tour.ts", broken);
           const report = await gradeInPage(page);
@@ -235,10 +242,12 @@ Deno.test({
             const brief = (r: GradeReport) =>
               r.exercises.map((e) => ({ exercise: e.exercise, status: e.status, score: e.score }));
             assertEquals(brief(report), brief(cli), "the same statuses and points per exercise");
-            const first = (r: GradeReport) =>
-              r.exercises.find((e) => e.exercise === "0.2")!.tests[0].message.split("\n")[0];
-            assertEquals(first(report), first(cli), "the same verdict line");
-            assertEquals(first(report).startsWith("error: syntax error in your rowSoftmax"), true);
+            const first = (r: GradeReport, ex: string) =>
+              r.exercises.find((e) => e.exercise === ex)!.tests[0].message.split("\n")[0];
+            for (const [ex, fn] of [["0.1", "softmax"], ["0.2", "rowSoftmax"]]) {
+              assertEquals(first(report, ex), first(cli, ex), `${ex}: the same verdict line`);
+              assertEquals(first(report, ex).startsWith(`error: syntax error in your ${fn}:`), true, first(report, ex));
+            }
           } finally {
             await Deno.remove(dir, { recursive: true });
             await setSource(

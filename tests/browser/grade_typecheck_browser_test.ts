@@ -12,6 +12,8 @@
  * The site: `LMBOOK_SITE_DIR` or `build/site/` when it has the type-check
  * assets, else a temporary one written from the committed notebooks.
  *
+ * Run: LMBOOK_OFFLINE=1 deno test -A --import-map tests/offline_import_map.json tests/browser/grade_typecheck_browser_test.ts
+ *
  * @module
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";

@@ -25,8 +25,9 @@
  *   on purpose (traces removed, the drawing call misspelt) is flagged for
  *   exactly those two.
  *
- * Run: `deno test -A tests/browser/jupyterlab_render_browser_test.ts`. Skipped
- * without Chromium or Jupyter, except under CI where that is a failure. The
+ * Run: deno test -A tests/browser/jupyterlab_render_browser_test.ts
+ *
+ * Skipped without Chromium or Jupyter, except under CI where that is a failure. The
  * first run installs and bundles the npm packages into `.cache/` (a few
  * seconds with the packages in Deno's cache).
  *

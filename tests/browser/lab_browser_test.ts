@@ -20,8 +20,9 @@
  * file is checked unchanged afterwards (autosave is turned off in the page;
  * should it change anyway, it is restored and the test fails).
  *
- * Run: `deno test -A tests/browser/lab_browser_test.ts`. Skipped without
- * Chromium or Jupyter, except under CI where that is a failure;
+ * Run: deno test -A tests/browser/lab_browser_test.ts
+ *
+ * Skipped without Chromium or Jupyter, except under CI where that is a failure;
  * `LMBOOK_SKIP_LAB=1` skips it. `LMBOOK_LAB_NOTEBOOK` picks another chapter.
  *
  * @module

@@ -1,14 +1,17 @@
 /**
  * The live edition on a phone (390x844) in headless Chromium (issue 31 item 7): plots drawn by Run all are fitted
  * to the column as the stored ones are, the sticky header is opaque and compact, and the in-page grade report wraps
- * (nothing cut off, at phone and laptop width).
+ * (nothing cut off, at phone and laptop width). Issue 50: every cell's Run button is on screen, the status reads in
+ * full, a heading scrolled into view (or reached by its link) sits below the sticky header and toolbar, and the
+ * first cells say what runs them (the browser, the backend menu), not what would in Jupyter.
  *
  * The site is written here from a synthetic chapter with the hard cases (a long title, two series with long names,
  * a long x-axis title, a labelled heat map with a fixed width) and chapter 0's committed notebook (for its grading
  * panel), with the live part built (tools/web/build.ts); no notebook is executed by Jupyter. The plots are drawn by
  * the page's own Run all (`?autorun=1`, backend `cpu`). Screenshots go to `build/screenshots/phone_live_*.png`.
  *
- * Run: `deno test -A tests/browser/phone_live_test.ts`. Skipped without Chromium, except under CI.
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/browser/phone_live_test.ts
+ * Skipped without Chromium, except under CI.
  * @module
  */
 import { join } from "node:path";
@@ -19,6 +22,9 @@ import { writeSite } from "../../tools/site.ts";
 import { buildLive } from "../../tools/web/build.ts";
 import { chromiumMissing, launchChromium } from "./chromium.ts";
 import { gradeInPage, setSource } from "./grade_page.ts";
+
+// deno-lint-ignore no-explicit-any
+type Json = any;
 
 const missing = chromiumMissing();
 const isCI = Boolean(Deno.env.get("CI"));
@@ -171,6 +177,57 @@ async function reportProblems(page: Page): Promise<string[]> {
   });
 }
 
+/**
+ * What a reader of a live chapter on a phone cannot use: Run buttons off screen or hidden, a status cut short,
+ * headings under the sticky bars after `scrollIntoView()` or after following their link.
+ */
+async function liveControlProblems(page: Page, options: { exercises?: boolean } = {}): Promise<string[]> {
+  return await page.evaluate(async (exercises) => {
+    const problems: string[] = [];
+    const vw = document.documentElement.clientWidth;
+    const buttons = [...document.querySelectorAll<HTMLElement>(".live-run")];
+    const shown = buttons.filter((b) => {
+      const r = b.getBoundingClientRect();
+      return b.checkVisibility() && r.width > 0 && r.height > 0 && r.left >= 0 && r.right <= vw + 1;
+    });
+    if (buttons.length === 0 || shown.length < buttons.length) {
+      problems.push(`${shown.length} of ${buttons.length} Run buttons are visible`);
+    }
+    const status = document.querySelector<HTMLElement>(".live-status");
+    if (!status) problems.push("no status");
+    else if (status.scrollWidth > status.clientWidth + 1 || status.getBoundingClientRect().right > vw + 1) {
+      problems.push(
+        `the status "${status.textContent}" is cut: ${status.scrollWidth} px of text in ${status.clientWidth} px`,
+      );
+    }
+    const bar = document.querySelector<HTMLElement>(".live-toolbar")!;
+    const frame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    const headings = [...document.querySelectorAll<HTMLElement>("main h1, main h2, main h3")];
+    if (exercises && !headings.some((h) => h.closest(".lmbook-grade"))) {
+      problems.push("no exercise heading on the page");
+    }
+    for (const h of headings) {
+      for (const how of ["scrollIntoView", "link"] as const) {
+        const target = how === "link" ? h.closest<HTMLElement>("[id]") ?? h : h;
+        if (how === "link") {
+          if (!target.id) continue;
+          location.hash = `#${target.id}`;
+        } else h.scrollIntoView();
+        await frame();
+        const covered = bar.getBoundingClientRect().bottom - h.getBoundingClientRect().top;
+        if (covered > 1) {
+          problems.push(
+            `"${h.textContent?.trim().slice(0, 40)}" (${how === "link" ? `#${target.id}` : how}) is ${
+              Math.round(covered)
+            } px under the sticky header and toolbar`,
+          );
+        }
+      }
+    }
+    return problems;
+  }, options.exercises ?? false);
+}
+
 async function waitForRun(page: Page): Promise<void> {
   await page.waitForFunction(
     () => ["done", "error"].includes(document.documentElement.getAttribute("data-lmbook-run") ?? ""),
@@ -255,7 +312,7 @@ Deno.test({
               null,
               { timeout: 60_000 },
             );
-            const problems = await livePlotProblems(page);
+            const problems = [...await livePlotProblems(page), ...await liveControlProblems(page)];
             const plots = await page.$$(".live-plot");
             for (const [k, p] of plots.entries()) {
               await p.scrollIntoViewIfNeeded();
@@ -266,6 +323,53 @@ Deno.test({
             await page.close();
           }
         });
+        await t.step(
+          "chapter 0 at 390 px (and 800, 1366): Run buttons, status, headings usable; cells name the browser",
+          async () => {
+            const page = await phone.newPage();
+            try {
+              await page.goto(`${server.url}00_tour.html?backend=cpu`);
+              const problems = (await liveControlProblems(page, { exercises: true })).map((p) => `before a run: ${p}`);
+              // Chapter 0's first cells: the versions line, then (cell 3) the backend report.
+              const texts: string[][] = [];
+              for (let i = 0; i < 4; i++) {
+                const ok: boolean = await page.evaluate((k) => (window as Json).lmbook.runCell(k), i);
+                texts.push(await page.evaluate((k) => (window as Json).lmbook.texts(k), i));
+                if (!ok) problems.push(`cell ${i} failed: ${texts[i].join(" ")}`);
+              }
+              const [versions, report] = [texts[0].join("\n"), texts[3].join("\n")];
+              const runtime = /(Chrome|Chromium) \d+ \(browser\)/;
+              if (!runtime.test(versions) || /Deno/.test(versions)) {
+                problems.push(`the first cell should name the browser, not Deno: ${JSON.stringify(versions)}`);
+              }
+              if (
+                !/requested by the page's backend menu/.test(report) || !runtime.test(report) ||
+                /LMBOOK_|Deno/.test(report)
+              ) {
+                problems.push(
+                  `the backend report should name the page's menu and the browser: ${JSON.stringify(report)}`,
+                );
+              }
+              problems.push(
+                ...(await liveControlProblems(page, { exercises: true })).map((p) => `after running cells: ${p}`),
+              );
+              await page.evaluate(() => document.querySelector(".lmbook-grade h2")?.scrollIntoView());
+              await page.screenshot({ path: join(SCREENSHOT_DIR, "phone_live_exercises.png") });
+              await page.evaluate(() => document.querySelector("section.cell.code")?.scrollIntoView());
+              await page.screenshot({ path: join(SCREENSHOT_DIR, "phone_live_cell.png") });
+              // The same page on a tablet (the site drops the prompt column below 900 px) and on a laptop.
+              for (const viewport of [{ width: 800, height: 1000 }, { width: 1366, height: 768 }]) {
+                await page.setViewportSize(viewport);
+                problems.push(
+                  ...(await liveControlProblems(page, { exercises: true })).map((p) => `at ${viewport.width} px: ${p}`),
+                );
+              }
+              if (problems.length) throw new Error(`chapter 0:\n  - ${problems.join("\n  - ")}`);
+            } finally {
+              await page.close();
+            }
+          },
+        );
         await t.step("the grade report at 390 px and at 1366 px: every line wraps, nothing cut off", async () => {
           const problems = await gradeReportProblems(
             phone,

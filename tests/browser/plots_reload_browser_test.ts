@@ -20,8 +20,9 @@
  * plotly extension) is covered by tests/browser/jupyterlab_render_browser_test.ts,
  * which runs JupyterLab 4's real output stack bundled from npm.
  *
- * Run: `deno test -A tests/browser/plots_reload_browser_test.ts`. Skipped
- * without Chromium or Jupyter, except under CI where that is a failure;
+ * Run: deno test -A tests/browser/plots_reload_browser_test.ts
+ *
+ * Skipped without Chromium or Jupyter, except under CI where that is a failure;
  * `LMBOOK_SKIP_LAB=1` skips the Jupyter test.
  *
  * @module

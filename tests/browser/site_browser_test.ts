@@ -12,8 +12,12 @@
  * plotly cannot draw, plotly.js removed, a cell error, the notebook's own
  * self-rendering HTML without its library) and shows the checker flags each.
  *
- * Run: `deno test -A tests/browser/` (after `deno task render`). Without
- * Chromium the tests are skipped, except under CI where that is a failure.
+ * After `deno task render` (`deno test -A --import-map tests/offline_import_map.json tests/browser/` runs every
+ * browser test):
+ *
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/browser/site_browser_test.ts
+ *
+ * Without Chromium the tests are skipped, except under CI where that is a failure.
  * `LMBOOK_SITE_DIR` checks a site elsewhere.
  *
  * @module

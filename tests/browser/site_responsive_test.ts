@@ -13,7 +13,7 @@
  * - every link inside the site resolves (HTTP 200) under the prefix.
  * Screenshots at phone width go to `build/screenshots/phone_*.png`.
  *
- * Run: `deno test -A tests/browser/site_responsive_test.ts`.
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/browser/site_responsive_test.ts
  * @module
  */
 import { join } from "node:path";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json tools/web/build_test.ts
 import { assert, assertEquals, assertMatch, assertNotEquals } from "@std/assert";
 import { join } from "node:path";
 import { precacheList, staticImports, writeServiceWorker } from "./build.ts";

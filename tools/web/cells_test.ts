@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json tools/web/cells_test.ts
 import { assertEquals, assertRejects, assertStringIncludes } from "@std/assert";
 import { compileCell } from "./cells.ts";
 

@@ -25,7 +25,7 @@ import { javascript } from "@codemirror/lang-javascript";
 import { zipSync } from "fflate";
 import { formatReport, type GradeReport } from "../grade.ts";
 import { gradeInWorker, reportOf, type TestFileData, type TypeChecker } from "./grade_run.ts";
-import type { TypeCheckAnswer, TypeCheckRequest } from "./typecheck_worker.ts";
+import type { BracketsRequest, TypeCheckAnswer, TypeCheckRequest } from "./typecheck_worker.ts";
 import type { PointsSpec } from "../grade.ts";
 
 /** What the page embeds for its panel (see `grade_build.ts`). */
@@ -180,10 +180,10 @@ export function mountPanel(section: HTMLElement): GradePanelApi {
   // The type-check worker: started on the first Grade (the compiler and its files load only then), kept after.
   let checker: Worker | undefined;
   let checkId = 0;
-  const typeCheck: TypeChecker = (req) => {
+  /** Asks the type-check worker; `seconds` come back with a type check's result. */
+  const askChecker = (msg: TypeCheckRequest | BracketsRequest): Promise<TypeCheckAnswer> => {
     checker ??= new Worker(new URL(`${data.base}typecheck_worker.js`, location.href).href, { type: "module" });
     const w = checker;
-    const id = ++checkId;
     return new Promise((resolve, reject) => {
       // The compiler always finishes; a worker that never answers (its files did not arrive) is given up.
       const timer = setTimeout(() => {
@@ -193,13 +193,11 @@ export function mountPanel(section: HTMLElement): GradePanelApi {
         reject(new Error("the type check did not answer within 120 s"));
       }, 120_000);
       const onMessage = (e: MessageEvent<TypeCheckAnswer>) => {
-        if (e.data?.id !== id) return;
+        if (e.data?.id !== msg.id) return;
         clearTimeout(timer);
         w.removeEventListener("message", onMessage);
-        if (e.data.type === "result") {
-          api.typeCheckSeconds.push(e.data.seconds);
-          resolve(e.data.diagnostics);
-        } else reject(new Error(e.data.message));
+        if (e.data.type === "error") reject(new Error(e.data.message));
+        else resolve(e.data);
       };
       w.addEventListener("message", onMessage);
       w.addEventListener("error", (e) => {
@@ -207,9 +205,20 @@ export function mountPanel(section: HTMLElement): GradePanelApi {
         checker = undefined;
         reject(new Error(`the type-check worker failed: ${e.message}`));
       }, { once: true });
-      const msg: TypeCheckRequest = { type: "check", id, ...req };
       w.postMessage(msg);
     });
+  };
+  const typeCheck: TypeChecker = async (req) => {
+    const answer = await askChecker({ type: "check", id: ++checkId, ...req });
+    if (answer.type !== "result") throw new Error(`the type-check worker answered ${answer.type}`);
+    api.typeCheckSeconds.push(answer.seconds);
+    return answer.diagnostics;
+  };
+  // The same worker's TypeScript scanner places a syntax error in one exercise function (tools/source_scan.ts).
+  typeCheck.brackets = async (codes) => {
+    const answer = await askChecker({ type: "brackets", id: ++checkId, codes });
+    if (answer.type !== "brackets") throw new Error(`the type-check worker answered ${answer.type}`);
+    return answer.balanced;
   };
   const api: GradePanelApi = {
     files: () => data.files.map((f) => f.path),

@@ -15,7 +15,6 @@
  */
 import {
   applyOverride,
-  bracketsBalance,
   classify,
   type GradedResult,
   type Override,
@@ -54,10 +53,18 @@ export interface GradeInWorkerOptions {
   typeCheck?: TypeChecker;
 }
 
+/**
+ * Says whether the brackets of each piece of code balance, skipping comments and literals (tools/source_scan.ts's
+ * `bracketsBalance`, run where the TypeScript compiler is: the type-check worker).
+ */
+export type BracketCheck = (codes: string[]) => Promise<boolean[]>;
+
 /** Checks files with TypeScript: the diagnostics of `report` (see tools/web/typecheck.ts). */
-export type TypeChecker = (
-  req: { overlay: Record<string, string>; roots: string[]; report: string[] },
-) => Promise<TypeDiagnostic[]>;
+export interface TypeChecker {
+  (req: { overlay: Record<string, string>; roots: string[]; report: string[] }): Promise<TypeDiagnostic[]>;
+  /** The same compiler's scanner, for placing a syntax error ({@link cutOutSyntaxError}); without it, see there. */
+  brackets?: BracketCheck;
+}
 
 /** What {@link gradeInWorker} returns. */
 export interface WorkerGradeRun {
@@ -72,6 +79,9 @@ export interface WorkerGradeRun {
 }
 
 const key = (file: string, name: string) => `${file}\u0000${name}`;
+
+/** A test file that could not be loaded, as the grading worker reports it. */
+type LoadError = Extract<WorkerEvent, { type: "load-error" }>;
 
 /** Starts a grading worker and waits until it has loaded. */
 export function startWorker(url: string): Promise<Worker> {
@@ -145,8 +155,16 @@ export async function gradeInWorker(
     skip.add(key(r.file, r.name));
     options.onResult?.(r);
   };
+  // Student files whose syntax error no exercise function holds (their tests fail to load as they are).
+  const uncut = new Set<string>();
+  const fileFailed = (file: string, raw: string, declared: string[]) => {
+    skipFiles.add(file);
+    const names = tests.find((t) => t.file === file)?.names ?? declared;
+    const message = loadErrorMessage(file, raw);
+    for (const n of names) add({ file, name: n, exercise: parseTestName(n).exercise, status: "error", message });
+  };
   for (;;) {
-    const outcome = await new Promise<"done" | "stopped">((resolve) => {
+    const outcome = await new Promise<"done" | "stopped" | LoadError>((resolve) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const arm = (ms: number, onFire: () => void) => {
         clearTimeout(timer);
@@ -180,23 +198,14 @@ export async function gradeInWorker(
         else if (ev.type === "load-error") {
           clearTimeout(timer);
           const syn = ev.syntax;
-          if (syn && syn.path !== ev.file && syn.path in current) {
-            const cut = cutOutSyntaxError(current[syn.path], syn, fnEx, new Set(overrides.keys()));
-            if (cut) {
-              current[syn.path] = cut.source;
-              overrides.set(cut.exercise, cut.message);
-              worker.removeEventListener("message", onMessage);
-              worker.terminate();
-              resolve("stopped");
-              return;
-            }
+          if (syn && syn.path !== ev.file && syn.path in current && !uncut.has(syn.path)) {
+            // A syntax error in a student's file: stopped here, cut out below if an exercise function holds it.
+            worker.removeEventListener("message", onMessage);
+            worker.terminate();
+            resolve(ev);
+            return;
           }
-          skipFiles.add(ev.file);
-          const names = tests.find((t) => t.file === ev.file)?.names ?? ev.names;
-          const message = loadErrorMessage(ev.file, ev.message);
-          for (const n of names) {
-            add({ file: ev.file, name: n, exercise: parseTestName(n).exercise, status: "error", message });
-          }
+          fileFailed(ev.file, ev.message, ev.names);
         } else if (ev.type === "start") {
           arm(ev.timeout + (options.graceMs ?? 1_000), () => {
             add(resultOf(ev.file, ev.name, `Test timed out after ${ev.timeout}ms`, ev.timeout / 1000));
@@ -234,6 +243,21 @@ export async function gradeInWorker(
       worker.postMessage(req);
     });
     if (outcome === "done") break;
+    if (typeof outcome === "object") {
+      const syntax = outcome.syntax!;
+      const cut = await cutOutSyntaxError(current[syntax.path], syntax, {
+        fnEx,
+        taken: new Set(overrides.keys()),
+        brackets: options.typeCheck?.brackets,
+      });
+      if (cut) {
+        current[syntax.path] = cut.source;
+        overrides.set(cut.exercise, cut.message);
+      } else {
+        uncut.add(syntax.path);
+        fileFailed(outcome.file, outcome.message, outcome.names);
+      }
+    }
     restarts++;
     worker = await startWorker(options.workerUrl);
   }
@@ -311,7 +335,9 @@ export async function typeCheckVerdicts(
     const syntax = diags.find((d) => d.kind === "syntax");
     if (syntax) {
       const problem = { path: syntax.path, line: syntax.line, column: syntax.column, message: "" };
-      const patched = syntax.path in current ? cutOutSyntaxError(current[syntax.path], problem, fnEx, cut) : undefined;
+      const patched = syntax.path in current
+        ? await cutOutSyntaxError(current[syntax.path], problem, { fnEx, taken: cut, brackets: check.brackets })
+        : undefined;
       if (patched) {
         current[syntax.path] = patched.source;
         cut.add(patched.exercise);
@@ -365,24 +391,26 @@ export async function typeCheckVerdicts(
  * balance above the error (the parser often notices a missing brace further down), else the one at it.
  * @param source the exercise file.
  * @param problem where the parser stopped.
- * @param fnEx exercise number by function name.
- * @param taken exercises already cut out.
+ * @param options `fnEx`: exercise number by function name; `taken`: exercises already cut out; `brackets`:
+ *   the bracket check (without it, or when it fails, the function at the error is cut out).
  * @returns the patched source, the exercise and its message; undefined when no exercise function holds it.
  */
-export function cutOutSyntaxError(
+export async function cutOutSyntaxError(
   source: string,
   problem: SyntaxProblem,
-  fnEx: Map<string, string>,
-  taken: Set<string>,
-): { source: string; exercise: string; message: string } | undefined {
+  options: { fnEx: Map<string, string>; taken: Set<string>; brackets?: BracketCheck },
+): Promise<{ source: string; exercise: string; message: string } | undefined> {
+  const { fnEx, taken } = options;
   const regions = topLevelRegions(source);
   const lines = source.split("\n");
   const line = problem.line;
   const isExercise = (r: (typeof regions)[number]) =>
     r.isFunction && r.name !== null && fnEx.has(r.name) && !taken.has(fnEx.get(r.name)!);
-  const unbalanced = regions.find((r) =>
-    isExercise(r) && r.header <= line && !bracketsBalance(lines.slice(r.header - 1, r.end).join("\n"))
-  );
+  const above = regions.filter((r) => isExercise(r) && r.header <= line);
+  const balanced = above.length && options.brackets
+    ? await options.brackets(above.map((r) => lines.slice(r.header - 1, r.end).join("\n"))).catch(() => undefined)
+    : undefined;
+  const unbalanced = balanced ? above.find((_, k) => !balanced[k]) : undefined;
   const here = regions.find((r) => line >= r.start && line <= r.end);
   const target = unbalanced ?? (here && isExercise(here) ? here : undefined);
   if (!target) return undefined;

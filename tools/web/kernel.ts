@@ -9,7 +9,8 @@
  *   `with (scope)`, so later cells (and closures from earlier ones) see them, and top-level `await` works.
  * - `import ... from "../lib/mod.ts"` (any path ending in `lib/mod.ts`) is the lib bundle; tfjs imports are
  *   `lm.tf`. Cells get a small stand-in for `Deno` (`Deno.env.get` answers from the page's settings, e.g.
- *   `LMBOOK_BACKEND`; `Deno.version.deno` says it is a browser).
+ *   `LMBOOK_BACKEND`); it has no `Deno.version`, since no Deno runs here: a cell names its runtime with
+ *   `lm.platform().runtime()`, and lib's backend report says the backend menu chose a requested backend.
  * - lib's display, progress bars and plots reach the page through a platform ({@link setPlatform} in
  *   lib/core/platform.ts) whose `jupyter()` posts MIME bundles to the page; `console.log` is posted as a stream.
  * - The page stops a long cell by terminating this worker (the only way to interrupt a synchronous loop) and starts
@@ -230,6 +231,8 @@ worker.onmessage = (ev: MessageEvent<ToKernel>) => {
           ...lm.fetchPlatform,
           name: "browser",
           env: (name: string) => env[name],
+          // LMBOOK_BACKEND is the menu's choice: the backend report says so rather than naming a variable.
+          envSource: (name: string) => (name === "LMBOOK_BACKEND" ? "the page's backend menu" : undefined),
           jupyter: () => jupyterShim,
           wasmPaths: () => new URL("wasm/", LIVE).href,
           // A training run's helpers on the other cores (used when the page is cross-origin isolated).
@@ -242,7 +245,6 @@ worker.onmessage = (ev: MessageEvent<ToKernel>) => {
         const runtime = lm.platform().runtime();
         declared.add("Deno");
         scopeObject.Deno = {
-          version: { deno: `(none: this page runs in ${runtime})` },
           env: { get: (name: string) => env[name], toObject: () => ({ ...env }) },
           errors: { NotFound: class NotFound extends Error {} },
         };

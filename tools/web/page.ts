@@ -64,15 +64,26 @@ style.textContent = `
 [data-lmbook-status="error"] .live-status { color: var(--bad, #b42318); }
 .live-run { display: block; margin-top: .3rem; font-size: .75rem; }
 section.cell.live-running { outline: 2px solid var(--accent, #3056d3); outline-offset: 2px; }
-/* A phone: one compact row under the compact header (tools/site_assets.ts), the status cut short rather than wrapped. */
+/* Below 900 px the site drops the prompt column (tools/site_assets.ts); the live page keeps each cell's count and
+   Run button, on a row of their own above the code. */
+@media (max-width: 900px) {
+  section.cell.code .input { flex-direction: column; align-items: stretch; gap: .2rem; }
+  section.cell.code .prompt { display: flex; flex: none; align-items: center; gap: .5rem; padding: 0; text-align: left; }
+  section.cell.code .prompt .time { display: inline; }
+  .live-run { display: inline-block; margin-top: 0; }
+}
+/* A phone: under the compact header (tools/site_assets.ts), the buttons and the backend menu on one row and the
+   status on a row of its own, so that it reads in full (a message too long for the row ends in an ellipsis, whole
+   in its tooltip). */
 @media (max-width: 600px) {
-  .live-toolbar { top: 2.5rem; flex-wrap: nowrap; gap: .35rem; padding: .25rem .4rem; margin: 0 0 .75rem;
-    font-size: .8rem; white-space: nowrap; }
+  .live-toolbar { top: 2.5rem; row-gap: .15rem; column-gap: .35rem; padding: .25rem .4rem; margin: 0 0 .75rem;
+    font-size: .8rem; }
   .live-toolbar button { padding: .05rem .4rem; }
   .live-toolbar label { font-size: 0; }
   .live-toolbar select { font-size: .8rem; }
   .live-backend { display: none; }
-  .live-status { flex: 1 1 0; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
+  .live-status { flex: 1 0 100%; min-width: 0; line-height: 1.3; white-space: nowrap; overflow: hidden;
+    text-overflow: ellipsis; }
 }
 `;
 document.head.appendChild(style);
@@ -97,8 +108,23 @@ if (wanted && [...select.options].some((o) => o.value === wanted)) select.value 
 
 function status(text: string, state = "idle"): void {
   statusLabel.textContent = text;
+  statusLabel.title = text; // whole, where a phone's row cuts a long message short
   root.setAttribute("data-lmbook-status", state);
 }
+statusLabel.title = statusLabel.textContent ?? "";
+
+/**
+ * Keeps headings clear of the sticky header and this toolbar: `scroll-padding-top` (which `scrollIntoView`, links
+ * to `#id` and find-in-page honour) is set to where the toolbar ends when stuck, plus a little air. The site's fixed
+ * value (4rem, 5.5rem on a phone) fits the header alone; the toolbar's height depends on the width and the fonts.
+ */
+function fitScrollPadding(): void {
+  const stuckTop = parseFloat(getComputedStyle(bar).top) || 0;
+  root.style.scrollPaddingTop = `${Math.ceil(stuckTop + bar.offsetHeight + 8)}px`;
+}
+fitScrollPadding();
+new ResizeObserver(fitScrollPadding).observe(bar);
+addEventListener("resize", fitScrollPadding);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Kernel.

@@ -5,12 +5,17 @@
  * loads the TypeScript compiler (bundled into this script) and the recorded
  * file set `typecheck_files.json` (beside this script) once, then answers
  * each {@link TypeCheckRequest} with the diagnostics of the files asked
- * about ({@link typeCheck}), parsed lib files kept between checks.
+ * about ({@link typeCheck}), parsed lib files kept between checks. It also
+ * says which pieces of code have balanced brackets ({@link BracketsRequest},
+ * TypeScript's scanner through tools/source_scan.ts), for the page to place a
+ * syntax error in one exercise function, so that no other bundle of the page
+ * needs a second copy of the compiler.
  *
  * @module
  */
 import ts from "typescript";
 import { type RecordedFiles, recordedView, typeCheck, type TypeDiagnostic } from "./typecheck.ts";
+import { bracketsBalance } from "../source_scan.ts";
 
 /** What the page asks: check these files. */
 export interface TypeCheckRequest {
@@ -25,9 +30,19 @@ export interface TypeCheckRequest {
   report: string[];
 }
 
+/** What the page asks: whether the brackets of each piece of code balance (see `bracketsBalance`). */
+export interface BracketsRequest {
+  type: "brackets";
+  /** Matches the answer to the question. */
+  id: number;
+  /** The pieces of code, e.g. exercise functions. */
+  codes: string[];
+}
+
 /** What the worker answers. */
 export type TypeCheckAnswer =
   | { type: "result"; id: number; diagnostics: TypeDiagnostic[]; seconds: number }
+  | { type: "brackets"; id: number; balanced: boolean[] }
   | { type: "error"; id: number; message: string };
 
 let view: Promise<ReturnType<typeof recordedView>> | undefined;
@@ -42,10 +57,14 @@ async function load(): Promise<ReturnType<typeof recordedView>> {
 
 const post = (a: TypeCheckAnswer) => (self as unknown as Worker).postMessage(a);
 
-self.onmessage = async (e: MessageEvent<TypeCheckRequest>) => {
+self.onmessage = async (e: MessageEvent<TypeCheckRequest | BracketsRequest>) => {
   const req = e.data;
-  if (req?.type !== "check") return;
+  if (req?.type !== "check" && req?.type !== "brackets") return;
   try {
+    if (req.type === "brackets") {
+      post({ type: "brackets", id: req.id, balanced: req.codes.map((code) => bracketsBalance(code, ts)) });
+      return;
+    }
     view ??= load();
     const fs = await view.catch((err) => {
       view = undefined;
