@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/data/brown_divisions_test.ts
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import { brownDivisions, divisionOf, divisionPassages, documentRoles, roleStream } from "./brown_divisions.ts";
 import { EOS_ID, UNK_ID } from "./vocab.ts";

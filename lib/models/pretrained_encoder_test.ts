@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/models/pretrained_encoder_test.ts
 import { assert, assertAlmostEquals, assertEquals, assertRejects } from "@std/assert";
 import { fileURLToPath } from "node:url";
 import { initBackend } from "../core/backend.ts";

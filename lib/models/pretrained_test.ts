@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/models/pretrained_test.ts
 import { assert, assertAlmostEquals, assertEquals, assertRejects } from "@std/assert";
 import { fileURLToPath } from "node:url";
 import { initBackend } from "../core/backend.ts";
@@ -92,6 +93,13 @@ Deno.test("TransformerLM.hiddenStates: the states the LM head reads (its logits 
     const viaHead = tf.matMul(tf.reshape(h, [10, 8]), model.variables().wte, false, true); // (10, V)
     const logits = tf.reshape(model.forward(idx).logits, [10, 11]);
     assert(tf.max(tf.abs(tf.sub(viaHead, logits))).dataSync()[0] < 1e-4);
+    // With path "readable" the states come from gpt.ts itself, and they agree.
+    const readable = new TransformerLM({ vocabSize: 11, blockSize: 6, nLayer: 2, nHead: 2, nEmbd: 8 }, {
+      seed: 3,
+      path: "readable",
+    });
+    assert(tf.max(tf.abs(tf.sub(readable.hiddenStates(idx), h))).dataSync()[0] < 1e-5);
+    readable.dispose();
   });
   model.dispose();
 });

@@ -66,7 +66,7 @@ import type { Batch } from "../train/dataset.ts";
 import type { LossOptions, TrainableModel } from "../train/train.ts";
 import type { ModelSpec } from "../train/data_parallel.ts";
 import { WindowScorer, windowStart } from "../lm/windows.ts";
-import { gptForward, initWeights, lmHead } from "./gpt.ts";
+import { gptForward, initWeights, lmHead, norm } from "./gpt.ts";
 import { checkLogitsSize, FastForward, type RunResult } from "./gpt_fast.ts";
 import { FUSED_PATH, fusedProbe, PathGuard, type PathVerdict } from "./path_guard.ts";
 import {
@@ -304,18 +304,12 @@ export class TransformerLM implements TrainableModel, LanguageModel {
    * @returns (B, T, nEmbd).
    */
   hiddenStates(idx: tf.Tensor2D): tf.Tensor3D {
-    const T = idx.shape[1];
-    // Logits for the last position only (headFrom), the stream after the last block from returnHidden.
-    const { hidden } = this.#run(idx, undefined, { returnHidden: true, headFrom: T - 1 });
-    const x = hidden!.at(-1)!; // (B, T, C)
-    const c = this.config, g = this.#vars["lnF.g"] as tf.Tensor1D | undefined;
-    if (c.normPlacement !== "pre" || !g) return x; // (B, T, C)
-    const [B, , C] = x.shape;
-    const flat = tf.reshape(x, [B * T, C]) as tf.Tensor2D; // (N, C)
-    const normed = c.normKind === "rms"
-      ? rmsNormFused(flat, g) // (N, C)
-      : layerNormFused(flat, g, { beta: (this.#vars["lnF.b"] as tf.Tensor1D | undefined) ?? tf.zeros([C]) }); // (N, C)
-    return tf.reshape(normed, [B, T, C]) as tf.Tensor3D; // (B, T, C)
+    const c = this.config, T = idx.shape[1];
+    const x = this.#useFast()
+      // Logits for the last position only (headFrom); the stream after the last block from returnHidden.
+      ? this.#run(idx, undefined, { returnHidden: true, headFrom: T - 1 }).hidden!.at(-1)! // (B, T, C)
+      : gptForward(this.#vars, { c, idx }, { returnHidden: true }).hidden!.at(-1)!; // (B, T, C)
+    return c.normPlacement === "pre" ? norm(this.#vars, { c, x, name: "lnF" }) : x; // (B, T, C)
   }
 
   /**
