@@ -20,6 +20,7 @@ export {
   formatBackendReport,
   initBackend,
   type InitBackendOptions,
+  InterruptedError,
   isNotFound,
   type JupyterApi,
   MASK_VALUE,

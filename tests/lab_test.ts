@@ -49,7 +49,7 @@ async function runLab(fake: "none" | "classic" | "lab", kernel: boolean): Promis
   if (kernel) {
     const dir = join(home, ".local/share/jupyter/kernels/deno");
     await Deno.mkdir(dir, { recursive: true });
-    await Deno.writeTextFile(join(dir, "kernel.json"), "{}");
+    await Deno.writeTextFile(join(dir, "kernel.json"), JSON.stringify({ display_name: "Deno (mine)" }));
   }
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", join(ROOT, "tools/lab.ts"), "--no-browser"],
@@ -139,9 +139,12 @@ Deno.test("deno task lab registers a missing Deno kernel, then opens the classic
   const r = await runLab("classic", false);
   try {
     assertEquals(r.code, 0, r.out);
-    assertStringIncludes(r.out, "Registering the Deno kernel");
+    assertStringIncludes(r.out, "Registered the Deno kernel");
     const spec = join(r.home, ".local/share/jupyter/kernels/deno/kernel.json");
-    assert((await Deno.stat(spec)).isFile, `no kernel.json at ${spec}`);
+    const json = JSON.parse(await Deno.readTextFile(spec));
+    // Deno's own kernelspec, with the interrupt mode that makes Jupyter's Stop button work (tools/kernelspec.ts).
+    assertEquals(json.argv?.slice(1), ["jupyter", "--kernel", "--conn", "{connection_file}"]);
+    assertEquals(json.interrupt_mode, "message");
     const open = r.calls.find((c) => c.startsWith("notebook "));
     assert(open, `jupyter notebook was not started; calls: ${r.calls.join(" | ")}`);
     assertStringIncludes(open, `--notebook-dir=${join(ROOT, "notebooks")}`);
@@ -160,11 +163,15 @@ Deno.test("deno task lab registers a missing Deno kernel, then opens the classic
   }
 });
 
-Deno.test("deno task lab prefers JupyterLab and leaves a registered kernel alone", async () => {
+Deno.test("deno task lab prefers JupyterLab, and adds message-mode interrupts to a registered kernel", async () => {
   const r = await runLab("lab", true);
   try {
     assertEquals(r.code, 0, r.out);
-    assert(!r.out.includes("Registering"), r.out);
+    assert(!r.out.includes("Registered"), r.out);
+    // The kernelspec is kept, with one line more.
+    const spec = join(r.home, ".local/share/jupyter/kernels/deno/kernel.json");
+    assertEquals(JSON.parse(await Deno.readTextFile(spec)), { display_name: "Deno (mine)", interrupt_mode: "message" });
+    assertStringIncludes(r.out, `Set the Deno kernel's interrupt_mode to "message"`);
     assertStringIncludes(r.out, "JupyterLab");
     const open = r.calls.find((c) => c.startsWith("lab --notebook-dir="));
     assert(open, `jupyter lab was not started; calls: ${r.calls.join(" | ")}`);

@@ -7,7 +7,9 @@
  * `--no-browser` is given, and says how to install Jupyter for the full kernel experience. Each chapter page then
  * runs its cells (**Run all**) and grades the exercises (**Grade**) in the browser. Ctrl+C stops it.
  *
- * With Jupyter, it registers the Deno kernel if it is missing, sets up the npm dependencies
+ * With Jupyter, it registers the Deno kernel if it is missing, with `"interrupt_mode": "message"` in its
+ * kernelspec so that Jupyter's Stop button stops a cell and keeps its variables (tools/kernelspec.ts;
+ * an existing kernelspec gets that line added), sets up the npm dependencies
  * quietly (one line instead of Deno's per-package "Initialize" lines and its
  * lifecycle-script warning in the kernel's log), writes the plotly.js copy
  * that plot outputs load (`notebooks/lmbook_static/`), then starts JupyterLab
@@ -18,7 +20,8 @@
  * @module
  */
 import { join } from "node:path";
-import { jupyterMissing, ROOT } from "./notebooks.ts";
+import { ROOT } from "./notebooks.ts";
+import { INTERRUPT_MODE, registerDenoKernel } from "./kernelspec.ts";
 import { serveSite } from "./serve.ts";
 import { trainingV8Env } from "./v8_flags.ts";
 import { ensurePlotlyAsset } from "../lib/display/plot.ts";
@@ -129,14 +132,16 @@ ${INSTALL_JUPYTER}`);
 
 if (!(await works("jupyter", ["--version"]))) await liveEdition(Deno.args);
 
-const missing = await jupyterMissing();
-if (missing?.includes("kernel")) {
-  console.log("Registering the Deno kernel for Jupyter (deno jupyter --install)...");
-  const out = await new Deno.Command(Deno.execPath(), { args: ["jupyter", "--install"] }).output();
-  if (!out.success) {
-    console.error("`deno jupyter --install` failed; run it by hand to see why.");
-    Deno.exit(1);
+// The Deno kernel, registered if missing, with the interrupt mode that makes Jupyter's Stop button work.
+try {
+  const { path, action } = await registerDenoKernel();
+  if (action === "registered") console.log(`Registered the Deno kernel for Jupyter: ${path}`);
+  if (action === "updated") {
+    console.log(`Set the Deno kernel's interrupt_mode to "${INTERRUPT_MODE}" (Stop then stops a cell): ${path}`);
   }
+} catch (e) {
+  console.error(`Registering the Deno kernel for Jupyter failed: ${e instanceof Error ? e.message : e}`);
+  Deno.exit(1);
 }
 
 // Without this, the first notebook to import lib/ sets up node_modules inside the kernel, which prints a line per

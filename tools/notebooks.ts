@@ -68,6 +68,12 @@ export function checkNotebookSource(nb: Json): string[] {
         problems.push(`cell ${i}: committed with execution_count=${c.execution_count}; clear it`);
       }
       const src = Array.isArray(c.source) ? c.source.join("") : String(c.source ?? "");
+      if (/\bmaxSeconds\s*:/.test(src)) {
+        problems.push(
+          `cell ${i}: gives a training run a time budget (maxSeconds), so its numbers would depend on the machine's ` +
+            `speed and load (a run cut at another step); bound it by maxSteps or epochs`,
+        );
+      }
       for (const m of src.matchAll(/\bDeno\.(\w+)(?:\.(\w+))?/g)) {
         const api = m[2] && m[1] !== "version" ? `${m[1]}.${m[2]}` : m[1];
         if (!LIVE_PAGE_DENO.includes(api)) {

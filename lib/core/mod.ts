@@ -15,3 +15,4 @@ export * from "./errors.ts";
 export * from "./backend.ts";
 export * from "./platform.ts";
 export * from "./mask.ts";
+export * from "./interrupt.ts";

@@ -23,6 +23,12 @@ export interface DisplayOptions {
   displayId?: string;
   /** Replace the output that has `displayId` instead of adding one. */
   update?: boolean;
+  /**
+   * Pause after showing it (default true; see {@link settleMs}). A progress
+   * bar's redraws during a run skip it: more redraws follow, and a pause (a
+   * timer) would wait behind the run's own turns of the event loop.
+   */
+  settle?: boolean;
 }
 
 /**
@@ -86,7 +92,7 @@ export async function display(bundle: MimeBundle, options: DisplayOptions = {}):
     ...(options.displayId ? { display_id: options.displayId } : {}),
     ...(options.update ? { update: true } : {}),
   });
-  await new Promise((r) => setTimeout(r, settleMs(bundle, options.update)));
+  if (options.settle !== false) await new Promise((r) => setTimeout(r, settleMs(bundle, options.update)));
 }
 
 /**

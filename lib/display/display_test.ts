@@ -2,6 +2,7 @@
 import { assert, assertEquals, assertGreater, assertStringIncludes, assertThrows } from "@std/assert";
 import { escapeHtml, formatTable, inNotebook } from "./display.ts";
 import { ProgressBar } from "./progress.ts";
+import { fetchPlatform, setPlatform } from "../core/platform.ts";
 import {
   barChart,
   describeFigure,
@@ -157,4 +158,42 @@ Deno.test("ProgressBar counts, shows rate, ETA and metrics", async () => {
   await bar.done();
   assertThrows(() => new ProgressBar(0), RangeError, "total=0");
   assertThrows(() => bar.update(-1), RangeError, "n=-1");
+});
+
+Deno.test("ProgressBar of a resumed run: it starts at the steps already done, and its rate counts only its own", () => {
+  let t = 0;
+  // A run resumed at step 240 of 2000 that has made 60 more steps in 10 s.
+  const bar = new ProgressBar(2000, { label: "train", output: "none", now: () => t, initial: 240 });
+  assertStringIncludes(bar.format(), "240/2000 [00:00<?, 0 it/s]"); // not 240 steps in no time
+  t = 10_000;
+  bar.update(60);
+  assertStringIncludes(bar.format(), "300/2000 [00:10<04:43, 6 it/s]"); // 1700 steps left at 6 it/s
+  assertEquals(bar.rate(), 6);
+  assertThrows(() => new ProgressBar(10, { initial: 11 }), RangeError, "initial=11");
+  assertThrows(() => new ProgressBar(10, { initial: -1 }), RangeError, "initial=-1");
+});
+
+Deno.test("ProgressBar.stop draws the bar once more with a note saying where the run stopped", async () => {
+  const drawn: string[] = [];
+  setPlatform({
+    ...fetchPlatform,
+    name: "deno",
+    jupyter: () => ({
+      display: (obj) => (drawn.push(String((obj as Record<string, string>)["text/plain"])), Promise.resolve()),
+    }),
+  });
+  try {
+    let t = 0;
+    const bar = new ProgressBar(400, { label: "tiny", output: "notebook", now: () => t });
+    t = 2000;
+    bar.update(101, { loss: 2.5 });
+    await bar.stop("stopped at step 101: run the cell again to resume");
+    assertEquals(
+      drawn.at(-1),
+      "tiny  25% |██████░░░░░░░░░░░░░░░░░░| 101/400 [00:02<00:06, 50.5 it/s] loss=2.5 · " +
+        "stopped at step 101: run the cell again to resume",
+    );
+  } finally {
+    setPlatform(undefined);
+  }
 });

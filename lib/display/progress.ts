@@ -8,6 +8,7 @@
  */
 import { display, escapeHtml, inNotebook } from "./display.ts";
 import { platform } from "../core/platform.ts";
+import { nextTask } from "../core/interrupt.ts";
 
 /** Options of {@link ProgressBar}. */
 export interface ProgressOptions {
@@ -26,6 +27,12 @@ export interface ProgressOptions {
   intervalMs?: number;
   /** A clock in milliseconds (for tests; default performance.now). */
   now?: () => number;
+  /**
+   * Steps done before this bar started (default 0), e.g. by the run that a
+   * resumed training continues: the bar starts at this count, and its rate
+   * and time left count only the steps made since.
+   */
+  initial?: number;
 }
 
 function clock(seconds: number): string {
@@ -75,6 +82,8 @@ export class ProgressBar {
   #shown = false;
   #pending: Promise<void> = Promise.resolve();
   #finished = false;
+  #initial: number;
+  #note = "";
 
   /**
    * Creates a bar for `total` steps; it draws on the first tick.
@@ -100,6 +109,11 @@ export class ProgressBar {
     this.#interval = options.intervalMs ?? (this.#mode === "log" ? 5000 : this.#mode === "notebook" ? 1000 : 250);
     this.#now = options.now ?? (() => performance.now());
     this.#start = this.#now();
+    const initial = options.initial ?? 0;
+    if (!Number.isInteger(initial) || initial < 0 || initial > total) {
+      throw new RangeError(`initial must be a whole number from 0 to total=${total}: initial=${initial}`);
+    }
+    this.#initial = this.count = initial;
   }
 
   /** Returns seconds since the bar was created. */
@@ -107,15 +121,16 @@ export class ProgressBar {
     return (this.#now() - this.#start) / 1000;
   }
 
-  /** Returns steps per second so far. */
+  /** Returns steps per second so far (those made since the bar started, not its `initial` count). */
   rate(): number {
     const e = this.elapsed();
-    return e > 0 ? this.count / e : 0;
+    return e > 0 ? (this.count - this.#initial) / e : 0;
   }
 
   /**
    * The bar as one line of text.
-   * @returns e.g. `train  45% |#########-----------| 450/1000 [00:12<00:15, 37.5 it/s] loss=2.31`.
+   * @returns e.g. `train  45% |#########-----------| 450/1000 [00:12<00:15, 37.5 it/s] loss=2.31`, and
+   * then the note of {@link ProgressBar.stop}, if any.
    */
   format(): string {
     const frac = Math.min(1, this.count / this.total);
@@ -126,7 +141,8 @@ export class ProgressBar {
     const m = Object.entries(this.metrics).map(([k, v]) => `${k}=${metric(v)}`).join(" ");
     return `${this.#label ? this.#label + " " : ""}${String(Math.floor(frac * 100)).padStart(3)}% |` +
       `${"█".repeat(filled)}${"░".repeat(width - filled)}| ${this.count}/${this.total} ` +
-      `[${clock(this.elapsed())}<${clock(left)}, ${metric(rate)} ${this.#unit}/s]${m ? " " + m : ""}`;
+      `[${clock(this.elapsed())}<${clock(left)}, ${metric(rate)} ${this.#unit}/s]${m ? " " + m : ""}` +
+      (this.#note ? ` · ${this.#note}` : "");
   }
 
   #html(): string {
@@ -153,8 +169,9 @@ export class ProgressBar {
         const bundle = { "text/html": this.#html(), "text/plain": this.format() };
         const update = this.#shown;
         this.#shown = true;
+        const settle = final; // (the last draw may end the cell: it waits for the kernel to send it)
         this.#pending = this.#pending.then(() =>
-          display(bundle, { displayId: this.#displayId, update }).catch(() => {})
+          display(bundle, { displayId: this.#displayId, update, settle }).catch(() => {})
         );
         return;
       }
@@ -188,6 +205,19 @@ export class ProgressBar {
     this.#draw(true);
     await this.#pending;
   }
+
+  /**
+   * Draws the bar one last time with a note after it, e.g. where an
+   * interrupted run stopped, and waits until the notebook has it.
+   * @param note the note.
+   */
+  async stop(note: string): Promise<void> {
+    this.#note = note;
+    this.#finished = false; // (drawn again even after done())
+    // Not after the earlier redraws: a loop ended by Jupyter's Stop may have lost their promises' continuations.
+    this.#pending = Promise.resolve();
+    await this.done();
+  }
 }
 
 /**
@@ -196,11 +226,14 @@ export class ProgressBar {
  * when the code running yields to the event loop. The function returned waits
  * one event-loop turn when at least `ms` milliseconds have passed since its
  * last wait, and returns at once otherwise, so a loop can call it every
- * iteration for little cost.
+ * iteration for little cost. The turn is a message's, not a timer's (timers
+ * wait until the loop ends; a bar's redraws do not need them), so that
+ * Jupyter's Stop, landing in the loop, leaves the kernel working
+ * (lib/core/interrupt.ts, `nextTask`).
  *
  * @param ms milliseconds between yields (default 100, below the bar's redraw interval, 250 ms in a terminal).
  * @param now a clock in milliseconds (default performance.now).
- * @returns a function to await in the loop.
+ * @returns a function to await in the loop; it resolves to whether it yielded.
  * @throws {RangeError} when `ms` is negative or not a number.
  *
  * @example
@@ -211,22 +244,20 @@ export class ProgressBar {
  * const pace = pacer(100, () => t);
  * for (let i = 0; i < 10; i++) {
  *   t += 30; // 30 ms of work per iteration
- *   let turned = false;
- *   setTimeout(() => (turned = true), 0);
- *   await pace();
- *   if (turned) yields++;
+ *   if (await pace()) yields++;
  * }
  * assertEquals(yields, 2); // at 120 and 240 ms: about every 100 ms, not every iteration
  * ```
  */
-export function pacer(ms = 100, now: () => number = () => performance.now()): () => Promise<void> {
+export function pacer(ms = 100, now: () => number = () => performance.now()): () => Promise<boolean> {
   if (!(ms >= 0)) throw new RangeError(`ms must be a non-negative number: ms=${ms}`);
   let last = now();
   return async () => {
     const t = now();
-    if (t - last < ms) return;
-    await new Promise((r) => setTimeout(r, 0));
+    if (t - last < ms) return false;
+    await nextTask();
     last = now();
+    return true;
   };
 }
 

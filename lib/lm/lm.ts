@@ -32,6 +32,7 @@
  * @module
  */
 import { ProgressBar } from "../display/progress.ts";
+import { LoopGuard } from "../core/interrupt.ts";
 import type { Rng } from "../core/random.ts";
 import { BOS_ID, EOS_ID } from "../data/vocab.ts";
 
@@ -271,6 +272,7 @@ function checkStream(tokens: ArrayLike<number>, vocabSize: number): Int32Array {
  * @param options a progress bar or callback.
  * @returns ln P(tokens[t] | tokens[0..t)) for every t.
  * @throws {RangeError} on an id outside `[0, model.vocabSize)`.
+ * @throws {InterruptedError} when Jupyter's Stop button ends the scoring (the message and the bar say where).
  */
 export async function streamLogProbs(
   model: LanguageModel,
@@ -279,20 +281,35 @@ export async function streamLogProbs(
 ): Promise<Float64Array> {
   const stream = checkStream(tokens, model.vocabSize);
   let bar: ProgressBar | null = null, last = 0;
+  // Jupyter's Stop ends the scoring wherever it is (lib/core/interrupt.ts): the guard closes what it left open
+  // and tells the bar and the cell where it stopped. Scoring changes no model, so nothing else needs mending.
+  const label = typeof options.progress === "string" ? options.progress : `score ${model.name}`;
+  const guard = new LoopGuard({
+    repair: async (wait) => {
+      const where = `${last.toLocaleString("en")} of ${stream.length.toLocaleString("en")} tokens`;
+      await wait((bar as ProgressBar | null)?.stop(`stopped after ${where}`));
+      return `${label}: stopped after ${where}; the model is unchanged (scoring does not change it)`;
+    },
+  });
   const onProgress = options.progress
     ? (done: number, total: number) => {
+      guard.beat();
       options.onProgress?.(done, total);
-      bar ??= new ProgressBar(total, {
-        label: typeof options.progress === "string" ? options.progress : `score ${model.name}`,
-        unit: "tok",
-      });
+      bar ??= new ProgressBar(total, { label, unit: "tok" });
       bar.update(done - last);
       last = done;
     }
-    : options.onProgress;
-  const out = await scoreStream(model, stream, onProgress);
-  if (bar) await (bar as ProgressBar).done();
-  return out;
+    : (done: number, total: number) => {
+      guard.beat();
+      last = done;
+      options.onProgress?.(done, total);
+    };
+  const score = async () => {
+    const out = await guard.wait(scoreStream(model, stream, onProgress));
+    if (bar) await guard.wait((bar as ProgressBar).done());
+    return out;
+  };
+  return await guard.watch(score());
 }
 
 async function scoreStream(

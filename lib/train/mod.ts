@@ -15,7 +15,19 @@ export * from "./optimizer.ts";
 export * from "./schedule.ts";
 export * from "./train.ts";
 export * from "./checkpoint.ts";
-export { type CheckpointOptions, fingerprintDiff, loadRun, runFingerprint, type SavedRun, saveRun } from "./resume.ts";
+export {
+  type CheckpointOptions,
+  fingerprintDiff,
+  type KeptRun,
+  type KeptTrainer,
+  loadRun,
+  runFingerprint,
+  RunKeeper,
+  type RunPosition,
+  type SavedRun,
+  saveRun,
+  type StepAt,
+} from "./resume.ts";
 export * from "./curves.ts";
 export * from "./model_file.ts";
 export { DataParallel, type DataParallelOptions, type ModelSpec } from "./data_parallel.ts";

@@ -1,22 +1,36 @@
 /**
  * Training runs that survive being stopped (chapter 3, used again in chapter
- * 6). Jupyter's Deno kernel cannot be interrupted: Interrupt restarts it and
- * every variable is lost. So a long training cell saves its run as it goes
- * (the weights, the optimiser's moments, the step, the position in the data
- * and the random generator, the history so far), and the same cell run again
- * resumes where it stopped, or reuses the finished run, with the losses and
- * weights an unbroken run gives. {@link Trainer} does this when given its
- * `checkpoint` option; this module holds the file format and the checks.
+ * 6), in two ways.
+ *
+ * - Jupyter's Stop (Interrupt) button: with the kernelspec that `deno task
+ *   lab` registers, it ends the training loop wherever it is, possibly in the
+ *   middle of an update (lib/core/interrupt.ts). A {@link RunKeeper} then
+ *   puts the model, the optimiser and the position in the data back to the
+ *   latest completed step: from an in-memory snapshot taken every few
+ *   seconds, it replays the steps made since (a seeded run repeats them
+ *   exactly), so every weight has had the same updates. The kernel keeps its
+ *   variables; the run is saved to its checkpoint, and the cell run again
+ *   resumes from that step.
+ * - A restarted kernel (or a closed notebook): the run is saved to a file as
+ *   it goes (the weights, the optimiser's moments, the step, the position in
+ *   the data and the random generator, the history so far), and the same
+ *   cell run again resumes from the last save, or reuses the finished run.
+ *
+ * Either way the losses and weights are those of an unbroken run.
+ * {@link Trainer} does this when given its `checkpoint` option; this module
+ * holds the file format, the checks and the keeper.
  *
  * @module
  */
 import * as tf from "../core/tf.ts";
 import { isNotFound, platform } from "../core/platform.ts";
 import type { RngState } from "../core/random.ts";
+import { LoopGuard } from "../core/interrupt.ts";
+import type { ProgressBar } from "../display/progress.ts";
 import { loadWeights, saveWeights } from "./checkpoint.ts";
 import type { Optimizer, OptimizerState } from "./optimizer.ts";
 import type { Dataset } from "./dataset.ts";
-import type { CheckpointOptions, TrainableModel, TrainerOptions, TrainHistory } from "./types.ts";
+import type { CheckpointOptions, EvalRecord, TrainableModel, TrainerOptions, TrainHistory } from "./types.ts";
 export type { CheckpointOptions } from "./types.ts";
 
 /** A run as a checkpoint stores it (chapter 3); the tensors belong to whoever holds it. */
@@ -53,6 +67,11 @@ export interface SavedRun {
   best: Record<string, tf.Tensor> | null;
   /** The optimiser's step and buffers. */
   optimizer: OptimizerState;
+  /**
+   * The losses (scalars) of the steps since the last training-loss record,
+   * which the next record averages with its own (empty when saved at a record).
+   */
+  pendingLoss?: tf.Tensor[];
 }
 
 /** The options that change what a run computes (not its display, callbacks or time budget). */
@@ -208,9 +227,10 @@ export async function saveRun(
   for (const [k, t] of Object.entries(run.weights)) tensors[`weights/${k}`] = t;
   for (const [k, t] of Object.entries(run.best ?? {})) tensors[`best/${k}`] = t;
   for (const [k, t] of Object.entries(state.tensors)) tensors[`optimizer/${k}`] = t;
+  (run.pendingLoss ?? []).forEach((t, i) => (tensors[`pending/${i}`] = t));
   const order = run.order ? tf.tensor1d(run.order, "int32") : null;
   if (order) tensors.order = order;
-  const { weights: _w, best: _b, order: _o, ...rest } = run;
+  const { weights: _w, best: _b, order: _o, pendingLoss: _p, ...rest } = run;
   try {
     const meta = { kind: "lmbook training run", ...(encode(rest) as object), optimizerStep: state.step };
     const deno = platform().name === "deno";
@@ -262,16 +282,17 @@ export async function loadRun(path: string, fingerprint: Record<string, unknown>
     for (const [k, t] of Object.entries(tensors)) if (k.startsWith(prefix)) out[k.slice(prefix.length)] = t;
     return out;
   };
-  const best = pick("best/");
+  const best = pick("best/"), pending = pick("pending/");
   const order = tensors.order ? Int32Array.from(tensors.order.dataSync()) : null;
   tensors.order?.dispose();
-  const rest = decode<Omit<SavedRun, "weights" | "best" | "order" | "optimizer">>(meta);
+  const rest = decode<Omit<SavedRun, "weights" | "best" | "order" | "optimizer" | "pendingLoss">>(meta);
   return {
     ...rest,
     order,
     weights: pick("weights/"),
     best: Object.keys(best).length ? best : null,
     optimizer: { step: meta.optimizerStep as number, tensors: pick("optimizer/") },
+    pendingLoss: Object.keys(pending).sort((a, b) => Number(a) - Number(b)).map((k) => pending[k]),
   };
 }
 
@@ -337,4 +358,334 @@ function resumeMessage(label: string, path: string, run: SavedRun, totalSteps: n
     ? `reused the finished run (${run.stepsDone} steps) saved in ${path}`
     : `resumed at step ${run.stepsDone} of ${totalSteps} from ${path} (saved ${run.seconds.toFixed(0)} s into the run)`;
   return `${label}: ${what}; to train afresh, delete that file or pass checkpoint.fresh: true`;
+}
+
+/** Where a trainer is in its run (chapter 3): what a resumed run continues from. */
+export type RunPosition = Pick<SavedRun, "stepsDone" | "examplesSeen" | "order" | "cursor" | "rng" | "dataRng">;
+
+/** What a {@link RunKeeper} may do with its trainer's private state (chapter 3). */
+export interface KeptTrainer {
+  /** The trainer: its model, optimiser and options. */
+  trainer: { readonly model: TrainableModel; readonly optimizer: Optimizer; readonly options: TrainerOptions };
+  /** The trainer's position now. */
+  position(): RunPosition;
+  /** Puts back weights (disposed), an optimiser state (copied) and a position. */
+  restore(run: RunPosition & Pick<SavedRun, "weights" | "optimizer">): void;
+  /** Takes the run's next step as its loop does; returns its loss and gradient norm (scalars to dispose). */
+  trainStep(): { loss: tf.Scalar; gradNorm: tf.Scalar };
+  /** Stops the run's data-parallel helpers, if any. */
+  closeHelpers(): Promise<void>;
+}
+
+/** The run a {@link RunKeeper} keeps, given by {@link RunKeeper.begin} (chapter 3). */
+export interface KeptRun {
+  /** The run's history (the trainer's, mended in place after a stop). */
+  history: TrainHistory;
+  /** The step the run started at (see {@link SavedRun.runStart}). */
+  runStart: number;
+  /** The run's planned steps. */
+  totalSteps: number;
+  /** The progress bar's label (names the run in messages). */
+  label: string;
+  /** The progress bar, which is told where the run stopped. */
+  bar: ProgressBar | null;
+  /** The checkpoint's path and the run's fingerprint, when the run has one: the repaired run is saved there. */
+  checkpoint?: { path: string; fingerprint: Record<string, unknown> };
+  /** Whether the run keeps the best evaluation's weights (see {@link TrainerOptions.restoreBest}). */
+  restoreBest: boolean;
+}
+
+/** Where the training loop is after a completed step (chapter 3), as it tells {@link RunKeeper.completed}. */
+export interface StepAt {
+  /** The trainer's steps done. */
+  stepsDone: number;
+  /** Evaluations since the best one. */
+  sinceBest: number;
+  /** Milliseconds spent in training steps. */
+  trainMs: number;
+  /** Seconds since the run started. */
+  seconds: number;
+}
+
+/** What a {@link RunKeeper} records after each completed step: numbers only, so recording costs nothing. */
+interface StepDone extends StepAt {
+  /** Records in the history's `train` and `val` lists. */
+  trainRecords: number;
+  /** (See `trainRecords`.) */
+  valRecords: number;
+  /** The history's best evaluation. */
+  best: EvalRecord | undefined;
+  /** The history's `steps` and `examples`. */
+  steps: number;
+  /** (See `steps`.) */
+  examples: number;
+}
+
+/** The state of a run at a completed step, kept in memory; its tensors are its own. */
+interface Snapshot {
+  position: RunPosition;
+  weights: Record<string, tf.Tensor>;
+  optimizer: OptimizerState;
+  best: Record<string, tf.Tensor> | null;
+  pending: tf.Scalar[];
+  /** Set last: a snapshot that is not complete was stopped while being taken. */
+  complete: boolean;
+}
+
+/** At least this long between two snapshots, and 50 times as long as taking one took (at most 2% of the time). */
+const SNAPSHOT_MS = 5000;
+
+/**
+ * Copies of tensors (chapter 3): each shares its original's values until
+ * that changes (an update gives a variable new values, so a copy keeps the
+ * old ones), and is freed on its own.
+ * @param tensors the tensors (e.g. a model's variables) by name.
+ * @returns the copies, by the same names.
+ */
+export function cloneTensors(tensors: Record<string, tf.Tensor>): Record<string, tf.Tensor> {
+  return Object.fromEntries(Object.entries(tensors).map(([k, t]) => [k, t.clone()]));
+}
+
+/**
+ * The history of a run that has not taken a step (chapter 3).
+ * @returns an empty {@link TrainHistory}.
+ */
+export function emptyHistory(): TrainHistory {
+  return {
+    train: [],
+    val: [],
+    steps: 0,
+    examples: 0,
+    stopReason: "steps",
+    restoredBest: false,
+    seconds: 0,
+    examplesPerSecond: 0,
+    workers: 1,
+    workersReason: "no steps were taken",
+  };
+}
+
+function snapshotTensors(s: Snapshot): tf.Tensor[] {
+  return [
+    ...Object.values(s.weights),
+    ...Object.values(s.optimizer.tensors),
+    ...Object.values(s.best ?? {}),
+    ...s.pending,
+  ];
+}
+
+/**
+ * Keeps a training run restorable to its latest completed step when
+ * Jupyter's Stop ends its loop anywhere (chapter 3; see the module's notes).
+ * The trainer's loop records each completed step ({@link RunKeeper.completed}:
+ * a few numbers, and every few seconds an in-memory snapshot of the weights,
+ * the optimiser's state and the position), keeps the tensors it holds
+ * between steps in {@link RunKeeper.live}, and marks its awaits with the
+ * keeper's {@link LoopGuard}. Once the guard finds the loop dead, the keeper
+ * frees those tensors, stops the data-parallel helpers, puts back the latest
+ * snapshot, replays the steps made after it (the same batches, seeds and
+ * rates: an unbroken run's numbers), mends the history, saves the run to
+ * its checkpoint and tells the progress bar and the cell where it stopped.
+ */
+export class RunKeeper {
+  /** The guard that watches the loop; its {@link LoopGuard.watch} gives the run's promise. */
+  readonly guard: LoopGuard;
+  /**
+   * The tensors the loop holds from one step to the next: the losses not yet
+   * averaged into a record, the last gradient norm and the best evaluation's
+   * weights (the loop keeps them here, so that a stopped loop's are freed).
+   */
+  readonly live: { pending: tf.Scalar[]; norm: tf.Scalar | null; best: Record<string, tf.Tensor> | null } = {
+    pending: [],
+    norm: null,
+    best: null,
+  };
+  #hooks: KeptTrainer;
+  #run: KeptRun | null = null;
+  #done: StepDone | null = null;
+  // Replaced whole, in one assignment, so that a stop leaves either the old state or the new one.
+  #slots: { committed: Snapshot | null; pending: Snapshot | null; retired: Snapshot | null } = {
+    committed: null,
+    pending: null,
+    retired: null,
+  };
+  #lastSnapshot = 0;
+  #snapshotMs = 0;
+  #ended = false;
+
+  /**
+   * Sets up the keeper and its guard (whose timer starts now).
+   * @param hooks what the keeper may do with the trainer.
+   */
+  constructor(hooks: KeptTrainer) {
+    this.#hooks = hooks;
+    this.guard = new LoopGuard({ repair: (wait) => this.#repair(wait) });
+  }
+
+  /**
+   * The loop is about to take its first step: records where it starts, and
+   * takes the first snapshot.
+   * @param run the run.
+   * @param at where it starts.
+   */
+  begin(run: KeptRun, at: StepAt): void {
+    this.#run = run;
+    this.completed(at, true);
+  }
+
+  /**
+   * The loop completed a step (its log and evaluation included).
+   * @param at where it is.
+   * @param snapshot take a snapshot now (default: when the last is old enough).
+   */
+  completed(at: StepAt, snapshot = false): void {
+    const h = this.#run!.history;
+    const best = h.best, steps = h.steps, examples = h.examples;
+    this.#done = { ...at, trainRecords: h.train.length, valRecords: h.val.length, best, steps, examples };
+    this.guard.beat();
+    if (snapshot || performance.now() - this.#lastSnapshot >= Math.max(SNAPSHOT_MS, 50 * this.#snapshotMs)) {
+      this.#snapshot();
+    }
+  }
+
+  /** The loop took its last step; what is left is putting back the best weights, and saving. */
+  ended(): void {
+    this.#ended = true;
+  }
+
+  /** Frees the snapshots, and the tensors in {@link RunKeeper.live} (the loop ended). */
+  dispose(): void {
+    this.#freeLive();
+    const { committed, pending, retired } = this.#slots;
+    this.#slots = { committed: null, pending: null, retired: null };
+    for (const s of [committed, pending, retired]) if (s) tf.dispose(snapshotTensors(s));
+  }
+
+  #snapshot(): void {
+    const { model, optimizer } = this.#hooks.trainer;
+    if (!optimizer.saveState) return; // (its state cannot be put back: nothing to snapshot)
+    const t0 = performance.now(), live = this.live;
+    let s: Snapshot | undefined;
+    tf.tidy(() => {
+      s = {
+        position: this.#hooks.position(),
+        weights: cloneTensors(model.variables()), // shares the values: an update gives a variable new ones
+        optimizer: optimizer.saveState!(),
+        best: live.best && cloneTensors(live.best),
+        pending: live.pending.map((t) => t.clone()),
+        complete: false,
+      };
+      this.#slots = { ...this.#slots, pending: s }; // stopped from here on, the repair frees what was kept
+      for (const t of snapshotTensors(s)) tf.keep(t);
+      s.complete = true;
+    });
+    const old = this.#slots.committed;
+    this.#slots = { committed: s!, pending: null, retired: old };
+    if (old) tf.dispose(snapshotTensors(old));
+    this.#slots = { committed: s!, pending: null, retired: null };
+    this.#lastSnapshot = performance.now();
+    this.#snapshotMs = this.#lastSnapshot - t0;
+  }
+
+  /** The complete snapshot (the others freed). */
+  #latestSnapshot(): Snapshot | null {
+    const { committed, pending, retired } = this.#slots;
+    const chosen = pending?.complete ? pending : committed;
+    for (const s of [committed, pending, retired]) if (s && s !== chosen) tf.dispose(snapshotTensors(s));
+    this.#slots = { committed: chosen, pending: null, retired: null };
+    return chosen;
+  }
+
+  #freeLive(): void {
+    const live = this.live;
+    tf.dispose([...live.pending, ...(live.norm ? [live.norm] : []), ...Object.values(live.best ?? {})]);
+    Object.assign(live, { pending: [], norm: null, best: null });
+  }
+
+  /** Puts the stopped run back to its latest completed step (run by the guard; safe to repeat). */
+  async #repair(wait: <T>(p: T | PromiseLike<T>) => Promise<T>): Promise<string> {
+    const run = this.#run, done = this.#done, h = this.#hooks, live = this.live;
+    if (run && this.#ended) return await this.#repairEnded(run, wait);
+    this.#freeLive();
+    await wait(h.closeHelpers());
+    const s = this.#latestSnapshot();
+    if (!run || !done) return "stopped before training started: run the cell again";
+    const n = done.stepsDone, where = `${run.label}: stopped at step ${n} of ${run.totalSteps}`;
+    if (run.bar) run.bar.count = n - run.runStart;
+    if (!s) {
+      await wait(run.bar?.stop(`stopped at step ${n}`));
+      return `${where}. This optimiser cannot save its state, so the step in progress may be half applied: ` +
+        `train afresh.`;
+    }
+    // Back to the snapshot, then the steps made since, replayed: the same batches, seeds and rates.
+    await wait(run.bar?.stop(`stopping: putting back step ${n}`));
+    h.restore({
+      ...s.position,
+      weights: cloneTensors(s.weights),
+      optimizer: { ...s.optimizer, tensors: cloneTensors(s.optimizer.tensors) },
+    });
+    const lastRecord = run.history.train[done.trainRecords - 1]?.step ?? 0;
+    live.pending = lastRecord <= s.position.stepsDone ? s.pending.map((t) => t.clone()) : [];
+    live.best = s.best && cloneTensors(s.best);
+    for (let step = s.position.stepsDone + 1; step <= n; step++) {
+      const { loss, gradNorm } = h.trainStep();
+      gradNorm.dispose();
+      if (step > lastRecord) live.pending.push(loss);
+      else loss.dispose();
+      if (run.restoreBest && done.best?.step === step) {
+        tf.dispose(Object.values(live.best ?? {}));
+        live.best = Object.fromEntries(Object.entries(h.trainer.model.variables()).map(([k, v]) => [k, v.clone()]));
+      }
+    }
+    const hist = run.history;
+    hist.train.length = done.trainRecords;
+    hist.val.length = done.valRecords;
+    Object.assign(hist, { best: done.best, steps: done.steps, examples: done.examples, seconds: done.seconds });
+    hist.examplesPerSecond = done.trainMs > 0 ? done.examples / (done.trainMs / 1000) : 0;
+    hist.stopReason = "interrupted";
+    let next = "`await trainer.run()` continues from there (a new Trainer starts afresh)";
+    if (run.checkpoint) {
+      const { path, fingerprint } = run.checkpoint;
+      await wait(saveRun(path, {
+        ...h.position(),
+        fingerprint,
+        runStart: run.runStart,
+        history: hist,
+        sinceBest: done.sinceBest,
+        trainMs: done.trainMs,
+        seconds: done.seconds,
+        finished: false,
+        weights: h.trainer.model.variables(),
+        best: live.best,
+        pendingLoss: live.pending,
+      }, h.trainer.optimizer));
+      next = `the run is saved in ${path}: run the cell again to resume from step ${n}`;
+    }
+    this.dispose();
+    await wait(run.bar?.stop(`stopped at step ${n}${run.checkpoint ? ": run the cell again to resume" : ""}`));
+    return `${where}. The model holds its weights after step ${n} (the step in progress was undone), and ${next}.`;
+  }
+
+  /** Stopped after the last step: finishes what the run had left to do (the same as an unbroken run does). */
+  async #repairEnded(run: KeptRun, wait: <T>(p: T | PromiseLike<T>) => Promise<T>): Promise<string> {
+    const { model, optimizer } = this.#hooks.trainer, h = run.history, live = this.live;
+    if (run.restoreBest && live.best && h.best) {
+      const vars = model.variables();
+      for (const [name, t] of Object.entries(live.best)) vars[name].assign(t);
+      h.restoredBest = true;
+    }
+    this.dispose();
+    await wait(this.#hooks.closeHelpers());
+    const { stepsDone: n, trainMs, seconds } = this.#done!;
+    Object.assign(h, { seconds, examplesPerSecond: trainMs > 0 ? h.examples / (trainMs / 1000) : 0 });
+    if (run.checkpoint) {
+      const at = { ...this.#hooks.position(), runStart: run.runStart, history: h, sinceBest: this.#done!.sinceBest };
+      const { path, fingerprint } = run.checkpoint;
+      const rest = { fingerprint, trainMs, seconds, finished: true, weights: model.variables(), best: null };
+      await wait(saveRun(path, { ...at, ...rest }, optimizer));
+    }
+    await wait(run.bar?.stop(`stopped after its last step`));
+    return `${run.label}: stopped as it ended, after its last step (${n} of ${run.totalSteps}): the model holds ` +
+      `its final weights${run.checkpoint ? `, saved in ${run.checkpoint.path}` : ""}.`;
+  }
 }

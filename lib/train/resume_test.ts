@@ -8,6 +8,7 @@ import { fingerprintDiff, loadRun } from "./resume.ts";
 import { type TrainableModel, Trainer, type TrainerOptions } from "./train.ts";
 import { Rng } from "../core/random.ts";
 import { initBackend } from "../core/backend.ts";
+import { InterruptedError, setGuardTimer } from "../core/interrupt.ts";
 
 tf.env().set("PROD", true);
 await tf.setBackend("cpu");
@@ -251,5 +252,65 @@ Deno.test("AdamW saveState/loadState: a copy continues as the original, with eit
     for (const t of [w1, w2, g]) t.dispose();
     a.dispose();
     b.dispose();
+  }
+});
+
+Deno.test("Trainer stopped as by Jupyter's Stop: back to its latest completed step, saved, resumed to an unbroken run's end", async () => {
+  // Jupyter's Stop ends the loop's code wherever it is; here a log callback that never returns does the same to
+  // the loop (nothing can resume it), which the guard finds by a garbage collection (lib/core/interrupt.ts).
+  setGuardTimer(20);
+  try {
+    const unbroken = bigram(V);
+    const h1 = await new Trainer(unbroken, train, options).run();
+    for (const checkpointed of [true, false]) {
+      const path = await tempPath();
+      const model = bigram(V);
+      const before = tf.memory().numTensors;
+      const checkpoint = checkpointed ? { path, config: { init: 1 } } : undefined;
+      const trainer = new Trainer(model, train, {
+        ...options,
+        checkpoint,
+        onLog: (r) => (r.step === 25 ? new Promise<void>(() => {}) : undefined), // stopped in step 25's log
+      });
+      const err = await assertRejects(() => trainer.run(), InterruptedError);
+      // Step 25 had updated the weights: it is undone, every weight, and the optimiser with them.
+      assertStringIncludes(err.message, "train: stopped at step 24 of 40. The model holds its weights after step 24");
+      assertStringIncludes(err.message, checkpointed ? `saved in ${path}` : "continues from there");
+      assertEquals([trainer.history.steps, trainer.optimizer.step], [24, 24]);
+      assertEquals(trainer.history.stopReason, "interrupted");
+      assertEquals(trainer.history.train.map((r) => r.step), [5, 10, 15, 20]);
+      assertEquals(tf.memory().numTensors - before, 0, "tensors left over by the stopped run (AdamW's moments are js)");
+      let resumed: Trainer;
+      if (checkpointed) {
+        // The cell run again: a new trainer and model resume from the step the stop kept, and end as an unbroken run.
+        trainer.dispose();
+        model.dispose();
+        resumed = new Trainer(bigram(V), train, { ...options, checkpoint });
+        const log = console.log;
+        console.log = () => {};
+        let h2;
+        try {
+          h2 = await resumed.run();
+        } finally {
+          console.log = log;
+        }
+        assertEquals(h2.train.map((r) => r.step), h1.train.map((r) => r.step));
+        // The record at step 25 averages steps 21 to 25: the losses of 21 to 24 were kept through the stop.
+        h1.train.forEach((r, i) => assertAlmostEquals(h2.train[i].loss, r.loss, 1e-6, `train loss at step ${r.step}`));
+        h1.val.forEach((r, i) => assertAlmostEquals(h2.val[i].loss, r.loss, 1e-6, `validation loss at ${r.step}`));
+      } else {
+        // No checkpoint: the same trainer's next run continues from step 24 (with a history of its own).
+        resumed = trainer;
+        const h2 = await trainer.run();
+        assertEquals(h2.steps, 16);
+      }
+      const a = values(unbroken), b = values(resumed.model);
+      a.forEach((w, i) => w.forEach((x, j) => assertAlmostEquals(b[i][j], x, 1e-6, `weight ${i}[${j}]`)));
+      resumed.dispose();
+      (resumed.model as ReturnType<typeof bigram>).dispose();
+    }
+    unbroken.dispose();
+  } finally {
+    setGuardTimer(undefined);
   }
 });

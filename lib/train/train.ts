@@ -83,7 +83,16 @@ import { type EvalShare, evaluateLoss } from "./evaluate.ts";
 import { trainableNames } from "./trainable.ts";
 export { type EvalShare, evaluateLoss, type EvaluateLossOptions, type LossReport } from "./evaluate.ts";
 import { assignWeights } from "./checkpoint.ts";
-import { type CheckpointOptions, openRun, type SavedRun, saveRun } from "./resume.ts";
+import {
+  type CheckpointOptions,
+  cloneTensors,
+  emptyHistory,
+  openRun,
+  RunKeeper,
+  type RunPosition,
+  type SavedRun,
+  saveRun,
+} from "./resume.ts";
 
 /**
  * Trains a {@link TrainableModel} on a {@link Dataset} (chapter 3; reused in
@@ -349,16 +358,37 @@ export class Trainer {
    * Calling it again continues from where the last run stopped (the
    * optimiser state and step count are kept) with a fresh history.
    *
+   * Jupyter's Stop (Interrupt) button, with the kernelspec `deno task lab`
+   * registers, ends the run wherever it is: the trainer then puts the model,
+   * the optimiser and its position back to the latest completed step (a
+   * step in progress is undone, for every weight), saves the run to its
+   * `checkpoint` (the cell run again resumes from that step), says on the
+   * progress bar where it stopped, and the promise rejects with an
+   * `InterruptedError` that says so too (lib/core/interrupt.ts, resume.ts).
+   *
    * @returns the history: training and validation losses, the best
    * evaluation, why it stopped, and the throughput.
    * @throws {RangeError} when the loss becomes NaN or infinite (with the
    * step, to help lower the learning rate).
+   * @throws {InterruptedError} when stopped by Jupyter's Stop button.
    */
-  async run(): Promise<TrainHistory> {
-    const o = this.options, ck = o.checkpoint;
+  run(): Promise<TrainHistory> {
+    const keeper = new RunKeeper({
+      trainer: this,
+      position: () => this.#position(),
+      restore: (saved) => this.#restore(saved),
+      trainStep: () => this.#trainStep(),
+      closeHelpers: () => this.#closeHelpers(),
+    });
+    return keeper.guard.watch(this.#train(keeper));
+  }
+
+  async #train(keeper: RunKeeper): Promise<TrainHistory> {
+    const o = this.options, ck = o.checkpoint, live = keeper.live;
+    const wait = <T>(p: T | PromiseLike<T>) => keeper.guard.wait(p); // marks every await (see RunKeeper)
     const total = this.totalSteps;
     const label = typeof o.progress === "string" ? o.progress : "train";
-    const opened = ck && await openRun(ck, this); // says so when it resumes or reuses a run
+    const opened = ck && await wait(openRun(ck, this)); // says so when it resumes or reuses a run
     const saved = opened ? opened.saved : undefined;
     if (saved) this.#restore(saved);
     const startStep = saved?.runStart ?? this.#stepsDone;
@@ -366,7 +396,7 @@ export class Trainer {
     const history = (this.history = saved?.history ?? emptyHistory());
     if (saved?.finished) return history;
     if (stepsLeft > 0) {
-      const choice = await this.#chooseWorkers(total - this.#stepsDone);
+      const choice = await wait(this.#chooseWorkers(total - this.#stepsDone));
       this.#share = choice.share;
       history.workers = choice.workers;
       history.workersReason = choice.reason;
@@ -381,35 +411,37 @@ export class Trainer {
     const patience = o.patience ?? Infinity;
     const minRel = o.minRelativeImprovement ?? 0;
     const restoreBest = o.restoreBest ?? Boolean(o.valData);
-    let bestWeights = saved?.best ?? null;
+    live.best = saved?.best ?? null;
+    live.pending = (saved?.pendingLoss ?? []) as tf.Scalar[];
     let sinceBest = saved?.sinceBest ?? 0;
-    const bar = o.progress === false ? null : new ProgressBar(stepsLeft, { label });
-    if (saved) bar?.update(saved.stepsDone - startStep);
+    // A resumed run's bar starts at its step, and its rate counts this run's steps only.
+    const bar = o.progress === false
+      ? null
+      : new ProgressBar(stepsLeft, { label, initial: saved ? saved.stepsDone - startStep : 0 });
     const t0 = performance.now() - (saved?.seconds ?? 0) * 1000;
     const pace = pacer(100);
     let trainMs = saved?.trainMs ?? 0, lastSave = performance.now();
+    const record = () => ({ stepsDone: this.#stepsDone, sinceBest, trainMs, seconds: (performance.now() - t0) / 1000 });
+    const checkpoint = ck && { path: ck.path, fingerprint: opened!.fingerprint };
+    keeper.begin({ history, runStart: startStep, totalSteps: total, label, bar, checkpoint, restoreBest }, record());
     const save = (finished: boolean) => {
-      const seconds = (performance.now() - t0) / 1000, best = finished ? null : bestWeights;
-      const at = { stepsDone: this.#stepsDone, examplesSeen: this.#examplesSeen, order: this.#order };
-      const run = { ...at, cursor: this.#cursor, rng: this.#rng.state(), runStart: startStep, history, sinceBest };
-      if (this.data.rng) Object.assign(run, { dataRng: this.data.rng.state() });
-      const more = { fingerprint: opened!.fingerprint, trainMs, seconds, weights: this.model.variables(), finished };
-      return saveRun(ck!.path, { ...run, ...more, best }, this.optimizer);
+      const seconds = (performance.now() - t0) / 1000, best = finished ? null : live.best;
+      const run = { ...this.#position(), runStart: startStep, history, sinceBest, trainMs, seconds, finished, best };
+      const more = { fingerprint: opened!.fingerprint, weights: this.model.variables(), pendingLoss: live.pending };
+      return saveRun(ck!.path, { ...run, ...more }, this.optimizer);
     };
-    let pendingLoss: tf.Scalar[] = [];
-    let lastNorm: tf.Scalar | null = null;
     let lastLr = 0;
     const metrics: Record<string, number> = {};
 
     const evaluate = async (): Promise<boolean> => {
       if (!o.valData) return false;
       const share = this.#share ?? o.share;
-      const r = await evaluateLoss(this.model, o.valData, {
+      const r = await wait(evaluateLoss(this.model, o.valData, {
         batchSize: o.evalBatchSize,
         indices: evalIdx,
         // Every core that trains also evaluates, where the share can (a DataParallel can).
         share: share && "evalBatches" in share ? share as StepShare & EvalShare : undefined,
-      });
+      }));
       const rec: EvalRecord = {
         step: this.#stepsDone,
         epoch: this.#examplesSeen / this.data.length,
@@ -427,24 +459,22 @@ export class Trainer {
         history.best = rec;
         sinceBest = 0;
         if (restoreBest) {
-          if (bestWeights) {
-            for (const t of Object.values(bestWeights)) t.dispose();
-          }
-          bestWeights = snapshot(this.model.variables());
+          tf.dispose(Object.values(live.best ?? {}));
+          live.best = cloneTensors(this.model.variables());
         }
       } else if (++sinceBest >= patience) stop = true;
-      if (o.onEval) await o.onEval(rec, history);
+      if (o.onEval) await wait(o.onEval(rec, history));
       return stop;
     };
 
     const flushLog = async () => {
-      if (pendingLoss.length === 0) return;
-      const stacked = tf.tidy(() => tf.stack(pendingLoss).mean());
-      const loss = (await stacked.data())[0];
+      if (live.pending.length === 0) return;
+      const stacked = tf.tidy(() => tf.stack(live.pending).mean());
+      const loss = (await wait(stacked.data()))[0];
       stacked.dispose();
-      const gradNorm = lastNorm ? (await lastNorm.data())[0] : NaN;
-      for (const l of pendingLoss) l.dispose();
-      pendingLoss = [];
+      const gradNorm = live.norm ? (await wait(live.norm.data()))[0] : NaN;
+      for (const l of live.pending) l.dispose();
+      live.pending = [];
       if (!Number.isFinite(loss)) {
         throw new RangeError(
           `the training loss became ${loss} at step ${this.#stepsDone}: lower the learning rate ` +
@@ -463,23 +493,19 @@ export class Trainer {
       history.train.push(rec);
       metrics.loss = rec.loss;
       metrics.ppl = rec.perplexity;
-      if (o.onLog) await o.onLog(rec, history);
+      if (o.onLog) await wait(o.onLog(rec, history));
     };
 
     try {
       let stop = false;
       while (!stop) {
         const s0 = performance.now();
-        const idx = this.#nextIndices();
-        const batch = this.data.batch(idx);
         lastLr = this.learningRate(this.#stepsDone);
-        const { loss, gradNorm } = this.step(batch, lastLr);
-        tf.dispose([batch.x, batch.y]);
-        pendingLoss.push(loss);
-        lastNorm?.dispose();
-        lastNorm = gradNorm;
-        this.#examplesSeen += idx.length;
-        history.examples += idx.length;
+        const { loss, gradNorm, examples } = this.#trainStep();
+        live.pending.push(loss);
+        live.norm?.dispose();
+        live.norm = gradNorm;
+        history.examples += examples;
         history.steps++;
         const done = this.#stepsDone - startStep;
         const logNow = done % o.logEvery === 0 || done === stepsLeft;
@@ -505,45 +531,55 @@ export class Trainer {
           }
         }
         bar?.update(1, logNow || stop ? { ...metrics } : undefined);
-        const due = ck && !stop && pendingLoss.length === 0;
+        const due = ck && !stop && live.pending.length === 0;
         if (due && performance.now() - lastSave >= (ck.everySeconds ?? 30) * 1000) {
-          await save(false);
+          await wait(save(false));
           lastSave = performance.now();
         }
-        await pace(); // every ~100 ms: lets a notebook or a live page draw the bar (it redraws every 250 ms)
+        keeper.completed(record());
+        await wait(pace()); // every ~100 ms: lets a notebook or a live page draw the bar (it redraws every 250 ms)
       }
-      if (restoreBest && bestWeights && history.best) {
+      keeper.ended();
+      if (restoreBest && live.best && history.best) {
         const vars = this.model.variables();
-        for (
-          const [name, t] of Object.entries(
-            bestWeights as Record<string, tf.Tensor>,
-          )
-        ) {
-          vars[name].assign(t);
-        }
+        for (const [name, t] of Object.entries(live.best)) vars[name].assign(t);
         history.restoredBest = true;
       }
     } finally {
-      for (const l of pendingLoss) l.dispose();
-      lastNorm?.dispose();
-      if (bestWeights) {
-        for (
-          const t of Object.values(bestWeights as Record<string, tf.Tensor>)
-        ) t.dispose();
-      }
-      await bar?.done();
-      const helpers = this.#share;
-      this.#share = undefined;
-      await helpers?.close();
+      keeper.dispose(); // (and the losses, norm and best weights it holds for the loop)
+      await wait(bar?.done());
+      await wait(this.#closeHelpers());
     }
     history.seconds = (performance.now() - t0) / 1000;
     history.examplesPerSecond = history.examples / (trainMs / 1000);
-    if (ck) await save(true);
+    if (ck) await wait(save(true));
     return history;
   }
 
+  /** Where the run is: what a checkpoint stores with the weights, and a stopped run is put back to. */
+  #position(): RunPosition {
+    const at = { stepsDone: this.#stepsDone, examplesSeen: this.#examplesSeen, order: this.#order };
+    const p = { ...at, cursor: this.#cursor, rng: this.#rng.state() };
+    return this.data.rng ? { ...p, dataRng: this.data.rng.state() } : p;
+  }
+
+  /** A run's next step: the next batch (freed in the step's scope), the scheduled rate, the update. */
+  #trainStep(): { loss: tf.Scalar; gradNorm: tf.Scalar; examples: number } {
+    const idx = this.#nextIndices(), lr = this.learningRate(this.#stepsDone);
+    const out = tf.tidy(() => this.step(this.data.batch(idx), lr));
+    this.#examplesSeen += idx.length;
+    return { ...out, examples: idx.length };
+  }
+
+  /** Ends the run's data-parallel helpers, if any. */
+  async #closeHelpers(): Promise<void> {
+    const helpers = this.#share;
+    this.#share = undefined;
+    await helpers?.close();
+  }
+
   /** Puts back a saved run's weights, optimiser state and position (the saved tensors are disposed). */
-  #restore(saved: SavedRun): void {
+  #restore(saved: RunPosition & Pick<SavedRun, "weights" | "optimizer">): void {
     assignWeights(this.model.variables(), saved.weights);
     this.optimizer.loadState!(saved.optimizer);
     tf.dispose(Object.values(saved.optimizer.tensors));
@@ -609,27 +645,4 @@ function positiveInt(name: string, value: number): void {
       `${name} must be a positive integer: ${name}=${value}`,
     );
   }
-}
-
-function emptyHistory(): TrainHistory {
-  return {
-    train: [],
-    val: [],
-    steps: 0,
-    examples: 0,
-    stopReason: "steps",
-    restoredBest: false,
-    seconds: 0,
-    examplesPerSecond: 0,
-    workers: 1,
-    workersReason: "no steps were taken",
-  };
-}
-
-function snapshot(
-  vars: Record<string, tf.Variable>,
-): Record<string, tf.Tensor> {
-  const out: Record<string, tf.Tensor> = {};
-  for (const [k, v] of Object.entries(vars)) out[k] = tf.keep(v.clone());
-  return out;
 }

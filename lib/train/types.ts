@@ -141,8 +141,8 @@ export interface TrainHistory {
   steps: number;
   /** Training examples processed (steps times batch size, less for partial batches). */
   examples: number;
-  /** Why the run ended. */
-  stopReason: "steps" | "epochs" | "early stopping" | "time budget";
+  /** Why the run ended ("interrupted": Jupyter's Stop, see `Trainer.run`). */
+  stopReason: "steps" | "epochs" | "early stopping" | "time budget" | "interrupted";
   /** Whether the weights were restored to those of {@link TrainHistory.best}. */
   restoredBest: boolean;
   /** Wall-clock seconds of training (evaluation included). */
