@@ -75,6 +75,7 @@ Deno.test({
         assert(files.includes(need), `${need} is missing from the release`);
       }
       assert(files.some((f) => f.startsWith("notebooks/") && f.endsWith(".ipynb")), "no notebooks");
+      for (const m of ["models/brown_lm.lmw", "models/brown_mlm.lmw"]) assert(files.includes(m), `${m} is missing`);
       assert(files.some((f) => /^exercises\/ch\d+_\w+_test\.ts$/.test(f)), "no graded tests");
       assert(!files.some((f) => f.startsWith("solutions/") || f.startsWith("tests/mutants/")));
       assert(!files.some((f) => f.startsWith("node_modules")), "the check's node_modules link was left behind");

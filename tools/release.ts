@@ -1,10 +1,11 @@
 /**
  * `deno task release`: builds the folder students are given, under the
  * ignored `build/` folder (default `build/release/lmbook/`, named after the
- * course): the notebooks, `lib/`, the exercise stubs with their graded tests
- * and points, the grader, a student README, `deno.json` (student tasks, and
- * only the packages the released code imports) and `deno.lock`. No
- * solutions, no mutants, no instructor tests.
+ * course): the notebooks, `lib/`, the pretrained models they load
+ * (`models/`), the exercise stubs with their graded tests and points, the
+ * grader, a student README, `deno.json` (student tasks, and only the packages
+ * the released code imports) and `deno.lock`. No solutions, no mutants, no
+ * instructor tests.
  *
  * Then it checks, inside that folder, that nothing of the solutions leaked
  * and that grading runs there and reports every exercise as not attempted
@@ -352,7 +353,16 @@ export async function buildRelease(options: ReleaseOptions = {}): Promise<Releas
     }),
     offline,
   );
-  const extra = ["exercises/points.json", "tests/offline_import_map.json", "tests/std_assert_offline.ts", "deno.lock"];
+  // The pretrained models the notebooks load (chapters 6 and 9), with their records.
+  const models = [...Deno.readDirSync(join(ROOT, "models"))]
+    .filter((e) => e.isFile && /\.(lmw|json)$/.test(e.name)).map((e) => `models/${e.name}`);
+  const extra = [
+    "exercises/points.json",
+    "tests/offline_import_map.json",
+    "tests/std_assert_offline.ts",
+    "deno.lock",
+    ...models,
+  ];
   for (const rel of [...new Set([...code, ...notebooks, ...extra])].sort()) await copyFile(rel, out, files);
   await Deno.writeTextFile(join(out, "deno.json"), studentDenoJson(code.filter((f) => f.endsWith(".ts")), notebooks));
   files.push("deno.json");

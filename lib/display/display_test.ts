@@ -97,6 +97,13 @@ Deno.test("a line chart's series can be dashed (a reference line), and a bad das
   assertThrows(() => lineChart({ y: [1], dash: "dashed" }), RangeError, 'series[0].dash must be "solid", "dash"');
 });
 
+Deno.test("a series' error bars: plotly's error_y from the values, none without them, a wrong length named", () => {
+  const fig = lineChart([{ y: [0.8, 0.9], error: Float64Array.from([0.02, 0.01]) }, { y: [1, 2] }]);
+  assertEquals(fig.data[0].error_y, { type: "data", array: [0.02, 0.01], visible: true });
+  assertEquals(fig.data[1].error_y, undefined);
+  assertThrows(() => lineChart({ y: [1, 2], error: [0.1] }), RangeError, "error.length=1, y.length=2");
+});
+
 Deno.test("chart builders reject bad input with the values named", () => {
   assertThrows(() => lineChart({ x: [1, 2, 3], y: [1, 2] }), RangeError, "x.length=3, y.length=2");
   assertThrows(() => heatmap([[1, 2], [3]]), RangeError, "z[1].length=1");

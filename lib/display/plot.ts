@@ -42,6 +42,8 @@ export interface Series {
   text?: string[];
   /** Line style of a line chart's series (default solid): "dash" for a reference line, "dot", "dashdot". */
   dash?: "solid" | "dash" | "dot" | "dashdot";
+  /** Error bars: each point's y plus and minus this (e.g. two standard errors; chapter 9). */
+  error?: ArrayLike<number>;
 }
 
 /** Options shared by every chart. */
@@ -93,6 +95,11 @@ function asSeriesList(series: Series | Series[]): Series[] {
         `series[${i}].dash must be "solid", "dash", "dot" or "dashdot": dash=${JSON.stringify(s.dash)}`,
       );
     }
+    if (s.error && s.error.length !== s.y.length) {
+      throw new RangeError(
+        `series[${i}] error and y must have the same length: error.length=${s.error.length}, y.length=${s.y.length}`,
+      );
+    }
     if (s.x && s.x.length !== s.y.length) {
       throw new RangeError(
         `series[${i}] x and y must have the same length: x.length=${s.x.length}, y.length=${s.y.length}`,
@@ -109,6 +116,7 @@ function trace(s: Series, extra: Record<string, unknown>): Record<string, unknow
     y,
     ...(s.name ? { name: s.name } : {}),
     ...(s.text ? { text: s.text } : {}),
+    ...(s.error ? { error_y: { type: "data", array: Array.from(s.error), visible: true } } : {}),
     ...extra,
     ...(s.dash && s.dash !== "solid" && extra.mode === "lines" ? { line: { dash: s.dash } } : {}),
   };
@@ -130,6 +138,8 @@ function trace(s: Series, extra: Record<string, unknown>): Record<string, unknow
  * });
  * assertEquals(fig.data[0].x, [0, 1, 2]);
  * assertEquals(fig.data[1].line, { dash: "dash" });
+ * const bars = lineChart({ y: [0.8, 0.9], error: [0.02, 0.01] }); // y plus or minus the error
+ * assertEquals(bars.data[0].error_y, { type: "data", array: [0.02, 0.01], visible: true });
  * ```
  */
 export function lineChart(series: Series | Series[], options: ChartOptions = {}): Figure {

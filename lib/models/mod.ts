@@ -8,8 +8,9 @@
  * weights and runs it through the fused kernels of `gpt_fast.ts`, checked
  * against gpt.ts at run time by `path_guard.ts`) with the
  * encoder and encoder-decoder families built from the same pieces
- * (`families.ts`), scaling laws (chapter 8: `scaling.ts`), and classification
- * heads for fine-tuning (chapter 9: `heads.ts`).
+ * (`families.ts`; chapter 6's pretrained encoder: `pretrained_encoder.ts`), scaling laws (chapter 8: `scaling.ts`), and classification
+ * heads for fine-tuning and the pretrained language model that chapter 9
+ * fine-tunes (chapter 9: `heads.ts`, `pretrained.ts`).
  *
  * @module
  */
@@ -33,3 +34,5 @@ export {
 export * from "./families.ts";
 export * from "./scaling.ts";
 export * from "./heads.ts";
+export * from "./pretrained.ts";
+export * from "./pretrained_encoder.ts";

