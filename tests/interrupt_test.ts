@@ -13,6 +13,8 @@
  * the test is skipped, except under CI, where it fails.
  *
  * @module
+ *
+ * Run: deno test -A --import-map tests/offline_import_map.json tests/interrupt_test.ts
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import { join } from "node:path";

@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/core/interrupt_test.ts
 import { assert, assertEquals, assertRejects } from "@std/assert";
 import * as tf from "./tf.ts";
 import { engineMark, InterruptedError, LoopGuard, nextTask, restoreEngine } from "./interrupt.ts";

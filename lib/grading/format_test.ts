@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/grading/format_test.ts
 import { assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
 import { formatValue } from "./format.ts";
 import { expectClose, expectEqual, WrongAnswerError } from "./grading.ts";

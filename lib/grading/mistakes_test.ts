@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/grading/mistakes_test.ts
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { expectEqual, graded } from "./grading.ts";
 import { MISTAKE_PREFIX, MISTAKES_PREFIX } from "./mistakes.ts";

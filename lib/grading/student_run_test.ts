@@ -1,3 +1,4 @@
+// Run: deno test -A --import-map tests/offline_import_map.json lib/grading/student_run_test.ts
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { notImplemented } from "../core/errors.ts";
 import { expectEqual, graded } from "./grading.ts";

@@ -4,6 +4,8 @@
  * rows (the same error the wasm allocator's guard throws), so the check costs
  * no memory and runs on the cpu backend. One shard per batch (`shards: 1`):
  * the parts then split the whole batch, as the counts below say.
+ *
+ * Run: deno test -A --import-map tests/offline_import_map.json lib/train/micro_batches_test.ts
  */
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
