@@ -65,19 +65,21 @@ export interface HeadWeights {
  *   its attention over the keys.
  * - `tf.matMul(a, b, false, true)` multiplies by b transposed (its last two
  *   axes), and works with leading batch axes: (B, Tq, d) x (B, Tk, d)^T.
- * - The mask holds 1 where a query may look at a key and 0 where it may
- *   not, and broadcasts against the scores (e.g. (Tq, Tk) or (B, 1, Tk)).
+ * - The mask, a float32 tensor like those of 5.2 and 5.3, holds 1 where a
+ *   query may look at a key and 0 where it may not, and broadcasts against
+ *   the scores (e.g. (Tq, Tk), (B, 1, Tk) or just (Tk)).
  *   A masked key must get weight exactly 0: set its score to -Infinity
  *   BEFORE the softmax (exp(-Infinity) = 0), e.g. with
  *   `tf.where(tf.cast(mask, "bool"), scores, tf.fill(scores.shape, -Infinity))`.
  *   Setting masked scores to 0 does not work: exp(0) = 1 is not 0. Nor does
- *   a large finite number such as -1e9: scores can be larger than that (the
- *   tests use scores near +-1e30), and then the masked keys win.
+ *   any large finite number, -1e9 or -1e30: scores can be larger than that
+ *   (the tests use scores of both signs from about 1e-7 up to 1e36, all
+ *   finite in float32), and then the masked keys win.
  *   You may assume every query row has at least one visible key.
  * - The softmax must stay finite for scores in the thousands: subtract each
  *   row's own maximum over its visible keys before exp (`tf.softmax` does).
- * - Any number of leading axes (none, (B), (B, nHead), ...); Tq, Tk, d_k and
- *   d_v are independent.
+ * - Any number of leading axes (none, (B), (B, nHead), or more); Tq, Tk,
+ *   d_k and d_v are independent, and every size is at least 1.
  * - Leave q, k, v and the mask as they are (do not dispose them) and leave no
  *   other tensors behind: only `output` and `weights` stay alive.
  *
@@ -106,8 +108,9 @@ export function scaledDotProductAttention(
  *
  * (`tf.linalg.bandPart` can do it, or build the rows in plain JavaScript.)
  *
- * @param size T, a positive integer; otherwise throw a RangeError whose
- * message names `size` and its value.
+ * @param size T, a positive integer (exactly: `Number.isInteger`, for which
+ * 3 + 4.4e-16 is not one); otherwise throw a RangeError whose message names
+ * `size` and its value.
  * @returns a float32 (T, T) tensor of 1s and 0s, a new one on every call
  * (the caller may dispose it).
  */
@@ -129,11 +132,11 @@ export function causalMask(size: number): tf.Tensor2D {
  *
  * @param lengths the real length of each sequence, each an integer in
  * [1, size]; otherwise throw a RangeError whose message contains `lengths[b]`
- * (b the entry's index) and its value, e.g. `lengths[1]=5` (NaN, Infinity
- * and 2.5 are not integers).
+ * (b the entry's index) and its value, e.g. `lengths[1]=5` (NaN, Infinity,
+ * 2.5 and 2 + 4.4e-16 are not integers: `Number.isInteger` is exact).
  * @param size the padded length T, a positive integer, checked before the
- * lengths; otherwise throw a RangeError whose message names `size` and its
- * value.
+ * lengths (also when there are none); otherwise throw a RangeError whose
+ * message names `size` and its value.
  * @returns a float32 (B, 1, T) tensor of 1s and 0s.
  */
 export function paddingMask(lengths: number[], size: number): tf.Tensor3D {
@@ -151,12 +154,14 @@ export function paddingMask(lengths: number[], size: number): tf.Tensor3D {
  *
  * Careful: a reshape alone to (B, nHead, T, headSize) mixes positions and
  * heads. Reshape to (B, T, nHead, headSize) first, then swap the T and nHead
- * axes with `tf.transpose(..., [0, 2, 1, 3])`.
+ * axes with `tf.transpose(..., [0, 2, 1, 3])`. Every value is moved as it
+ * is, never computed with. B, T and C are at least 1.
  * Leave `x` as it is (do not dispose it) and no other tensors behind.
  *
  * @param x (B, T, C).
  * @param nHead the number of heads. If it is not a positive integer that
- * divides C (0, -2, 2.5, NaN, Infinity included), throw a RangeError with the
+ * divides C (0, -2, 2.5, NaN, Infinity included, and 2 + 4.4e-16 too:
+ * `Number.isInteger` is exact), throw a RangeError with the
  * message `nEmbd must be divisible by nHead: nEmbd=C, nHead=H` (with the
  * numbers).
  * @returns (B, nHead, T, headSize).
@@ -170,7 +175,8 @@ export function splitHeads(x: tf.Tensor3D, nHead: number): tf.Tensor4D {
  *
  * The inverse of {@link splitHeads}: (B, nHead, T, headSize) -> (B, T, C),
  * putting head h's output in channels h*headSize .. (h+1)*headSize - 1
- * (the heads' outputs concatenated). Transpose first, then reshape.
+ * (the heads' outputs concatenated). Transpose first, then reshape. Every
+ * value is moved as it is, never computed with; every size is at least 1.
  * Leave `x` as it is (do not dispose it) and no other tensors behind.
  *
  * @param x (B, nHead, T, headSize).
@@ -194,8 +200,10 @@ export function mergeHeads(x: tf.Tensor4D): tf.Tensor3D {
  * graded on its own, so a mistake in 5.1, 5.4 or 5.5 costs points there
  * only. To multiply (B, T, C) by a
  * (C, C) matrix, reshape to (B*T, C), `tf.matMul`, and reshape back. The
- * mask (if any) is passed to the attention of every head; a (T, T) mask
- * broadcasts over (B, nHead, T, T) scores.
+ * mask (if any) is passed to the attention of every head: it broadcasts
+ * against the (B, nHead, T, T) scores, as (T, T), (B, 1, 1, T) or
+ * (B, nHead, T, T). Without a mask (left out, or `mask: undefined`) every
+ * position sees every other. B, T and C are at least 1.
  *
  * @param x (B, T, C).
  * @param weights wQ, wK, wV, wO, each (C, C).
@@ -227,11 +235,13 @@ export function multiHeadAttention(
  * all sines first). Positions start at 0. With an odd d, the last column is
  * a sine.
  *
- * @param length the number of positions T, a positive integer; otherwise
- * throw a RangeError whose message names `length` and its value.
+ * @param length the number of positions T, a positive integer (exactly:
+ * `Number.isInteger`); otherwise throw a RangeError whose message names
+ * `length` and its value.
  * @param dim the model dimension d, a positive integer; otherwise throw a
  * RangeError whose message names `dim` and its value.
- * @returns a float32 (T, d) tensor, a new one on every call.
+ * @returns a float32 (T, d) tensor, a new one on every call; no other tensor
+ * is left behind.
  */
 export function sinusoidalPositions(length: number, dim: number): tf.Tensor2D {
   return notImplemented("sinusoidalPositions");

@@ -6,7 +6,7 @@
  * arrays (or by hand, in comments), never by calling a reference solution.
  * @module
  */
-import { expectClose, expectEqual, expectShape, expectThrows, graded, Rng, tf } from "../lib/mod.ts";
+import { arb, expectClose, expectEqual, expectShape, expectThrows, fc, forAll, graded, Rng, tf } from "../lib/mod.ts";
 import {
   causalMask,
   mergeHeads,
@@ -112,13 +112,29 @@ const ATTENTION_MISTAKES: { variant: AttnVariant; hint: string }[] = [
   },
 ];
 
-/** Shapes nested arrays of `lead` leading axes from a flat list of matrices. */
-function nest(list: M[], lead: number[]): unknown {
+/** The product of a list of sizes. */
+const prod = (xs: number[]): number => xs.reduce((a, b) => a * b, 1);
+
+/** Shapes nested arrays of `lead` leading axes (any number of them) from a flat list of matrices. */
+function nest(list: unknown[], lead: number[]): unknown {
   if (lead.length === 0) return list[0];
   if (lead.length === 1) return list;
-  const [B, H] = lead;
-  return Array.from({ length: B }, (_, b) => list.slice(b * H, (b + 1) * H));
+  const inner = prod(lead.slice(1));
+  return Array.from({ length: lead[0] }, (_, b) => nest(list.slice(b * inner, (b + 1) * inner), lead.slice(1)));
 }
+
+/**
+ * Every number that is not an integer >= 1: 0 and -0, negatives, NaN, +-Infinity, fractions, and values one to four
+ * ulps from an integer (3 + 4.4e-16), which Number.isInteger rejects and a tolerance such as
+ * `Math.abs(n - Math.round(n)) < 1e-9` lets through.
+ */
+const NOT_POSITIVE_INTEGER: fc.Arbitrary<number> = arb.notCount();
+
+/** The hint for a size that must be a positive integer, exactly. */
+const exactlyInteger = (name: string) =>
+  `check ${name} first with Number.isInteger(${name}) && ${name} >= 1, which is exact: 3 + 4.4e-16 is not an ` +
+  `integer, though Math.abs(${name} - Math.round(${name})) < 1e-9 says it is; throw a RangeError naming ${name} ` +
+  `and its value, e.g. \`${name}=\${${name}}\``;
 
 /** A random matrix with entries rounded to one decimal, so a counterexample stays readable. */
 function randMatrix(rng: Rng, rows: number, cols: number, scale = 1): M {
@@ -204,11 +220,15 @@ const V: M = [[1, 2], [3, -1], [0, 4]]; // d_v = 2
 // output = weights v; any number of leading axes; Tq, Tk, d_k and d_v all independent; the mask (1 = visible)
 // broadcasts from (Tq, Tk), (..., Tq, Tk), (..., 1, Tk) or (B, 1, 1, Tk); a masked key gets weight exactly 0;
 // every query row has a visible key (the doc lets students assume it); only output and weights stay alive, and
-// the inputs are neither changed nor disposed.
+// the inputs are neither changed nor disposed. The property test draws every shape from one position, one key and
+// one channel up, with zero to three leading axes, scores from 1e-7 to 1e36 of both signs, masks of every shape
+// that broadcasts (nothing masked included) and the mask left out, {} or { mask: undefined }.
+// The rules, with the tests and a mutant of each: tests/mutants/ch05_attention.json "rules".
 
 /** The known mistakes' outputs on one input: `pick` takes the checked part of a variant's result. */
-function attnMistakes(compute: (variant: AttnVariant) => unknown): { value: unknown; hint: string }[] {
-  return ATTENTION_MISTAKES.map((m) => ({ value: compute(m.variant), hint: m.hint }));
+function attnMistakes(compute: (variant: AttnVariant) => unknown): { value: () => unknown; hint: string }[] {
+  // Computed only when a check fails.
+  return ATTENTION_MISTAKES.map((m) => ({ value: () => compute(m.variant), hint: m.hint }));
 }
 
 graded("5.1 scaledDotProductAttention: two queries, three keys, no mask", () => {
@@ -453,6 +473,223 @@ graded("5.1 scaledDotProductAttention: random shapes, batch axes and masks match
   }
 });
 
+/** What decides a drawn mask: how it broadcasts, the share of visible keys, and a draw per entry. */
+interface MaskDraw {
+  /** How many leading axes of the scores' shape the mask leaves out (broadcast), at most all but the keys. */
+  maskDrop: number;
+  /** Which of the mask's kept axes (the keys' excepted) have size 1 (broadcast). */
+  maskOnes: boolean[];
+  /** The share of visible keys (1: nothing masked). */
+  visible: number;
+  /** A draw in [0, 10) per mask entry (repeated as needed), against `visible`. */
+  bits: number[];
+}
+
+/**
+ * A 0/1 mask that broadcasts against scores of shape `full` (..., Tq, Tk): its shape, its values, and the value it
+ * gives the scores' entry at a full index. Every row over the keys shows at least one key (the doc lets students
+ * assume it).
+ */
+function drawnMask(
+  full: number[],
+  d: MaskDraw,
+): { shape: number[]; values: number[]; at: (index: number[]) => number } {
+  const Tk = full[full.length - 1];
+  const drop = Math.min(d.maskDrop, full.length - 1);
+  const shape = full.slice(drop).map((size, a, kept) => (a < kept.length - 1 && d.maskOnes[a] ? 1 : size));
+  const bit = (i: number) => d.bits[i % d.bits.length];
+  const values = Array.from({ length: prod(shape) }, (_, i) => (bit(i) < 10 * d.visible ? 1 : 0));
+  for (let r = 0; r < values.length; r += Tk) {
+    if (!values.slice(r, r + Tk).includes(1)) values[r + (bit(r) % Tk)] = 1;
+  }
+  const strides = shape.map((_, a) => prod(shape.slice(a + 1)));
+  const at = (index: number[]) =>
+    values[index.slice(drop).reduce((flat, x, a) => flat + (shape[a] === 1 ? 0 : x) * strides[a], 0)];
+  return { shape, values, at };
+}
+
+/** The drawn parts of a mask (see {@link MaskDraw}). */
+const MASK_DRAW = {
+  maskDrop: fc.nat(5),
+  maskOnes: fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }),
+  visible: fc.constantFrom(1, 0.6, 0.3),
+  bits: fc.array(fc.integer({ min: 0, max: 9 }), { minLength: 1, maxLength: 40 }),
+};
+
+/**
+ * A drawn attention problem: sizes (zero to three leading axes, every size from 1), integer mantissas in [-7, 7]
+ * for q, k and v (each list repeated to fill its tensor), and powers of two that scale them. The scores q k^T are then exact in float32 whatever the order
+ * of the work, and with d_k = 1, 4 or 16 so is their division by sqrt(d_k): a correct implementation differs from
+ * the float64 reference only by float32's rounding of the softmax, at every magnitude (scores from 1e-7 to 1e36).
+ * Other d_k keep the scores below about 300, where float32's rounding of the scaled scores stays small.
+ */
+interface AttnDraw extends MaskDraw {
+  lead: number[];
+  Tq: number;
+  Tk: number;
+  dk: number;
+  dv: number;
+  /** q k^T is a sum of integers times 2^eScore (q scaled by 2^floor(eScore / 2), k by the rest). */
+  eScore: number;
+  /** v is scaled by 2^ev. */
+  ev: number;
+  q: number[];
+  k: number[];
+  v: number[];
+  /** How the mask is passed: left out, `{}`, `{ mask: undefined }` (all three: no mask), or as a tensor. */
+  maskMode: "omitted" | "empty" | "undefined" | "tensor";
+}
+
+const MANTISSAS = fc.array(fc.integer({ min: -7, max: 7 }), { minLength: 1, maxLength: 40 });
+
+const ATTN_DRAWS: fc.Arbitrary<AttnDraw> = fc.record({
+  lead: fc.array(fc.integer({ min: 1, max: 3 }), { maxLength: 3 }).filter((l) => prod(l) <= 8),
+  Tq: fc.integer({ min: 1, max: 4 }),
+  Tk: fc.integer({ min: 1, max: 5 }),
+  dk: fc.constantFrom(1, 4, 16, 2, 3, 5),
+  dv: fc.integer({ min: 1, max: 3 }),
+  // Scores near 1e-7 to 1, in the tens to thousands, up to 1e28, and beyond 1e30 (below -1e30 too); d_k other
+  // than 1, 4 and 16 only the first band.
+  eScore: fc.oneof(
+    fc.integer({ min: -24, max: 0 }),
+    fc.integer({ min: 1, max: 12 }),
+    fc.integer({ min: 13, max: 94 }),
+    fc.integer({ min: 95, max: 110 }),
+  ),
+  ev: fc.integer({ min: -40, max: 100 }),
+  // Repeated as needed to fill q, k and v: each shrinks on its own, to a single number.
+  q: MANTISSAS,
+  k: MANTISSAS,
+  v: MANTISSAS,
+  maskMode: fc.constantFrom("omitted" as const, "empty" as const, "undefined" as const, "tensor" as const),
+  ...MASK_DRAW,
+});
+
+/** The multi-index of flat index p over the sizes `shape`. */
+function unravel(p: number, shape: number[]): number[] {
+  return shape.map((_, a) => Math.floor(p / prod(shape.slice(a + 1))) % shape[a]);
+}
+
+/** The attention case of a draw: the values, the mask's shape and values, and the per-problem (Tq, Tk) masks. */
+function caseOfDraw(d: AttnDraw): AttnCase {
+  const { lead, Tq, Tk, dk, dv } = d, n = prod(lead);
+  const eScore = [1, 4, 16].includes(dk) ? d.eScore : Math.min(-1, d.eScore);
+  const eq = Math.floor(eScore / 2), ek = eScore - eq;
+  const matrices = (xs: number[], rows: number, cols: number, e: number) =>
+    Array.from(
+      { length: n },
+      (_, p) =>
+        Array.from({ length: rows }, (_, i) =>
+          Array.from({ length: cols }, (_, j) => xs[((p * rows + i) * cols + j) % xs.length] * 2 ** e)),
+    );
+  const c: AttnCase = {
+    lead,
+    Tq,
+    Tk,
+    dk,
+    dv,
+    qs: matrices(d.q, Tq, dk, eq),
+    ks: matrices(d.k, Tk, dk, ek),
+    vs: matrices(d.v, Tk, dv, d.ev),
+  };
+  if (d.maskMode !== "tensor") return c;
+  const m = drawnMask([...lead, Tq, Tk], d);
+  c.mask = { values: m.values, shape: m.shape };
+  c.masks = Array.from({ length: n }, (_, p) => {
+    const at = unravel(p, lead);
+    return Array.from({ length: Tq }, (_, i) => Array.from({ length: Tk }, (_, j) => m.at([...at, i, j])));
+  });
+  return c;
+}
+
+/** The largest |score| of a case, q k^T / sqrt(d_k) in float64. */
+function largestScore(c: AttnCase): number {
+  let m = 0;
+  c.qs.forEach((q, p) => matmul(q, transpose(c.ks[p])).flat().forEach((x) => (m = Math.max(m, Math.abs(x)))));
+  return m / Math.sqrt(c.dk);
+}
+
+graded("5.1 scaledDotProductAttention: any shapes, magnitudes and masks, against a from-scratch reference", () => {
+  forAll(ATTN_DRAWS, (d) => {
+    const c = caseOfDraw(d);
+    const t = attnTensors(c);
+    const options = d.maskMode === "tensor"
+      ? { mask: t.mask }
+      : d.maskMode === "undefined"
+      ? { mask: undefined }
+      : d.maskMode === "empty"
+      ? {}
+      : undefined;
+    const inputs = [t.q, t.k, t.v, ...(t.mask ? [t.mask] : [])];
+    const before = tf.memory().numTensors;
+    const r = options === undefined
+      ? scaledDotProductAttention({ q: t.q, k: t.k, v: t.v })
+      : scaledDotProductAttention({ q: t.q, k: t.k, v: t.v }, options);
+    const created = tf.memory().numTensors - before;
+    const disposed = inputs.findIndex((x) => x.isDisposed);
+    const what = `q (${[...c.lead, c.Tq, c.dk]}), k (${[...c.lead, c.Tk, c.dk]}), v (${[...c.lead, c.Tk, c.dv]}), ` +
+      (c.mask
+        ? `mask (${c.mask.shape})`
+        : d.maskMode === "omitted"
+        ? "no options"
+        : `options ${d.maskMode === "empty" ? "{}" : "{ mask: undefined }"}`);
+    try {
+      expectEqual({ created, disposedInput: disposed }, { created: 2, disposedInput: -1 }, {
+        what: `${what}: tensors created by the call (2: output and weights) and the index of an input it disposed`,
+        hint: "compute inside tf.tidy and return { output, weights } from it; never dispose q, k, v or the mask",
+      });
+      expectShape(r.weights, [...c.lead, c.Tq, c.Tk], {
+        what: `${what}: shape of the weights`,
+        hint: "the weights have q's leading axes, however many, then (Tq, Tk): tf.matMul(q, k, false, true) " +
+          "transposes only k's last two axes",
+      });
+      const ref = attnRef(c);
+      const weights = r.weights.dataSync();
+      const maskFlat = c.masks ? (nest(c.masks, c.lead) as unknown[]).flat(Infinity) as number[] : [];
+      const leaked = maskFlat.flatMap((m, i) => (m === 0 && weights[i] !== 0 ? [i] : []));
+      expectEqual(leaked, [], {
+        what: `${what}: flat indices of masked keys whose weight is not exactly 0`,
+        hint: "set the scores of masked keys to -Infinity before the softmax: any finite fill (-1e9, -1e30, the " +
+          "row's smallest score minus a margin) loses to scores beyond it, and these scores reach 1e36",
+      });
+      // Float32 rounds scores that are not exact (d_k other than 1, 4, 16) by about |score| * 2^-23.
+      const rtol = 2e-5 + ([1, 4, 16].includes(c.dk) ? 0 : 8 * largestScore(c) * 2 ** -24);
+      expectClose(r.weights, ref.weights, {
+        what: `${what}: attention weights`,
+        atol: 1e-6,
+        rtol,
+        hint: "weights = softmax(q k^T / sqrt(d_k)) over the last axis, with masked scores -Infinity first and " +
+          "each row shifted by its own largest visible score (tf.softmax does): any magnitude, any leading axes",
+        mistakes: attnMistakes((variant) => attnRef(c, variant).weights),
+      });
+      expectShape(r.output, [...c.lead, c.Tq, c.dv], {
+        what: `${what}: shape of the output`,
+        hint: "output = weights (..., Tq, Tk) times v (..., Tk, d_v): tf.matMul(weights, v), v not transposed",
+      });
+      const vMax = Math.max(...c.vs.flat(2).map(Math.abs));
+      expectClose(r.output, ref.output, {
+        what: `${what}: attention output`,
+        atol: vMax * (rtol + 1e-5),
+        rtol: 1e-5,
+        hint: "the output is the weights times v, per problem of the leading axes",
+        mistakes: attnMistakes((variant) => attnRef(c, variant).output),
+      });
+    } finally {
+      tf.dispose([...inputs, r.output, r.weights]);
+    }
+  }, { show: (d) => attnShown(caseOfDraw(d), d.maskMode) });
+});
+
+/** A drawn case at full precision: its shapes, q, k, v, and the mask as passed. */
+function attnShown(c: AttnCase, maskMode: string) {
+  return {
+    q: nest(c.qs, c.lead),
+    k: nest(c.ks, c.lead),
+    v: nest(c.vs, c.lead),
+    mask: c.mask ? { shape: c.mask.shape, values: c.mask.values } : maskMode,
+  };
+}
+
 graded("5.1 scaledDotProductAttention: each row's own maximum keeps huge and tiny scores stable", () => {
   // Scores (d_k = 1, so no scaling): row 0 is [1000, 1001, 998, 0], row 1 is [-1000, -1001, -998, 0] and row 2
   // is [0.1, 0.1001, 0.0998, 0]. A softmax without a shift overflows on row 0, and so does one shifted by the
@@ -516,7 +753,7 @@ graded("5.1 scaledDotProductAttention: leaves no tensors behind and its inputs a
 
 // Spec 5.2: mask[i][j] = 1 when j <= i (diagonal included), else 0; float32 (T, T); a fresh tensor on every
 // call (one tensor created, none leaked); size must be a positive integer, otherwise a RangeError naming `size`
-// and its value (0, -1, 2.5, NaN, Infinity).
+// and its value (0, -1, 2.5, NaN, Infinity, and values a few ulps from an integer: Number.isInteger is exact).
 
 graded("5.2 causalMask: lower triangle including the diagonal", () => {
   const expected = [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]];
@@ -612,11 +849,48 @@ graded("5.2 causalMask: NaN, Infinity, fractions and sizes below 1 are RangeErro
   checkRejects("causalMask", "size", [0, -1, 2.5, NaN, Infinity], (v) => causalMask(v));
 });
 
+graded("5.2 causalMask: any size, against the rule j <= i", () => {
+  forAll(fc.integer({ min: 1, max: 48 }), (size) => {
+    const before = tf.memory().numTensors;
+    const got = causalMask(size);
+    const created = tf.memory().numTensors - before;
+    try {
+      expectEqual({ created, dtype: got.dtype }, { created: 1, dtype: "float32" }, {
+        what: `causalMask(${size}): tensors created and the dtype`,
+        hint: "build one float32 tensor (tf.tensor2d(rows, [T, T], 'float32')), with tensor work inside tf.tidy",
+      });
+      expectClose(
+        got,
+        Array.from({ length: size }, (_, i) => Array.from({ length: size }, (_, j) => (j <= i ? 1 : 0))),
+        {
+          what: `causalMask(${size})`,
+          atol: 0,
+          rtol: 0,
+          hint: "mask[i][j] = 1 exactly when j <= i, for every size",
+        },
+      );
+    } finally {
+      got.dispose();
+    }
+  }, { runs: 30 });
+});
+
+graded("5.2 causalMask: any size that is not a positive integer is a RangeError naming size and the value", () => {
+  forAll(NOT_POSITIVE_INTEGER, (size) => {
+    expectThrows(() => causalMask(size), RangeError, {
+      what: `causalMask(${size})`,
+      mentions: ["size", size],
+      hint: exactlyInteger("size"),
+    });
+  });
+});
+
 // ---------------------------------------------------------------- 5.3 padding mask
 
 // Spec 5.3: mask[b][0][t] = 1 when t < lengths[b] (padding at the END), float32 (B, 1, T); every length an
 // integer in [1, size] (a RangeError naming the entry `lengths[b]=v` otherwise: 0, size + 1, -1, 2.5, NaN,
-// Infinity, at any index); size a positive integer (a RangeError naming `size`); empty lengths give (0, 1, T);
+// Infinity, a valid length moved by a few ulps, at any index); size a positive integer (a RangeError naming
+// `size`, checked first, also with no lengths); empty lengths give (0, 1, T);
 // lengths is left unchanged; one tensor created.
 
 graded("5.3 paddingMask: ones on the real tokens, shape (B, 1, T)", () => {
@@ -720,10 +994,85 @@ graded("5.3 paddingMask: a bad size is a RangeError; no sequences give a (0, 1, 
   empty.dispose();
 });
 
+/** A valid padding problem: the size and the lengths (each drawn as any natural number, folded into [1, size]). */
+const PADDING = fc.tuple(fc.integer({ min: 1, max: 10 }), arb.list(fc.nat(1000), { maxLength: 6 }))
+  .map(([size, raw]) => ({ size, lengths: raw.map((r) => 1 + (r % size)) }));
+
+graded("5.3 paddingMask: any lengths and size, the empty batch included, against the rule t < lengths[b]", () => {
+  forAll(PADDING, ({ size, lengths }) => {
+    const copy = [...lengths];
+    const before = tf.memory().numTensors;
+    const got = paddingMask(lengths, size);
+    const created = tf.memory().numTensors - before;
+    try {
+      expectEqual({ created, dtype: got.dtype, lengths }, { created: 1, dtype: "float32", lengths: copy }, {
+        what: `paddingMask([${copy}], ${size}): tensors created, the dtype, and lengths afterwards`,
+        hint: "build one float32 tensor (tf.tensor3d(data, [B, 1, size], 'float32')) and leave lengths unchanged",
+      });
+      expectShape(got, [copy.length, 1, size], {
+        what: `paddingMask([${copy}], ${size})`,
+        hint: "the shape is (B, 1, size), with B = 0 for no lengths: pass the shape to tf.tensor3d",
+      });
+      // (With no lengths the shape, checked above, is all there is.)
+      if (copy.length) {
+        expectClose(got, copy.map((n) => [Array.from({ length: size }, (_, t) => (t < n ? 1 : 0))]), {
+          what: `paddingMask([${copy}], ${size})`,
+          atol: 0,
+          rtol: 0,
+          hint: "key t of sequence b is visible (1) exactly when t < lengths[b]: the padding is at the end",
+        });
+      }
+    } finally {
+      got.dispose();
+    }
+  }, { show: ({ size, lengths }) => ({ lengths, size }) });
+});
+
+graded("5.3 paddingMask: any bad size is a RangeError naming size, whatever the lengths (none included)", () => {
+  const anyLengths = arb.list(fc.oneof(fc.integer({ min: -2, max: 12 }), NOT_POSITIVE_INTEGER), { maxLength: 4 });
+  forAll(fc.tuple(NOT_POSITIVE_INTEGER, anyLengths), ([size, lengths]) => {
+    expectThrows(() => paddingMask(lengths, size), RangeError, {
+      what: `paddingMask([${lengths}], ${size})`,
+      mentions: ["size", size],
+      hint: `${exactlyInteger("size")}; check it before the lengths, and also when there are no lengths at all`,
+    });
+  }, { show: ([size, lengths]) => ({ lengths, size }) });
+});
+
+graded("5.3 paddingMask: any bad length anywhere is a RangeError naming its entry and value", () => {
+  // Not an integer >= 1, above size, or a valid length moved by a few ulps (what a tolerance lets through).
+  type Bad = number | { above: number } | { near: number; steps: number };
+  const bad: fc.Arbitrary<Bad> = fc.oneof(
+    NOT_POSITIVE_INTEGER,
+    fc.nat(1000).map((above) => ({ above })),
+    fc.tuple(fc.nat(), fc.constantFrom(-2, -1, 1, 2)).map(([near, steps]) => ({ near, steps })),
+  );
+  const lengthsOf = ([{ size, lengths }, at, b]: [{ size: number; lengths: number[] }, number, Bad]) => {
+    const i = at % (lengths.length + 1);
+    const value = typeof b === "number"
+      ? b
+      : "above" in b
+      ? size + 1 + b.above
+      : arb.ulpStep(1 + (b.near % size), b.steps);
+    return { i, given: [...lengths.slice(0, i), value, ...lengths.slice(i)] };
+  };
+  forAll(fc.tuple(PADDING, fc.nat(), bad), (drawn) => {
+    const size = drawn[0].size, { i, given } = lengthsOf(drawn);
+    expectThrows(() => paddingMask(given, size), RangeError, {
+      what: `paddingMask([${given}], ${size})`,
+      includes: `lengths[${i}]`,
+      mentions: [given[i]],
+      hint: "check every entry with Number.isInteger(n) && n >= 1 && n <= size (exact: 2 + 4.4e-16 is not an " +
+        "integer) and name it with its value: `lengths[${b}]=${n}`",
+    });
+  }, { show: (drawn) => ({ lengths: lengthsOf(drawn).given, size: drawn[0].size }) });
+});
+
 // ---------------------------------------------------------------- 5.4 split heads
 
 // Spec 5.4: out[b][h][t][d] = x[b][t][h * headSize + d], shape (B, nHead, T, C / nHead), for any B, T, C and
-// any nHead dividing C (1 and C included); nHead that is not a positive integer dividing C (4 for C = 6, 0, -2,
+// any nHead dividing C (1 and C included), any float32 values moved exactly; nHead that is not a positive integer
+// dividing C (a divisor moved by a few ulps too; 4 for C = 6, 0, -2,
 // 2.5, NaN, Infinity) is a RangeError `nEmbd must be divisible by nHead: nEmbd=C, nHead=H`; one tensor created,
 // x unchanged and still usable.
 
@@ -836,10 +1185,103 @@ graded("5.4 splitHeads: a bad nHead is a RangeError with the documented message;
   }
 });
 
+/** Any float32 values (tiny, huge, -0 and subnormals included), repeated to fill a tensor. */
+const FLOAT32_VALUES = fc.array(fc.float({ noNaN: true, noDefaultInfinity: true }), { minLength: 1, maxLength: 24 });
+
+/** Nested arrays of `shape` filled from `values`, repeated as needed. */
+function filled(shape: number[], values: number[]): unknown {
+  let i = 0;
+  const build = (axes: number[]): unknown =>
+    axes.length === 0 ? values[i++ % values.length] : Array.from({ length: axes[0] }, () => build(axes.slice(1)));
+  return build(shape);
+}
+
+/**
+ * Runs a function of one tensor on `x`, checks that it created exactly one tensor and left x alive and unchanged,
+ * and hands the result to `check` (then disposes both).
+ */
+function withOneResult<X extends tf.Tensor>(
+  what: string,
+  x: X,
+  call: (x: X) => tf.Tensor,
+  check: (got: tf.Tensor) => void,
+): void {
+  const values = Array.from(x.dataSync());
+  const before = tf.memory().numTensors;
+  const got = call(x);
+  const created = tf.memory().numTensors - before;
+  try {
+    const same = !x.isDisposed && Array.from(x.dataSync()).every((v, i) => Object.is(v, values[i]));
+    expectEqual({ created, xAliveAndUnchanged: same }, { created: 1, xAliveAndUnchanged: true }, {
+      what: `${what}: tensors created, and x afterwards`,
+      hint: "return one new tensor (tf.tidy frees the intermediates); never dispose or write into x",
+    });
+    check(got);
+  } finally {
+    tf.dispose([x, got]);
+  }
+}
+
+graded("5.4 splitHeads: any sizes and float32 values, moved exactly", () => {
+  const draws = fc.record({
+    B: fc.integer({ min: 1, max: 3 }),
+    T: fc.integer({ min: 1, max: 4 }),
+    nHead: fc.integer({ min: 1, max: 4 }),
+    hs: fc.integer({ min: 1, max: 4 }),
+    values: FLOAT32_VALUES,
+  });
+  forAll(draws, ({ B, T, nHead, hs, values }) => {
+    const x = filled([B, T, nHead * hs], values) as number[][][];
+    const what = `splitHeads of (${B}, ${T}, ${nHead * hs}) into ${nHead} heads`;
+    withOneResult(what, tf.tensor3d(x, [B, T, nHead * hs]), (xt) => splitHeads(xt, nHead), (got) => {
+      expectShape(got, [B, nHead, T, hs], { what, hint: "the result is (B, nHead, T, C / nHead)" });
+      expectClose(got, refSplit(x, nHead), {
+        what,
+        atol: 0,
+        rtol: 0,
+        hint: "out[b][h][t][d] = x[b][t][h * headSize + d], each value moved as it is (reshape, then transpose)",
+        mistakes: [
+          { value: () => refSplit(x, nHead, "reshape"), hint: "a reshape alone mixes positions and heads" },
+          { value: () => refSplit(x, nHead, "interleaved"), hint: "head h took every nHead-th channel" },
+        ],
+      });
+    });
+  }, { show: ({ B, T, nHead, hs, values }) => ({ x: filled([B, T, nHead * hs], values), nHead }) });
+});
+
+graded("5.4 splitHeads: any nHead that is not a positive integer dividing C is the documented RangeError", () => {
+  // nHead: not a positive integer at all, an integer that does not divide C, or a divisor of C moved by a few ulps.
+  const kinds = fc.oneof(
+    NOT_POSITIVE_INTEGER.map((v) => ({ v })),
+    fc.integer({ min: 1, max: 30 }).map((n) => ({ n })),
+    fc.tuple(fc.nat(), fc.constantFrom(-4, -2, -1, 1, 2, 4)).map(([pick, steps]) => ({ pick, steps })),
+  );
+  const nHeadOf = (C: number, k: { v?: number; n?: number; pick?: number; steps?: number }) => {
+    if (k.v !== undefined) return k.v;
+    if (k.n !== undefined) return C % k.n === 0 ? C + 1 : k.n;
+    const divisors = Array.from({ length: C }, (_, i) => i + 1).filter((d) => C % d === 0);
+    return arb.ulpStep(divisors[k.pick! % divisors.length], k.steps!);
+  };
+  forAll(fc.tuple(fc.integer({ min: 1, max: 12 }), kinds), ([C, k]) => {
+    const nHead = nHeadOf(C, k);
+    const x = tf.zeros([1, 2, C]) as tf.Tensor3D;
+    try {
+      expectThrows(() => splitHeads(x, nHead), RangeError, {
+        what: `splitHeads of (1, 2, ${C}) into ${nHead} heads`,
+        includes: `nEmbd must be divisible by nHead: nEmbd=${C}, nHead=${nHead}`,
+        hint: "check Number.isInteger(nHead) && nHead >= 1 && C % nHead === 0 before reshaping: exactly, so " +
+          "2 + 4.4e-16 is no head count (a tolerance lets it through to tf.reshape); use the doc's message",
+      });
+    } finally {
+      x.dispose();
+    }
+  }, { show: ([C, k]) => ({ C, nHead: nHeadOf(C, k) }) });
+});
+
 // ---------------------------------------------------------------- 5.5 merge heads
 
-// Spec 5.5: out[b][t][h * headSize + d] = x[b][h][t][d], shape (B, T, nHead * headSize), for any sizes; one
-// tensor created, x unchanged and still usable.
+// Spec 5.5: out[b][t][h * headSize + d] = x[b][h][t][d], shape (B, T, nHead * headSize), for any sizes and any
+// float32 values, moved exactly; one tensor created, x unchanged and still usable.
 
 graded("5.5 mergeHeads: concatenates the heads channel-wise", () => {
   // h[b][head][t][d] = 1000 b + 100 head + 10 t + d
@@ -912,11 +1354,39 @@ graded("5.5 mergeHeads: random batch sizes, head counts, lengths and head sizes"
   checkTensorGuards("mergeHeads of (1, 2, 3, 2)", [x], () => [mergeHeads(x)]);
 });
 
+graded("5.5 mergeHeads: any sizes and float32 values, moved exactly", () => {
+  const draws = fc.record({
+    B: fc.integer({ min: 1, max: 3 }),
+    H: fc.integer({ min: 1, max: 4 }),
+    T: fc.integer({ min: 1, max: 4 }),
+    hs: fc.integer({ min: 1, max: 4 }),
+    values: FLOAT32_VALUES,
+  });
+  forAll(draws, ({ B, H, T, hs, values }) => {
+    const x = filled([B, H, T, hs], values) as number[][][][];
+    const what = `mergeHeads of (${B}, ${H}, ${T}, ${hs})`;
+    withOneResult(what, tf.tensor4d(x, [B, H, T, hs]), (xt) => mergeHeads(xt), (got) => {
+      expectShape(got, [B, T, H * hs], { what, hint: "the result is (B, T, nHead * headSize)" });
+      expectClose(got, refMerge(x), {
+        what,
+        atol: 0,
+        rtol: 0,
+        hint: "out[b][t][h * headSize + d] = x[b][h][t][d], each value moved as it is (transpose, then reshape)",
+        mistakes: [
+          { value: () => refMerge(x, "reshape"), hint: "a reshape alone mixes heads and positions" },
+          { value: () => refMerge(x, "interleaved"), hint: "the heads' channels were interleaved" },
+        ],
+      });
+    });
+  }, { show: ({ B, H, T, hs, values }) => ({ x: filled([B, H, T, hs], values) }) });
+});
+
 // ---------------------------------------------------------------- 5.6 multi-head attention
 
 // Spec 5.6: Q, K, V = x W^Q, x W^K, x W^V (row vectors times the matrices, not their transposes); head h uses
 // channels h*headSize .. (h+1)*headSize - 1; attention within each head scaled by sqrt(headSize); the heads'
-// outputs concatenated and multiplied by W^O; the mask (T, T) or (B, 1, 1, T) reaches every head; weights are
+// outputs concatenated and multiplied by W^O; the mask (any shape that broadcasts to (B, nHead, T, T)) reaches
+// every head, and without one every position sees every other; weights are
 // (B, nHead, T, T); any B, T, C and nHead dividing C; nHead that does not divide C is the RangeError of 5.4; one
 // output and one weights tensor created, inputs unchanged; stable for scores in the thousands.
 
@@ -950,7 +1420,14 @@ interface MhaVariant {
 }
 
 /** Multi-head attention from scratch for one sequence (T, C). */
-function refMHAw(x: M, w: Weights, nHead: number, mask?: M, variant: MhaVariant = {}): { output: M; weights: M[] } {
+/** Multi-head attention from scratch for one sequence (T, C); the mask is one (T, T) matrix or one per head. */
+function refMHAw(
+  x: M,
+  w: Weights,
+  nHead: number,
+  mask?: M | ((h: number) => M),
+  variant: MhaVariant = {},
+): { output: M; weights: M[] } {
   const C = x[0].length;
   const H = variant.oneHead ? 1 : nHead, hs = C / H;
   const proj = (m: M) => matmul(x, variant.transposed ? transpose(m) : m);
@@ -960,7 +1437,8 @@ function refMHAw(x: M, w: Weights, nHead: number, mask?: M, variant: MhaVariant 
   const heads = Array.from({ length: H }, (_, h) => {
     const factor = variant.scaleByC ? Math.sqrt(hs / C) : variant.unscaled ? Math.sqrt(hs) : 1;
     const qh = cols(q, h).map((r) => r.map((e) => e * factor));
-    return refAttention(qh, cols(k, h), cols(v, h), variant.ignoreMask ? undefined : mask);
+    const m = typeof mask === "function" ? mask(h) : mask;
+    return refAttention(qh, cols(k, h), cols(v, h), variant.ignoreMask ? undefined : m);
   });
   const merged = x.map((_, t) => {
     const row = new Array(C).fill(0);
@@ -996,8 +1474,9 @@ const MHA_MISTAKES: { variant: MhaVariant; hint: string }[] = [
   },
 ];
 
-function mhaMistakes(compute: (variant: MhaVariant) => unknown): { value: unknown; hint: string }[] {
-  return MHA_MISTAKES.map((m) => ({ value: compute(m.variant), hint: m.hint }));
+function mhaMistakes(compute: (variant: MhaVariant) => unknown): { value: () => unknown; hint: string }[] {
+  // Computed only when a check fails.
+  return MHA_MISTAKES.map((m) => ({ value: () => compute(m.variant), hint: m.hint }));
 }
 
 function weights2d(w: Weights = W) {
@@ -1146,6 +1625,90 @@ graded("5.6 multiHeadAttention: stable for scores in the thousands; a bad nHead;
   );
 });
 
+/** A drawn multi-head problem: sizes, values in eighths from -1 to 1 (repeated to fill), and how the mask comes. */
+const MHA_DRAWS = fc.record({
+  B: fc.integer({ min: 1, max: 2 }),
+  T: fc.integer({ min: 1, max: 4 }),
+  nHead: fc.integer({ min: 1, max: 3 }),
+  hs: fc.integer({ min: 1, max: 3 }),
+  x: fc.array(fc.integer({ min: -8, max: 8 }), { minLength: 1, maxLength: 24 }),
+  w: fc.array(fc.array(fc.integer({ min: -8, max: 8 }), { minLength: 1, maxLength: 24 }), {
+    minLength: 4,
+    maxLength: 4,
+  }),
+  maskMode: fc.constantFrom("none" as const, "undefined" as const, "tensor" as const),
+  ...MASK_DRAW,
+});
+
+type MhaDraw = typeof MHA_DRAWS extends fc.Arbitrary<infer T> ? T : never;
+
+/** The values of a drawn multi-head problem, and its mask (if any) as passed and per sequence and head. */
+function mhaCase(d: MhaDraw) {
+  const C = d.nHead * d.hs;
+  const eighths = (v: number[]) => v.map((e) => e / 8);
+  const xs = filled([d.B, d.T, C], eighths(d.x)) as M[];
+  const [wQ, wK, wV, wO] = d.w.map((v) => filled([C, C], eighths(v)) as M);
+  const m = d.maskMode === "tensor" ? drawnMask([d.B, d.nHead, d.T, d.T], d) : undefined;
+  const maskOf = (b: number) => (h: number) =>
+    Array.from({ length: d.T }, (_, i) => Array.from({ length: d.T }, (_, j) => m!.at([b, h, i, j])));
+  return { C, xs, w: { wQ, wK, wV, wO }, mask: m && { shape: m.shape, values: m.values }, maskOf: m && maskOf };
+}
+
+graded("5.6 multiHeadAttention: any sizes, head counts, weights and masks, against a from-scratch reference", () => {
+  forAll(MHA_DRAWS, (d) => {
+    const { B, T, nHead } = d;
+    const { C, xs, w, mask, maskOf } = mhaCase(d);
+    const x = tf.tensor3d(xs, [B, T, C]), wt = weights2d(w);
+    const maskT = mask ? tf.tensor(mask.values, mask.shape) : undefined;
+    const inputs = [x, wt.wQ, wt.wK, wt.wV, wt.wO, ...(maskT ? [maskT] : [])];
+    const before = tf.memory().numTensors;
+    const r = multiHeadAttention(x, wt, d.maskMode === "none" ? { nHead } : { nHead, mask: maskT });
+    const created = tf.memory().numTensors - before;
+    const what = `B=${B}, T=${T}, C=${C}, nHead=${nHead}, ` +
+      (mask ? `mask (${mask.shape})` : d.maskMode === "none" ? "no mask" : "mask: undefined");
+    const refs = (variant: MhaVariant = {}) => xs.map((xb, b) => refMHAw(xb, w, nHead, maskOf?.(b), variant));
+    try {
+      expectEqual({ created, disposedInput: inputs.findIndex((t) => t.isDisposed) }, {
+        created: 2,
+        disposedInput: -1,
+      }, {
+        what: `${what}: tensors created (2: output and weights) and the index of an input disposed`,
+        hint: "compute inside tf.tidy and return { output, weights } from it; never dispose x, the weights or the mask",
+      });
+      expectShape(r.weights, [B, nHead, T, T], {
+        what: `${what}: shape of the weights`,
+        hint: "the weights are (B, nHead, T, T): one (T, T) matrix per head",
+      });
+      expectClose(r.weights, refs().map((x) => x.weights), {
+        what: `${what}: attention weights`,
+        atol: 1e-4,
+        hint: "head h compares Q's and K's channels h*headSize .. (h+1)*headSize - 1, scaled by sqrt(headSize), " +
+          "with the mask (broadcast over batch and heads) passed to the attention",
+        mistakes: mhaMistakes((variant) => refs(variant).map((x) => x.weights)),
+      });
+      expectShape(r.output, [B, T, C], {
+        what: `${what}: shape of the output`,
+        hint: "the output is (B, T, C): merge the heads and project with W^O",
+      });
+      expectClose(r.output, refs().map((x) => x.output), {
+        what: `${what}: output`,
+        atol: 1e-3,
+        rtol: 1e-3,
+        hint: "merge the heads' outputs (concatenated channel-wise) and multiply by W^O",
+        mistakes: mhaMistakes((variant) => refs(variant).map((x) => x.output)),
+      });
+    } finally {
+      tf.dispose([...inputs, r.output, r.weights]);
+    }
+  }, {
+    show: (d) => {
+      const { xs, w, mask } = mhaCase(d);
+      return { x: xs, nHead: d.nHead, ...w, mask: mask ?? (d.maskMode === "none" ? "none" : "undefined") };
+    },
+    runs: 50,
+  });
+});
+
 // ---------------------------------------------------------------- 5.7 positions
 
 // Spec 5.7: PE[pos][j] = sin(pos / 10000^(2i / d)) for even j and cos(...) for odd j, i = floor(j / 2); positions
@@ -1167,19 +1730,20 @@ function refPositions(T: number, d: number, how: PosVariant = "right"): M {
     }));
 }
 
-function posMistakes(T: number, d: number): { value: unknown; hint: string }[] {
+function posMistakes(T: number, d: number): { value: () => unknown; hint: string }[] {
+  // Computed only when a check fails.
   return [
-    { value: refPositions(T, d, "from1"), hint: "positions started at 1: the first row is position 0" },
+    { value: () => refPositions(T, d, "from1"), hint: "positions started at 1: the first row is position 0" },
     {
-      value: refPositions(T, d, "jOverD"),
+      value: () => refPositions(T, d, "jOverD"),
       hint: "the exponent used the column j: it is 2i / d with i = floor(j / 2), the same for a sine and its cosine",
     },
     {
-      value: refPositions(T, d, "halves"),
+      value: () => refPositions(T, d, "halves"),
       hint: "all sines first, then all cosines: they are interleaved, sine in even columns",
     },
-    { value: refPositions(T, d, "swapped"), hint: "sine and cosine are swapped: sine in the even columns" },
-    { value: refPositions(T, d, "dMinus1"), hint: "the exponent divided by d - 1: divide by d" },
+    { value: () => refPositions(T, d, "swapped"), hint: "sine and cosine are swapped: sine in the even columns" },
+    { value: () => refPositions(T, d, "dMinus1"), hint: "the exponent divided by d - 1: divide by d" },
   ];
 }
 
@@ -1250,3 +1814,44 @@ graded("5.7 sinusoidalPositions: bad lengths and dimensions are RangeErrors nami
   );
   checkRejects("sinusoidalPositions(3, dim)", "dim", [0, -2, 1.5, NaN, Infinity], (v) => sinusoidalPositions(3, v));
 });
+
+graded("5.7 sinusoidalPositions: any length and dimension, against the formula", () => {
+  forAll(fc.tuple(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1, max: 25 })), ([T, d]) => {
+    const before = tf.memory().numTensors;
+    const got = sinusoidalPositions(T, d);
+    const created = tf.memory().numTensors - before;
+    try {
+      expectEqual({ created, dtype: got.dtype }, { created: 1, dtype: "float32" }, {
+        what: `sinusoidalPositions(${T}, ${d}): tensors created and the dtype`,
+        hint: "return one float32 tensor; tensor work (if any) inside tf.tidy",
+      });
+      expectShape(got, [T, d], {
+        what: `sinusoidalPositions(${T}, ${d})`,
+        hint: "(T, d): one row per position, exactly d columns (an odd d ends with a lone sine)",
+      });
+      // Angles up to 99 radians lose about 1e-5 when computed in float32; the formula's mistakes lose far more.
+      expectClose(got, refPositions(T, d), {
+        what: `sinusoidalPositions(${T}, ${d})`,
+        atol: 5e-5,
+        hint: "PE[pos][j] = sin or cos of pos / 10000^(2 floor(j / 2) / d), sine in even columns, positions from 0",
+        mistakes: posMistakes(T, d),
+      });
+    } finally {
+      got.dispose();
+    }
+  }, { runs: 40 });
+});
+
+graded(
+  "5.7 sinusoidalPositions: any length or dimension that is not a positive integer is a RangeError naming it",
+  () => {
+    forAll(fc.tuple(fc.boolean(), NOT_POSITIVE_INTEGER, fc.integer({ min: 1, max: 8 })), ([lengthBad, bad, good]) => {
+      const [name, T, d] = lengthBad ? ["length", bad, good] : ["dim", good, bad];
+      expectThrows(() => sinusoidalPositions(T, d), RangeError, {
+        what: `sinusoidalPositions(${T}, ${d})`,
+        mentions: [name, bad],
+        hint: exactlyInteger(name),
+      });
+    }, { show: ([lengthBad, bad, good]) => (lengthBad ? { length: bad, dim: good } : { length: good, dim: bad }) });
+  },
+);

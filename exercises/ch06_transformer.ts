@@ -82,10 +82,12 @@ export interface SizeConfig {
  * such a row must come out as beta, never NaN. A given `options.eps`
  * replaces the default, even when it is 0 (read it with `??`, not `||`);
  * `eps: undefined` is the same as leaving it out; an eps that is negative, NaN or
- * infinite is an error: throw a RangeError naming `eps`. Rows of very
- * different sizes (e.g. around 10000 beside around 0.01) must each be
- * normalised accurately. Do not dispose x, gamma or beta, and leave no
- * tensor behind but the result.
+ * infinite is an error: throw a RangeError naming `eps`. (With `eps: 0` a
+ * constant row is 0 / 0: what it gives is left open.) Rows of very
+ * different sizes (e.g. around 10000 beside around 0.01, spreads from 1e-8
+ * to 1e14, offsets up to a thousand times the spread) must each be
+ * normalised accurately, to float32's precision. Do not dispose x, gamma or
+ * beta, and leave no tensor behind but the result.
  *
  * @param x (..., C), e.g. (T, C) or (B, T, C).
  * @param params gamma and beta, each (C).
@@ -104,7 +106,10 @@ export function layerNorm(x: tf.Tensor, params: LayerNormParams, options: { eps?
  *
  * It is close to x for large positive x, close to 0 for large negative x,
  * and slightly negative just below 0 (gelu(-1) is about -0.159). It must
- * stay exact far from 0 too: gelu(100) = 100 and gelu(-100) = 0, never NaN.
+ * stay exact far from 0 too: gelu(100) = 100 and gelu(-100) = 0, never NaN,
+ * for every x up to 1e38 in size (and down to 1e-30: tiny x give about
+ * x / 2, not 0). Use the constants exactly (`Math.sqrt(2 / Math.PI)`, not
+ * 0.79788): the result must match the formula to float32's precision.
  * Do not dispose x, and leave no tensor behind but the result.
  *
  * @param x any shape.
@@ -148,9 +153,11 @@ export function feedForward(x: tf.Tensor2D, params: FeedForwardParams): tf.Tenso
  * The stream itself is never normalised here, which keeps gradients
  * flowing straight through the additions in deep models. Do not dispose x,
  * and leave no tensor behind but the result (the sub-layers' outputs are
- * intermediates: tf.tidy).
+ * intermediates: tf.tidy). A sub-layer may hand back its input itself (an
+ * identity does), so never dispose what a sub-layer returns by hand: it may
+ * be x.
  *
- * @param x the residual stream, any shape (e.g. (T, C)).
+ * @param x the residual stream, any shape (e.g. (T, C), or even a scalar).
  * @param sublayers ln1, attention, ln2, mlp.
  * @returns the new residual stream, same shape.
  */
@@ -168,9 +175,10 @@ export function preLnBlock(x: tf.Tensor, sublayers: Sublayers): tf.Tensor {
  *   h   = ln1(x + attention(x))
  *   out = ln2(h + mlp(h))
  *
- * Do not dispose x, and leave no tensor behind but the result.
+ * Do not dispose x, and leave no tensor behind but the result. As in 6.4, a
+ * sub-layer may hand back its input itself: never dispose its output by hand.
  *
- * @param x the residual stream.
+ * @param x the residual stream, any shape.
  * @param sublayers ln1, attention, ln2, mlp.
  * @returns the new residual stream, same shape.
  */
@@ -191,8 +199,10 @@ export function postLnBlock(x: tf.Tensor, sublayers: Sublayers): tf.Tensor {
  *
  * Check: the result is a bit more than 12 L d^2 plus the embeddings. GPT-2
  * small (V = 50257, blockSize 1024, 12 layers, d = 768) has 124,439,808.
- * Every size must be an integer >= 1: otherwise (0, 2.5, NaN, Infinity)
- * throw a RangeError naming the size and its value, e.g. `nEmbd=2.5`.
+ * Every size must be an integer >= 1 (exactly, `Number.isInteger`: 2 +
+ * 4.4e-16 is not one): otherwise (0, 2.5, NaN, Infinity, a missing size)
+ * throw a RangeError naming the size and its value, e.g. `nEmbd=2.5`. The
+ * count is exact for every model whose count stays below 2^53.
  *
  * @param config vocabSize, blockSize, nLayer, nEmbd.
  * @returns the number of trainable parameters.
@@ -212,14 +222,16 @@ export function countParameters(config: SizeConfig): number {
  *
  * so y[t] is the token that follows x[t]. Row b of the batch uses starts[b].
  *
- * @param tokens the token ids of a text.
+ * @param tokens the token ids of a text, integers in [0, 2^31).
  * @param options `starts` (one window start per row) and `blockSize`.
- * A start that is not an integer (NaN, Infinity and 1.5 included), is
+ * A start that is not an integer (NaN, Infinity, 1.5 and 3 + 4.4e-16
+ * included: `Number.isInteger` is exact), is
  * negative, or leaves fewer than blockSize + 1 tokens is a RangeError whose
  * message contains `starts[b]` (b the entry's index) and its value, e.g.
  * `starts[2]=98`; the last valid start is
  * tokens.length - blockSize - 1. A blockSize that is not an integer >= 1 is
- * a RangeError naming `blockSize`. Empty starts give tensors of shape
+ * a RangeError naming `blockSize`, checked before the starts (also when
+ * there are none). Empty starts give tensors of shape
  * (0, blockSize). Token ids must come out exactly (ids above 2^24 too, so
  * never pass them through float32), and `tokens` and `starts` stay unchanged.
  * @returns `x` and `y`, int32 tensors of shape (starts.length, blockSize).

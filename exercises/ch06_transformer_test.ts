@@ -6,7 +6,7 @@
  * by hand, in comments), never by calling a reference solution.
  * @module
  */
-import { expectClose, expectEqual, expectShape, expectThrows, graded, Rng, tf } from "../lib/mod.ts";
+import { arb, expectClose, expectEqual, expectShape, expectThrows, fc, forAll, graded, Rng, tf } from "../lib/mod.ts";
 import {
   countParameters,
   feedForward,
@@ -102,6 +102,64 @@ function expectNoLeak(
     what: `${what}: tensors left alive after the call (only the ${keep === 1 ? "result" : `${keep} results`})`,
     hint: "wrap the work in tf.tidy(() => ...) and return the result from it, so every intermediate is freed",
   });
+}
+
+/** The product of a list of sizes. */
+const prod = (xs: number[]): number => xs.reduce((a, b) => a * b, 1);
+
+/** Nested arrays of `shape` filled from `values`, repeated as needed (a number for shape []). */
+function filled(shape: number[], values: number[]): unknown {
+  let i = 0;
+  const fill = (axes: number[]): unknown =>
+    axes.length === 0 ? values[i++ % values.length] : Array.from({ length: axes[0] }, () => fill(axes.slice(1)));
+  return fill(shape);
+}
+
+/**
+ * Runs `call` on tensors it is given, checks that it created exactly `keep` tensors and disposed or changed none of
+ * its inputs, and hands its results to `check`; then disposes everything.
+ */
+function withResults<R extends tf.Tensor | tf.Tensor[]>(
+  what: string,
+  inputs: tf.Tensor[],
+  call: () => R,
+  check: (got: R) => void,
+  disposedHint = "never dispose the tensors you were given: the caller owns them",
+): void {
+  const values = inputs.map((t) => Array.from(t.dataSync()));
+  const before = tf.memory().numTensors;
+  let got: R;
+  try {
+    got = call();
+  } catch (err) {
+    // A call that disposed an input and then used it fails inside tfjs: say what happened instead.
+    const disposed = inputs.findIndex((t) => t.isDisposed);
+    if (disposed >= 0) {
+      expectEqual(disposed, -1, {
+        what: `${what}: the index of an input tensor disposed by the call, which then threw ` +
+          `${(err as Error)?.name ?? "an error"}: ${(err as Error)?.message ?? err}`,
+        hint: disposedHint,
+      });
+    }
+    throw err;
+  }
+  const outs = Array.isArray(got) ? got : [got];
+  const created = tf.memory().numTensors - before;
+  try {
+    const changed = inputs.findIndex((t, i) =>
+      t.isDisposed || !Array.from(t.dataSync()).every((v, j) => Object.is(v, values[i][j]))
+    );
+    expectEqual({ created, inputDisposedOrChanged: changed }, { created: outs.length, inputDisposedOrChanged: -1 }, {
+      what: `${what}: tensors created by the call, and the index of an input it disposed or changed (-1 = none)`,
+      hint: changed >= 0 && inputs[changed].isDisposed
+        ? disposedHint
+        : `return ${outs.length === 1 ? "one new tensor" : `${outs.length} new tensors`} from tf.tidy (it frees ` +
+          "every intermediate) and never dispose or write into the tensors you were given",
+    });
+    check(got);
+  } finally {
+    tf.dispose([...inputs, ...outs]);
+  }
 }
 
 // ---------------------------------------------------------------- 6.1 layer norm
@@ -245,6 +303,118 @@ graded("6.1 layerNorm: leaves only its result and disposes no input", () => {
   tf.dispose([x, gamma, beta]);
 });
 
+/**
+ * A drawn layer-norm problem: a shape (rank 1 to 4, C from 1), rows each at its own scale (spreads from 1e-8 to
+ * 1e14) and offset (0 to 1000 times the spread, either sign), gamma and beta in eighths from -2 to 2, and the
+ * options: left out, `{}`, `{ eps: undefined }` or an eps from 0 to 100.
+ */
+const LN_DRAWS = fc.record({
+  lead: fc.array(fc.integer({ min: 1, max: 3 }), { maxLength: 3 }),
+  C: fc.integer({ min: 1, max: 6 }),
+  // Each row's scale (its spread is 10^scale) and offset (ratio times the spread), repeated over the rows.
+  rows: fc.array(fc.tuple(fc.integer({ min: -8, max: 14 }), fc.constantFrom(0, 1, -30, 1000, -1000)), {
+    minLength: 1,
+    maxLength: 6,
+  }),
+  // The entries, in tenths of the spread around the offset, repeated over all of them.
+  z: fc.array(fc.integer({ min: -40, max: 40 }), { minLength: 1, maxLength: 12 }),
+  gamma: fc.array(fc.integer({ min: -16, max: 16 }), { minLength: 1, maxLength: 6 }),
+  beta: fc.array(fc.integer({ min: -16, max: 16 }), { minLength: 1, maxLength: 6 }),
+  options: fc.oneof(
+    fc.constant(undefined),
+    arb.options({ eps: fc.constantFrom(0, 1e-5, 1e-12, 1e-3, 1, 100) }),
+  ),
+});
+
+type LnDraw = typeof LN_DRAWS extends fc.Arbitrary<infer T> ? T : never;
+
+/** The rows (float32 values), gamma and beta of a drawn layer-norm problem, and its eps. */
+function lnCase(d: LnDraw) {
+  const shape = [...d.lead, d.C], n = prod(d.lead);
+  const rows = Array.from({ length: n }, (_, r) => {
+    const [scale, ratio] = d.rows[r % d.rows.length], s = 10 ** scale;
+    return Array.from({ length: d.C }, (_, c) => Math.fround(ratio * s + (s * d.z[(r * d.C + c) % d.z.length]) / 10));
+  });
+  const eighths = (v: number[]) => Array.from({ length: d.C }, (_, c) => v[c % v.length] / 8);
+  return { shape, rows, gamma: eighths(d.gamma), beta: eighths(d.beta), eps: d.options?.eps ?? 1e-5 };
+}
+
+graded("6.1 layerNorm: any rank, row sizes, gamma, beta and eps, against a from-scratch layer norm", () => {
+  forAll(LN_DRAWS, (d) => {
+    const { shape, rows, gamma, beta, eps } = lnCase(d);
+    const x = tf.tensor(rows.flat(), shape), g = tf.tensor1d(gamma), b = tf.tensor1d(beta);
+    const what = `layerNorm of a [${shape}] tensor with ${
+      d.options === undefined ? "no options" : `options ${JSON.stringify(d.options).replace("{}", "{ }")}`
+    }${"eps" in (d.options ?? {}) && d.options!.eps === undefined ? " (eps: undefined)" : ""}`;
+    withResults(
+      what,
+      [x, g, b],
+      () =>
+        d.options === undefined ? layerNorm(x, { gamma: g, beta: b }) : layerNorm(x, { gamma: g, beta: b }, d.options),
+      (got) => {
+        expectShape(got, shape, { what, hint: "keep x's shape, whatever its rank: reduce over axis -1 with keepDims" });
+        const values = got.dataSync();
+        // With eps 0 a constant row is 0 / 0: the doc leaves it open, so such a row is not compared.
+        const expected = rows.map((row, r) =>
+          eps === 0 && row.every((v) => v === row[0])
+            ? Array.from(values.slice(r * d.C, (r + 1) * d.C))
+            : refLayerNormRow(row, gamma, beta, eps)
+        );
+        // Float32 computes x - mean to about |mean| * 2^-23: relative to the row's spread, that is its offset over
+        // its standard deviation (up to some thousands here) times 2^-23.
+        const ratio = Math.max(
+          ...rows.map((row) => {
+            const mean = row.reduce((a, v) => a + v, 0) / row.length;
+            return Math.abs(mean) / Math.sqrt(row.reduce((a, v) => a + (v - mean) ** 2, 0) / row.length + eps);
+          }).filter(Number.isFinite),
+          0,
+        );
+        expectClose(values, expected.flat(), {
+          what,
+          atol: 1e-4 + 16 * 2 ** -24 * ratio * Math.max(...gamma.map(Math.abs), 1),
+          rtol: 1e-4,
+          hint: "per row (last axis): mean, var = mean of (x - mean)^2 (divided by C), y = (x - mean) / sqrt(var + " +
+            "eps) * gamma + beta; eps = options.eps ?? 1e-5 (0 and undefined as the doc says), any row size",
+          mistakes: [
+            {
+              value: () => rows.flatMap((r) => unbiasedLayerNormRow(r, gamma, beta)),
+              hint: "the variance was divided by C - 1: layer norm divides by C",
+            },
+            {
+              value: () => rows.flatMap((r) => refLayerNormRow(r, gamma, beta, 1e-5)),
+              hint: "eps was not taken from options: eps = options.eps ?? 1e-5",
+            },
+            {
+              value: () => rows.flatMap((r) => refLayerNormRow(r, gamma, gamma.map((g, i) => beta[i] * g), eps)),
+              hint: "beta was added before multiplying by gamma: y = xhat * gamma + beta",
+            },
+          ],
+        });
+      },
+    );
+  }, {
+    show: (d) => ({ x: filled(lnCase(d).shape, lnCase(d).rows.flat()), ...lnCase(d), options: d.options }),
+    runs: 60,
+  });
+});
+
+graded("6.1 layerNorm: any eps that is negative, NaN or infinite is a RangeError naming eps", () => {
+  const bad = fc.oneof(arb.finite({ max: -Number.MIN_VALUE }), fc.constantFrom(NaN, Infinity, -Infinity));
+  forAll(bad, (eps) => {
+    const x = tf.tensor2d([[1, 2, 3]]), g = tf.ones([3]), b = tf.zeros([3]);
+    try {
+      expectThrows(() => layerNorm(x, { gamma: g, beta: b }, { eps }), RangeError, {
+        what: `layerNorm(x, params, { eps: ${eps} })`,
+        mentions: ["eps"],
+        hint: "eps must be a finite number >= 0: check !(eps >= 0 && eps < Infinity) (NaN fails both) and throw a " +
+          "RangeError naming eps",
+      });
+    } finally {
+      tf.dispose([x, g, b]);
+    }
+  });
+});
+
 // ---------------------------------------------------------------- 6.2 GELU
 
 // Spec 6.2: gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
@@ -316,6 +486,57 @@ graded("6.2 gelu: leaves only its result and disposes no input", () => {
   const x = tf.tensor2d([[-1, 0.5], [2, -3]]);
   expectNoLeak("gelu of a (2, 2) tensor", () => gelu(x), [x]);
   x.dispose();
+});
+
+/**
+ * A drawn GELU problem: a shape (a scalar too) and values of one band of sizes: tiny (1e-30 to 1e-3), everyday
+ * (0 to 8), far (8 to 1e4) or huge (1e4 to 1e38), of either sign.
+ */
+const GELU_DRAWS = fc.record({
+  shape: fc.array(fc.integer({ min: 1, max: 4 }), { maxLength: 3 }),
+  band: fc.constantFrom("everyday" as const, "tiny" as const, "far" as const, "huge" as const),
+  // Uniform in [0, 1] (fc.double leans towards 0 and 1), with a sign.
+  u: fc.array(fc.tuple(fc.integer({ min: 0, max: 1_000_000 }).map((k) => k / 1e6), fc.boolean()), {
+    minLength: 1,
+    maxLength: 16,
+  }),
+});
+
+/** The float32 values of a drawn GELU problem. */
+function geluValues(d: typeof GELU_DRAWS extends fc.Arbitrary<infer T> ? T : never): number[] {
+  const size = (u: number) =>
+    d.band === "tiny"
+      ? 10 ** (-30 + 27 * u)
+      : d.band === "everyday"
+      ? 8 * u
+      : d.band === "far"
+      ? 10 ** (Math.log10(8) + u * (4 - Math.log10(8)))
+      : 10 ** (4 + 34 * u);
+  return Array.from({ length: prod(d.shape) }, (_, i) => {
+    const [u, negative] = d.u[i % d.u.length];
+    return Math.fround((negative ? -1 : 1) * size(u));
+  });
+}
+
+graded("6.2 gelu: any shape and any size of x, against the formula at float32's precision", () => {
+  forAll(GELU_DRAWS, (d) => {
+    const xs = geluValues(d);
+    const x = tf.tensor(xs, d.shape);
+    const what = `gelu of a [${d.shape}] tensor of ${d.band} values`;
+    withResults(what, [x], () => gelu(x), (got) => {
+      expectShape(got, d.shape, { what, hint: "GELU acts on each element and keeps x's shape, a scalar's too" });
+      // Float32 leaves a correct GELU within about 3e-7 of the formula (less for tiny x); rounded constants
+      // (0.79788 for sqrt(2 / pi)) move it by up to 1.4e-6 near x = -1.4.
+      expectClose(got.dataSync(), xs.map(refGelu), {
+        what,
+        atol: d.band === "tiny" ? 0 : 6e-7,
+        rtol: 1e-6,
+        hint: "0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) with its constants exact (Math.sqrt(2 / Math.PI), " +
+          "0.044715), for every x: tiny ones (no shortcut to 0) and huge ones (tf.tanh, not one built from exp)",
+        mistakes: WRONG_GELUS.map(([f, hint]) => ({ value: () => xs.map(f), hint })),
+      });
+    });
+  }, { show: (d) => ({ x: filled(d.shape, geluValues(d)) }) });
 });
 
 // ---------------------------------------------------------------- 6.3 feed-forward
@@ -405,6 +626,72 @@ graded("6.3 feedForward: leaves only its result and disposes no input", () => {
   const inputs = [x, params.w1, params.b1, params.w2, params.b2];
   expectNoLeak("feedForward of one position", () => feedForward(x, params), inputs);
   tf.dispose(inputs);
+});
+
+/** A drawn feed-forward problem: sizes (N, C, H from 1), x in eighths times 2^ex, weights and biases in eighths. */
+const FFN_DRAWS = fc.record({
+  N: fc.integer({ min: 1, max: 4 }),
+  C: fc.integer({ min: 1, max: 5 }),
+  H: fc.integer({ min: 1, max: 9 }),
+  ex: fc.integer({ min: -6, max: 6 }),
+  values: fc.array(fc.array(fc.integer({ min: -8, max: 8 }), { minLength: 1, maxLength: 20 }), {
+    minLength: 5,
+    maxLength: 5,
+  }),
+});
+
+/** The x, w1, b1, w2 and b2 of a drawn feed-forward problem. */
+function ffnCase(d: typeof FFN_DRAWS extends fc.Arbitrary<infer T> ? T : never) {
+  const [vx, v1, vb1, v2, vb2] = d.values.map((v) => v.map((e) => e / 8));
+  return {
+    x: filled([d.N, d.C], vx.map((e) => e * 2 ** d.ex)) as M,
+    w1: filled([d.C, d.H], v1) as M,
+    b1: filled([d.H], vb1) as number[],
+    w2: filled([d.H, d.C], v2) as M,
+    b2: filled([d.C], vb2) as number[],
+  };
+}
+
+graded("6.3 feedForward: any sizes (one position, H = 1 too) and input scales, against a from-scratch network", () => {
+  forAll(FFN_DRAWS, (d) => {
+    const { x, w1, b1, w2, b2 } = ffnCase(d);
+    const t = {
+      x: tf.tensor2d(x, [d.N, d.C]),
+      w1: tf.tensor2d(w1, [d.C, d.H]),
+      b1: tf.tensor1d(b1),
+      w2: tf.tensor2d(w2, [d.H, d.C]),
+      b2: tf.tensor1d(b2),
+    };
+    const what = `feedForward of ${d.N} positions, C = ${d.C}, H = ${d.H}, x up to ${2 ** d.ex}`;
+    const expected = refFeedForward(x, w1, b1, w2, b2);
+    // The hidden layer and its products with W2 are as large as this, and float32 rounds each to 2^-24 of it.
+    const size = Math.max(
+      1,
+      ...x.map((row) =>
+        refFeedForward([row], w1, b1, w2.map((r) => r.map(Math.abs)), b2.map(Math.abs), (v) => Math.abs(refGelu(v)))[0]
+      ).flat(),
+    );
+    withResults(what, [t.x, t.w1, t.b1, t.w2, t.b2], () => feedForward(t.x, t), (got) => {
+      expectShape(got, [d.N, d.C], { what, hint: "the output has x's shape (N, C): W2 brings H back to C" });
+      expectClose(got, expected, {
+        what,
+        atol: 1e-5 + 2e-6 * size,
+        rtol: 1e-5,
+        hint: "gelu(x W1 + b1) W2 + b2 with lm.gelu between the layers only; the sizes come from the weights",
+        mistakes: [
+          ...WRONG_GELUS.map(([f, hint]) => ({
+            value: () => refFeedForward(x, w1, b1, w2, b2, f),
+            hint: `the GELU between the layers is not GPT-2's (${hint}): 6.3 calls lm.gelu, not your own 6.2`,
+          })),
+          { value: () => refFeedForward(x, w1, b1, w2, b2, (v) => v), hint: "there is no GELU between the layers" },
+          {
+            value: () => refFeedForward(x, w1, b1, w2, b2, refGelu, true),
+            hint: "x was added to the output: the residual belongs to the block (6.4), not to the MLP",
+          },
+        ],
+      });
+    });
+  }, { show: (d) => ffnCase(d) });
 });
 
 // ---------------------------------------------------------------- 6.4 / 6.5 blocks
@@ -576,6 +863,136 @@ graded("6.5 postLnBlock: disposes no input", () => {
   x.dispose();
 });
 
+/** A stand-in sub-layer: what it does to every tensor (any shape, a scalar too). */
+type Op =
+  | { kind: "identity" | "tanh" | "sin" | "reverse" | "cumsum" }
+  | { kind: "affine"; a: number; b: number };
+
+/** The stand-ins: the identity (which returns its input itself), elementwise maps, and ones that mix entries. */
+const OPS: fc.Arbitrary<Op> = fc.oneof(
+  fc.constantFrom("identity" as const, "tanh" as const, "sin" as const, "reverse" as const, "cumsum" as const)
+    .map((kind) => ({ kind })),
+  fc.tuple(fc.integer({ min: -8, max: 8 }), fc.integer({ min: -8, max: 8 }))
+    .map(([a, b]) => ({ kind: "affine" as const, a: a / 8, b: b / 8 })),
+);
+
+/** An op as a sub-layer on tensors. */
+function opLayer(op: Op): (h: tf.Tensor) => tf.Tensor {
+  switch (op.kind) {
+    case "identity":
+      return (h) => h;
+    case "tanh":
+      return (h) => tf.tanh(h);
+    case "sin":
+      return (h) => tf.sin(h);
+    case "reverse":
+      return (h) => (h.rank ? tf.reverse(h, -1) : tf.clone(h));
+    case "cumsum":
+      return (h) => (h.rank ? tf.cumsum(h, 0) : tf.clone(h));
+    case "affine":
+      return (h) => tf.add(tf.mul(h, op.a), op.b);
+  }
+}
+
+/** An op on the flat values of a tensor of `shape`, in plain JavaScript. */
+function opValues(op: Op, shape: number[]): (v: number[]) => number[] {
+  const last = shape.length ? shape[shape.length - 1] : 1, stride = prod(shape.slice(1));
+  switch (op.kind) {
+    case "identity":
+      return (v) => v;
+    case "tanh":
+      return (v) => v.map(Math.tanh);
+    case "sin":
+      return (v) => v.map(Math.sin);
+    case "reverse":
+      return (v) => v.map((_, i) => v[i - (i % last) + (last - 1 - (i % last))]);
+    case "cumsum":
+      return (v) => {
+        const out: number[] = [];
+        v.forEach((e, i) => out.push(e + (shape.length && i >= stride ? out[i - stride] : 0)));
+        return out;
+      };
+    case "affine":
+      return (v) => v.map((e) => e * op.a + op.b);
+  }
+}
+
+/** A drawn block problem: any shape (a scalar too), x in eighths from -2 to 2, and four stand-in sub-layers. */
+const BLOCK_DRAWS = fc.record({
+  shape: fc.array(fc.integer({ min: 1, max: 4 }), { maxLength: 3 }),
+  x: fc.array(fc.integer({ min: -16, max: 16 }), { minLength: 1, maxLength: 16 }),
+  ln1: OPS,
+  attention: OPS,
+  ln2: OPS,
+  mlp: OPS,
+});
+
+type BlockDraw = typeof BLOCK_DRAWS extends fc.Arbitrary<infer T> ? T : never;
+
+/** A block's wiring on plain values: pre-LN or post-LN, with the sub-layers given. */
+function blockValues(d: BlockDraw, kind: "pre" | "post", sub: Record<keyof Sublayers, (v: number[]) => number[]>) {
+  const x = Array.from({ length: prod(d.shape) }, (_, i) => d.x[i % d.x.length] / 8);
+  const add = (a: number[], b: number[]) => a.map((e, i) => e + b[i]);
+  if (kind === "pre") {
+    const h = add(x, sub.attention(sub.ln1(x)));
+    return add(h, sub.mlp(sub.ln2(h)));
+  }
+  const h = sub.ln1(add(x, sub.attention(x)));
+  return sub.ln2(add(h, sub.mlp(h)));
+}
+
+/** Checks one block function on a drawn problem: the wiring against plain values, and the tensor guards. */
+function checkBlock(d: BlockDraw, kind: "pre" | "post", block: (x: tf.Tensor, s: Sublayers) => tf.Tensor): void {
+  const ops = { ln1: d.ln1, attention: d.attention, ln2: d.ln2, mlp: d.mlp };
+  const plain = Object.fromEntries(Object.entries(ops).map(([k, op]) => [k, opValues(op, d.shape)])) as Record<
+    keyof Sublayers,
+    (v: number[]) => number[]
+  >;
+  const sub = Object.fromEntries(Object.entries(ops).map(([k, op]) => [k, opLayer(op)])) as unknown as Sublayers;
+  const x = tf.tensor(Array.from({ length: prod(d.shape) }, (_, i) => d.x[i % d.x.length] / 8), d.shape);
+  const shown = Object.entries(ops).map(([k, op]) =>
+    `${k} = ${op.kind === "affine" ? `${op.a} h + ${op.b}` : op.kind === "identity" ? "h itself" : `${op.kind}(h)`}`
+  ).join(", ");
+  const what = `${kind === "pre" ? "preLnBlock" : "postLnBlock"} of a [${d.shape}] stream with ${shown}`;
+  const disposedHint = "a sub-layer may hand back its input itself (the identity does): never dispose what a " +
+    "sub-layer returns (it may be x), let tf.tidy free the intermediates";
+  withResults(what, [x], () => block(x, sub), (got) => {
+    expectShape(got, d.shape, { what, hint: "the block keeps the stream's shape" });
+    const swap = { ...plain, ln1: plain.ln2, ln2: plain.ln1 };
+    expectClose(got.dataSync(), blockValues(d, kind, plain), {
+      what,
+      atol: 1e-4,
+      rtol: 1e-4,
+      hint: kind === "pre"
+        ? "h = x + attention(ln1(x)); out = h + mlp(ln2(h)); a sub-layer may return its input itself (the identity " +
+          "does): never dispose what a sub-layer returns, let tf.tidy free it"
+        : "h = ln1(x + attention(x)); out = ln2(h + mlp(h)); a sub-layer may return its input itself (the identity " +
+          "does): never dispose what a sub-layer returns, let tf.tidy free it",
+      mistakes: [
+        {
+          value: () => blockValues(d, kind === "pre" ? "post" : "pre", plain),
+          hint: kind === "pre" ? "the post-LN order (6.5)" : "the pre-LN order (6.4)",
+        },
+        { value: () => blockValues(d, kind, swap), hint: "ln1 and ln2 were swapped" },
+      ],
+    });
+  }, disposedHint);
+}
+
+graded(
+  "6.4 preLnBlock: any stream shape and any sub-layers (the identity too), against the wiring from scratch",
+  () => {
+    forAll(BLOCK_DRAWS, (d) => checkBlock(d, "pre", preLnBlock));
+  },
+);
+
+graded(
+  "6.5 postLnBlock: any stream shape and any sub-layers (the identity too), against the wiring from scratch",
+  () => {
+    forAll(BLOCK_DRAWS, (d) => checkBlock(d, "post", postLnBlock));
+  },
+);
+
 // ---------------------------------------------------------------- 6.6 parameter count
 
 // Spec 6.6: V d + blockSize d + L (3d^2 + 3d + d^2 + d + 4d^2 + 4d + 4d^2 + d
@@ -623,6 +1040,20 @@ function refCount(v: number, t: number, l: number, d: number, variant = ""): num
   return shapes.reduce((s, sh) => s + sh.reduce((a, b) => a * b, 1), 0);
 }
 
+const COUNT_HINT = "token (V, d) and position (blockSize, d) tables; per block W_QKV (d, 3d) + 3d, W_O (d, d) + d, " +
+  "W1 (d, 4d) + 4d, W2 (4d, d) + d and two layer norms (2d each); a final layer norm (2d)";
+
+/** The known counting mistakes for a configuration, each computed only when a check fails. */
+function countMistakes(c: { vocabSize: number; blockSize: number; nLayer: number; nEmbd: number }) {
+  return ([
+    ["untied", "the LM head was counted: it is tied to the token embedding and adds nothing"],
+    ["no-position", "the position table (blockSize, d) was left out"],
+    ["no-bias", "the biases were left out"],
+    ["one-norm", "one layer norm per block was counted: each block has two"],
+    ["no-final", "the final layer norm was left out"],
+  ] as const).map(([v, hint]) => ({ value: () => refCount(c.vocabSize, c.blockSize, c.nLayer, c.nEmbd, v), hint }));
+}
+
 graded("6.6 countParameters: random configurations, against a tensor-by-tensor count", () => {
   const rng = new Rng(66);
   for (let trial = 0; trial < 60; trial++) {
@@ -634,18 +1065,8 @@ graded("6.6 countParameters: random configurations, against a tensor-by-tensor c
     };
     expectEqual(countParameters(config), refCount(config.vocabSize, config.blockSize, config.nLayer, config.nEmbd), {
       what: `countParameters(${JSON.stringify(config)})`,
-      hint: "token (V, d) and position (blockSize, d) tables; per block W_QKV (d, 3d) + 3d, W_O (d, d) + d, " +
-        "W1 (d, 4d) + 4d, W2 (4d, d) + d and two layer norms (2d each); a final layer norm (2d); the tied head adds 0",
-      mistakes: ([
-        ["untied", "the LM head was counted: it is tied to the token embedding and adds nothing"],
-        ["no-position", "the position table (blockSize, d) was left out"],
-        ["no-bias", "the biases were left out"],
-        ["one-norm", "one layer norm per block was counted: each block has two"],
-        ["no-final", "the final layer norm was left out"],
-      ] as const).map(([v, hint]) => ({
-        value: refCount(config.vocabSize, config.blockSize, config.nLayer, config.nEmbd, v),
-        hint,
-      })),
+      hint: `${COUNT_HINT}; the tied head adds 0`,
+      mistakes: countMistakes(config),
     });
   }
 });
@@ -663,6 +1084,44 @@ graded("6.6 countParameters: sizes must be integers >= 1", () => {
     }
   }
 });
+
+/** Sizes of every scale whose parameter count stays far below 2^53, where numbers are exact. */
+const SIZE_CONFIGS = fc.record({
+  vocabSize: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1, max: 1_000_000 })),
+  blockSize: fc.oneof(fc.integer({ min: 1, max: 16 }), fc.integer({ min: 1, max: 100_000 })),
+  nLayer: fc.oneof(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 1000 })),
+  nEmbd: fc.oneof(fc.integer({ min: 1, max: 16 }), fc.integer({ min: 1, max: 100_000 })),
+});
+
+graded("6.6 countParameters: any sizes, exactly, against a count in BigInt", () => {
+  forAll(SIZE_CONFIGS, (config) => {
+    const [V, T, L, d] = [config.vocabSize, config.blockSize, config.nLayer, config.nEmbd].map(BigInt);
+    const perBlock = d * 3n * d + 3n * d + d * d + d + d * 4n * d + 4n * d + 4n * d * d + d + 4n * d;
+    const expected = Number(V * d + T * d + L * perBlock + 2n * d);
+    expectEqual(countParameters({ ...config }), expected, {
+      what: `countParameters(${JSON.stringify(config)})`,
+      hint: `${COUNT_HINT}; the tied head adds 0; integer arithmetic only, so the count is exact`,
+      mistakes: countMistakes(config),
+    });
+  });
+});
+
+graded("6.6 countParameters: any size that is not an integer >= 1 is a RangeError naming it and the value", () => {
+  const names = ["vocabSize", "blockSize", "nLayer", "nEmbd"] as const;
+  const bad = fc.oneof({ arbitrary: arb.notCount(), weight: 6 }, { arbitrary: fc.constant(undefined), weight: 1 });
+  forAll(fc.tuple(SIZE_CONFIGS, fc.constantFrom(...names), bad), ([config, name, value]) => {
+    const given = { ...config, [name]: value } as SizeConfigLike;
+    expectThrows(() => countParameters(given), RangeError, {
+      what: `countParameters(${JSON.stringify(given, (_, v) => (v === undefined ? "undefined" : v))})`,
+      mentions: [name, value ?? "undefined"],
+      hint: "check each size with Number.isInteger(n) && n >= 1, which is exact (2 + 4.4e-16 is not an integer, " +
+        "though a tolerance says it is) and rejects NaN, Infinity and a missing size; name the size and its value",
+    });
+  }, { show: ([config, name, value]) => ({ ...config, [name]: value }) });
+});
+
+/** A config whose sizes may be anything, for the bad-size checks. */
+type SizeConfigLike = Parameters<typeof countParameters>[0];
 
 // ---------------------------------------------------------------- 6.7 batches
 
@@ -780,5 +1239,115 @@ graded("6.7 makeBatch: empty starts give (0, blockSize); only the two results ar
   expectEqual(created, 2, {
     what: "tensors left alive by makeBatch (only x and y)",
     hint: "build x and y once from plain arrays, or wrap tensor work in tf.tidy",
+  });
+});
+
+/** Token containers a text may come in (the doc allows any ArrayLike of ids). */
+const CONTAINERS = ["Array", "Int32Array", "Uint32Array", "Float64Array"] as const;
+
+/** A drawn text and batch: ids up to 2^31 - 1 (beyond float32's 2^24), a block size, starts folded into range. */
+const BATCH_DRAWS = fc.record({
+  n: fc.integer({ min: 0, max: 30 }),
+  blockSize: fc.integer({ min: 1, max: 8 }),
+  ids: fc.array(fc.oneof(fc.integer({ min: 0, max: 100 }), fc.integer({ min: 0, max: 2 ** 31 - 1 })), {
+    minLength: 1,
+    maxLength: 30,
+  }),
+  container: fc.constantFrom(...CONTAINERS),
+  starts: arb.list(fc.nat(1000), { maxLength: 5 }),
+});
+
+type BatchDraw = typeof BATCH_DRAWS extends fc.Arbitrary<infer T> ? T : never;
+
+/** The ids, the tokens in their container, and the starts (empty when no window fits) of a drawn batch. */
+function batchCase(d: BatchDraw) {
+  const ids = Array.from({ length: d.n }, (_, i) => d.ids[i % d.ids.length]);
+  const last = d.n - d.blockSize - 1;
+  const tokens: ArrayLike<number> = d.container === "Array"
+    ? [...ids]
+    : d.container === "Int32Array"
+    ? Int32Array.from(ids)
+    : d.container === "Uint32Array"
+    ? Uint32Array.from(ids)
+    : Float64Array.from(ids);
+  return { ids, tokens, last, starts: last < 0 ? [] : d.starts.map((s) => s % (last + 1)) };
+}
+
+graded("6.7 makeBatch: any text, block size and starts (none included), against the windows from scratch", () => {
+  forAll(BATCH_DRAWS, (d) => {
+    const { ids, tokens, starts } = batchCase(d);
+    const T = d.blockSize, given = [...starts];
+    const what = `makeBatch(${d.container} of ${d.n} ids, { starts: [${starts}], blockSize: ${T} })`;
+    withResults(what, [], () => {
+      const { x, y } = makeBatch(tokens, { starts: given, blockSize: T });
+      return [x, y];
+    }, ([x, y]) => {
+      expectEqual([x.dtype, y.dtype, x.shape, y.shape], ["int32", "int32", [starts.length, T], [starts.length, T]], {
+        what: `${what}: dtypes and shapes of x and y`,
+        hint: 'int32 tensors of shape [starts.length, blockSize]: tf.tensor2d(rows, [B, T], "int32")',
+      });
+      expectEqual([x.arraySync(), y.arraySync()], [
+        starts.map((s) => ids.slice(s, s + T)),
+        starts.map((s) => ids.slice(s + 1, s + T + 1)),
+      ], {
+        what: `${what}: x and y`,
+        hint: "x[b] = tokens[s .. s+T) and y[b] = tokens[s+1 .. s+T+1) for s = starts[b], copied exactly (ids above " +
+          "2^24 lose digits in float32)",
+      });
+      expectEqual([Array.from(tokens), given], [ids, starts], {
+        what: `${what}: tokens and starts afterwards`,
+        hint: "do not change (sort, shift, fill) the arrays you were given",
+      });
+    });
+  }, { show: (d) => ({ tokens: batchCase(d).tokens, starts: batchCase(d).starts, blockSize: d.blockSize }) });
+});
+
+graded("6.7 makeBatch: any bad blockSize is a RangeError naming blockSize, whatever the starts (none included)", () => {
+  const anyStarts = arb.list(fc.oneof(fc.integer({ min: -3, max: 40 }), arb.notCount({ min: 0 })), { maxLength: 3 });
+  forAll(fc.tuple(BATCH_DRAWS, arb.notCount(), anyStarts), ([d, blockSize, starts]) => {
+    const { tokens } = batchCase(d);
+    expectThrows(() => makeBatch(tokens, { starts, blockSize }), RangeError, {
+      what: `makeBatch(${d.n} tokens, { starts: [${starts}], blockSize: ${blockSize} })`,
+      mentions: ["blockSize"],
+      hint: "check blockSize first, before the starts and also when there are none: Number.isInteger(blockSize) && " +
+        "blockSize >= 1 (exact: 2 + 4.4e-16 is no block size); throw a RangeError naming blockSize",
+    });
+  }, { show: ([d, blockSize, starts]) => ({ tokens: batchCase(d).tokens, starts, blockSize }) });
+});
+
+graded("6.7 makeBatch: any bad start anywhere is a RangeError naming starts[b] and its value", () => {
+  // Not an integer >= 0, beyond the last valid start, or a valid start moved by a few ulps.
+  type Bad = number | { beyond: number } | { near: number; steps: number };
+  const bad: fc.Arbitrary<Bad> = fc.oneof(
+    arb.notCount({ min: 0 }),
+    fc.nat(1000).map((beyond) => ({ beyond })),
+    fc.tuple(fc.nat(), fc.constantFrom(-2, -1, 1, 2)).map(([near, steps]) => ({ near, steps })),
+  );
+  const draws = BATCH_DRAWS.map((d) => ({ ...d, n: Math.max(d.n, d.blockSize + 1) }));
+  const startsOf = ([d, at, b]: [BatchDraw, number, Bad]) => {
+    const { starts, last } = batchCase(d);
+    const i = at % (starts.length + 1);
+    const value = typeof b === "number"
+      ? b
+      : "beyond" in b
+      ? last + 1 + b.beyond
+      : arb.ulpStep(b.near % (last + 1), b.steps);
+    return { badAt: i, given: [...starts.slice(0, i), value, ...starts.slice(i)] };
+  };
+  forAll(fc.tuple(draws, fc.nat(), bad), (drawn) => {
+    const [d] = drawn, { tokens } = batchCase(d), { badAt: i, given } = startsOf(drawn);
+    expectThrows(() => makeBatch(tokens, { starts: given, blockSize: d.blockSize }), RangeError, {
+      what: `makeBatch(${d.n} tokens, { starts: [${given}], blockSize: ${d.blockSize} }) (the last valid start is ` +
+        `${d.n - d.blockSize - 1})`,
+      includes: `starts[${i}]`,
+      mentions: [given[i]],
+      hint: "a start must be an integer (Number.isInteger: exact, NaN, Infinity, 1.5 and 3 + 4.4e-16 fail) with " +
+        "0 <= s and s + blockSize + 1 <= tokens.length; name the bad entry and its value, e.g. starts[2]=16",
+    });
+  }, {
+    show: (drawn) => {
+      const { badAt, given } = startsOf(drawn);
+      return { tokens: batchCase(drawn[0]).tokens, starts: given, badAt, blockSize: drawn[0].blockSize };
+    },
   });
 });

@@ -32,9 +32,10 @@ export interface HeadWeights {
 }
 
 /**
- * Exercise 5.1: scaled dot-product attention with an optional mask.
+ * Exercise 5.1: scaled dot-product attention with an optional mask. Any number of leading axes, every size at least 1;
+ * a masked key gets weight exactly 0 (its score is -Infinity) at any magnitude of the scores.
  * @param inputs q, k, v.
- * @param options a 0/1 mask broadcastable to (..., Tq, Tk).
+ * @param options a float32 0/1 mask broadcastable to (..., Tq, Tk); `mask: undefined` is no mask.
  * @returns the output and the weights.
  */
 export function scaledDotProductAttention(
@@ -56,7 +57,7 @@ export function scaledDotProductAttention(
 
 /**
  * Exercise 5.2: the causal mask.
- * @param size T.
+ * @param size T, a positive integer (Number.isInteger: exactly).
  * @returns (T, T) with 1 where j <= i.
  */
 export function causalMask(size: number): tf.Tensor2D {
@@ -70,8 +71,8 @@ export function causalMask(size: number): tf.Tensor2D {
 
 /**
  * Exercise 5.3: the padding mask.
- * @param lengths the real lengths.
- * @param size the padded length T.
+ * @param lengths the real lengths, each an integer in [1, size] (exactly).
+ * @param size the padded length T, a positive integer, checked first (also when there are no lengths).
  * @returns (B, 1, T) with 1 where t < lengths[b].
  */
 export function paddingMask(lengths: number[], size: number): tf.Tensor3D {
@@ -89,9 +90,9 @@ export function paddingMask(lengths: number[], size: number): tf.Tensor3D {
 }
 
 /**
- * Exercise 5.4: split the channels into heads.
- * @param x (B, T, C).
- * @param nHead the number of heads.
+ * Exercise 5.4: split the channels into heads; the values are moved, never computed with.
+ * @param x (B, T, C), each size at least 1.
+ * @param nHead the number of heads, a positive integer dividing C (exactly).
  * @returns (B, nHead, T, C / nHead).
  */
 export function splitHeads(x: tf.Tensor3D, nHead: number): tf.Tensor4D {
@@ -103,8 +104,8 @@ export function splitHeads(x: tf.Tensor3D, nHead: number): tf.Tensor4D {
 }
 
 /**
- * Exercise 5.5: merge the heads back.
- * @param x (B, nHead, T, headSize).
+ * Exercise 5.5: merge the heads back; the values are moved, never computed with.
+ * @param x (B, nHead, T, headSize), each size at least 1.
  * @returns (B, T, nHead * headSize).
  */
 export function mergeHeads(x: tf.Tensor4D): tf.Tensor3D {
@@ -116,7 +117,7 @@ export function mergeHeads(x: tf.Tensor4D): tf.Tensor3D {
  * Exercise 5.6: multi-head self-attention.
  * @param x (B, T, C).
  * @param weights wQ, wK, wV, wO.
- * @param options nHead and an optional mask.
+ * @param options nHead and an optional mask broadcastable to (B, nHead, T, T); without one every position sees all.
  * @returns output (B, T, C) and weights (B, nHead, T, T).
  */
 export function multiHeadAttention(
@@ -140,9 +141,9 @@ export function multiHeadAttention(
 
 /**
  * Exercise 5.7: sinusoidal position encodings.
- * @param length T.
- * @param dim d.
- * @returns (T, d).
+ * @param length T, a positive integer (exactly).
+ * @param dim d, a positive integer (exactly).
+ * @returns (T, d), float32, a new tensor on every call.
  */
 export function sinusoidalPositions(length: number, dim: number): tf.Tensor2D {
   if (!Number.isInteger(length) || length < 1) {

@@ -36,7 +36,8 @@ export interface SizeConfig {
 }
 
 /**
- * Exercise 6.1: layer norm over the last axis.
+ * Exercise 6.1: layer norm over the last axis, accurate for rows of any size float32 holds (two passes: mean, then
+ * the mean of the squared deviations). With `eps: 0` a constant row is 0 / 0, left open by the doc.
  * @param x (..., C).
  * @param params gamma and beta.
  * @param options eps.
@@ -56,7 +57,7 @@ export function layerNorm(x: tf.Tensor, params: LayerNormParams, options: { eps?
 }
 
 /**
- * Exercise 6.2: GELU, tanh approximation.
+ * Exercise 6.2: GELU, tanh approximation, with its constants exact; finite for |x| up to 1e38.
  * @param x any shape.
  * @returns the same shape.
  */
@@ -81,8 +82,8 @@ export function feedForward(x: tf.Tensor2D, params: FeedForwardParams): tf.Tenso
 }
 
 /**
- * Exercise 6.4: a pre-LN block.
- * @param x the residual stream.
+ * Exercise 6.4: a pre-LN block. A sub-layer may return its input itself, so nothing is disposed by hand.
+ * @param x the residual stream, any shape.
  * @param sublayers ln1, attention, ln2, mlp.
  * @returns the new residual stream.
  */
@@ -94,8 +95,8 @@ export function preLnBlock(x: tf.Tensor, sublayers: Sublayers): tf.Tensor {
 }
 
 /**
- * Exercise 6.5: a post-LN block.
- * @param x the residual stream.
+ * Exercise 6.5: a post-LN block. A sub-layer may return its input itself, so nothing is disposed by hand.
+ * @param x the residual stream, any shape.
  * @param sublayers ln1, attention, ln2, mlp.
  * @returns the new residual stream.
  */
@@ -110,7 +111,7 @@ export function postLnBlock(x: tf.Tensor, sublayers: Sublayers): tf.Tensor {
  * Exercise 6.6: the exact parameter count of a GPT-2-style model.
  * @param config vocabSize, blockSize, nLayer, nEmbd.
  * @returns the number of parameters.
- * @throws {RangeError} when a size is not an integer >= 1.
+ * @throws {RangeError} when a size is not an integer >= 1 (exactly).
  */
 export function countParameters(config: SizeConfig): number {
   for (const name of ["vocabSize", "blockSize", "nLayer", "nEmbd"] as const) {
@@ -130,7 +131,8 @@ export function countParameters(config: SizeConfig): number {
  * @param tokens the token ids of a text.
  * @param options starts and blockSize.
  * @returns x and y, int32 (B, T).
- * @throws {RangeError} when `blockSize` is not an integer >= 1 or a start leaves no room for blockSize + 1 tokens.
+ * @throws {RangeError} when `blockSize` is not an integer >= 1 (checked first, also with no starts), or a start is not an
+ * integer (exactly) >= 0 that leaves room for blockSize + 1 tokens.
  */
 export function makeBatch(
   tokens: ArrayLike<number>,

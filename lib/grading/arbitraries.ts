@@ -238,6 +238,76 @@ export function nearTie(options: RangeOptions = {}): fc.Arbitrary<[number, numbe
 }
 
 /**
+ * Numbers that are not integers, for the checks of a count, a size or an index: NaN, +-Infinity, fractions of any
+ * size in range (0.5, 2.5, -7.25, 1e5 + 0.5) and, as often as those, values one to four ulps from a small integer
+ * (`3 + 4.4e-16`, `1 - 1.1e-16`), which a tolerant `Math.abs(n - Math.round(n)) < 1e-9` takes for integers where
+ * `Number.isInteger` does not.
+ * @param options the range of the fractions and near-integers (default -1e6 to 1e6; NaN and the infinities are
+ * drawn whatever the range).
+ * @returns the arbitrary.
+ *
+ * @example
+ * ```ts
+ * import { fc } from "./property.ts";
+ * import { nonInteger } from "./arbitraries.ts";
+ * const xs = fc.sample(nonInteger({ min: 0, max: 10 }), { seed: 8, numRuns: 60 });
+ * console.log(xs.every((x) => !Number.isInteger(x)), xs.some((x) => Math.abs(x - Math.round(x)) < 1e-9)); // true true
+ * ```
+ */
+export function nonInteger(options: RangeOptions = {}): fc.Arbitrary<number> {
+  const min = options.min ?? -1e6, max = options.max ?? 1e6;
+  if (!(min <= max) || !Number.isFinite(min) || !Number.isFinite(max)) {
+    throw new RangeError(`nonInteger needs finite min <= max: min=${min}, max=${max}`);
+  }
+  const inRange = (x: number) => x >= min && x <= max && !Number.isInteger(x);
+  const lo = Math.ceil(Math.max(min, -1000)), hi = Math.floor(Math.min(max, 1000));
+  const parts = [{ arbitrary: fc.double({ min, max, noNaN: true }).filter(inRange), weight: 1 }];
+  if (lo <= hi) {
+    const small = fc.integer({ min: lo, max: hi });
+    const fraction = fc.constantFrom(0.5, 0.25, 0.75, 0.1, -0.5);
+    const step = fc.constantFrom(-4, -3, -2, -1, 1, 2, 3, 4);
+    parts.push(
+      { arbitrary: fc.tuple(small, fraction).map(([k, f]) => k + f).filter(inRange), weight: 1 },
+      { arbitrary: fc.tuple(small, step).map(([k, s]) => ulpStep(k, s)).filter(inRange), weight: 2 },
+    );
+  }
+  return fc.oneof(
+    { arbitrary: fc.constantFrom(NaN, Infinity, -Infinity), weight: 1 },
+    ...parts,
+  );
+}
+
+/** Options of {@link notCount}. */
+export interface NotCountOptions {
+  /** The smallest count allowed (default 1; 0 for an index or a start). */
+  min?: number;
+}
+
+/**
+ * Numbers that a count, a size or an index (an integer >= `min`) must reject: integers below `min` (down to
+ * `min - 1000`), -0 when `min` is above 0, and every kind of {@link nonInteger} (NaN, +-Infinity, fractions, values
+ * a few ulps from an integer) from `min - 50` to `min + 50`.
+ * @param options the smallest count allowed.
+ * @returns the arbitrary.
+ *
+ * @example
+ * ```ts
+ * import { fc } from "./property.ts";
+ * import { notCount } from "./arbitraries.ts";
+ * console.log(fc.sample(notCount(), { seed: 9, numRuns: 50 }).every((n) => !(Number.isInteger(n) && n >= 1))); // true
+ * ```
+ */
+export function notCount(options: NotCountOptions = {}): fc.Arbitrary<number> {
+  const min = options.min ?? 1;
+  if (!Number.isInteger(min)) throw new RangeError(`notCount needs an integer min: min=${min}`);
+  const below = fc.integer({ min: min - 1000, max: min - 1 });
+  return fc.oneof(
+    nonInteger({ min: min - 50, max: min + 50 }),
+    min > 0 ? fc.oneof(below, fc.constant(-0)) : below,
+  );
+}
+
+/**
  * Numbers whose float sums tie or nearly tie: decimal fractions (0.1 + 0.2 is 0.30000000000000004, one ulp above
  * 0.3) beside exact binary ones (0.5 + 0.25 is exactly 0.75), of either sign, times one of `scales`; lists of them
  * give totals that are mathematically equal yet differ in their last bits, or are equal exactly.

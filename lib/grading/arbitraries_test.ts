@@ -13,6 +13,8 @@ import {
   matrix,
   MIN_NORMAL,
   nearTie,
+  nonInteger,
+  notCount,
   options,
   prefixPair,
   tieProne,
@@ -97,6 +99,27 @@ Deno.test("nearTie and tieProne give equal and last-bit-different numbers", () =
   const sums = xs.slice(0, 60);
   assert(sums.some((a) => sums.some((b) => sums.some((c) => a + b !== c && Math.abs(a + b - c) < 1e-12))));
   assertThrows(() => tieProne([]), RangeError);
+});
+
+Deno.test("nonInteger: NaN, the infinities, fractions and near-integers, never an integer", () => {
+  const xs = sample(nonInteger({ min: -3, max: 50 }));
+  assert(xs.every((x) => !Number.isInteger(x)));
+  assert(xs.every((x) => !Number.isFinite(x) || (x >= -3 && x <= 50)));
+  assert(xs.some(Number.isNaN) && xs.includes(Infinity) && xs.includes(-Infinity));
+  assert(xs.filter((x) => Math.abs(x - Math.round(x)) < 1e-9).length > 40, "few near-integers");
+  assert(xs.some((x) => Math.abs(x - Math.round(x)) > 0.2), "no plain fractions");
+  assert(sample(nonInteger({ min: 0.2, max: 0.3 })).every((x) => !Number.isFinite(x) || (x >= 0.2 && x <= 0.3)));
+  assertThrows(() => nonInteger({ min: 1, max: 0 }), RangeError, "min=1");
+});
+
+Deno.test("notCount: below the smallest count, -0, and every non-integer, never a count", () => {
+  const xs = sample(notCount());
+  assert(xs.every((x) => !(Number.isInteger(x) && x >= 1)));
+  assert(xs.some((x) => Object.is(x, -0)) && xs.some((x) => x === 0) && xs.some((x) => x < -100));
+  assert(xs.some((x) => Number.isFinite(x) && x > 1 && !Number.isInteger(x)));
+  const starts = sample(notCount({ min: 0 }));
+  assert(starts.every((x) => !(Number.isInteger(x) && x >= 0)) && !starts.some((x) => Object.is(x, -0)));
+  assertThrows(() => notCount({ min: 0.5 }), RangeError, "min=0.5");
 });
 
 Deno.test("list draws the empty and the one-item list often", () => {
