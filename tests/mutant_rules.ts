@@ -41,9 +41,7 @@ export const RULES_PENDING: ReadonlySet<string> = new Set([
   "ch02_perplexity",
   "ch03_neural_lm",
   "ch05_attention",
-  "ch06_modern_block",
   "ch06_transformer",
-  "ch07_decoding",
   "ch08_bpe_scaling",
   "ch09_finetuning",
 ]);
