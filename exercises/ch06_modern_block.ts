@@ -38,6 +38,10 @@ import { notImplemented, type Rng, tf } from "../lib/mod.ts";
  * is the same as leaving it out. An eps that is negative, NaN or infinite is
  * an error (as in layer norm, 6.1): throw a RangeError naming `eps`.
  *
+ * The domain: x's entries are finite with |x| up to 1e18, so that their
+ * squares fit float32 (3.4e38); tiny ones (1e-18) are fine too. With eps = 0
+ * a row of zeros has no scale (0 / 0 is NaN), so such a row is left out then.
+ *
  * @param x (..., C).
  * @param gamma (C) the gain.
  * @param options `eps` (default 1e-5), a finite number >= 0.
@@ -88,7 +92,7 @@ export function swiglu(x: tf.Tensor2D, weights: SwigluWeights): tf.Tensor2D {
  * `offset + t` (with a KV cache the new tokens come after `offset` cached
  * ones). Applied to queries and keys, the score q_m . k_n then depends only
  * on m - n. Throws a RangeError naming d and its value (e.g. `d=5`) when d
- * is odd.
+ * is odd or 0.
  *
  * Options: `offset`, an integer >= 0 (default 0), and `base`, a finite
  * number > 0 (default 10000). An option given as `undefined` takes its
@@ -96,7 +100,7 @@ export function swiglu(x: tf.Tensor2D, weights: SwigluWeights): tf.Tensor2D {
  * included, and `base: 0`) is an error: throw a RangeError whose message
  * names the option and its value.
  *
- * @param x (..., T, d), d even.
+ * @param x (..., T, d), d even and at least 2.
  * @param options `offset` (default 0) and `base` (default 10000).
  * @returns the same shape as x.
  */
@@ -194,8 +198,9 @@ export interface MlmExample {
  *    `rng.int(vocabSize)`; else it keeps its original id.
  * 3. `labels` holds the original id at the chosen positions and -100
  *    elsewhere; unchosen positions keep their id in `input`.
- * Do not modify `ids`. Throws a RangeError whose message names maskId and
- * vocabSize with their values when maskId is not in [0, vocabSize).
+ * Do not modify `ids`; empty ids give an empty input and empty labels.
+ * Throws a RangeError whose message names maskId and vocabSize with their
+ * values when maskId is not in [0, vocabSize).
  *
  * `rate` (default 0.15; `rate: undefined` is the same as leaving it out)
  * must be a number in [0, 1]: 0 chooses no position (a given 0 is not the

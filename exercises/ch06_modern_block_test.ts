@@ -4,10 +4,14 @@
  *
  * Expected values are computed here from scratch with plain JavaScript, on
  * random inputs from a seeded generator, never by calling a reference
- * solution.
+ * solution. Each exercise also has property checks (forAll): inputs drawn by
+ * fast-check from a fixed seed over the whole documented domain, shapes from
+ * the smallest allowed up, magnitudes from tiny to large, options left out,
+ * undefined or falsy. The rules each doc states, with the tests and a mutant
+ * of each: tests/mutants/ch06_modern_block.json "rules".
  * @module
  */
-import { expectClose, expectEqual, expectShape, expectThrows, graded, Rng, tf } from "../lib/mod.ts";
+import { arb, expectClose, expectEqual, expectShape, expectThrows, fc, forAll, graded, Rng, tf } from "../lib/mod.ts";
 import { applyRope, crossAttention, mlmMask, repeatKV, rmsNorm, swiglu } from "./ch06_modern_block.ts";
 
 type M = number[][];
@@ -51,6 +55,32 @@ function expectAllFinite(got: unknown, what: string, hint: string): void {
     what: `whether ${what} is finite everywhere`,
     hint,
   });
+}
+
+/** A number in [-1, 1] on a grid of 1e-4 (fc.double would mostly draw tiny magnitudes). */
+const UNIT = fc.integer({ min: -10_000, max: 10_000 }).map((i) => i / 10_000);
+
+/** (rows, cols) float32 matrices of UNIT entries times `scale`. */
+function f32Matrix(rows: number, cols: number, scale: number): fc.Arbitrary<M> {
+  const row = fc.array(UNIT.map((u) => Math.fround(u * scale)), { minLength: cols, maxLength: cols });
+  return fc.array(row, { minLength: rows, maxLength: rows });
+}
+
+/** The largest |v| of nested numbers. */
+function maxAbs(x: unknown): number {
+  if (typeof x === "number") return Math.abs(x);
+  return Array.isArray(x) ? x.reduce((m: number, v) => Math.max(m, maxAbs(v)), 0) : 0;
+}
+
+/** Runs call, checks it created exactly one tensor (its result), and returns the result. */
+function onlyResult<T extends tf.Tensor>(name: string, call: () => T): T {
+  const before = tf.memory().numTensors;
+  const out = call();
+  expectEqual(tf.memory().numTensors - before, 1, {
+    what: `tensors still alive after one ${name} call (only the result should be)`,
+    hint: "wrap the computation in tf.tidy(() => ...) and return the result from it",
+  });
+  return out;
 }
 
 // ---------------------------------------------------------------- 6.8 RMSNorm
@@ -124,6 +154,96 @@ graded("6.8 rmsNorm: no tensors left behind; inputs untouched", () => {
   tf.dispose([x, g]);
 });
 
+/** A float32 entry of x: 0, or a magnitude from 1e-18 to 1e18 (squares within float32) of either sign. */
+const RMS_ENTRY = fc.oneof(
+  { weight: 1, arbitrary: fc.constant(0) },
+  {
+    weight: 5,
+    arbitrary: fc.tuple(arb.magnitude({ min: 1e-18, max: 1e18 }), fc.boolean()).map(([m, neg]) =>
+      Math.fround(neg ? -m : m)
+    ),
+  },
+);
+
+/**
+ * rmsNorm's domain: x of rank 1 to 4 (leading sizes 1 to 3, C from 1 to 6), each row either entries of any
+ * magnitude (RMS_ENTRY) or one scale (1e-18 to 1e18) times entries in [-1, 1]; gamma of any sign, 0 included; eps
+ * left out, undefined, 0 or set. With eps = 0 no row is all zeros (the doc leaves 0 / 0 out).
+ */
+const RMS_CASE = fc.record({
+  lead: fc.array(fc.integer({ min: 1, max: 3 }), { maxLength: 3 }),
+  C: fc.integer({ min: 1, max: 6 }),
+  options: arb.options({ eps: fc.constantFrom(0, 1e-5, 1e-8, 1e-30, 0.5, 1e3) }),
+}).chain(({ lead, C, options }) => {
+  const rowCount = lead.reduce((a, b) => a * b, 1);
+  const row = fc.oneof(
+    fc.array(RMS_ENTRY, { minLength: C, maxLength: C }),
+    fc.tuple(arb.magnitude({ min: 1e-18, max: 1e18 }), fc.array(UNIT, { minLength: C, maxLength: C }))
+      .map(([scale, us]) => us.map((u) => Math.fround(u * scale))),
+  );
+  const gamma = fc.array(fc.oneof(fc.constantFrom(1, 0, -1, 0.5), UNIT.map((u) => Math.fround(u * 10))), {
+    minLength: C,
+    maxLength: C,
+  });
+  return fc.record({
+    shape: fc.constant<number[]>([...lead, C]),
+    rows: fc.array(row, { minLength: rowCount, maxLength: rowCount }).map((rows) =>
+      options.eps === 0 ? rows.map((r) => (r.some((v) => v !== 0) ? r : [1, ...r.slice(1)])) : rows
+    ),
+    gamma,
+    options: fc.constant(options),
+  });
+});
+
+graded("6.8 rmsNorm: any rank, magnitude and eps, against a from-scratch reference", () => {
+  forAll(RMS_CASE, ({ shape, rows, gamma, options }) => {
+    const x = tf.tensor(rows.flat(), shape), g = tf.tensor1d(gamma);
+    try {
+      const got = onlyResult("rmsNorm", () => rmsNorm(x, g, options));
+      try {
+        expectShape(got, shape, {
+          what: `rmsNorm of a [${shape}] tensor`,
+          hint: "keep x's shape: reduce over the last axis with keepDims so the root mean square broadcasts back",
+        });
+        const want = rows.map((r) => refRmsRow(r, gamma, options.eps ?? 1e-5)).flat();
+        expectClose(got.dataSync(), want, {
+          what: `rmsNorm of a [${shape}] tensor with gamma [${gamma}] and options ${JSON.stringify(options)} ` +
+            "(flattened)",
+          hint: "per row of the last axis: x / sqrt(mean(x^2) + eps) * gamma, eps = options.eps ?? 1e-5 (0 kept), " +
+            "inside the square root; no mean subtraction",
+          atol: 1e-30,
+          rtol: 2e-4,
+        });
+        expectEqual([Array.from(x.dataSync()), Array.from(g.dataSync())], [rows.flat(), gamma], {
+          what: "x and gamma after rmsNorm",
+          hint: "do not write into your inputs: compute new tensors",
+        });
+      } finally {
+        got.dispose();
+      }
+    } finally {
+      tf.dispose([x, g]);
+    }
+  }, { show: ({ shape, rows, gamma, options }) => ({ shape, x: rows, gamma, options }) });
+});
+
+graded("6.8 rmsNorm: any negative, NaN or infinite eps is a RangeError naming eps", () => {
+  const bad = fc.oneof(arb.finite({ max: -Number.MIN_VALUE }), fc.constantFrom(NaN, Infinity, -Infinity, -1e-5));
+  forAll(bad, (eps) => {
+    const x = tf.tensor2d([[1, -2]]), g = tf.ones([2]);
+    try {
+      expectThrows(() => rmsNorm(x, g, { eps }), RangeError, {
+        what: `rmsNorm([[1, -2]], gamma = 1, { eps: ${eps} })`,
+        mentions: ["eps"],
+        hint: "eps must be a finite number >= 0: check !(eps >= 0 && eps < Infinity) and throw a RangeError " +
+          "naming eps",
+      });
+    } finally {
+      tf.dispose([x, g]);
+    }
+  });
+});
+
 // ---------------------------------------------------------------- 6.9 SwiGLU
 
 const silu = (a: number) => a / (1 + Math.exp(-a));
@@ -184,6 +304,51 @@ graded("6.9 swiglu: no tensors left behind; inputs untouched", () => {
   const w3 = tf.tensor2d(randMatrix(rng, 2, 4)), w2 = tf.tensor2d(randMatrix(rng, 4, 2));
   checkHygiene("swiglu", [x, w1, w3, w2], () => swiglu(x, { w1, w3, w2 }));
   tf.dispose([x, w1, w3, w2]);
+});
+
+/** swiglu's domain: N, C, H from 1 up; x and the weights of scales that put the gate's pre-activations anywhere from
+ * about 1e-3 to a thousand (where exp overflows float32), of either sign. */
+const SWIGLU_CASE = fc.record({
+  N: fc.integer({ min: 1, max: 4 }),
+  C: fc.integer({ min: 1, max: 4 }),
+  H: fc.integer({ min: 1, max: 5 }),
+  xs: fc.constantFrom(1e-3, 1, 30),
+  ws: fc.constantFrom(0.1, 1, 10),
+}).chain(({ N, C, H, xs, ws }) =>
+  fc.record({
+    x: f32Matrix(N, C, xs),
+    w1: f32Matrix(C, H, ws),
+    w3: f32Matrix(C, H, ws),
+    w2: f32Matrix(H, C, ws),
+  })
+);
+
+graded("6.9 swiglu: any shape and scale, against a from-scratch reference", () => {
+  forAll(SWIGLU_CASE, ({ x, w1, w3, w2 }) => {
+    const t = [x, w1, w3, w2].map((m) => tf.tensor2d(m)) as tf.Tensor2D[];
+    try {
+      const got = onlyResult("swiglu", () => swiglu(t[0], { w1: t[1], w3: t[2], w2: t[3] }));
+      try {
+        // The size of the terms each output sums (its rounding scale): sum_j |silu(a_j) b_j w2_jc|.
+        const a = matmul(x, w1), b = matmul(x, w3);
+        const terms = matmul(
+          a.map((r, i) => r.map((v, j) => Math.abs(silu(v) * b[i][j]))),
+          w2.map((r) => r.map(Math.abs)),
+        );
+        expectClose(got, refSwiglu(x, w1, w3, w2), {
+          what: `swiglu of (${x.length}, ${x[0].length}) rows with H = ${w1[0].length}`,
+          hint: "( silu(x W1) * (x W3) ) W2 with silu(a) = a * sigmoid(a) on the W1 branch only, elementwise * ; " +
+            "tf.sigmoid keeps it finite for any |a|",
+          atol: 1e-4 * maxAbs(terms) + 1e-30,
+          rtol: 1e-3,
+        });
+      } finally {
+        got.dispose();
+      }
+    } finally {
+      tf.dispose(t);
+    }
+  }, { runs: 60 });
 });
 
 // ---------------------------------------------------------------- 6.10 RoPE
@@ -318,6 +483,83 @@ graded("6.10 applyRope: an odd dimension is a RangeError naming d; no tensors le
   x.dispose();
 });
 
+/**
+ * applyRope's domain: 0 to 2 leading axes (sizes 1 or 2), T from 1 to 4, d from 2 to 8, entries of scale 1e-3 to
+ * 1e3; offset and base each left out, undefined or set (offset 0 to 1000; base from 0.5 to 1e6, 1 included), so
+ * that the angles stay below a few thousand radians, where float32 still resolves them.
+ */
+const ROPE_CASE = fc.record({
+  lead: fc.array(fc.integer({ min: 1, max: 2 }), { maxLength: 2 }),
+  T: fc.integer({ min: 1, max: 4 }),
+  d: fc.constantFrom(2, 4, 6, 8),
+  scale: fc.constantFrom(1e-3, 1, 1e3),
+  options: arb.options({
+    offset: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 1000 })),
+    base: fc.oneof(fc.constantFrom(10000, 100, 2, 1, 0.5), arb.magnitude({ min: 0.5, max: 1e6 })),
+  }),
+}).chain(({ lead, T, d, scale, options }) => {
+  const slices = lead.reduce((a, b) => a * b, 1);
+  return fc.record({
+    shape: fc.constant<number[]>([...lead, T, d]),
+    slices: fc.array(f32Matrix(T, d, scale), { minLength: slices, maxLength: slices }),
+    scale: fc.constant(scale),
+    options: fc.constant(options),
+  });
+});
+
+graded("6.10 applyRope: any shape, offset and base, against a from-scratch reference", () => {
+  forAll(ROPE_CASE, ({ shape, slices, scale, options }) => {
+    const x = tf.tensor(slices.flat(2), shape);
+    try {
+      const got = onlyResult("applyRope", () => applyRope(x, options));
+      try {
+        expectShape(got, shape, { what: `applyRope of a [${shape}] tensor`, hint: "keep the input's shape" });
+        expectClose(
+          got.dataSync(),
+          slices.flatMap((m) => refRope(m, options.offset ?? 0, options.base ?? 10000)).flat(),
+          {
+            what: `applyRope of a [${shape}] tensor with options ${JSON.stringify(options)} (flattened)`,
+            hint: "every (T, d) slice alike: row t at position offset + t, pairs (2i, 2i+1) turned by " +
+              "(offset + t) * base^(-2i/d); options.offset ?? 0 and options.base ?? 10000 (any base > 0 works)",
+            atol: 5e-4 * scale,
+            rtol: 1e-3,
+          },
+        );
+      } finally {
+        got.dispose();
+      }
+    } finally {
+      x.dispose();
+    }
+  }, { runs: 60, show: ({ shape, slices, options }) => ({ shape, x: slices, options }) });
+});
+
+graded("6.10 applyRope: any bad offset or base, and any odd d or d = 0, is a RangeError naming it", () => {
+  const notInteger = arb.finite({ min: -1e6, max: 1e6 }).filter((v) => !Number.isInteger(v));
+  const bad = fc.oneof(
+    fc.tuple(
+      fc.constant("offset"),
+      fc.oneof(fc.integer({ min: -1000, max: -1 }), notInteger, fc.constantFrom(NaN, Infinity, -Infinity)),
+    ),
+    fc.tuple(fc.constant("base"), fc.oneof(arb.finite({ max: 0 }), fc.constantFrom(NaN, Infinity, -Infinity, 0))),
+    fc.tuple(fc.constant("d"), fc.constantFrom(0, 1, 3, 5, 7, 9)),
+  );
+  forAll(bad, ([name, value]) => {
+    const x = name === "d" ? tf.ones([2, value]) : tf.ones([2, 4]);
+    try {
+      const options = name === "d" ? {} : { [name]: value };
+      expectThrows(() => applyRope(x, options), RangeError, {
+        what: name === "d" ? `applyRope of a (2, ${value}) tensor` : `applyRope(x, { ${name}: ${value} })`,
+        mentions: [name, value],
+        hint: "check before rotating: d (the last dimension) must be even and at least 2, offset an integer >= 0, " +
+          "base a finite number > 0; throw a RangeError naming the one that is not and its value",
+      });
+    } finally {
+      x.dispose();
+    }
+  }, { show: ([name, value]) => ({ [name]: value }) });
+});
+
 // ---------------------------------------------------------------- 6.11 repeatKV
 
 graded("6.11 repeatKV: each kv head repeated nRep times in a row", () => {
@@ -376,6 +618,72 @@ graded("6.11 repeatKV: nRep = 1 gives a new tensor, never x itself", () => {
   x.dispose();
 });
 
+/** repeatKV's domain: B, nKVHead, T and headSize from 1 to 3, nRep from 1 to 4, entries of any sign. */
+const REPEAT_CASE = fc.record({
+  B: fc.integer({ min: 1, max: 2 }),
+  K: fc.integer({ min: 1, max: 3 }),
+  T: fc.integer({ min: 1, max: 3 }),
+  D: fc.integer({ min: 1, max: 3 }),
+  nRep: fc.integer({ min: 1, max: 4 }),
+}).chain(({ B, K, T, D, nRep }) =>
+  fc.record({
+    x: fc.array(fc.array(f32Matrix(T, D, 100), { minLength: K, maxLength: K }), { minLength: B, maxLength: B }),
+    nRep: fc.constant(nRep),
+  })
+);
+
+graded("6.11 repeatKV: any shape and nRep, against a from-scratch repeat; a new tensor, x untouched", () => {
+  forAll(REPEAT_CASE, ({ x, nRep }) => {
+    const [B, K, T, D] = [x.length, x[0].length, x[0][0].length, x[0][0][0].length];
+    const t = tf.tensor4d(x);
+    try {
+      const got = onlyResult("repeatKV", () => repeatKV(t, nRep));
+      const same = got === t;
+      try {
+        expectShape(got, [B, K * nRep, T, D], {
+          what: `repeatKV of a (${B}, ${K}, ${T}, ${D}) tensor, nRep = ${nRep}`,
+          hint: "repeat along axis 1 (the heads): nKVHead * nRep heads, the other axes unchanged",
+        });
+        expectClose(got, x.map((b) => b.flatMap((head) => Array.from({ length: nRep }, () => head))), {
+          what: `repeatKV of a (${B}, ${K}, ${T}, ${D}) tensor, nRep = ${nRep}`,
+          hint: "each kv head repeated nRep times in a row: [kv0, kv0, kv1, kv1], not [kv0, kv1, kv0, kv1]",
+          atol: 0,
+          rtol: 0,
+        });
+      } finally {
+        if (!same) got.dispose();
+      }
+      expectEqual({ returnedX: same, xAlive: !t.isDisposed }, { returnedX: false, xAlive: true }, {
+        what: `repeatKV(x, ${nRep}): whether it returned x itself, and whether x survived disposing the result`,
+        hint: "return a new tensor for every nRep (1 too), and never dispose x",
+      });
+    } finally {
+      t.dispose();
+    }
+  }, { runs: 60 });
+});
+
+graded("6.11 repeatKV: any nRep that is not a positive integer is a RangeError naming nRep and its value", () => {
+  const bad = fc.oneof(
+    fc.integer({ min: -1000, max: 0 }),
+    arb.finite({ min: -1e6, max: 1e6 }).filter((v) => !Number.isInteger(v)),
+    fc.constantFrom(NaN, Infinity, -Infinity),
+  );
+  forAll(bad, (nRep) => {
+    const x = tf.ones([1, 2, 1, 2]) as tf.Tensor4D;
+    try {
+      expectThrows(() => repeatKV(x, nRep), RangeError, {
+        what: `repeatKV(x, ${nRep})`,
+        mentions: ["nRep", nRep],
+        hint: "nRep must be a positive integer: check Number.isInteger(nRep) && nRep >= 1 first and name nRep and " +
+          "its value in the RangeError",
+      });
+    } finally {
+      x.dispose();
+    }
+  });
+});
+
 // ---------------------------------------------------------------- 6.12 cross-attention
 
 interface RefWeights {
@@ -399,6 +707,7 @@ function refCross(x: M[], mem: M[], w: RefWeights, nHead: number, mask?: number[
           return dot / Math.sqrt(hs);
         });
         const m = Math.max(...s), e = s.map((z) => Math.exp(z - m)), z = e.reduce((a, c) => a + c, 0);
+        if (m === -Infinity) continue; // all padding: every weight 0, this head's output 0
         v.forEach((vj, j) => {
           for (let c = h * hs; c < (h + 1) * hs; c++) out[c] += e[j] / z * vj[c];
         });
@@ -540,6 +849,65 @@ graded("6.12 crossAttention: no tensors left behind; inputs untouched", () => {
     () => crossAttention(x, mem, w, { nHead: 2, memoryMask: mask }),
   );
   tf.dispose([x, mem, w.wQ, w.wK, w.wV, w.wO, mask]);
+});
+
+/**
+ * crossAttention's domain: B 1 or 2, Tq 1 to 3, Tk 1 to 4, nHead 1 to 3 heads of 1 or 2 channels, entries of
+ * scales 0.1 to 3 (scores up to a few hundred, where exp overflows float32 without the shift); memoryMask left
+ * out, undefined, or rows of 0s and 1s (all-padding rows included).
+ */
+const CROSS_CASE = fc.record({
+  B: fc.integer({ min: 1, max: 2 }),
+  Tq: fc.integer({ min: 1, max: 3 }),
+  Tk: fc.integer({ min: 1, max: 4 }),
+  H: fc.integer({ min: 1, max: 3 }),
+  hs: fc.integer({ min: 1, max: 2 }),
+  xs: fc.constantFrom(0.1, 1, 3),
+}).chain(({ B, Tq, Tk, H, hs, xs }) => {
+  const C = H * hs;
+  return fc.record({
+    x: fc.array(f32Matrix(Tq, C, xs), { minLength: B, maxLength: B }),
+    mem: fc.array(f32Matrix(Tk, C, xs), { minLength: B, maxLength: B }),
+    w: fc.record({ wQ: f32Matrix(C, C, 1), wK: f32Matrix(C, C, 1), wV: f32Matrix(C, C, 1), wO: f32Matrix(C, C, 1) }),
+    nHead: fc.constant(H),
+    mask: arb.options({
+      memoryMask: fc.array(
+        fc.oneof(
+          fc.array(fc.constantFrom(0, 1), { minLength: Tk, maxLength: Tk }),
+          fc.constant(new Array(Tk).fill(0)),
+        ),
+        { minLength: B, maxLength: B },
+      ),
+    }),
+  });
+});
+
+graded("6.12 crossAttention: any shapes, heads, scales and memory mask, against a from-scratch reference", () => {
+  forAll(CROSS_CASE, ({ x, mem, w, nHead, mask }) => {
+    const tx = tf.tensor3d(x), tm = tf.tensor3d(mem), tw = toTensors(w);
+    const maskT = mask.memoryMask ? tf.tensor2d(mask.memoryMask) : undefined;
+    const options = "memoryMask" in mask ? { nHead, memoryMask: maskT } : { nHead };
+    try {
+      const got = onlyResult("crossAttention", () => crossAttention(tx, tm, tw, options));
+      try {
+        const want = refCross(x, mem, w, nHead, mask.memoryMask);
+        expectClose(got, want, {
+          what: `crossAttention with x (${x.length}, ${x[0].length}, ${x[0][0].length}), memory of ${
+            mem[0].length
+          } positions, nHead = ${nHead}, memoryMask ${mask.memoryMask ? JSON.stringify(mask.memoryMask) : "none"}`,
+          hint:
+            "per head: softmax(Q K^T / sqrt(headSize)) V over the memory positions, masked ones at weight exactly " +
+            "0 (an all-padding row gives 0, not NaN), no causal mask; merge the heads, then W^O",
+          atol: 1e-3 * maxAbs(want) + 1e-6,
+          rtol: 1e-3,
+        });
+      } finally {
+        got.dispose();
+      }
+    } finally {
+      tf.dispose([tx, tm, tw.wQ, tw.wK, tw.wV, tw.wO, ...(maskT ? [maskT] : [])]);
+    }
+  }, { runs: 60 });
 });
 
 // ---------------------------------------------------------------- 6.13 MLM masking
@@ -692,4 +1060,124 @@ graded("6.13 mlmMask: the input ids are not modified; a bad mask id is a RangeEr
       hint: "check that maskId is an integer in [0, vocabSize) and name both values in the RangeError",
     });
   }
+});
+
+/**
+ * mlmMask's domain: a vocabulary of 1 to 60 ids, 0 to 40 ids in it, maskId 0, the last id or any; rate left out,
+ * undefined, 0, 1 or any in [0, 1]; a seed.
+ */
+const MLM_CASE = fc.record({
+  vocabSize: fc.integer({ min: 1, max: 60 }),
+  n: fc.integer({ min: 0, max: 40 }),
+  maskPick: fc.nat(),
+  seed: fc.nat(),
+  extra: arb.options({
+    rate: fc.oneof(fc.constantFrom(0, 1, 0.15, 0.5), fc.integer({ min: 0, max: 1000 }).map((i) => i / 1000)),
+  }),
+}).chain(({ vocabSize, n, maskPick, seed, extra }) =>
+  fc.record({
+    ids: fc.array(fc.nat(vocabSize - 1), { minLength: n, maxLength: n }),
+    vocabSize: fc.constant(vocabSize),
+    maskId: fc.constantFrom(0, vocabSize - 1, maskPick % vocabSize),
+    seed: fc.constant(seed),
+    extra: fc.constant(extra),
+  })
+);
+
+graded("6.13 mlmMask: any ids, vocabulary, mask id and rate: the count, labels and untouched positions", () => {
+  forAll(MLM_CASE, ({ ids, vocabSize, maskId, seed, extra }) => {
+    const given = Int32Array.from(ids);
+    const call = () => mlmMask(given, { vocabSize, maskId, rng: new Rng(seed), ...extra });
+    const { input, labels } = call();
+    const what = `mlmMask(${ids.length} ids, { vocabSize: ${vocabSize}, maskId: ${maskId}, rng: new Rng(${seed})${
+      "rate" in extra ? `, rate: ${extra.rate}` : ""
+    } })`;
+    const rate = extra.rate ?? 0.15;
+    const chosen = [...Array(ids.length).keys()].filter((i) => labels[i] !== -100);
+    expectEqual([input.length, labels.length, chosen.length], [ids.length, ids.length, Math.round(rate * ids.length)], {
+      what: `${what}: [input length, labels length, chosen positions]`,
+      hint: "n ids give n inputs and n labels (0 too), and exactly k = Math.round(rate * n) chosen positions, " +
+        "rate = options.rate ?? 0.15 (0 kept)",
+    });
+    const others = [...Array(ids.length).keys()].filter((i) => labels[i] === -100);
+    expectEqual(
+      [chosen.map((i) => labels[i]), others.map((i) => input[i])],
+      [chosen.map((i) => ids[i]), others.map((i) => ids[i])],
+      {
+        what: `${what}: [labels at the chosen positions, input at the others]`,
+        hint: "a label is the ORIGINAL id at its chosen position (-100 elsewhere), and every position not chosen " +
+          "keeps its id in the input",
+      },
+    );
+    const outside = chosen.filter((i) => !(Number.isInteger(input[i]) && input[i] >= 0 && input[i] < vocabSize));
+    expectEqual(outside.map((i) => input[i]), [], {
+      what: `${what}: input ids outside [0, ${vocabSize}) at the chosen positions`,
+      hint: "a chosen position gets maskId, rng.int(vocabSize) or its own id: always an id of the vocabulary",
+    });
+    expectEqual(Array.from(given), ids, { what: `the ids after ${what}`, hint: "never write into ids" });
+    const again = call();
+    expectEqual([Array.from(again.input), Array.from(again.labels)], [Array.from(input), Array.from(labels)], {
+      what: `${what}, called twice`,
+      hint: "use only options.rng for randomness, so the same seed gives the same corruption",
+    });
+  });
+});
+
+graded("6.13 mlmMask: any bad maskId or rate is a RangeError naming it (maskId with vocabSize)", () => {
+  const notInteger = arb.finite({ min: -1e6, max: 1e6 }).filter((v) => !Number.isInteger(v));
+  const bad = fc.integer({ min: 1, max: 60 }).chain((vocabSize) =>
+    fc.oneof(
+      fc.record({
+        vocabSize: fc.constant(vocabSize),
+        maskId: fc.oneof(
+          fc.integer({ min: vocabSize, max: 1000 }),
+          fc.integer({ min: -1000, max: -1 }),
+          notInteger,
+          fc.constant(NaN),
+        ),
+        rate: fc.constant(undefined),
+      }),
+      fc.record({
+        vocabSize: fc.constant(vocabSize),
+        maskId: fc.constant(0),
+        rate: fc.oneof(
+          arb.finite({ max: -Number.MIN_VALUE }),
+          arb.finite({ min: 1 + Number.EPSILON }),
+          fc.constantFrom(NaN, Infinity, -Infinity),
+        ),
+      }),
+    )
+  );
+  forAll(bad, ({ vocabSize, maskId, rate }) => {
+    const ids = Int32Array.from({ length: 5 }, (_, i) => i % vocabSize);
+    const named = rate === undefined ? ["maskId", maskId, "vocabSize", vocabSize] : ["rate", rate];
+    expectThrows(() => mlmMask(ids, { vocabSize, maskId, rng: new Rng(1), rate }), RangeError, {
+      what: `mlmMask(ids, { vocabSize: ${vocabSize}, maskId: ${maskId}${
+        rate === undefined ? "" : `, rate: ${rate}`
+      } })`,
+      mentions: named,
+      hint: rate === undefined
+        ? "maskId must be an integer in [0, vocabSize): throw a RangeError naming maskId and vocabSize with their values"
+        : "rate must be a number in [0, 1] (check !(rate >= 0 && rate <= 1), so NaN fails): name rate and its value",
+    });
+  });
+});
+
+graded("6.13 mlmMask: random replacements are uniform over the whole vocabulary, mask id and original included", () => {
+  // Three ids, every position chosen (rate 1), every original 0, maskId 2: a chosen position ends as 0 (kept, or a
+  // random 0) with probability 0.1 + 0.1 / 3, as 1 (a random 1) with 0.1 / 3, as 2 (masked, or a random 2) with
+  // 0.8 + 0.1 / 3.
+  const rng = new Rng(133), counts = [0, 0, 0];
+  const ids = new Int32Array(20);
+  for (let s = 0; s < 150; s++) {
+    for (const id of mlmMask(ids, { vocabSize: 3, maskId: 2, rng, rate: 1 }).input) counts[id]++;
+  }
+  const total = counts[0] + counts[1] + counts[2], want = [0.1 + 0.1 / 3, 0.1 / 3, 0.8 + 0.1 / 3];
+  expectClose(counts.map((c) => c / total), want, {
+    what: `how often a chosen position became id 0, 1, 2 over ${total} positions (vocabSize 3, maskId 2, ids 0)`,
+    atol: 5 * Math.sqrt((0.1 / 3) * (1 - 0.1 / 3) / 3000), // 5 standard deviations of the rarest outcome
+    rtol: 0,
+    hint: "the random token is rng.int(vocabSize): every id of the vocabulary, the mask id and the original " +
+      "included (not rng.int(vocabSize - 1), not an id other than these two)",
+  });
 });

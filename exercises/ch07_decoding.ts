@@ -23,7 +23,9 @@ import { notImplemented, Rng, tf } from "../lib/mod.ts";
  * Greedy decoding always takes the most likely next token: the index of the
  * largest logit (the softmax keeps the order, so you need no softmax).
  *
- * Rules: on ties return the LOWEST index; logits may all be negative, and
+ * Rules: on ties return the LOWEST index; compare the logits exactly as
+ * they are (no tolerance): two logits that differ only in their last bits
+ * are not a tie, the larger one wins. Logits may all be negative, and
  * some may be -Infinity (a token that may not be chosen); if ALL are
  * -Infinity they tie, so the answer is 0. +Infinity beats every finite
  * logit. Empty logits, or a NaN logit, are an error: throw a RangeError
@@ -50,8 +52,10 @@ export function greedyChoice(logits: number[]): number {
  * exp(1000) is Infinity).
  *
  * Rules: t = 0 means greedy, return a one-hot distribution at the arg-max
- * (lowest index on ties) instead of dividing by zero; t < 0 (or NaN) is an
- * error: throw a RangeError whose message names `temperature` and its value.
+ * (lowest index on ties, logits compared exactly as in 7.1) instead of
+ * dividing by zero; t < 0, NaN or Infinity is an error: throw a RangeError
+ * whose message names `temperature` and its value. t may be as small or as
+ * large as you like otherwise, as long as every z / t is a finite number.
  * A logit of -Infinity is a masked token: its probability is exactly 0.
  * Empty logits, a NaN or +Infinity logit, or logits that are all -Infinity
  * are an error: throw a RangeError that names `logits`. Return a new array
@@ -60,7 +64,7 @@ export function greedyChoice(logits: number[]): number {
  * overflows the call stack at about 128,000 arguments.
  *
  * @param logits one score per token: finite, or -Infinity for a masked token.
- * @param temperature a number >= 0.
+ * @param temperature a finite number >= 0.
  * @returns probabilities summing to 1.
  */
 export function softmaxWithTemperature(
@@ -77,9 +81,12 @@ export function softmaxWithTemperature(
  * renormalise so the result sums to 1 again.
  *
  * Rules: keep EXACTLY k tokens even when probabilities tie at the boundary
- * (the lower indices win the tie); k at or above the number of tokens keeps
- * everything; k that is not an integer >= 1 (0, 2.5, NaN, Infinity) is an
- * error: throw a RangeError naming `k`. Empty probs give an empty array.
+ * (the lower indices win the tie). Compare the probabilities exactly as
+ * they are (no tolerance): two that differ only in their last bits are not
+ * a tie, the larger one ranks first (a float32 tensor would round them
+ * together). k at or above the number of tokens keeps everything; k that
+ * is not an integer >= 1 (0, 2.5, NaN, Infinity) is an error: throw a
+ * RangeError naming `k`. Empty probs give an empty array.
  * Always return a NEW array (never `probs` itself, even when nothing is
  * filtered) and leave `probs` unchanged. There may be 200,000 tokens whose
  * probabilities differ by orders of magnitude (1e-9 beside 0.3): sort
@@ -105,8 +112,12 @@ export function topKFilter(probs: number[], k: number): number[] {
  * 0.5 + 0.25 = 0.75 reaches it, so keep tokens 1 and 3: [0, 2/3, 0, 1/3].
  *
  * Rules: ties in probability keep the lower index first (so of two tied
- * tokens at the cut, only the lower index may be kept); p = 1 keeps every
- * token, even when rounding leaves the running total a hair below 1; p
+ * tokens at the cut, only the lower index may be kept), and probabilities
+ * are compared exactly, as in 7.3. The running total is added up in that
+ * order, one token at a time, starting from 0, and compared with p exactly:
+ * a total a hair below p has not reached it (no tolerance). p = 1 keeps
+ * every token, whatever rounding does to the running total (a hair below 1
+ * at the end, or 1 before the last tokens are added); p
  * outside (0, 1] (NaN included) is an error: throw a RangeError naming `p`.
  * Empty probs give an empty array. Always return a NEW array and leave
  * `probs` unchanged. As in 7.3, there may be 200,000 tokens of very different
@@ -130,9 +141,11 @@ export function topPFilter(probs: number[], p: number): number[] {
  * Math.random): the same seed must give the same draws.
  *
  * Rules: call rng.next() exactly once per draw; a token of probability 0 is
- * never returned (u = 0 with probs [0, 1] gives 1); if floating-point
- * rounding leaves the total a hair below u, return the last token with
- * non-zero probability. Probs with no token above 0 (empty included) are an
+ * never returned (u = 0 with probs [0, 1] gives 1), but a tiny one counts
+ * like any other: skip no token for being small, and compare u with the
+ * running total exactly (u = 0 with probs [1e-300, 1] gives 0); if
+ * floating-point rounding leaves the total a hair below u, return the last
+ * token with non-zero probability. Probs with no token above 0 (empty included) are an
  * error: throw a RangeError naming `probs` (before drawing). Leave `probs`
  * unchanged. There may be 200,000 tokens: use loops, not `Math.max(...probs)`.
  *
@@ -185,7 +198,10 @@ export interface Hypothesis {
  *    `nextProbs([...prompt, ...hypothesis.tokens])`; the candidate's logProb
  *    is the parent's plus Math.log(p(w)).
  * 3. Sort all candidates by logProb, highest first (ties: keep the order you
- *    generated them in: earlier hypothesis first, then lower token id), and
+ *    generated them in: earlier hypothesis first, then lower token id;
+ *    logProbs are compared exactly, as numbers: sums that differ only in
+ *    their last bits are not a tie, and never compare through exp(), which
+ *    is 0 for every logProb below about -745), and
  *    take the best `width`. A candidate ending in `endToken` is finished: move
  *    it to the results and reduce `width` by one. The others are the new live
  *    hypotheses. Stop when width reaches 0 or after maxNewTokens steps; live
@@ -193,8 +209,9 @@ export interface Hypothesis {
  * 4. Length normalisation: longer hypotheses collect more negative log terms,
  *    so compare results by score = logProb / tokens.length ** lengthPenalty
  *    (tokens.length counts the generated tokens, end token included, not the
- *    prompt). Return all results sorted by score, best first; results with
- *    equal scores keep the order in which they joined the results.
+ *    prompt). Return all results sorted by score, best first (compared
+ *    exactly, like the logProbs); results with equal scores keep the order
+ *    in which they joined the results.
  *
  * Rules: endToken may be any token id, 0 included; an option given as
  * `undefined` takes its default, like one left out (so read it with `??`,

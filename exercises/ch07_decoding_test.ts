@@ -9,7 +9,7 @@
  * correct sampler fails that by chance with probability below 1e-6 per token).
  * @module
  */
-import { expectClose, expectEqual, expectShape, expectThrows, graded, Rng, tf } from "../lib/mod.ts";
+import { arb, expectClose, expectEqual, expectShape, expectThrows, fc, forAll, graded, Rng, tf } from "../lib/mod.ts";
 import {
   attendWithCache,
   beamSearch,
@@ -33,10 +33,15 @@ function refSoftmax(z: number[], t = 1): number[] {
 
 // ---------------------------------------------------------------- 7.1 greedy
 
-// Spec 7.1 (from the stub's doc): the index of the largest logit; ties (all
+// Spec 7.1 (from the stub's doc): the index of the largest logit, compared
+// exactly (no tolerance: near-ties a few ulps apart are not ties); ties (all
 // -Infinity included) go to the lowest index; +Infinity beats every finite
-// logit; empty logits or a NaN logit are a RangeError naming `logits`; the
-// input array is not changed.
+// logit; empty logits or a NaN logit are a RangeError naming `logits`
+// (`logits[i]` of the first NaN); the input array is not changed.
+// The property checks draw logits around any offset (0, +-1000, near exp's
+// limits, any double) with ties, near-ties a few ulps from the largest and
+// infinities, and NaNs anywhere, one or more.
+// The rules, with the tests and a mutant of each: tests/mutants/ch07_decoding.json "rules".
 
 graded("7.1 greedyChoice: finds the largest of all-negative logits", () => {
   const logits = [-3.2, -0.5, -7, -1];
@@ -81,13 +86,58 @@ graded("7.1 greedyChoice: empty logits are an error", () => {
 });
 
 /** Greedy from scratch: a plain loop with a strict comparison. */
-function refArgmax(z: number[], variant: "" | "ties-last" | "finite-only" = ""): number {
+function refArgmax(z: number[], variant: "" | "ties-last" | "finite-only" | "tolerance" = ""): number {
   let best = 0;
   for (let i = 1; i < z.length; i++) {
     if (variant === "finite-only" && !Number.isFinite(z[i])) continue;
-    if (variant === "ties-last" ? z[i] >= z[best] : z[i] > z[best]) best = i;
+    if (variant === "tolerance" ? z[i] - z[best] > 1e-9 : variant === "ties-last" ? z[i] >= z[best] : z[i] > z[best]) {
+      best = i;
+    }
   }
   return best;
+}
+
+/** The largest of xs, with a loop. */
+function maxOf(xs: number[]): number {
+  let m = -Infinity;
+  for (const x of xs) if (x > m) m = x;
+  return m;
+}
+
+/**
+ * Logits of 1 to 8 entries around any offset (arb.logits: 0, +-1000, near exp's limits, any double; spreads from
+ * 1e-12 up), with up to three entries replaced by a neighbour a few ulps from the largest (a near-tie, or an exact
+ * tie) or by +-Infinity; and lists of -Infinity only.
+ */
+const GREEDY_LOGITS: fc.Arbitrary<number[]> = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.tuple(
+      arb.logits({ maxLength: 8 }),
+      fc.array(fc.tuple(fc.nat(), fc.oneof(fc.integer({ min: -2, max: 2 }), fc.constantFrom(-Infinity, Infinity))), {
+        maxLength: 3,
+      }),
+    ).map(([xs, edits]) => {
+      const top = maxOf(xs), out = [...xs];
+      for (const [at, e] of edits) out[at % out.length] = Number.isFinite(e) ? arb.ulpStep(top, e) : e;
+      return out;
+    }),
+  },
+  { weight: 1, arbitrary: fc.array(fc.constant(-Infinity), { minLength: 1, maxLength: 4 }) },
+);
+
+/** The known wrong arg-maxes of z, for failure messages. */
+function argmaxMistakes(z: number[]) {
+  return [
+    { value: refArgmax(z, "ties-last"), hint: "ties went to the LAST index: compare with > (strictly), not >=" },
+    {
+      value: refArgmax(z, "tolerance"),
+      hint: "logits a few units in the last place apart were taken as tied: compare them exactly with >, the " +
+        "larger one wins",
+    },
+    { value: refArgmax(z, "finite-only"), hint: "+Infinity was skipped: it is the largest logit of all" },
+    { value: -1, hint: "the best index started at -1 and was never set: start from index 0" },
+  ];
 }
 
 /** A random pick from a list. */
@@ -152,13 +202,54 @@ graded("7.1 greedyChoice: random logits with ties, against a plain loop (input u
   }
 });
 
+graded("7.1 greedyChoice: any logits (near-ties, infinities, any size), against a plain loop", () => {
+  forAll(GREEDY_LOGITS, (logits) => {
+    const copy = [...logits];
+    expectEqual(greedyChoice(logits), refArgmax(copy), {
+      what: `greedyChoice([${copy.join(", ")}])`,
+      hint: "the index of the largest logit, compared exactly with > (no tolerance), the LOWEST index among equal ones",
+      mistakes: argmaxMistakes(copy),
+    });
+    expectEqual(logits, copy, {
+      what: `the logits array after greedyChoice([${copy.join(", ")}])`,
+      hint: "do not sort or change the caller's array",
+    });
+  });
+});
+
+graded("7.1 greedyChoice: NaN anywhere, once or more, is a RangeError naming logits[i] of the first", () => {
+  const cases = fc.tuple(
+    arb.list(fc.oneof(arb.finite(), fc.constantFrom(-Infinity, Infinity)), { maxLength: 5 }),
+    fc.array(fc.nat(), { minLength: 1, maxLength: 3 }),
+  );
+  const withNaNs = ([xs, spots]: [number[], number[]]) => {
+    const x = [...xs];
+    for (const at of spots) x.splice(at % (x.length + 1), 0, NaN);
+    return x;
+  };
+  forAll(cases, (c) => {
+    const logits = withNaNs(c), first = logits.findIndex((z) => Number.isNaN(z));
+    expectThrows(() => greedyChoice(logits), RangeError, {
+      what: `greedyChoice([${logits.join(", ")}]) (the first NaN is logits[${first}])`,
+      includes: `logits[${first}]`,
+      hint: "check every logit before choosing and name the FIRST NaN's position, e.g. `logits[${i}]=NaN` with i " +
+        "from logits.findIndex(Number.isNaN)",
+    });
+  }, { show: (c) => withNaNs(c) });
+});
+
 // ----------------------------------------------------------- 7.2 temperature
 
 // Spec 7.2: p = softmax(z / t) computed stably (each call's own max scaled
-// logit subtracted); t = 0 is a one-hot at the arg-max (lowest index on ties);
-// t < 0 or NaN is a RangeError naming `temperature`; -Infinity logits get
-// probability exactly 0; empty logits, NaN or +Infinity logits, all -Infinity
-// are a RangeError naming `logits`; a new array is returned, logits unchanged.
+// logit subtracted); t = 0 is a one-hot at the arg-max (lowest index on ties,
+// compared exactly); t < 0, NaN or Infinity is a RangeError naming
+// `temperature` and its value; -Infinity logits get probability exactly 0;
+// empty logits, NaN or +Infinity logits, all -Infinity are a RangeError naming
+// `logits`; a new array is returned, logits unchanged.
+// The property checks draw scaled logits z / t around offsets where exp()
+// overflows or turns subnormal (709, -746 to -736, -800 to -700) and anywhere
+// in +-2000 (a float32 softmax still resolves them), temperatures from 1e-3
+// to 1e3, masked tokens anywhere; for t = 0, the logits of 7.1's checks.
 
 graded("7.2 softmaxWithTemperature: divides the logits, then takes the softmax", () => {
   const logits = [1, 2, 3];
@@ -299,6 +390,102 @@ graded("7.2 softmaxWithTemperature: random logits and temperatures against a fro
   }
 });
 
+/** softmax(z / t) with no shift at all: exp() of the scaled logits themselves, for failure messages. */
+function unshiftedSoftmax(z: number[], t: number): number[] {
+  const e = z.map((x) => Math.exp(x / t));
+  const total = e.reduce((a, b) => a + b, 0);
+  return e.map((x) => x / total);
+}
+
+/**
+ * Logits and a temperature: scaled logits s = z / t of 1 to 8 entries around an offset (0, +-1000, 709, -745, -746
+ * to -736 and -800 to -700 where exp() turns subnormal, then 0, anywhere in +-2000) with spreads from near-ties to
+ * 800, times a temperature from 1e-3 to 1e3; up to three entries masked with -Infinity (one stays finite).
+ */
+const TEMPERATURE_CASE = fc.tuple(
+  fc.oneof(
+    fc.constantFrom(0, 1000, -1000, 709, -745),
+    fc.double({ min: -746, max: -736, noNaN: true }),
+    fc.double({ min: -800, max: -700, noNaN: true }),
+    fc.double({ min: -2000, max: 2000, noNaN: true }),
+  ),
+  fc.constantFrom(1e-12, 0.1, 1, 3, 30, 800),
+  fc.array(fc.oneof(fc.double({ min: -1, max: 1, noNaN: true }), fc.constantFrom(0, 1, -1)), {
+    minLength: 1,
+    maxLength: 8,
+  }),
+  fc.oneof(fc.constantFrom(1, 0.5, 2, 0.01, 100), arb.magnitude({ min: 1e-3, max: 1e3 })),
+  fc.array(fc.nat(), { maxLength: 3 }),
+).map(([offset, spread, steps, t, masked]) => {
+  const logits = steps.map((u) => (offset + spread * u) * t);
+  for (const at of masked) logits[at % logits.length] = -Infinity;
+  if (!logits.some((z) => z > -Infinity)) logits[0] = offset * t;
+  return { logits, t };
+});
+
+graded("7.2 softmaxWithTemperature: any logits (masked too) and temperature, against a reference", () => {
+  forAll(TEMPERATURE_CASE, ({ logits, t }) => {
+    const copy = [...logits];
+    const got = softmaxWithTemperature(logits, t);
+    const shown = `softmaxWithTemperature([${copy.join(", ")}], ${t})`;
+    expectClose(got, refSoftmax(copy, t), {
+      what: shown,
+      hint: "divide every logit by t, subtract the largest z / t ALWAYS (not only when exp would overflow: near " +
+        "-745 exp() returns subnormal numbers with few correct bits, then 0), exp, and divide by the sum",
+      atol: 1e-6,
+      rtol: 1e-3, // loose enough for a float32 (tf) softmax
+      mistakes: [
+        {
+          value: () => unshiftedSoftmax(copy, t),
+          hint: "the scaled logits were not shifted by their largest: subtract it always (near -745 exp() keeps " +
+            "only a few bits, and overflows above 709)",
+        },
+        { value: () => refSoftmax(copy, 1 / t), hint: "the logits were multiplied by t instead of divided by it" },
+        { value: () => refSoftmax(copy), hint: "the temperature was ignored: divide every logit by t" },
+      ],
+    });
+    const masked = copy.flatMap((z, i) => (z === -Infinity ? [i] : []));
+    expectEqual(masked.map((i) => (Array.isArray(got) ? got[i] + 0 : got)), masked.map(() => 0), {
+      what: `the probabilities of the masked tokens (at ${masked.join(", ")}) in ${shown}`,
+      hint: "a logit of -Infinity is a masked token: exp(-Infinity) is exactly 0, and so is its probability",
+    });
+    expectEqual(logits, copy, {
+      what: `the logits array after ${shown}`,
+      hint: "do not divide the caller's logits in place: map them to a new array",
+    });
+  }, { show: ({ logits, t }) => ({ logits, temperature: t }) });
+});
+
+graded("7.2 softmaxWithTemperature: t = 0 on any logits is one-hot at the exact arg-max", () => {
+  const logits = GREEDY_LOGITS.map((xs) => {
+    const z = xs.map((x) => (x === Infinity ? 0 : x)); // +Infinity is an error here
+    if (!z.some((x) => x > -Infinity)) z[0] = 0;
+    return z;
+  });
+  forAll(logits, (z) => {
+    const copy = [...z];
+    const oneHot = (at: number) => copy.map((_, i) => (i === at ? 1 : 0));
+    expectEqual(softmaxWithTemperature(z, 0), oneHot(refArgmax(copy)), {
+      what: `softmaxWithTemperature([${copy.join(", ")}], 0)`,
+      hint: "t = 0 is greedy: a one-hot at the index of the largest logit, compared exactly (no tolerance), the " +
+        "lowest index on ties",
+      mistakes: argmaxMistakes(copy).map((m) => ({ ...m, value: oneHot(m.value) })),
+    });
+  });
+});
+
+graded("7.2 softmaxWithTemperature: any negative, NaN or infinite temperature is a RangeError naming it", () => {
+  const bad = fc.oneof(arb.finite({ max: -Number.MIN_VALUE }), fc.constantFrom(NaN, Infinity, -Infinity, -1e-300));
+  forAll(fc.tuple(GREEDY_LOGITS.filter((z) => z.some(Number.isFinite) && !z.includes(Infinity)), bad), ([z, t]) => {
+    expectThrows(() => softmaxWithTemperature(z, t), RangeError, {
+      what: `softmaxWithTemperature([${z.join(", ")}], ${t})`,
+      mentions: ["temperature", t],
+      hint: "t must be a finite number >= 0: check !(temperature >= 0 && temperature < Infinity) first (NaN fails " +
+        "it too) and throw a RangeError naming temperature and its value",
+    });
+  }, { show: ([logits, t]) => ({ logits, temperature: t }) });
+});
+
 graded("7.2 softmaxWithTemperature: -Infinity logits are masked tokens with probability 0", () => {
   const logits = [-Infinity, 0.5, 2, -Infinity, -1];
   const kept = refSoftmax([0.5, 2, -1], 0.7);
@@ -345,10 +532,15 @@ graded("7.2 softmaxWithTemperature: returns a new array", () => {
 
 // ----------------------------------------------------------------- 7.3 top-k
 
-// Spec 7.3: keep exactly min(k, n) tokens, the most probable, the lower index
-// winning ties; zero the rest and divide by the kept total; k not an integer
-// >= 1 (0, negative, fractional, NaN, Infinity) is a RangeError naming `k`;
-// empty probs give []; a new array is returned and probs is unchanged.
+// Spec 7.3: keep exactly min(k, n) tokens, the most probable (compared
+// exactly: a few ulps apart is no tie), the lower index winning ties; zero
+// the rest and divide by the kept total; k not an integer >= 1 (0, negative,
+// fractional, NaN, Infinity) is a RangeError naming `k`; empty probs give [];
+// a new array is returned and probs is unchanged.
+// The property checks (7.3-7.5) draw distributions of tie-prone fractions
+// (0.1 + 0.2 is not 0.3), exact binary ones, tiny probabilities down to
+// 5e-324 and zeros, with entries moved a few ulps so that near-ties sit beside
+// exact ties; p and u on a running total or a few ulps off it.
 
 graded("7.3 topKFilter: keeps the k largest and renormalises", () => {
   const probs = [0.1, 0.4, 0.3, 0.2];
@@ -414,10 +606,20 @@ function refRank(probs: number[]): number[] {
   return order;
 }
 
+/** Token ids by probability with a tolerance: probabilities within 1e-12 count as tied (a wrong ranking). */
+function rankWithTolerance(probs: number[]): number[] {
+  return probs.map((_, i) => i).sort((a, b) => (Math.abs(probs[a] - probs[b]) < 1e-12 ? a - b : probs[b] - probs[a]));
+}
+
 /** Top-k from scratch. */
-function refTopK(probs: number[], k: number, variant: "" | "no-renorm" | "ties-high" | "keep-ties" = ""): number[] {
+function refTopK(
+  probs: number[],
+  k: number,
+  variant: "" | "no-renorm" | "ties-high" | "keep-ties" | "tolerance" = "",
+): number[] {
   let order = refRank(probs);
   if (variant === "ties-high") order = order.map((_, j) => j).sort((a, b) => probs[b] - probs[a] || b - a);
+  if (variant === "tolerance") order = rankWithTolerance(probs);
   let keep = new Set(order.slice(0, k));
   if (variant === "keep-ties" && k < probs.length) keep = new Set(order.filter((i) => probs[i] >= probs[order[k - 1]]));
   let total = 0;
@@ -463,6 +665,78 @@ graded("7.3 topKFilter: random distributions with ties, against a from-scratch t
   }
 });
 
+/**
+ * A weight: a tie-prone fraction, an exact binary one, a tiny probability (kept as it is), 0, or any in [1e-12, 1];
+ * `tiny` is how often (out of 7) it is tiny or 0.
+ */
+function weight(tiny: number): fc.Arbitrary<number> {
+  return fc.oneof(
+    { weight: 6 - tiny, arbitrary: arb.tieProne().map(Math.abs) },
+    { weight: tiny, arbitrary: fc.constantFrom(0, 1e-300, 5e-324, 1e-320, 1e-200, 1e-20) },
+    { weight: 1, arbitrary: arb.magnitude({ min: 1e-12, max: 1 }) },
+  );
+}
+
+/**
+ * Distributions of n tokens drawn from weight(tiny): the weights above 1e-100 normalised to sum to 1, the tiny ones kept
+ * as they are (dividing 5e-324 by a total above 2 would give 0), then up to three entries moved a few ulps, so that
+ * near-ties (a few ulps apart) sit beside exact ties.
+ */
+function distribution(n: number, tiny = 2): fc.Arbitrary<number[]> {
+  return fc.tuple(
+    fc.array(weight(tiny), { minLength: n, maxLength: n }),
+    fc.array(fc.tuple(fc.nat(), fc.integer({ min: -2, max: 2 })), { maxLength: 3 }),
+  ).map(([w, nudges]) => {
+    if (!w.some((x) => x >= 1e-100)) w[0] = 1;
+    let total = 0;
+    for (const x of w) if (x >= 1e-100) total += x;
+    const probs = w.map((x) => (x >= 1e-100 ? x / total : x));
+    for (const [at, k] of nudges) {
+      const i = at % n;
+      if (probs[i] > 0) probs[i] = Math.max(0, arb.ulpStep(probs[i], k));
+    }
+    return probs;
+  });
+}
+
+/** Distributions of 1 to 8 tokens (see distribution). */
+const DIST: fc.Arbitrary<number[]> = fc.integer({ min: 1, max: 8 }).chain((n) => distribution(n));
+
+/** DIST, or now and then the empty distribution. */
+const DIST_OR_EMPTY = fc.oneof({ weight: 12, arbitrary: DIST }, { weight: 1, arbitrary: fc.constant<number[]>([]) });
+
+graded("7.3 topKFilter: any distribution (near-ties, tiny probabilities) and k, against a reference", () => {
+  forAll(fc.tuple(DIST_OR_EMPTY, fc.integer({ min: 1, max: 10 })), ([probs, k]) => {
+    const copy = [...probs];
+    expectClose(topKFilter(probs, k), refTopK(copy, k), {
+      what: `topKFilter([${copy.join(", ")}], ${k})`,
+      hint: "keep exactly k tokens: the k largest probabilities, compared exactly (a few ulps apart is no tie), " +
+        "the LOWER index first among equal ones; set the others to exactly 0 and divide the kept ones by their total",
+      atol: 0,
+      rtol: 1e-9,
+      mistakes: [
+        {
+          value: () => refTopK(copy, k, "tolerance"),
+          hint: "probabilities a few units in the last place apart were ranked as tied: compare them exactly",
+        },
+        { value: () => refTopK(copy, k, "ties-high"), hint: "tied probabilities kept the HIGHER index" },
+        {
+          value: () => refTopK(copy, k, "keep-ties"),
+          hint: "every token tied with the k-th was kept: keep exactly k",
+        },
+        {
+          value: () => refTopK(copy, k, "no-renorm"),
+          hint: "the kept probabilities were not divided by their total",
+        },
+      ],
+    });
+    expectEqual(probs, copy, {
+      what: `the probs array after topKFilter(probs, ${k})`,
+      hint: "sort a copy of the token ids, never the caller's array",
+    });
+  }, { show: ([probs, k]) => ({ probs, k }) });
+});
+
 graded("7.3 topKFilter: returns a new array, even when nothing is filtered; empty probs give []", () => {
   const probs = [0.25, 0.75];
   const got = topKFilter(probs, 5);
@@ -484,12 +758,13 @@ graded("7.3 topKFilter: returns a new array, even when nothing is filtered; empt
 
 // ----------------------------------------------------------------- 7.4 top-p
 
-// Spec 7.4: rank tokens by probability (largest first, lower index first on
-// ties) and keep the shortest prefix whose running total is >= p, the
-// crossing token included; p = 1 keeps every token even when the total
-// rounds below 1; p outside (0, 1] or NaN is a RangeError naming `p`;
-// renormalise by the kept total; empty probs give []; a new array is
-// returned and probs is unchanged.
+// Spec 7.4: rank tokens by probability (largest first, compared exactly,
+// lower index first on ties) and keep the shortest prefix whose running total
+// (added in rank order from 0) is >= p, compared exactly, the crossing token
+// included; p = 1 keeps every token whatever rounding does to the total (below
+// 1 at the end, or 1 before the last tokens); p outside (0, 1] or NaN is a
+// RangeError naming `p`; renormalise by the kept total; empty probs give [];
+// a new array is returned and probs is unchanged.
 
 graded("7.4 topPFilter: keeps the token that crosses p", () => {
   const probs = [0.1, 0.5, 0.15, 0.25];
@@ -546,15 +821,17 @@ graded("7.4 topPFilter: p must be in (0, 1]", () => {
 function refTopP(
   probs: number[],
   p: number,
-  variant: "" | "drop-crossing" | "ties-high" | "no-renorm" | "ascending" = "",
+  variant: "" | "drop-crossing" | "ties-high" | "no-renorm" | "ascending" | "tolerance" | "stops-at-1" = "",
 ): number[] {
   let order = refRank(probs);
   if (variant === "ties-high") order = order.map((_, j) => j).sort((a, b) => probs[b] - probs[a] || b - a);
   if (variant === "ascending") order = [...order].reverse();
+  // p = 1 keeps every token, even once rounding has taken the running total to 1 (the "stops-at-1" mistake).
+  const target = p === 1 && variant !== "stops-at-1" ? Infinity : variant === "tolerance" ? p - 1e-9 : p;
   const keep = new Set<number>();
   let total = 0;
   for (const i of order) {
-    if (total >= p || (variant === "drop-crossing" && total + probs[i] >= p && keep.size > 0)) break;
+    if (total >= target || (variant === "drop-crossing" && total + probs[i] >= target && keep.size > 0)) break;
     keep.add(i);
     total += probs[i];
   }
@@ -620,6 +897,68 @@ graded("7.4 topPFilter: random distributions and p, against a from-scratch nucle
       hint: "sort a copy of the token ids, never the caller's array",
     });
   }
+});
+
+/** The running totals of probs in rank order, from scratch. */
+function rankTotals(probs: number[]): number[] {
+  let total = 0;
+  return refRank(probs).map((i) => (total += probs[i]));
+}
+
+/**
+ * A distribution (DIST, or empty) and a p in (0, 1]: a running total of its ranking or a few ulps off it (where a
+ * tolerance decides wrongly), anywhere in (0, 1], or 1.
+ */
+const TOP_P_CASE = fc.tuple(
+  DIST_OR_EMPTY,
+  fc.nat(3),
+  fc.nat(),
+  fc.integer({ min: -3, max: 3 }),
+  fc.double({ min: Number.MIN_VALUE, max: 1, noNaN: true }),
+).map(([probs, kind, at, k, any]) => {
+  const totals = rankTotals(probs);
+  let p = kind === 0 ? any : kind === 1 ? 1 : totals.length ? arb.ulpStep(totals[at % totals.length], k) : any;
+  if (p > 1) p = 1;
+  if (!(p > 0)) p = any;
+  return { probs, p };
+});
+
+graded("7.4 topPFilter: any distribution and p (on a running total, ulps off it, 1), against a reference", () => {
+  forAll(TOP_P_CASE, ({ probs, p }) => {
+    const copy = [...probs];
+    expectClose(topPFilter(probs, p), refTopP(copy, p), {
+      what: `topPFilter([${copy.join(", ")}], ${p})`,
+      hint: "rank the tokens (largest first, compared exactly, lower index on ties), add them up in that order from " +
+        "0 and stop at the first whose running total is >= p, compared exactly (a total a hair below p has not " +
+        "reached it); with p = 1 keep every token; zero the rest and divide by the kept total",
+      atol: 0,
+      rtol: 1e-9,
+      mistakes: [
+        {
+          value: () => refTopP(copy, p, "tolerance"),
+          hint: "a running total within a tolerance of p was taken as reaching it: compare total >= p exactly",
+        },
+        {
+          value: () => refTopP(copy, p, "stops-at-1"),
+          hint: "p = 1 stopped once rounding took the running total to 1, dropping the last tokens: p = 1 keeps " +
+            "every token",
+        },
+        { value: () => refTopP(copy, p, "drop-crossing"), hint: "the token whose probability reaches p was dropped" },
+        { value: () => refTopP(copy, p, "ties-high"), hint: "tied probabilities kept the HIGHER index" },
+        {
+          value: () => refTopP(copy, p, "no-renorm"),
+          hint: "the kept probabilities were not divided by their total",
+        },
+      ],
+    });
+    expectEqual(probs, copy, {
+      what: "the probs array after topPFilter(probs, p)",
+      hint: "sort a copy of the token ids, never the caller's array",
+    });
+  }, {
+    // 0.7 + 0.30000000000000004 is exactly 1: the running total reaches 1 before the last token is added.
+    examples: [{ probs: [0.7, 1e-17, 0.30000000000000004], p: 1 }],
+  });
 });
 
 graded("7.4 topPFilter: returns a new array; empty probs give []", () => {
@@ -690,10 +1029,11 @@ graded("7.4 topPFilter: a new array on every call, at every size", () => {
 // -------------------------------------------------------------- 7.5 sampling
 
 // Spec 7.5: one u = rng.next() per draw (exactly one call); return the first
-// index whose running total is > u (strictly), so a zero-probability token is
-// never returned; if rounding leaves the total <= u, the last token with
-// probability > 0; probs with no positive entry (empty included) are a
-// RangeError naming `probs`; probs is unchanged.
+// index whose running total is > u (strictly, compared exactly), so a
+// zero-probability token is never returned and a tiny one is not skipped; if
+// rounding leaves the total <= u, the last token with probability > 0; probs
+// with no positive entry (empty included) are a RangeError naming `probs`;
+// probs is unchanged.
 
 /** An Rng whose next() returns scripted values, to test inverse-CDF sampling exactly. */
 class ScriptedRng extends Rng {
@@ -866,6 +1206,63 @@ graded("7.5 sampleIndex: random distributions and draws, against a from-scratch 
       hint: "do not turn probs into running totals in place or sort it: keep the total in a local variable",
     });
   }
+});
+
+/**
+ * A distribution (DIST) and one to six u's: 0, a running total (where u < total decides strictly), a few ulps off
+ * one, the largest u rng.next() returns (1 - 2^-53, above a total that rounds below 1), or anywhere in [0, 1).
+ */
+const SAMPLE_CASE = fc.tuple(
+  DIST,
+  fc.array(
+    fc.tuple(
+      fc.nat(4),
+      fc.nat(),
+      fc.integer({ min: -2, max: 2 }),
+      fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+    ),
+    { minLength: 1, maxLength: 6 },
+  ),
+).map(([probs, picks]) => {
+  let total = 0;
+  const totals = probs.map((q) => (total += q));
+  const us = picks.map(([kind, at, k, any]) => {
+    const c = totals[at % totals.length];
+    const u = [0, c, arb.ulpStep(c, k), 1 - 2 ** -53, any][kind];
+    return Math.min(Math.max(u, 0), 1 - 2 ** -53);
+  });
+  return { probs, us };
+});
+
+graded("7.5 sampleIndex: any distribution (tiny probabilities) and u, against a reference", () => {
+  forAll(SAMPLE_CASE, ({ probs, us }) => {
+    const copy = [...probs];
+    const rng = new ScriptedRng(us);
+    const got = us.map(() => sampleIndex(probs, rng));
+    expectEqual(got, us.map((u) => refInverseCdf(copy, u)), {
+      what: `${us.length} draws of sampleIndex([${copy.join(", ")}], rng) when rng.next() returns ${us.join(", ")}`,
+      hint: "one u = rng.next() per draw; add every probability (a tiny one too) to a running total and return the " +
+        "first i with u < total, compared exactly; if rounding leaves the total <= u, the last token above 0",
+      mistakes: [
+        {
+          value: () => us.map((u) => refInverseCdf(copy, u, "le")),
+          hint: "u <= total was used: compare strictly (u < total)",
+        },
+        {
+          value: () => us.map((u) => refInverseCdf(copy.map((q) => (q < 1e-12 ? 0 : q)), u)),
+          hint: "tokens with a tiny probability were skipped: only a probability of exactly 0 is never drawn",
+        },
+      ],
+    });
+    expectEqual(rng.calls, us.length, {
+      what: `how many times rng.next() was called for ${us.length} draws`,
+      hint: "call rng.next() exactly once per draw",
+    });
+    expectEqual(probs, copy, {
+      what: "the probs array after sampleIndex(probs, rng)",
+      hint: "keep the running total in a local variable; never change probs",
+    });
+  }, { show: ({ probs, us }) => ({ probs, u: us }) });
 });
 
 graded("7.5 sampleIndex: probs without a positive probability are an error", () => {
@@ -1057,13 +1454,19 @@ graded("7.5 sampleIndex: 200,000 probabilities from 1e-12 to 0.3", () => {
 // Spec 7.6: start from one empty hypothesis (logProb 0), width = beamWidth;
 // each step extends every live hypothesis by every token of probability > 0
 // (probabilities of [...prompt, ...tokens]), logProb = parent + Math.log(p);
-// sort candidates by logProb (stable: parent order, then token id) and take
+// sort candidates by logProb, compared exactly (never through exp(), which is
+// 0 below -745; stable: parent order, then token id) and take
 // the best `width`; one ending in endToken (any id, 0 included) is finished
 // and reduces width; stop at width 0 or after maxNewTokens steps; live ones
 // join the results unfinished; score = logProb / length ** lengthPenalty
-// (default 1, 0 honoured); results sorted by score, stable; beamWidth and
-// maxNewTokens not integers >= 1, or a non-finite lengthPenalty, are a
-// RangeError naming the option; the prompt is unchanged.
+// (default 1, 0 honoured); results sorted by score (exactly), stable;
+// beamWidth and maxNewTokens not integers >= 1, or a non-finite
+// lengthPenalty, are a RangeError naming the option; the prompt is unchanged.
+// The property check draws small models whose next-token distributions hold
+// tie-prone fractions (log sums that tie or differ in the last bits), tiny
+// probabilities (1e-300, 5e-324: a few tokens take a logProb below -745,
+// where exp() is 0) and zeros, with any width, length, end token (0, left
+// out, undefined) and length penalty (0, negative, left out, undefined).
 
 // A hand-made Markov model over {0: A, 1: B, 2: END, 3: START}; the prompt is [START].
 // From START: A 0.5, B 0.4, END 0.1. After A: A 0.3, B 0.3, END 0.4. After B: END 0.9.
@@ -1236,7 +1639,15 @@ function refBeam(
   model: NextTokenProbs,
   prompt: number[],
   o: { beamWidth: number; maxNewTokens: number; endToken?: number; lengthPenalty?: number },
-  variant: "" | "width-kept" | "rank-by-logprob" | "length-with-prompt" | "no-prompt" = "",
+  variant:
+    | ""
+    | "width-kept"
+    | "rank-by-logprob"
+    | "length-with-prompt"
+    | "no-prompt"
+    | "exp-results"
+    | "exp-candidates"
+    | "tolerance" = "",
 ): RefHyp[] {
   const alpha = o.lengthPenalty === undefined ? 1 : o.lengthPenalty;
   const results: RefHyp[] = [];
@@ -1254,7 +1665,10 @@ function refBeam(
         }
       }
     }
-    cands.sort((a, b) => (a.logProb !== b.logProb ? (a.logProb > b.logProb ? -1 : 1) : a.order - b.order));
+    // Exactly, by logProb (the mistakes: through exp(), or with a tolerance); ties keep generation order.
+    const key = (c: { logProb: number }) => (variant === "exp-candidates" ? Math.exp(c.logProb) : c.logProb);
+    const tied = (a: number, b: number) => (variant === "tolerance" ? Math.abs(a - b) < 1e-9 : a === b);
+    cands.sort((a, b) => (!tied(key(a), key(b)) ? (key(a) > key(b) ? -1 : 1) : a.order - b.order));
     const best = cands.slice(0, width);
     live = [];
     for (const c of best) {
@@ -1271,7 +1685,8 @@ function refBeam(
     score: variant === "rank-by-logprob" ? r.logProb : r.logProb / Math.pow(len(r), alpha),
     i,
   }));
-  withScore.sort((a, b) => (a.score !== b.score ? (a.score > b.score ? -1 : 1) : a.i - b.i));
+  const rank = (r: { score: number }) => (variant === "exp-results" ? Math.exp(r.score) : r.score);
+  withScore.sort((a, b) => (rank(a) !== rank(b) ? (rank(a) > rank(b) ? -1 : 1) : a.i - b.i));
   return withScore.map(({ tokens, logProb, score, finished }) => ({ tokens, logProb, score, finished }));
 }
 
@@ -1356,6 +1771,98 @@ graded("7.6 beamSearch: random models, widths, lengths and end tokens, against a
   }
 });
 
+/**
+ * A small model over 2 to 4 tokens: one to four next-token distributions (tie-prone fractions, tiny probabilities
+ * such as 1e-300 and 5e-324, zeros), picked by a hash of the whole context; a prompt of 0 to 2 tokens; a width
+ * from 1 to 7 and a length from 1 to 4; endToken and lengthPenalty each left out, undefined or set (0 included).
+ */
+const BEAM_CASE = fc.integer({ min: 2, max: 4 }).chain((vocab) =>
+  fc.record({
+    rows: fc.array(distribution(vocab, 3), { minLength: 1, maxLength: 4 }),
+    prompt: arb.list(fc.nat(vocab - 1), { maxLength: 2 }),
+    beamWidth: fc.integer({ min: 1, max: 7 }),
+    maxNewTokens: fc.integer({ min: 1, max: 4 }),
+    extra: arb.options({
+      endToken: fc.nat(vocab - 1),
+      lengthPenalty: fc.oneof(
+        fc.constantFrom(0, 1, 0.5, 2, -1, -8),
+        fc.integer({ min: -100, max: 100 }).map((x) => x / 10),
+      ),
+    }),
+  })
+);
+
+/** The model of a drawn case: one of its distributions, picked by a hash of the whole context. */
+function tableModel(rows: number[][]): NextTokenProbs {
+  return (context) => {
+    let h = 7919 + context.length;
+    for (const t of context) h = (h * 31 + t + 1) % 1_000_003;
+    return [...rows[h % rows.length]];
+  };
+}
+
+graded("7.6 beamSearch: any small model (tied and tiny probabilities) and options, against a reference", () => {
+  forAll(BEAM_CASE, ({ rows, prompt, beamWidth, maxNewTokens, extra }) => {
+    const model = tableModel(rows);
+    const options = { beamWidth, maxNewTokens, ...extra };
+    const promptCopy = [...prompt];
+    const got = beamSearch(model, prompt, { ...options });
+    const want = refBeam(model, promptCopy, options);
+    const what = `beamSearch(model, [${promptCopy}], ${formatOptions(options)})`;
+    const shape = (hs: unknown) =>
+      Array.isArray(hs) ? hs.map((h) => `[${h?.tokens}]${h?.finished ? " finished" : ""}`).join("; ") : hs;
+    expectEqual(shape(got), shape(want), {
+      what: `${what}: the hypotheses (tokens, finished), best score first; expected in full: ${showHyps(want)}`,
+      hint: "sort the candidates by logProb and the results by score, both compared exactly as numbers (sums that " +
+        "differ in their last bits are not tied; exp() of a logProb below -745 is 0, so never compare through " +
+        "exp); ties keep generation order, then joining order",
+      mistakes: [
+        {
+          value: () => shape(refBeam(model, promptCopy, options, "exp-results")),
+          hint: "the results were ranked through exp(score), which is 0 for every score below -745: rank by the " +
+            "score itself",
+        },
+        {
+          value: () => shape(refBeam(model, promptCopy, options, "exp-candidates")),
+          hint: "the candidates were sorted through exp(logProb), which is 0 for every logProb below -745: sort by " +
+            "the logProb itself",
+        },
+        {
+          value: () => shape(refBeam(model, promptCopy, options, "tolerance")),
+          hint: "candidates whose logProbs differ by a hair were taken as tied: compare them exactly",
+        },
+      ],
+    });
+    expectClose(got.map((h) => [h.logProb, h.score]), want.map((h) => [h.logProb, h.score]), {
+      what: `${what}: [logProb, score] of each hypothesis`,
+      hint: "logProb is the parent's logProb plus Math.log(p); score = logProb / tokens.length ** lengthPenalty " +
+        "(generated tokens only; lengthPenalty ?? 1, so 0 and negative ones are honoured)",
+      rtol: 1e-9,
+      atol: 1e-12,
+    });
+    expectEqual(prompt, promptCopy, {
+      what: "the prompt array after beamSearch",
+      hint: "build each context as a new array ([...prompt, ...tokens]); never push onto the caller's prompt",
+    });
+  }, {
+    // The end token 0 and token 1 are tiny (1e-300, 1e-200), so logProbs fall below -745 at step 2, where exp()
+    // is 0: width 7 finishes [1, 0] (-1151.3) before [1, 1] (-921) joins the results, yet [1, 1] ranks first;
+    // width 6 keeps [1, 1] (the 5th best candidate of step 2) and drops [1, 0].
+    examples: [7, 6].map((beamWidth) => ({
+      rows: [[1e-300, 1e-200, 1]],
+      prompt: [],
+      beamWidth,
+      maxNewTokens: 2,
+      extra: { endToken: 0, lengthPenalty: 0 },
+    })),
+  });
+});
+
+/** Options as a one-line object literal, an explicit undefined shown as such. */
+function formatOptions(o: Record<string, unknown>): string {
+  return `{ ${Object.entries(o).map(([k, v]) => `${k}: ${v}`).join(", ")} }`;
+}
+
 graded("7.6 beamSearch: end token 0 and tied scores", () => {
   // The model: after the prompt, tokens 0 and 1 each 0.5; after anything else, 0 (the end) for sure.
   const model: NextTokenProbs = (context) => (context.length <= 1 ? [0.5, 0.5] : [1, 0]);
@@ -1422,6 +1929,9 @@ graded("7.6 beamSearch: invalid options are errors", () => {
 // new cache are new tensors (the caller may dispose q, k, v and the old cache
 // after the call), the old cache and inputs are not disposed, and exactly 3
 // tensors (output, keys, values) are left behind.
+// The property check draws head sizes 1 to 5 and 1 to 4 steps, queries and
+// keys from tiny (1e-20) to large (scores up to about 140, where float32's
+// exp overflows without the shift), values from 1e-20 to 1e6.
 
 /** Causal single-head attention of row t from scratch (plain arrays). */
 function refCausalRow(
@@ -1629,4 +2139,69 @@ graded("7.7 attendWithCache: the first call leaves exactly its three results", (
     hint: "wrap the work in tf.tidy and return the output and the new keys and values from it; on the first call " +
       "clone k and v so the cache owns its own tensors",
   });
+});
+
+/** A head size, a number of steps and float32 rows: q and k of one scale (scores up to about 140), v of another. */
+const KV_CASE = fc.record({
+  d: fc.integer({ min: 1, max: 5 }),
+  n: fc.integer({ min: 1, max: 4 }),
+  qk: fc.constantFrom(1e-20, 0.01, 1, 4, 8),
+  vs: fc.constantFrom(1e-20, 1, 1e6),
+}).chain(({ d, n, qk, vs }) => {
+  const rows = (scale: number) =>
+    fc.array(
+      fc.array(fc.double({ min: -1, max: 1, noNaN: true }).map((x) => Math.fround(x * scale)), {
+        minLength: d,
+        maxLength: d,
+      }),
+      { minLength: n, maxLength: n },
+    );
+  return fc.record({ q: rows(qk), k: rows(qk), v: rows(vs), vs: fc.constant(vs) });
+});
+
+graded("7.7 attendWithCache: any head size, length and scale, step by step against attention from scratch", () => {
+  forAll(KV_CASE, ({ q, k, v, vs }) => {
+    const d = q[0].length, n = q.length;
+    let cache: KVCache = { keys: null, values: null };
+    const owned: tf.Tensor[] = [];
+    try {
+      for (let t = 0; t < n; t++) {
+        const step = { q: row(q, t), k: row(k, t), v: row(v, t) };
+        owned.push(step.q, step.k, step.v);
+        const before = tf.memory().numTensors;
+        const res = attendWithCache(step, cache);
+        const created = tf.memory().numTensors - before;
+        owned.push(res.output);
+        if (res.cache.keys) owned.push(res.cache.keys);
+        if (res.cache.values) owned.push(res.cache.values);
+        expectClose(res.output, [refCausalRow(q, k, v, t)], {
+          what: `output at step ${t} with headSize ${d}`,
+          input: { q: q[t], keys: k.slice(0, t + 1), values: v.slice(0, t + 1) },
+          hint: "scores = q K^T / sqrt(headSize) over every cached key and the new one, a softmax over the keys " +
+            "that subtracts the largest score (tf.softmax does), output = weights V",
+          atol: 1e-4 * vs,
+          rtol: 1e-3,
+        });
+        expectEqual(created, 3, {
+          what: `tensors left by attendWithCache at step ${t} (output, keys, values)`,
+          hint: "wrap the work in tf.tidy and return the output and the new keys and values from it",
+        });
+        cache = res.cache;
+      }
+      expectClose(cache.keys, k, {
+        what: `cache.keys after ${n} steps with headSize ${d}`,
+        hint: "each step appends its k as the last row (tf.concat along axis 0)",
+        atol: 0,
+        rtol: 0,
+      });
+      expectClose(cache.values, v, {
+        what: `cache.values after ${n} steps with headSize ${d}`,
+        hint: "each step appends its v as the last row of the values cache",
+        atol: 0,
+        rtol: 0,
+      });
+    } finally {
+      tf.dispose(owned);
+    }
+  }, { runs: 40 });
 });

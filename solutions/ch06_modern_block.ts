@@ -7,9 +7,9 @@ import { type Rng, tf } from "../lib/mod.ts";
 
 /**
  * Exercise 6.8: RMSNorm.
- * @param x (..., C).
+ * @param x (..., C), finite entries with |x| up to 1e18 (squares within float32); with eps = 0, no row of zeros.
  * @param gamma (C).
- * @param options eps.
+ * @param options eps (default 1e-5, a finite number >= 0; 0 honoured, undefined the default).
  * @returns x / sqrt(mean(x^2) + eps) * gamma.
  */
 export function rmsNorm(x: tf.Tensor, gamma: tf.Tensor, options: { eps?: number } = {}): tf.Tensor {
@@ -47,7 +47,7 @@ export function swiglu(x: tf.Tensor2D, weights: SwigluWeights): tf.Tensor2D {
 
 /**
  * Exercise 6.10: rotary position embeddings on consecutive pairs.
- * @param x (..., T, d).
+ * @param x (..., T, d), d even and at least 2 (a RangeError naming d otherwise).
  * @param options offset and base.
  * @returns the rotated x.
  */
@@ -58,7 +58,7 @@ export function applyRope(x: tf.Tensor, options: { offset?: number; base?: numbe
   }
   if (!(base > 0 && base < Infinity)) throw new RangeError(`base must be a finite number > 0: base=${base}`);
   const d = x.shape[x.rank - 1], T = x.shape[x.rank - 2];
-  if (d % 2 !== 0) throw new RangeError(`applyRope needs an even last dimension: d=${d}`);
+  if (d % 2 !== 0 || d === 0) throw new RangeError(`applyRope needs an even last dimension of 2 or more: d=${d}`);
   return tf.tidy(() => {
     const cos = new Float32Array(T * d), sin = new Float32Array(T * d);
     for (let t = 0; t < T; t++) {
@@ -147,7 +147,7 @@ export interface MlmExample {
 
 /**
  * Exercise 6.13: the MLM masking rule.
- * @param ids token ids.
+ * @param ids token ids (empty ids give empty input and labels).
  * @param options vocabSize, maskId, rng, rate.
  * @returns input and labels.
  */

@@ -7,8 +7,9 @@ import { Rng, tf } from "../lib/mod.ts";
 /**
  * Exercise 7.1: greedy decoding's choice, the index of the largest logit.
  * @param logits one score per token (may contain -Infinity).
- * @returns the arg-max index; on ties (all -Infinity included), the lowest index.
- * @throws {RangeError} when `logits` is empty or holds a NaN.
+ * @returns the arg-max index, logits compared exactly (no tolerance); on ties (all -Infinity included), the
+ * lowest index.
+ * @throws {RangeError} when `logits` is empty or holds a NaN (naming `logits[i]` of the first NaN).
  */
 export function greedyChoice(logits: number[]): number {
   if (logits.length === 0) {
@@ -25,20 +26,20 @@ export function greedyChoice(logits: number[]): number {
 
 /**
  * Exercise 7.2: softmax(logits / temperature), computed stably; temperature 0
- * means greedy (a one-hot distribution at the arg-max, lowest index on ties).
- * @param logits one finite score per token.
- * @param temperature a number >= 0.
+ * means greedy (a one-hot distribution at the arg-max, lowest index on ties, compared exactly).
+ * @param logits one score per token: finite, or -Infinity for a masked token (probability exactly 0).
+ * @param temperature a finite number >= 0 (every z / t finite).
  * @returns probabilities summing to 1.
- * @throws {RangeError} when `temperature` is negative or NaN, or `logits` is empty, holds NaN or
+ * @throws {RangeError} when `temperature` is negative, NaN or infinite, or `logits` is empty, holds NaN or
  * +Infinity, or is all -Infinity.
  */
 export function softmaxWithTemperature(
   logits: number[],
   temperature: number,
 ): number[] {
-  if (!(temperature >= 0)) {
+  if (!(temperature >= 0 && temperature < Infinity)) {
     throw new RangeError(
-      `temperature must be >= 0: temperature=${temperature}`,
+      `temperature must be a finite number >= 0: temperature=${temperature}`,
     );
   }
   const bad = logits.findIndex((z) => !(z < Infinity));
@@ -58,7 +59,7 @@ export function softmaxWithTemperature(
   return exps.map((e) => e / total);
 }
 
-/** Token ids sorted by probability, largest first; ties: lower id first. */
+/** Token ids sorted by probability, largest first, compared exactly; ties: lower id first. */
 function rankDescending(probs: number[]): number[] {
   return probs.map((_, i) => i).sort((a, b) => probs[b] - probs[a] || a - b);
 }
@@ -67,7 +68,8 @@ function rankDescending(probs: number[]): number[] {
  * Exercise 7.3: top-k filtering of a distribution, renormalised.
  * @param probs probabilities summing to 1.
  * @param k how many tokens to keep, an integer >= 1.
- * @returns a distribution with exactly min(k, probs.length) non-filtered tokens.
+ * @returns a distribution with exactly min(k, probs.length) non-filtered tokens (probabilities compared exactly,
+ * ties: lower index).
  * @throws {RangeError} when `k` is not an integer >= 1.
  */
 export function topKFilter(probs: number[], k: number): number[] {
@@ -88,7 +90,8 @@ export function topKFilter(probs: number[], k: number): number[] {
  * Exercise 7.4: top-p (nucleus) filtering, renormalised.
  * @param probs probabilities summing to 1.
  * @param p the mass to keep, in (0, 1].
- * @returns the renormalised nucleus distribution.
+ * @returns the renormalised nucleus: the shortest prefix of the ranking whose running total (added in rank order
+ * from 0) is >= p, compared exactly; every token when p = 1.
  * @throws {RangeError} when `p` is outside (0, 1].
  */
 export function topPFilter(probs: number[], p: number): number[] {
@@ -100,7 +103,7 @@ export function topPFilter(probs: number[], p: number): number[] {
   for (const i of rankDescending(probs)) {
     out[i] = probs[i];
     cum += probs[i];
-    if (cum >= p) break;
+    if (cum >= p && p < 1) break; // p = 1 keeps every token, even once rounding took the total to 1
   }
   return out.map((x) => x / cum);
 }
@@ -109,7 +112,7 @@ export function topPFilter(probs: number[], p: number): number[] {
  * Exercise 7.5: draw an index from a distribution with one `rng.next()`.
  * @param probs probabilities summing to 1.
  * @param rng the seeded generator.
- * @returns index i with probability probs[i].
+ * @returns index i with probability probs[i]: the first whose running total exceeds u, compared exactly.
  * @throws {RangeError} when no token of `probs` has probability > 0 (empty included).
  */
 export function sampleIndex(probs: number[], rng: Rng): number {
@@ -158,7 +161,8 @@ export interface Hypothesis {
  * @param nextProbs the model.
  * @param prompt the context to continue.
  * @param options beam width, length limit, end token, length penalty.
- * @returns every hypothesis, best score first (ties: in the order they joined the results).
+ * @returns every hypothesis, best score first (ties: in the order they joined the results); logProbs and scores
+ * are compared exactly, never through exp().
  * @throws {RangeError} when `beamWidth` or `maxNewTokens` is not an integer >= 1, or `lengthPenalty` is not finite.
  */
 export function beamSearch(
