@@ -20,13 +20,15 @@ import { notImplemented, tf } from "../lib/mod.ts";
  *
  * Fine-tuning puts a small head on a pretrained model's hidden states
  * (BERT; Devlin et al., 2019). For a batch of B sequences of T positions
- * with C channels, `hidden` is (B, T, C). The head:
+ * with C channels, `hidden` is (B, T, C), with B, T and C at least 1 and
+ * at least 2 labels (K >= 2). The head:
  *
  * 1. pools each sequence into one vector of C numbers: `"first"` takes
- *    position 0 (BERT's [CLS] token); `"mean"` averages the positions whose
- *    `mask` is 1 (a mask is (B, T) of 1 for a real token and 0 for padding;
- *    without a mask, every position counts). You may assume every mask row
- *    has at least one 1;
+ *    position 0 (BERT's [CLS] token), whatever the mask says; `"mean"`
+ *    averages the positions whose `mask` is 1 (a mask is (B, T) of 1 for a
+ *    real token and 0 for padding; without a mask, left out or `undefined`,
+ *    every position counts). You may assume every mask row has at least
+ *    one 1;
  * 2. scores the K labels: logits = pooled · w + b, with w (C, K) and b (K);
  * 3. the loss is the mean over the batch of -log softmax(logits)[label],
  *    computed stably (large logits must not overflow: tf.logSoftmax does).
@@ -35,8 +37,10 @@ import { notImplemented, tf } from "../lib/mod.ts";
  * RangeError naming `labels.length` and B when the counts differ, one naming
  * the first bad label with its index and value (e.g. `labels[2]=7`) when a
  * label is not an integer in [0, K), and one naming `pool` for a pooling
- * other than "mean" or "first". Only the two returned tensors may stay
- * alive (use tf.tidy); do not change or dispose the inputs.
+ * other than "mean" or "first" (compared exactly: `"Mean"`, `""` and a pool
+ * left out are errors too). Only the two returned tensors may stay alive
+ * (use tf.tidy), and none when it throws; do not change or dispose the
+ * inputs.
  *
  * @param hidden the hidden states (B, T, C).
  * @param labels B labels, integers in [0, K).
@@ -64,13 +68,20 @@ export function classifierHead(
  *   wins over train).
  *
  * A name "starts with" a prefix as `name.startsWith(prefix)` says (so
- * `"body."` matches `body.wte` but not `bodyguard`, and `"head"` matches
- * both `head.w` and `headline`). Return the trained names in the order given.
+ * `"body."` matches `body.wte` but not `bodyguard`, `"head"` matches both
+ * `head.w` and `headline`, and the empty prefix `""` matches every name).
+ * Letter case counts: `"Head."` does not match `head.w`. Return the trained
+ * names in the order given.
+ *
+ * A list left out or `undefined` is not given. An empty `train` list is
+ * given and selects nothing (so it leads to the error below), while an empty
+ * `freeze` list freezes nothing.
  *
  * Rules: a prefix (in either list) that matches no name is almost always a
- * typo: throw a RangeError naming it (e.g. `"encoder."`). When nothing is
- * left to train, throw a RangeError saying so (its message must contain
- * `nothing to train`). Do not change `names` or the option lists.
+ * typo: throw a RangeError naming it (e.g. `"encoder."`), even when nothing
+ * would be left to train. When nothing is left to train, throw a RangeError
+ * saying so (its message must contain `nothing to train`). Do not change
+ * `names` or the option lists.
  *
  * @param names every variable's name, e.g. ["body.wte", "head.w", "head.b"].
  * @param options the prefixes to train and to freeze (both optional).
