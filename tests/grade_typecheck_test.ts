@@ -18,8 +18,8 @@ import {
   ROOT,
   testFileInfo,
   typeErrorBlame,
-} from "../tools/graded_runner.ts";
-import { grade } from "../tools/grade.ts";
+} from "../tools/grade/graded_runner.ts";
+import { grade } from "../tools/grade/grade.ts";
 import { recordTypeCheckFiles } from "../tools/web/typecheck_build.ts";
 import { mapSpecifier, recordedView, typeCheck, type TypeDiagnostic } from "../tools/web/typecheck.ts";
 import { importedModules, type TypeChecker, typeCheckVerdicts } from "../tools/web/grade_run.ts";

@@ -39,7 +39,7 @@ import {
   ROOT,
   runJobs,
   testFileInfo,
-} from "../tools/graded_runner.ts";
+} from "../tools/grade/graded_runner.ts";
 import {
   type CheckedRule,
   checkRuleTable,
