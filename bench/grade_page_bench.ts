@@ -12,7 +12,7 @@
  */
 import { join } from "node:path";
 import { grade } from "../tools/grade/grade.ts";
-import { offlineRequested, ROOT } from "../tools/grade/graded_runner.ts";
+import { offlineRequested, ROOT } from "../tools/grade/graded_files.ts";
 import { notebookFiles } from "../tools/notebooks/notebooks.ts";
 import { serveSite } from "../tools/site/serve.ts";
 import { writeSite } from "../tools/site/site.ts";

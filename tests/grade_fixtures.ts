@@ -8,7 +8,7 @@
  * @module
  */
 import { join } from "node:path";
-import { ROOT } from "../tools/grade/graded_runner.ts";
+import { ROOT } from "../tools/grade/graded_files.ts";
 
 /** A file the zoo's `save` tries to write (and its `spawn` to touch); grading must not create it. */
 export const MARKER = "/tmp/lmbook-sandbox-should-not-exist.txt";
@@ -32,6 +32,9 @@ export async function sandbox(files: Record<string, string>, points: Record<stri
   await Deno.mkdir(join(dir, "exercises"));
   for (
     const f of [
+      "tools/grade/graded_files.ts",
+      "tools/grade/graded_results.ts",
+      "tools/grade/graded_jobs.ts",
       "tools/grade/graded_runner.ts",
       "tools/grade/source_scan.ts",
       "tools/grade/grade.ts",

@@ -11,7 +11,7 @@
  */
 import { assertEquals } from "@std/assert";
 import { join } from "node:path";
-import { offlineRequested, ROOT } from "../tools/grade/graded_runner.ts";
+import { offlineRequested, ROOT } from "../tools/grade/graded_files.ts";
 import type { GradeReport } from "../tools/grade/grade.ts";
 
 /** A solution file with pieces of text replaced (each must occur exactly once). */

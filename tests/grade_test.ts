@@ -23,14 +23,8 @@ import {
   validateGradescope,
 } from "../tools/grade/grade.ts";
 import ts from "typescript";
-import {
-  type GradedResult,
-  gradedTestFiles,
-  parseTestName,
-  ROOT,
-  testFileInfo,
-  topLevelRegions,
-} from "../tools/grade/graded_runner.ts";
+import { gradedTestFiles, parseTestName, ROOT, testFileInfo, topLevelRegions } from "../tools/grade/graded_files.ts";
+import { type GradedResult } from "../tools/grade/graded_results.ts";
 import { bracketsBalance } from "../tools/grade/source_scan.ts";
 import { brokenProject, hangProject, MARKER } from "./grade_fixtures.ts";
 

@@ -11,7 +11,7 @@
 import { assert, assertEquals } from "@std/assert";
 import { dirname, join } from "node:path";
 import { unzipSync } from "fflate";
-import { exerciseModules, ROOT } from "../tools/grade/graded_runner.ts";
+import { exerciseModules, ROOT } from "../tools/grade/graded_files.ts";
 import { loadPoints, validateGradescope } from "../tools/grade/grade.ts";
 import { buildGradescope } from "../tools/release/gradescope.ts";
 

@@ -15,7 +15,7 @@
  */
 import { assertEquals } from "@std/assert";
 import { join } from "node:path";
-import { gradedTestFiles, ROOT } from "../tools/grade/graded_runner.ts";
+import { gradedTestFiles, ROOT } from "../tools/grade/graded_files.ts";
 import ts from "typescript";
 import { maskLiterals, splitItems } from "../tools/grade/source_scan.ts";
 

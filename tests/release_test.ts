@@ -9,7 +9,7 @@
 import { assert, assertEquals } from "@std/assert";
 import { join } from "node:path";
 import { unzipSync } from "fflate";
-import { ROOT } from "../tools/grade/graded_runner.ts";
+import { ROOT } from "../tools/grade/graded_files.ts";
 import { bareImports, COURSE, type DenoLock, forbidden, pruneLock, usedImports } from "../tools/release/release.ts";
 import { firstGrading, setupNoise } from "./student_command.ts";
 

@@ -30,7 +30,7 @@ import { join } from "node:path";
 import { unzipSync } from "fflate";
 import type { Page } from "playwright-core";
 import { grade, type GradeReport } from "../../tools/grade/grade.ts";
-import { exerciseModules, offlineRequested, ROOT } from "../../tools/grade/graded_runner.ts";
+import { exerciseModules, offlineRequested, ROOT } from "../../tools/grade/graded_files.ts";
 import { notebookFiles } from "../../tools/notebooks/notebooks.ts";
 import { serveSite } from "../../tools/site/serve.ts";
 import { chapterOf, panelData } from "../../tools/web/grade_build.ts";

@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import type { GradeReport } from "../../tools/grade/grade.ts";
-import { ROOT } from "../../tools/grade/graded_runner.ts";
+import { ROOT } from "../../tools/grade/graded_files.ts";
 import { notebookFiles } from "../../tools/notebooks/notebooks.ts";
 import { SITE_DIR, writeSite } from "../../tools/site/site.ts";
 import { exists } from "./chromium.ts";

@@ -19,7 +19,7 @@
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import { join } from "node:path";
 import { grade, type GradeReport } from "../../tools/grade/grade.ts";
-import { offlineRequested, ROOT } from "../../tools/grade/graded_runner.ts";
+import { offlineRequested, ROOT } from "../../tools/grade/graded_files.ts";
 import { serveSite } from "../../tools/site/serve.ts";
 import { chromiumMissing, launchChromium } from "./chromium.ts";
 import { gradeInPage, gradeSiteDir } from "./grade_page.ts";

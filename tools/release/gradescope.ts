@@ -25,7 +25,7 @@
  */
 import { dirname, join, relative } from "node:path";
 import { zipSync } from "fflate";
-import { ROOT } from "../grade/graded_runner.ts";
+import { ROOT } from "../grade/graded_files.ts";
 import { buildRelease, COURSE, type ReleaseManifest } from "./release.ts";
 
 /** The Deno version the autograder installs (the one CI tests with). */

@@ -22,7 +22,7 @@
  */
 import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "../grade/graded_runner.ts";
+import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "../grade/graded_files.ts";
 import type { GradeReport } from "../grade/grade.ts";
 import { loadPoints } from "../grade/grade.ts";
 

@@ -9,7 +9,7 @@
  * @module
  */
 import { dirname, join, relative } from "node:path";
-import { ROOT } from "../grade/graded_runner.ts";
+import { ROOT } from "../grade/graded_files.ts";
 import { buildRelease, checkRelease, writeArchive } from "./release.ts";
 import { buildGradescope } from "./gradescope.ts";
 

@@ -20,7 +20,7 @@
  * @module
  */
 import { basename, dirname, join } from "node:path";
-import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "../grade/graded_runner.ts";
+import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "../grade/graded_files.ts";
 import type { PanelData } from "./grade_panel.ts";
 import { recordTypeCheckFiles } from "./typecheck_build.ts";
 
