@@ -21,10 +21,10 @@
 import { chromium } from "playwright-core";
 import { join } from "node:path";
 import * as lm from "../lib/mod.ts";
-import { SITE_DIR } from "../tools/site.ts";
-import { serveSite } from "../tools/serve.ts";
+import { SITE_DIR } from "../tools/site/site.ts";
+import { serveSite } from "../tools/site/serve.ts";
 import { CHROMIUM_ARGS, chromiumLaunchOptions } from "../tests/browser/chromium.ts";
-import { ROOT } from "../tools/notebooks.ts";
+import { ROOT } from "../tools/notebooks/notebooks.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = Deno.args.indexOf(name);

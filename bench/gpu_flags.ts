@@ -20,7 +20,7 @@
  * @module
  */
 import * as lm from "../lib/mod.ts";
-import { scriptFlags, trainSteps } from "../tools/gpu.ts";
+import { scriptFlags, trainSteps } from "../tools/gpu/gpu.ts";
 const { tf } = lm;
 
 const { config, batchSize, backend: asked, counts } = scriptFlags(Deno.args, { steps: 10, rounds: 2 });

@@ -15,7 +15,7 @@
  */
 import * as lm from "../lib/mod.ts";
 import { setWebGpuMatMul, type WebGpuMatMul, webGpuRewrites } from "../lib/kernels/webgpu_matmul.ts";
-import { GPU_CONFIGS, scriptFlags, trainSteps } from "../tools/gpu.ts";
+import { GPU_CONFIGS, scriptFlags, trainSteps } from "../tools/gpu/gpu.ts";
 const { tf } = lm;
 
 const { config, batchSize, backend: asked, counts } = scriptFlags(Deno.args, { reps: 10, steps: 4, rounds: 2 });

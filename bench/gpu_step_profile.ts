@@ -15,7 +15,7 @@
  * @module
  */
 import * as lm from "../lib/mod.ts";
-import { GPU_CONFIGS, gpuTrainer, scriptFlags } from "../tools/gpu.ts";
+import { GPU_CONFIGS, gpuTrainer, scriptFlags } from "../tools/gpu/gpu.ts";
 const { tf } = lm;
 
 const { config, batchSize, backend: asked, counts } = scriptFlags(Deno.args, { steps: 3, top: 15 });

@@ -11,11 +11,11 @@
  * @module
  */
 import { join } from "node:path";
-import { grade } from "../tools/grade.ts";
-import { offlineRequested, ROOT } from "../tools/graded_runner.ts";
-import { notebookFiles } from "../tools/notebooks.ts";
-import { serveSite } from "../tools/serve.ts";
-import { writeSite } from "../tools/site.ts";
+import { grade } from "../tools/grade/grade.ts";
+import { offlineRequested, ROOT } from "../tools/grade/graded_files.ts";
+import { notebookFiles } from "../tools/notebooks/notebooks.ts";
+import { serveSite } from "../tools/site/serve.ts";
+import { writeSite } from "../tools/site/site.ts";
 import { panelData } from "../tools/web/grade_build.ts";
 import { launchChromium } from "../tests/browser/chromium.ts";
 

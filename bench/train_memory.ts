@@ -31,7 +31,7 @@
  * weight and gradient buffers.
  *
  * The lmbook side runs with the V8 flags `deno task lab` gives its kernels
- * (`tools/v8_flags.ts`: a smaller young generation); `--v8-flags default`
+ * (`tools/notebooks/v8_flags.ts`: a smaller young generation); `--v8-flags default`
  * measures it with Deno's own, for the comparison.
  *
  * Run (on demand, never in CI; needs Debian's python3-torch):
@@ -42,7 +42,7 @@
  */
 import { parseArgs } from "node:util";
 import { torchThreadEnv } from "./torch_peer.ts";
-import { trainingV8Env } from "../tools/v8_flags.ts";
+import { trainingV8Env } from "../tools/notebooks/v8_flags.ts";
 
 const { values: args } = parseArgs({
   options: {

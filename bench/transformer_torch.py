@@ -130,7 +130,7 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or mps (tools/gpu.ts times the GPU as a peer)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or mps (tools/gpu/gpu.ts times the GPU as a peer)")
     p.add_argument("--json", action="store_true", help="print a JSON summary as the last line")
     args = p.parse_args()
     n_params = sum(p.numel() for p in GPT(args.vocab, args.block, args.layers, args.heads, args.embd).parameters())

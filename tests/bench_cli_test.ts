@@ -10,7 +10,7 @@
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import { join } from "node:path";
-import { ROOT } from "../tools/graded_runner.ts";
+import { ROOT } from "../tools/grade/graded_files.ts";
 
 const SCRIPT = join(ROOT, "bench", "bengio_reproduce.ts");
 

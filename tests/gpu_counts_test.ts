@@ -10,7 +10,7 @@
  */
 import { assert, assertEquals } from "@std/assert";
 import * as lm from "../lib/mod.ts";
-import { countBackend } from "../tools/gpu_counts.ts";
+import { countBackend } from "../tools/gpu/gpu_counts.ts";
 const { tf } = lm;
 
 function tinyTrainer(options: Partial<lm.TrainerOptions> = {}) {
@@ -42,7 +42,7 @@ Deno.test("countBackend sees a synchronous read, an asynchronous one and a tenso
   assertEquals(
     [counts.syncReads, counts.asyncReads, counts.fromCpu, counts.fromCpuValues, counts.newTensors],
     [1, 1, 1, 3, 0],
-    "what: the counter's counts of a known piece of work; hint: see tools/gpu_counts.ts's wrappers",
+    "what: the counter's counts of a known piece of work; hint: see tools/gpu/gpu_counts.ts's wrappers",
   );
   // and the wrappers are gone afterwards
   const after = await countBackend(() => {});

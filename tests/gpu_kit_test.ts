@@ -11,7 +11,7 @@
  * Run: deno test -A --import-map tests/offline_import_map.json tests/gpu_kit_test.ts
  */
 import { assert, assertEquals } from "@std/assert";
-import { KIT_LIMIT_BYTES, KIT_PACKAGES } from "../tools/gpu_kit.ts";
+import { KIT_LIMIT_BYTES, KIT_PACKAGES } from "../tools/gpu/gpu_kit.ts";
 import { probeWebGpu } from "../lib/core/backend.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;

@@ -1,5 +1,5 @@
 /**
- * `deno task gpu` (tools/gpu.ts, issue 35): its checks of the command line,
+ * `deno task gpu` (tools/gpu/gpu.ts, issue 35): its checks of the command line,
  * the agreement rule, the search for the Vulkan loader and driver files, and
  * the command as typed on the two CPU backends with the tiny config (the
  * webgpu run is in tests/gpu_kit_test.ts, through the kit).
@@ -7,7 +7,7 @@
  * Run: deno test -A --import-map tests/offline_import_map.json tests/gpu_test.ts
  */
 import { assert, assertEquals, assertThrows } from "@std/assert";
-import { findIcdFiles, findVulkanLoader, GPU_USAGE, lossesAgree, parseGpuArgs, scriptFlags } from "../tools/gpu.ts";
+import { findIcdFiles, findVulkanLoader, GPU_USAGE, lossesAgree, parseGpuArgs, scriptFlags } from "../tools/gpu/gpu.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 

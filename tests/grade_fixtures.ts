@@ -4,11 +4,11 @@
  *
  * `deno run -A tests/grade_fixtures.ts [hang]` builds the broken project (or the
  * hanging one) and prints its path, to see what students see:
- * `cd <path> && deno run -A tools/grade.ts`.
+ * `cd <path> && deno run -A tools/grade/grade.ts`.
  * @module
  */
 import { join } from "node:path";
-import { ROOT } from "../tools/graded_runner.ts";
+import { ROOT } from "../tools/grade/graded_files.ts";
 
 /** A file the zoo's `save` tries to write (and its `spawn` to touch); grading must not create it. */
 export const MARKER = "/tmp/lmbook-sandbox-should-not-exist.txt";
@@ -28,13 +28,16 @@ export async function sandbox(files: Record<string, string>, points: Record<stri
   };
   await copyDir(join(ROOT, "lib"), join(dir, "lib"));
   await Deno.mkdir(join(dir, "tests"));
-  await Deno.mkdir(join(dir, "tools"));
+  await Deno.mkdir(join(dir, "tools/grade"), { recursive: true });
   await Deno.mkdir(join(dir, "exercises"));
   for (
     const f of [
-      "tools/graded_runner.ts",
-      "tools/source_scan.ts",
-      "tools/grade.ts",
+      "tools/grade/graded_files.ts",
+      "tools/grade/graded_results.ts",
+      "tools/grade/graded_jobs.ts",
+      "tools/grade/graded_runner.ts",
+      "tools/grade/source_scan.ts",
+      "tools/grade/grade.ts",
       "tests/offline_import_map.json",
       "tests/std_assert_offline.ts",
       "deno.json",

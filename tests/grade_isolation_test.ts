@@ -11,8 +11,8 @@
  */
 import { assertEquals } from "@std/assert";
 import { join } from "node:path";
-import { offlineRequested, ROOT } from "../tools/graded_runner.ts";
-import type { GradeReport } from "../tools/grade.ts";
+import { offlineRequested, ROOT } from "../tools/grade/graded_files.ts";
+import type { GradeReport } from "../tools/grade/grade.ts";
 
 /** A solution file with pieces of text replaced (each must occur exactly once). */
 async function plant(file: string, ...changes: [string, string][]): Promise<string> {
@@ -54,7 +54,7 @@ Deno.test("a mistake in 5.1 or 6.2 costs points there only (5.6 and 6.3 keep ful
       args: [
         "run",
         "-A",
-        join(ROOT, "tools/grade.ts"),
+        join(ROOT, "tools/grade/grade.ts"),
         "--json",
         "--no-check",
         "--submission",

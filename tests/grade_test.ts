@@ -1,5 +1,5 @@
 /**
- * Tests of `deno task grade` (tools/grade.ts) and the graded runner: points,
+ * Tests of `deno task grade` (tools/grade/grade.ts) and the graded runner: points,
  * scores, the Gradescope and JUnit outputs, and grading runs on the real
  * exercises and in throwaway copies of the project where student code is
  * broken on purpose (a syntax error, an infinite loop, NaN, a wrong shape, a
@@ -21,17 +21,11 @@ import {
   toGradescope,
   toJunit,
   validateGradescope,
-} from "../tools/grade.ts";
+} from "../tools/grade/grade.ts";
 import ts from "typescript";
-import {
-  type GradedResult,
-  gradedTestFiles,
-  parseTestName,
-  ROOT,
-  testFileInfo,
-  topLevelRegions,
-} from "../tools/graded_runner.ts";
-import { bracketsBalance } from "../tools/source_scan.ts";
+import { gradedTestFiles, parseTestName, ROOT, testFileInfo, topLevelRegions } from "../tools/grade/graded_files.ts";
+import { type GradedResult } from "../tools/grade/graded_results.ts";
+import { bracketsBalance } from "../tools/grade/source_scan.ts";
 import { brokenProject, hangProject, MARKER } from "./grade_fixtures.ts";
 
 const offlineArgs: Record<string, string> = Deno.env.get("LMBOOK_OFFLINE") === "1" ? { LMBOOK_OFFLINE: "1" } : {};
@@ -181,10 +175,10 @@ Deno.test("topLevelRegions and bracketsBalance find the function a line belongs 
 // ---------------------------------------------------------------------------
 // Grading the real exercises.
 
-/** Runs `deno task grade` (tools/grade.ts of the project in `cwd`) with `args`, as a student or instructor would. */
+/** Runs `deno task grade` (tools/grade/grade.ts of the project in `cwd`) with `args`, as a student or instructor would. */
 async function runGrader(cwd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", join(cwd, "tools/grade.ts"), ...args],
+    args: ["run", "-A", join(cwd, "tools/grade/grade.ts"), ...args],
     cwd,
     env: { NO_COLOR: "1", ...offlineArgs },
     stdout: "piped",

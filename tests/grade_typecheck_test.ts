@@ -1,7 +1,7 @@
 /**
  * The page's type check (issue 18): tools/web/typecheck.ts over the file set
  * tools/web/typecheck_build.ts records, the blame rule shared with `deno task
- * grade` (graded_runner's typeErrorBlame), and tools/web/grade_run.ts's
+ * grade` (graded_results.ts's typeErrorBlame), and tools/web/grade_run.ts's
  * typeCheckVerdicts. The browser side: tests/browser/grade_typecheck_browser_test.ts.
  *
  * Run: LMBOOK_OFFLINE=1 deno test -A --import-map tests/offline_import_map.json tests/grade_typecheck_test.ts
@@ -11,15 +11,9 @@
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import { join } from "node:path";
 import ts from "typescript";
-import {
-  gradedTestFiles,
-  offlineRequested,
-  type Override,
-  ROOT,
-  testFileInfo,
-  typeErrorBlame,
-} from "../tools/graded_runner.ts";
-import { grade } from "../tools/grade.ts";
+import { gradedTestFiles, offlineRequested, ROOT, testFileInfo } from "../tools/grade/graded_files.ts";
+import { type Override, typeErrorBlame } from "../tools/grade/graded_results.ts";
+import { grade } from "../tools/grade/grade.ts";
 import { recordTypeCheckFiles } from "../tools/web/typecheck_build.ts";
 import { mapSpecifier, recordedView, typeCheck, type TypeDiagnostic } from "../tools/web/typecheck.ts";
 import { importedModules, type TypeChecker, typeCheckVerdicts } from "../tools/web/grade_run.ts";

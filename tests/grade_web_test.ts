@@ -14,8 +14,8 @@ import { join } from "node:path";
 import { chapterOf, gradeSectionHtml, panelData } from "../tools/web/grade_build.ts";
 import ts from "typescript";
 import { cutOutSyntaxError, reportOf, resultOf } from "../tools/web/grade_run.ts";
-import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "../tools/graded_runner.ts";
-import { bracketsBalance } from "../tools/source_scan.ts";
+import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "../tools/grade/graded_files.ts";
+import { bracketsBalance } from "../tools/grade/source_scan.ts";
 
 Deno.test("chapterOf: the exercise chapter of a notebook", () => {
   assertEquals(chapterOf("notebooks/00_tour.ipynb"), "ch00");

@@ -1,6 +1,6 @@
 /**
  * Tests of the Gradescope autograder (`deno task release --gradescope`,
- * tools/gradescope.ts): the zip is unpacked into a temporary folder shaped
+ * tools/release/gradescope.ts): the zip is unpacked into a temporary folder shaped
  * like Gradescope's `/autograder`, `setup.sh` runs there, and
  * `run_autograder` grades an empty, a partial and a complete submission; each
  * `results.json` is checked.
@@ -11,9 +11,9 @@
 import { assert, assertEquals } from "@std/assert";
 import { dirname, join } from "node:path";
 import { unzipSync } from "fflate";
-import { exerciseModules, ROOT } from "../tools/graded_runner.ts";
-import { loadPoints, validateGradescope } from "../tools/grade.ts";
-import { buildGradescope } from "../tools/gradescope.ts";
+import { exerciseModules, ROOT } from "../tools/grade/graded_files.ts";
+import { loadPoints, validateGradescope } from "../tools/grade/grade.ts";
+import { buildGradescope } from "../tools/release/gradescope.ts";
 
 /** Unix modes of the entries of a zip, read from its central directory. */
 function zipModes(zip: Uint8Array): Map<string, number> {

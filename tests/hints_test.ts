@@ -15,9 +15,9 @@
  */
 import { assertEquals } from "@std/assert";
 import { join } from "node:path";
-import { gradedTestFiles, ROOT } from "../tools/graded_runner.ts";
+import { gradedTestFiles, ROOT } from "../tools/grade/graded_files.ts";
 import ts from "typescript";
-import { maskLiterals, splitItems } from "../tools/source_scan.ts";
+import { maskLiterals, splitItems } from "../tools/grade/source_scan.ts";
 
 /** The checks of lib/grading/grading.ts; each takes its options (`what`, `input`, `hint`, …) as the third argument. */
 export const CHECKS = ["expectClose", "expectEqual", "expectShape", "expectThrows"];

@@ -15,7 +15,7 @@
  */
 import { assert, assertAlmostEquals, assertEquals, assertMatch } from "@std/assert";
 import { join } from "node:path";
-import { ROOT } from "../tools/graded_runner.ts";
+import { ROOT } from "../tools/grade/graded_files.ts";
 import type { EditRun } from "./instructor_edit_run.ts";
 
 /** An edit: exact text to find in gpt.ts (once) and what replaces it. */

@@ -1,6 +1,6 @@
 /**
  * Jupyter's Stop button, as a student meets it: the Deno kernel registered
- * as `.ci/run` and `deno task lab` register it (tools/kernelspec.ts, into a
+ * as `.ci/run` and `deno task lab` register it (tools/notebooks/kernelspec.ts, into a
  * temporary HOME so that the machine's own kernelspec is left alone), started
  * through jupyter_client (tests/kernel_driver.py, what JupyterLab and nbclient
  * use), a training cell stopped while it runs, then: the cell reports where
@@ -18,8 +18,8 @@
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import { join } from "node:path";
-import { ROOT } from "../tools/notebooks.ts";
-import { trainingV8Env } from "../tools/v8_flags.ts";
+import { ROOT } from "../tools/notebooks/notebooks.ts";
+import { trainingV8Env } from "../tools/notebooks/v8_flags.ts";
 
 /** A Python that can import jupyter_client: `python3`, else the one Jupyter's own launcher names. */
 function jupyterPython(): string | undefined {
@@ -187,7 +187,7 @@ Deno.test({
     const t0 = performance.now();
     // Registered as .ci/run registers it (and `deno task lab`, through the same function).
     const reg = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "tools/kernelspec.ts", "--force"],
+      args: ["run", "-A", "tools/notebooks/kernelspec.ts", "--force"],
       cwd: ROOT,
       env,
       clearEnv: true,

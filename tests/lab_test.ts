@@ -1,5 +1,5 @@
 /**
- * Tests of `deno task lab` (tools/lab.ts) with a stand-in `jupyter` on the
+ * Tests of `deno task lab` (tools/notebooks/lab.ts) with a stand-in `jupyter` on the
  * PATH and a temporary HOME, so nothing real is started or registered: with no
  * Jupyter, `deno task lab` (typed as a user does) builds the live browser
  * edition without executing anything and serves it; a missing Deno kernel is
@@ -10,9 +10,9 @@
  */
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { join } from "node:path";
-import { ROOT } from "../tools/notebooks.ts";
+import { ROOT } from "../tools/notebooks/notebooks.ts";
 import { PLOTLY_ASSET_DIR, plotlyAssetName } from "../lib/display/plot.ts";
-import { TRAINING_V8_FLAGS } from "../tools/v8_flags.ts";
+import { TRAINING_V8_FLAGS } from "../tools/notebooks/v8_flags.ts";
 
 async function denoDir(): Promise<string> {
   const out = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"], stdout: "piped", stderr: "null" })
@@ -29,7 +29,7 @@ interface LabRun {
 }
 
 /**
- * Runs tools/lab.ts with `jupyter` replaced by a shell script (or absent).
+ * Runs tools/notebooks/lab.ts with `jupyter` replaced by a shell script (or absent).
  * @param fake `"none"` (no jupyter on the PATH), `"classic"` or `"lab"` (JupyterLab installed).
  * @param kernel whether the Deno kernel is already registered in the temporary HOME.
  */
@@ -52,7 +52,7 @@ async function runLab(fake: "none" | "classic" | "lab", kernel: boolean): Promis
     await Deno.writeTextFile(join(dir, "kernel.json"), JSON.stringify({ display_name: "Deno (mine)" }));
   }
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", join(ROOT, "tools/lab.ts"), "--no-browser"],
+    args: ["run", "-A", join(ROOT, "tools/notebooks/lab.ts"), "--no-browser"],
     cwd: ROOT,
     // Only the stand-in on the PATH: a real Jupyter in /usr/bin must not be found.
     // The real Deno cache (the temporary HOME would have none, and the npm registry may be out of reach).
@@ -142,14 +142,14 @@ Deno.test("deno task lab registers a missing Deno kernel, then opens the classic
     assertStringIncludes(r.out, "Registered the Deno kernel");
     const spec = join(r.home, ".local/share/jupyter/kernels/deno/kernel.json");
     const json = JSON.parse(await Deno.readTextFile(spec));
-    // Deno's own kernelspec, with the interrupt mode that makes Jupyter's Stop button work (tools/kernelspec.ts).
+    // Deno's own kernelspec, with the interrupt mode that makes Jupyter's Stop button work (tools/notebooks/kernelspec.ts).
     assertEquals(json.argv?.slice(1), ["jupyter", "--kernel", "--conn", "{connection_file}"]);
     assertEquals(json.interrupt_mode, "message");
     const open = r.calls.find((c) => c.startsWith("notebook "));
     assert(open, `jupyter notebook was not started; calls: ${r.calls.join(" | ")}`);
     assertStringIncludes(open, `--notebook-dir=${join(ROOT, "notebooks")}`);
     assertStringIncludes(open, "--no-browser"); // extra arguments reach Jupyter
-    // The kernels Jupyter starts inherit the training V8 flags (tools/v8_flags.ts).
+    // The kernels Jupyter starts inherit the training V8 flags (tools/notebooks/v8_flags.ts).
     assertStringIncludes(open, `[DENO_V8_FLAGS=${TRAINING_V8_FLAGS.join(",")}]`);
     // The dependencies are set up before Jupyter starts, in one line: no per-package "Initialize" lines and no
     // lifecycle-script warning from Deno in the server's log.

@@ -16,7 +16,7 @@
  */
 import { assert, assertEquals } from "@std/assert";
 import { dirname, join, normalize } from "node:path";
-import { ROOT } from "../tools/graded_runner.ts";
+import { ROOT } from "../tools/grade/graded_files.ts";
 
 /** lib's layers, lowest first: the one place their order is declared. */
 export const LAYERS = [

@@ -3,7 +3,7 @@
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import { join } from "node:path";
 import { Rng } from "../lib/mod.ts";
-import { ROOT } from "../tools/graded_runner.ts";
+import { ROOT } from "../tools/grade/graded_files.ts";
 import {
   applyEdits,
   convertWholeFiles,

@@ -30,16 +30,10 @@ import {
   wholeFileOf,
   writeIfChanged,
 } from "./mutant_patches.ts";
-import {
-  type GradedResult,
-  gradedTestFiles,
-  type GradeJob,
-  offlineRequested,
-  parseTestName,
-  ROOT,
-  runJobs,
-  testFileInfo,
-} from "../tools/graded_runner.ts";
+import { gradedTestFiles, offlineRequested, parseTestName, ROOT, testFileInfo } from "../tools/grade/graded_files.ts";
+import { type GradedResult } from "../tools/grade/graded_results.ts";
+import { type GradeJob } from "../tools/grade/graded_jobs.ts";
+import { runJobs } from "../tools/grade/graded_runner.ts";
 import {
   type CheckedRule,
   checkRuleTable,

@@ -12,7 +12,7 @@
  */
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { join } from "node:path";
-import { ROOT } from "../tools/graded_runner.ts";
+import { ROOT } from "../tools/grade/graded_files.ts";
 import {
   findMutants,
   formatMutationReport,

@@ -13,9 +13,9 @@ import {
   plainMath,
   ROOT,
   trainsOnEveryCore,
-} from "../tools/notebooks.ts";
-import { checkProseClaims } from "../tools/prose_claims.ts";
-import { CLAIM_BOOK } from "../tools/prose_claims_book.ts";
+} from "../tools/notebooks/notebooks.ts";
+import { checkProseClaims } from "../tools/notebooks/prose_claims.ts";
+import { CLAIM_BOOK } from "../tools/notebooks/prose_claims_book.ts";
 
 Deno.test("every committed notebook is nbformat 4, uses the Deno kernel, and has no outputs", () => {
   const files = notebookFiles();

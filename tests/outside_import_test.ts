@@ -11,8 +11,8 @@
 import { assert, assertEquals } from "@std/assert";
 import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
-import { ROOT } from "../tools/graded_runner.ts";
-import { bareImports } from "../tools/release.ts";
+import { ROOT } from "../tools/grade/graded_files.ts";
+import { bareImports } from "../tools/release/release.ts";
 
 function libSources(dir = join(ROOT, "lib")): string[] {
   const out: string[] = [];

@@ -1,7 +1,7 @@
 // Run: deno test -A --import-map tests/offline_import_map.json tests/prose_claims_test.ts
 import { assertEquals, assertMatch, assertStringIncludes, assertThrows } from "@std/assert";
 import * as lm from "../lib/mod.ts";
-import { notebookFiles, ROOT } from "../tools/notebooks.ts";
+import { notebookFiles, ROOT } from "../tools/notebooks/notebooks.ts";
 import {
   checkProseClaims,
   ClaimError,
@@ -13,9 +13,9 @@ import {
   unguardedSentences,
   verdict,
   withCommittedProse,
-} from "../tools/prose_claims.ts";
-import type { ClaimBook } from "../tools/prose_claims.ts";
-import { CLAIM_BOOK } from "../tools/prose_claims_book.ts";
+} from "../tools/notebooks/prose_claims.ts";
+import type { ClaimBook } from "../tools/notebooks/prose_claims.ts";
+import { CLAIM_BOOK } from "../tools/notebooks/prose_claims_book.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;

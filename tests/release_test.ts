@@ -1,5 +1,5 @@
 /**
- * Tests of `deno task release` (tools/release.ts): the student folder has no
+ * Tests of `deno task release` (tools/release/release.ts): the student folder has no
  * solutions or mutants, and grading inside it reports every exercise as not
  * attempted. Builds into a throwaway folder under build/.
  *
@@ -9,13 +9,13 @@
 import { assert, assertEquals } from "@std/assert";
 import { join } from "node:path";
 import { unzipSync } from "fflate";
-import { ROOT } from "../tools/graded_runner.ts";
-import { bareImports, COURSE, type DenoLock, forbidden, pruneLock, usedImports } from "../tools/release.ts";
+import { ROOT } from "../tools/grade/graded_files.ts";
+import { bareImports, COURSE, type DenoLock, forbidden, pruneLock, usedImports } from "../tools/release/release.ts";
 import { firstGrading, setupNoise } from "./student_command.ts";
 
 /**
  * npm packages only the instructor's tools use (browser tests, site, in-page grader, kernels): never a student's.
- * (TypeScript is a student's too: the grader places a syntax error with its scanner, tools/source_scan.ts.)
+ * (TypeScript is a student's too: the grader places a syntax error with its scanner, tools/grade/source_scan.ts.)
  */
 const TOOL_PACKAGES = [
   "playwright-core",
@@ -33,10 +33,12 @@ Deno.test("forbidden() keeps solutions, mutants and instructor tests out", () =>
   assert(forbidden("tests/mutants/ch00_tour.json"));
   assert(forbidden("tests/mutation_test.ts"));
   assert(forbidden("tests/suite.ts"));
-  assert(forbidden("tools/release.ts"));
-  assert(forbidden("tools/site.ts"));
+  assert(forbidden("tools/release/release.ts"));
+  assert(forbidden("tools/site/site.ts"));
+  assert(forbidden("tools/release/gradescope.ts"));
+  assertEquals(forbidden("tools/site/serve.ts"), null); // deno task lab serves a live edition with it
   assertEquals(forbidden("exercises/ch00_tour.ts"), null);
-  assertEquals(forbidden("tools/grade.ts"), null);
+  assertEquals(forbidden("tools/grade/grade.ts"), null);
   assertEquals(forbidden("lib/mod.ts"), null);
 });
 
@@ -48,7 +50,7 @@ Deno.test({
     const base = `build/.release-test-${crypto.randomUUID().slice(0, 8)}`;
     const out = `${base}/${COURSE}`;
     try {
-      // The command an instructor types (the task runs tools/release_cli.ts). Before the CLI had a module of its
+      // The command an instructor types (the task runs tools/release/release_cli.ts). Before the CLI had a module of its
       // own, --gradescope never finished: "Top-level await promise never resolved".
       const run = await new Deno.Command(Deno.execPath(), {
         args: ["task", "release", "--archive", "--gradescope", `--out=${out}`],
@@ -70,7 +72,14 @@ Deno.test({
       };
       await walk(join(ROOT, out), "");
       for (
-        const need of ["README.md", "deno.json", "deno.lock", "lib/mod.ts", "tools/grade.ts", "exercises/points.json"]
+        const need of [
+          "README.md",
+          "deno.json",
+          "deno.lock",
+          "lib/mod.ts",
+          "tools/grade/grade.ts",
+          "exercises/points.json",
+        ]
       ) {
         assert(files.includes(need), `${need} is missing from the release`);
       }
@@ -80,7 +89,7 @@ Deno.test({
       assert(!files.some((f) => f.startsWith("solutions/") || f.startsWith("tests/mutants/")));
       assert(!files.some((f) => f.startsWith("node_modules")), "the check's node_modules link was left behind");
       const cfg = JSON.parse(await Deno.readTextFile(join(ROOT, out, "deno.json")));
-      assertEquals(cfg.tasks.grade, "deno run -A tools/grade.ts");
+      assertEquals(cfg.tasks.grade, "deno run -A tools/grade/grade.ts");
       // Only what students need: the library's packages, not the instructor's browser, site or zip tools.
       // Every package the released code and notebooks import by bare name is mapped (else buildRelease throws).
       assertEquals(typeof cfg.imports, "object");
@@ -98,7 +107,7 @@ Deno.test({
       assert(entries.includes(`${COURSE}/exercises/points.json`));
       const zip = join(ROOT, base, "gradescope", "autograder.zip");
       const zipped = Object.keys(unzipSync(await Deno.readFile(zip)));
-      for (const need of ["setup.sh", "run_autograder", "exercises/points.json", "tools/grade.ts"]) {
+      for (const need of ["setup.sh", "run_autograder", "exercises/points.json", "tools/grade/grade.ts"]) {
         assert(zipped.includes(need), `${need} is missing from the autograder zip`);
       }
 

@@ -13,7 +13,7 @@
  * @module
  */
 import { join } from "node:path";
-import { formatSiteReport, renderSite } from "../tools/site.ts";
+import { formatSiteReport, renderSite } from "../tools/site/site.ts";
 import { denoTestCounts, runEcho } from "./proc.ts";
 
 /** A stage result, as tests/suite.ts prints it. */

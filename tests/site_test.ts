@@ -1,8 +1,8 @@
 // Run: deno test -A --import-map tests/offline_import_map.json tests/site_test.ts
-// Tests of the static-site renderer (tools/site.ts, site_render.ts, site_markdown.ts): no browser, no kernel.
+// Tests of the static-site renderer (tools/site/site.ts, site_render.ts, site_markdown.ts): no browser, no kernel.
 import { assert, assertEquals, assertFalse, assertMatch, assertRejects, assertStringIncludes } from "@std/assert";
 import { join } from "node:path";
-import { MarkdownRenderer, markdownToHtml, slugify } from "../tools/site_markdown.ts";
+import { MarkdownRenderer, markdownToHtml, slugify } from "../tools/site/site_markdown.ts";
 import {
   applyCarriageReturns,
   chapterCrumb,
@@ -17,10 +17,10 @@ import {
   renderOutputs,
   stripAnsi,
   stripPlotlyLibrary,
-} from "../tools/site_render.ts";
-import { PLOTLY_FILE, renderSite, writeSite } from "../tools/site.ts";
+} from "../tools/site/site_render.ts";
+import { PLOTLY_FILE, renderSite, writeSite } from "../tools/site/site.ts";
 import { sampleNotebook } from "./site_fixtures.ts";
-import { ROOT } from "../tools/notebooks.ts";
+import { ROOT } from "../tools/notebooks/notebooks.ts";
 
 /** HTML without the line breaks between tags (markdown-it puts one after each block tag). */
 const compact = (html: string) => html.replace(/>\s+</g, "><");

@@ -1,9 +1,9 @@
 // Run: deno test -A --import-map tests/offline_import_map.json tests/source_scan_test.ts
 import { assert, assertEquals } from "@std/assert";
 import ts from "typescript";
-import { bracketsBalance as balance, maskLiterals as mask, scanLiterals as scan } from "../tools/source_scan.ts";
+import { bracketsBalance as balance, maskLiterals as mask, scanLiterals as scan } from "../tools/grade/source_scan.ts";
 
-// TypeScript's scanner does the work: the module is passed in (see tools/source_scan.ts).
+// TypeScript's scanner does the work: the module is passed in (see tools/grade/source_scan.ts).
 const scanLiterals = (src: string) => scan(src, ts);
 const maskLiterals = (src: string) => mask(src, ts);
 const bracketsBalance = (code: string) => balance(code, ts);

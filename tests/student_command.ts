@@ -21,7 +21,7 @@
  */
 import { cp } from "node:fs/promises";
 import { join } from "node:path";
-import { gradedTestFiles, parseTestName, ROOT, testFileInfo } from "../tools/graded_runner.ts";
+import { gradedTestFiles, parseTestName, ROOT, testFileInfo } from "../tools/grade/graded_files.ts";
 import { denoTestCounts } from "./proc.ts";
 
 /** The outcome of one run of `deno test exercises/`. */

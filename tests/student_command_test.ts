@@ -2,7 +2,7 @@
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { gradedTestFiles, ROOT, testFileInfo } from "../tools/graded_runner.ts";
+import { gradedTestFiles, ROOT, testFileInfo } from "../tools/grade/graded_files.ts";
 import {
   declaredExercises,
   declaredGradedTests,

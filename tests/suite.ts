@@ -27,8 +27,9 @@
  * @module
  */
 import { join } from "node:path";
-import { runGraded, solutionReplacements } from "../tools/graded_runner.ts";
-import { executeNotebooks, jupyterMissing, notebookFiles, reportRun, ROOT } from "../tools/notebooks.ts";
+import { solutionReplacements } from "../tools/grade/graded_files.ts";
+import { runGraded } from "../tools/grade/graded_runner.ts";
+import { executeNotebooks, jupyterMissing, notebookFiles, reportRun, ROOT } from "../tools/notebooks/notebooks.ts";
 import { runSiteStage } from "./site_stage.ts";
 import { denoTestCounts, runEcho } from "./proc.ts";
 import { checkStudentCommand, declaredGradedTests } from "./student_command.ts";

@@ -27,13 +27,13 @@
  */
 import { assert, assertEquals } from "@std/assert";
 import { dirname, join, relative, resolve } from "node:path";
-import { ROOT } from "../tools/graded_runner.ts";
+import { ROOT } from "../tools/grade/graded_files.ts";
 
 const SKIP = new Set(["node_modules", "build", ".cache", ".git", "assembly"]);
 const MAP = "--import-map tests/offline_import_map.json";
 /** The package's name, spelt so that scanners of this repository's imports do not take the fixtures below for imports. */
 const STD = ["@std", "assert"].join("/");
-/** Code that reads LMBOOK_OFFLINE: the variable itself, or tools/graded_runner.ts's function for it. */
+/** Code that reads LMBOOK_OFFLINE: the variable itself, or tools/grade/graded_files.ts's function for it. */
 const READS_OFFLINE = /Deno\.env\.get\("LMBOOK_OFFLINE"\)|offlineRequested\(/;
 
 /** Every `*_test.ts` under a folder, by path from the root. */

@@ -1,10 +1,10 @@
 /**
- * `tools/v8_flags.ts`: the training flags are added to the user's own
+ * `tools/notebooks/v8_flags.ts`: the training flags are added to the user's own
  * `DENO_V8_FLAGS`, never over them, and a Deno process given them accepts them.
  * Run: deno test -A --import-map tests/offline_import_map.json tests/v8_flags_test.ts
  */
 import { assert, assertEquals } from "@std/assert";
-import { TRAINING_V8_FLAGS, trainingV8Env } from "../tools/v8_flags.ts";
+import { TRAINING_V8_FLAGS, trainingV8Env } from "../tools/notebooks/v8_flags.ts";
 
 Deno.test("trainingV8Env: adds the training flags after the user's own; a flag the user set wins", () => {
   const ours = TRAINING_V8_FLAGS.join(",");

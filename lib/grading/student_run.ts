@@ -14,7 +14,7 @@
  *   table with points.
  *
  * The grouping is for a plain `deno test` of test files in an `exercises/`
- * folder; the grader (`tools/graded_runner.ts`, which turns it off) and the
+ * folder; the grader (its shim of lib, `tools/grade/graded_jobs.ts`, turns it off) and the
  * in-page grader report every test, as their tables need.
  *
  * @module

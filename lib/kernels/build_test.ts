@@ -5,7 +5,7 @@
  * Run: deno test -A --import-map tests/offline_import_map.json lib/kernels/build_test.ts
  */
 import { assert, assertEquals, assertThrows } from "@std/assert";
-import { buildKernels, checkKernelModule, kernelModuleSource } from "../../tools/build_kernels.ts";
+import { buildKernels, checkKernelModule, kernelModuleSource } from "../../tools/make/build_kernels.ts";
 import { SIMD_MODULE_BYTES } from "./mod.ts";
 import { RELAXED_MODULE_BYTES } from "./wasm.ts";
 

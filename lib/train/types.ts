@@ -263,7 +263,7 @@ export interface TrainerOptions {
    * `workerSpec`), and as many as the free memory allows (a helper has its
    * own runtime, model copy and activations: for the baby GPT it adds about
    * 170 MB; 50 to 70 MB with `deno task lab`'s V8 flags, see
-   * tools/v8_flags.ts). The helpers evaluate some of the validation batches
+   * tools/notebooks/v8_flags.ts). The helpers evaluate some of the validation batches
    * too, each batch whole. The choice changes the speed only: losses,
    * validation losses and weights are the same bits on one worker or
    * several (see `shards`), with dropout too when the model draws its

@@ -7,10 +7,10 @@
  */
 import { join } from "node:path";
 import type { Page } from "playwright-core";
-import type { GradeReport } from "../../tools/grade.ts";
-import { ROOT } from "../../tools/graded_runner.ts";
-import { notebookFiles } from "../../tools/notebooks.ts";
-import { SITE_DIR, writeSite } from "../../tools/site.ts";
+import type { GradeReport } from "../../tools/grade/grade.ts";
+import { ROOT } from "../../tools/grade/graded_files.ts";
+import { notebookFiles } from "../../tools/notebooks/notebooks.ts";
+import { SITE_DIR, writeSite } from "../../tools/site/site.ts";
 import { exists } from "./chromium.ts";
 
 /**

@@ -18,9 +18,9 @@
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import { join } from "node:path";
-import { grade, type GradeReport } from "../../tools/grade.ts";
-import { offlineRequested, ROOT } from "../../tools/graded_runner.ts";
-import { serveSite } from "../../tools/serve.ts";
+import { grade, type GradeReport } from "../../tools/grade/grade.ts";
+import { offlineRequested, ROOT } from "../../tools/grade/graded_files.ts";
+import { serveSite } from "../../tools/site/serve.ts";
 import { chromiumMissing, launchChromium } from "./chromium.ts";
 import { gradeInPage, gradeSiteDir } from "./grade_page.ts";
 

@@ -22,7 +22,7 @@
  * @module
  */
 import { join } from "node:path";
-import { ROOT } from "../../tools/notebooks.ts";
+import { ROOT } from "../../tools/notebooks/notebooks.ts";
 
 /** The npm packages bundled, pinned: JupyterLab 4.6.6's output stack, lumino 2, the plotly extension, esbuild. */
 export const JUPYTERLAB_PACKAGES: Record<string, string> = {

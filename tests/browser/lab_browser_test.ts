@@ -29,7 +29,7 @@
  */
 /// <reference lib="dom" />
 import { join } from "node:path";
-import { jupyterMissing, ROOT } from "../../tools/notebooks.ts";
+import { jupyterMissing, ROOT } from "../../tools/notebooks/notebooks.ts";
 import { chromiumMissing, launchChromium } from "./chromium.ts";
 
 const NOTEBOOK = Deno.env.get("LMBOOK_LAB_NOTEBOOK") ?? "00_tour.ipynb";
@@ -43,7 +43,7 @@ async function jupyterLabInstalled(): Promise<boolean> {
     return false;
   }
 }
-// tools/lab.ts prefers JupyterLab when it is installed; this check drives the classic notebook's page (what
+// tools/notebooks/lab.ts prefers JupyterLab when it is installed; this check drives the classic notebook's page (what
 // CI and Debian's jupyter-notebook package have).
 const missing = chromiumMissing() ?? await jupyterMissing() ??
   (await jupyterLabInstalled()

@@ -32,9 +32,9 @@ import { assert, assertAlmostEquals, assertEquals } from "@std/assert";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 import type { Browser, Page } from "playwright-core";
-import { EXECUTED_DIR } from "../../tools/notebooks.ts";
-import { SITE_DIR } from "../../tools/site.ts";
-import { serveSite } from "../../tools/serve.ts";
+import { EXECUTED_DIR } from "../../tools/notebooks/notebooks.ts";
+import { SITE_DIR } from "../../tools/site/site.ts";
+import { serveSite } from "../../tools/site/serve.ts";
 import { CHROMIUM_ARGS, chromiumLaunchOptions, chromiumMissing, exists } from "./chromium.ts";
 
 const siteDir = Deno.env.get("LMBOOK_SITE_DIR") ?? SITE_DIR;

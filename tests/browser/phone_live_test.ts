@@ -16,9 +16,9 @@
  */
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { ROOT } from "../../tools/notebooks.ts";
-import { serveSite } from "../../tools/serve.ts";
-import { writeSite } from "../../tools/site.ts";
+import { ROOT } from "../../tools/notebooks/notebooks.ts";
+import { serveSite } from "../../tools/site/serve.ts";
+import { writeSite } from "../../tools/site/site.ts";
 import { buildLive } from "../../tools/web/build.ts";
 import { chromiumMissing, launchChromium } from "./chromium.ts";
 import { gradeInPage, setSource } from "./grade_page.ts";

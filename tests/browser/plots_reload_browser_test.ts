@@ -30,7 +30,7 @@
 /// <reference lib="dom" />
 import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { jupyterMissing, ROOT } from "../../tools/notebooks.ts";
+import { jupyterMissing, ROOT } from "../../tools/notebooks/notebooks.ts";
 import { denoNotebook } from "../site_fixtures.ts";
 import { chromiumMissing, launchChromium } from "./chromium.ts";
 import {

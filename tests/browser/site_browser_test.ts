@@ -25,8 +25,8 @@
 import { basename, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { figureHtml, lineChart } from "../../lib/display/plot.ts";
-import { EXECUTED_DIR, notebookFiles, ROOT } from "../../tools/notebooks.ts";
-import { formatSiteReport, PLOTLY_FILE, renderSite, SITE_DIR, writeSite } from "../../tools/site.ts";
+import { EXECUTED_DIR, notebookFiles, ROOT } from "../../tools/notebooks/notebooks.ts";
+import { formatSiteReport, PLOTLY_FILE, renderSite, SITE_DIR, writeSite } from "../../tools/site/site.ts";
 import { sampleNotebook } from "../site_fixtures.ts";
 import {
   checkPage,

@@ -19,9 +19,9 @@
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { figureHtml, heatmap, lineChart } from "../../lib/display/plot.ts";
-import { notebookFiles, ROOT } from "../../tools/notebooks.ts";
-import { serveSite } from "../../tools/serve.ts";
-import { SITE_DIR, writeSite } from "../../tools/site.ts";
+import { notebookFiles, ROOT } from "../../tools/notebooks/notebooks.ts";
+import { serveSite } from "../../tools/site/serve.ts";
+import { SITE_DIR, writeSite } from "../../tools/site/site.ts";
 import { checkPage, chromiumMissing, launchChromium } from "./chromium.ts";
 
 const missing = chromiumMissing();

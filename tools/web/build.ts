@@ -1,5 +1,5 @@
 /**
- * Builds the live part of the site (called by `deno task render`, tools/site.ts): everything a chapter page needs
+ * Builds the live part of the site (called by `deno task render`, tools/site/site.ts): everything a chapter page needs
  * to run its own code in the browser, written to `SITE/live/` (generated, never committed):
  *
  * | file                           | what                                                        | loaded            |
@@ -33,7 +33,7 @@
  */
 import { join, posix, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ISOLATION_HEADERS } from "../serve.ts";
+import { ISOLATION_HEADERS } from "../site/serve.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const WEB = join(ROOT, "tools", "web");

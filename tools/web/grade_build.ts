@@ -1,6 +1,6 @@
 /**
  * Builds in-page grading into the static site (issue 18, item 3), called by
- * `tools/site.ts` (`deno task render`):
+ * `tools/site/site.ts` (`deno task render`):
  *
  * - {@link gradeSectionHtml}: the section a chapter page with exercises gets
  *   (a heading, the chapter's stubs and points as JSON, a button, and a small
@@ -20,7 +20,7 @@
  * @module
  */
 import { basename, dirname, join } from "node:path";
-import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "../graded_runner.ts";
+import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "../grade/graded_files.ts";
 import type { PanelData } from "./grade_panel.ts";
 import { recordTypeCheckFiles } from "./typecheck_build.ts";
 

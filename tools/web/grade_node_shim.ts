@@ -1,6 +1,6 @@
 /**
- * The few `node:path` and `node:url` functions that tools/grade.ts and
- * tools/graded_runner.ts call at load time or in the formatting code the
+ * The few `node:path` and `node:url` functions that tools/grade/grade.ts and
+ * the graded_*.ts modules it imports call at load time or in the formatting code the
  * page reuses, for their browser bundle (`grade_build.ts` maps `node:path`
  * and `node:url` here). Paths are plain `/`-separated strings.
  *

@@ -23,10 +23,10 @@
 import { basicSetup, EditorView } from "codemirror";
 import { javascript } from "@codemirror/lang-javascript";
 import { zipSync } from "fflate";
-import { formatReport, type GradeReport } from "../grade.ts";
+import { formatReport, type GradeReport } from "../grade/grade.ts";
 import { gradeInWorker, reportOf, type TestFileData, type TypeChecker } from "./grade_run.ts";
 import type { BracketsRequest, TypeCheckAnswer, TypeCheckRequest } from "./typecheck_worker.ts";
-import type { PointsSpec } from "../grade.ts";
+import type { PointsSpec } from "../grade/grade.ts";
 
 /** What the page embeds for its panel (see `grade_build.ts`). */
 export interface PanelData {
@@ -214,7 +214,7 @@ export function mountPanel(section: HTMLElement): GradePanelApi {
     api.typeCheckSeconds.push(answer.seconds);
     return answer.diagnostics;
   };
-  // The same worker's TypeScript scanner places a syntax error in one exercise function (tools/source_scan.ts).
+  // The same worker's TypeScript scanner places a syntax error in one exercise function (tools/grade/source_scan.ts).
   typeCheck.brackets = async (codes) => {
     const answer = await askChecker({ type: "brackets", id: ++checkId, codes });
     if (answer.type !== "brackets") throw new Error(`the type-check worker answered ${answer.type}`);

@@ -5,25 +5,24 @@
  * the worker when a test runs past its time limit (an infinite loop), starts
  * a fresh one for the tests that remain, and turns what came back into the
  * same per-test results, statuses and messages as `deno task grade`
- * (`classify` and `tidyMessage` of tools/graded_runner.ts, `scoreResults` of
- * tools/grade.ts). Beside the tests, the files are type-checked
+ * (`classify` and `tidyMessage` of tools/grade/graded_results.ts, `scoreResults` of
+ * tools/grade/grade.ts). Beside the tests, the files are type-checked
  * (`typecheck_worker.ts`) and each type error is blamed as the command line
- * blames it ({@link typeCheckVerdicts}, through graded_runner's
+ * blames it ({@link typeCheckVerdicts}, through graded_results.ts's
  * `typeErrorBlame`).
  *
  * @module
  */
+import { parseTestName, topLevelRegions } from "../grade/graded_files.ts";
 import {
   applyOverride,
   classify,
   type GradedResult,
   type Override,
-  parseTestName,
   tidyMessage,
-  topLevelRegions,
   typeErrorBlame,
-} from "../graded_runner.ts";
-import { type GradeReport, type PointsSpec, scoreResults } from "../grade.ts";
+} from "../grade/graded_results.ts";
+import { type GradeReport, type PointsSpec, scoreResults } from "../grade/grade.ts";
 import type { GradeRequest, SyntaxProblem, WorkerEvent } from "./grade_worker.ts";
 import type { TypeDiagnostic } from "./typecheck.ts";
 
@@ -54,7 +53,7 @@ export interface GradeInWorkerOptions {
 }
 
 /**
- * Says whether the brackets of each piece of code balance, skipping comments and literals (tools/source_scan.ts's
+ * Says whether the brackets of each piece of code balance, skipping comments and literals (tools/grade/source_scan.ts's
  * `bracketsBalance`, run where the TypeScript compiler is: the type-check worker).
  */
 export type BracketCheck = (codes: string[]) => Promise<boolean[]>;
@@ -301,7 +300,7 @@ export function importedModules(file: string, source: string): string[] {
 /**
  * The type-check rule of `deno task grade`, in the page: checks the test files against the student's files,
  * cuts out an exercise function with a syntax error and checks again (as the command line does), then blames
- * each type error with graded_runner's {@link typeErrorBlame}: the exercise that holds it scores 0, one outside
+ * each type error with graded_results.ts's {@link typeErrorBlame}: the exercise that holds it scores 0, one outside
  * every exercise function is a warning.
  * @param files the student's exercise files by root-relative path.
  * @param tests the graded test files.
@@ -387,7 +386,7 @@ export async function typeCheckVerdicts(
 
 /**
  * Cuts the exercise function that holds a syntax error out of a file (a stub that throws, with as many
- * lines), as tools/graded_runner.ts does for the command line: the function whose brackets do not
+ * lines), as tools/grade/graded_runner.ts does for the command line: the function whose brackets do not
  * balance above the error (the parser often notices a missing brace further down), else the one at it.
  * @param source the exercise file.
  * @param problem where the parser stopped.

@@ -64,7 +64,7 @@ style.textContent = `
 [data-lmbook-status="error"] .live-status { color: var(--bad, #b42318); }
 .live-run { display: block; margin-top: .3rem; font-size: .75rem; }
 section.cell.live-running { outline: 2px solid var(--accent, #3056d3); outline-offset: 2px; }
-/* Below 900 px the site drops the prompt column (tools/site_assets.ts); the live page keeps each cell's count and
+/* Below 900 px the site drops the prompt column (tools/site/site_assets.ts); the live page keeps each cell's count and
    Run button, on a row of their own above the code. */
 @media (max-width: 900px) {
   section.cell.code .input { flex-direction: column; align-items: stretch; gap: .2rem; }
@@ -72,7 +72,7 @@ section.cell.live-running { outline: 2px solid var(--accent, #3056d3); outline-o
   section.cell.code .prompt .time { display: inline; }
   .live-run { display: inline-block; margin-top: 0; }
 }
-/* A phone: under the compact header (tools/site_assets.ts), the buttons and the backend menu on one row and the
+/* A phone: under the compact header (tools/site/site_assets.ts), the buttons and the backend menu on one row and the
    status on a row of its own, so that it reads in full (a message too long for the row ends in an ellipsis, whole
    in its tooltip). */
 @media (max-width: 600px) {

@@ -12,7 +12,7 @@
  */
 import ts from "typescript";
 import { dirname, join, relative } from "node:path";
-import { exerciseModules, gradedTestFiles, ROOT } from "../graded_runner.ts";
+import { exerciseModules, gradedTestFiles, ROOT } from "../grade/graded_files.ts";
 import { type FileSystemView, type RecordedFiles, TS_LIB_DIR, typeCheck } from "./typecheck.ts";
 
 /** The folder of the installed `typescript` package's default libs. */

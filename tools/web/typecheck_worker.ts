@@ -7,7 +7,7 @@
  * each {@link TypeCheckRequest} with the diagnostics of the files asked
  * about ({@link typeCheck}), parsed lib files kept between checks. It also
  * says which pieces of code have balanced brackets ({@link BracketsRequest},
- * TypeScript's scanner through tools/source_scan.ts), for the page to place a
+ * TypeScript's scanner through tools/grade/source_scan.ts), for the page to place a
  * syntax error in one exercise function, so that no other bundle of the page
  * needs a second copy of the compiler.
  *
@@ -15,7 +15,7 @@
  */
 import ts from "typescript";
 import { type RecordedFiles, recordedView, typeCheck, type TypeDiagnostic } from "./typecheck.ts";
-import { bracketsBalance } from "../source_scan.ts";
+import { bracketsBalance } from "../grade/source_scan.ts";
 
 /** What the page asks: check these files. */
 export interface TypeCheckRequest {

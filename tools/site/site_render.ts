@@ -1,6 +1,6 @@
 /**
  * Turns executed notebooks into the static site's HTML pages (used by
- * `tools/site.ts`, `deno task render`).
+ * `tools/site/site.ts`, `deno task render`).
  *
  * - markdown cells: {@link MarkdownRenderer} (safe), TeX through KaTeX as MathML
  *   (no fonts or CSS needed; rendered by the browser itself);

@@ -1,7 +1,7 @@
 /**
  * `deno task release`, the command: builds and checks the student release
- * (tools/release.ts), and with `--gradescope` the Gradescope autograder
- * (tools/gradescope.ts). It is a module of its own so that both builders are
+ * (tools/release/release.ts), and with `--gradescope` the Gradescope autograder
+ * (tools/release/gradescope.ts). It is a module of its own so that both builders are
  * imported statically: when the release module was itself the entry point,
  * its dynamic import of the Gradescope builder (which imports the release
  * module) waited on the entry's own top-level await and never resolved.
@@ -9,7 +9,7 @@
  * @module
  */
 import { dirname, join, relative } from "node:path";
-import { ROOT } from "./graded_runner.ts";
+import { ROOT } from "../grade/graded_files.ts";
 import { buildRelease, checkRelease, writeArchive } from "./release.ts";
 import { buildGradescope } from "./gradescope.ts";
 

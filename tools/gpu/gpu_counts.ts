@@ -8,7 +8,7 @@
  *
  * @module
  */
-import * as lm from "../lib/mod.ts";
+import * as lm from "../../lib/mod.ts";
 const { tf } = lm;
 
 /** What one piece of work asked of the backend. */

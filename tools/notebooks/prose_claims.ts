@@ -5,7 +5,7 @@
  *
  * A sentence ends with a mark naming its claim, invisible in Jupyter and on the site:
  * `... and mostly replays the corpus.<!--claim:copying-grows-->`. The check lives in the chapter's entry of
- * {@link ClaimBook} (tools/prose_claims_book.ts): a function of the executed notebook's outputs
+ * {@link ClaimBook} (tools/notebooks/prose_claims_book.ts): a function of the executed notebook's outputs
  * ({@link RunOutputs}: its tables as the reader sees them, its printed text, its computed prose) that says whether
  * the claim holds and which numbers it read. {@link checkProseClaims} reports a mark without a check, a check whose
  * mark is gone (the prose changed: change the check with it), a claim the run contradicts, and a check that cannot
@@ -14,7 +14,7 @@
  * A claim that a code cell can compute is better computed there (`lm.showMarkdown`, the direction chosen by the
  * numbers); a mark is for a sentence of the teaching prose that only reads an output.
  *
- * CLI (tools/claims.ts): `deno task claims [notebooks/NN_x.ipynb ...]` lists, per notebook, the markdown sentences
+ * CLI (tools/notebooks/claims.ts): `deno task claims [notebooks/NN_x.ipynb ...]` lists, per notebook, the markdown sentences
  * that state a trend, comparison or count (a word list finds them; it over-reports) and are guarded neither by a
  * claim mark nor by an output mark (`<!--out-->`): where to look when writing a chapter. With `--check` first, it
  * checks the committed notebooks' claims against their last executed copies (`build/executed/`) without running them
@@ -295,7 +295,7 @@ export function notebookName(notebook: string): string {
  * Claims of a notebook's prose that its run contradicts, and marks and checks that do not pair up.
  * @param nb the executed notebook JSON.
  * @param notebook its path or name (`notebooks/02_perplexity.ipynb`).
- * @param book the checks (tools/prose_claims_book.ts).
+ * @param book the checks (tools/notebooks/prose_claims_book.ts).
  * @returns one message per problem.
  */
 export function checkProseClaims(nb: Json, notebook: string, book: ClaimBook): string[] {
@@ -308,7 +308,7 @@ export function checkProseClaims(nb: Json, notebook: string, book: ClaimBook): s
     const claim = Object.hasOwn(checks, id) ? checks[id] : undefined;
     if (!claim) {
       problems.push(
-        `cell ${cell}: <!--claim:${id}--> has no check (add one under "${name}" in tools/prose_claims_book.ts)`,
+        `cell ${cell}: <!--claim:${id}--> has no check (add one under "${name}" in tools/notebooks/prose_claims_book.ts)`,
       );
       continue;
     }

@@ -3,7 +3,7 @@
  * `build/site/` on 127.0.0.1, optionally under a path prefix, as any static
  * host would. No server code is needed by the site itself.
  *
- * CLI: `deno run -A tools/serve.ts [--dir build/site] [--port 8000] [--prefix /course/lmbook/] [--isolated]`
+ * CLI: `deno run -A tools/site/serve.ts [--dir build/site] [--port 8000] [--prefix /course/lmbook/] [--isolated]`
  *
  * `--isolated` also sends the two headers that make a page cross-origin
  * isolated (the site's service worker adds them on any host from the second
@@ -12,7 +12,7 @@
  * @module
  */
 import { extname, join, normalize, resolve } from "node:path";
-import { ROOT } from "./notebooks.ts";
+import { ROOT } from "../notebooks/notebooks.ts";
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",

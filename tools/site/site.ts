@@ -2,7 +2,7 @@
  * `deno task render`: the workbook as a static site in `build/site/` (ignored by git).
  *
  * Executes every notebook under the real Deno kernel (through
- * `tools/notebooks.ts`, into `build/executed/`), then writes:
+ * `tools/notebooks/notebooks.ts`, into `build/executed/`), then writes:
  * - `index.html`: the chapter list (titles from each notebook's first heading);
  * - one page per chapter, `NN_slug.html`: prose, highlighted code, and the
  *   outputs (text, tables, Markdown, images, interactive plotly plots);
@@ -19,7 +19,7 @@
  * still gets a page, from its source, with a red banner; the command then
  * exits 1 and the browser test (tests/browser/) fails on that page.
  *
- * CLI: `deno run -A tools/site.ts [--from-executed | --no-execute] [--no-api] [--out DIR] [notebooks/NN_x.ipynb ...]`
+ * CLI: `deno run -A tools/site/site.ts [--from-executed | --no-execute] [--no-api] [--out DIR] [notebooks/NN_x.ipynb ...]`
  * - `--from-executed`: render the copies already in `build/executed/` (as
  *   left by `deno task notebooks` or the suite's notebook stage) instead of
  *   executing again;
@@ -37,11 +37,11 @@
  * @module
  */
 import { basename, dirname, join, relative, resolve } from "node:path";
-import { plotlySource, plotlyVersion } from "../lib/display/plot.ts";
-import { EXECUTED_DIR, executeNotebook, jupyterMissing, notebookFiles, ROOT } from "./notebooks.ts";
+import { plotlySource, plotlyVersion } from "../../lib/display/plot.ts";
+import { EXECUTED_DIR, executeNotebook, jupyterMissing, notebookFiles, ROOT } from "../notebooks/notebooks.ts";
 import { SITE_CSS, SITE_JS } from "./site_assets.ts";
-import { buildLive, formatLiveReport, type LiveReport } from "../tools/web/build.ts";
-import { gradeSectionHtml, writeGradeAssets } from "../tools/web/grade_build.ts";
+import { buildLive, formatLiveReport, type LiveReport } from "../web/build.ts";
+import { gradeSectionHtml, writeGradeAssets } from "../web/grade_build.ts";
 import {
   type ChapterLink,
   type IndexEntry,
@@ -180,7 +180,7 @@ async function prepareOutDir(outDir: string): Promise<void> {
   }
   if (entries.length) await Deno.remove(outDir, { recursive: true });
   await Deno.mkdir(outDir, { recursive: true });
-  await Deno.writeTextFile(join(outDir, MARKER), "written by tools/site.ts (deno task render); safe to delete\n");
+  await Deno.writeTextFile(join(outDir, MARKER), "written by tools/site/site.ts (deno task render); safe to delete\n");
 }
 
 /**

@@ -5,7 +5,7 @@
  * Writes `build/gpu-kit/` (at most 60 MiB):
  * - `deno.gz`: this Deno binary (`Deno.execPath()`), gzip-compressed (gzip is
  *   on every Debian/Ubuntu system; xz and zstd are not always);
- * - `app.tar.gz`: tools/gpu.ts, bench/gpu_step_profile.ts and bench/gpu_matmul.ts, each bundled
+ * - `app.tar.gz`: tools/gpu/gpu.ts, bench/gpu_step_profile.ts and bench/gpu_matmul.ts, each bundled
  *   into one file (`deno bundle`) with its npm dependencies, beside the tfjs
  *   wasm files, the Moby Dick text and the PyTorch peer script;
  * - `vulkan/`: the Debian packages of {@link KIT_PACKAGES} for x86-64
@@ -55,7 +55,7 @@ export const KIT_PACKAGES: Readonly<Record<string, string>> = {
 /** The kit's size limit (the issue's). */
 export const KIT_LIMIT_BYTES = 60 * 2 ** 20;
 
-const ROOT = new URL("..", import.meta.url).pathname;
+const ROOT = new URL("../..", import.meta.url).pathname;
 
 async function sh(cmd: string, args: string[], opts: { cwd?: string; stdout?: string } = {}): Promise<void> {
   const out = await new Deno.Command(cmd, {
@@ -79,7 +79,7 @@ function npmDir(pkg: string, version: string): string {
 
 /** The shell script that runs the kit. */
 export const RUN_SH = `#!/bin/sh
-# lmbook GPU kit: runs the transformer benchmark (tools/gpu.ts) on this machine.
+# lmbook GPU kit: runs the transformer benchmark (tools/gpu/gpu.ts) on this machine.
 # Usage: ./run.sh OUTDIR [flags for the benchmark; default: --config both --steps 5]
 # Writes OUTDIR/gpu.json (one JSON object per line) and OUTDIR/gpu.log.
 set -eu
@@ -209,7 +209,7 @@ export async function buildKit(
   await Deno.mkdir(`${stage}/bench`, { recursive: true });
   // The benchmark and the step profiler, bundled; the bundles' npm code finds its files from __dirname.
   for (
-    const [entry, name] of [["tools/gpu.ts", "gpu.js"], ["bench/gpu_step_profile.ts", "gpu_step_profile.js"], [
+    const [entry, name] of [["tools/gpu/gpu.ts", "gpu.js"], ["bench/gpu_step_profile.ts", "gpu_step_profile.js"], [
       "bench/gpu_matmul.ts",
       "gpu_matmul.js",
     ]]

@@ -22,14 +22,14 @@
  * both backends drop the same units. The first step of each
  * run (shader compilation, buffer allocation) is not timed. `--profile` adds,
  * per step, the kernels run, the reads back to the CPU and the uploads (see
- * tools/gpu_counts.ts). `--batch N` replaces the config's batch size (the
+ * tools/gpu/gpu_counts.ts). `--batch N` replaces the config's batch size (the
  * counts per step do not depend on it, except the dropout masks' size). `--json` prints one JSON object per run (and one for
  * the adapter), nothing else on stdout.
  *
  * @module
  */
-import * as lm from "../lib/mod.ts";
-import { parseBackend } from "../lib/core/backend.ts";
+import * as lm from "../../lib/mod.ts";
+import { parseBackend } from "../../lib/core/backend.ts";
 import { type BackendCounts, countBackend } from "./gpu_counts.ts";
 const { tf } = lm;
 
@@ -377,7 +377,7 @@ async function torchPeer(
   }
   const c = { ...GPU_CONFIGS[config], batchSize: batchSize ?? GPU_CONFIGS[config].batchSize };
   const p = lm.TRANSFORMER_PRESETS[c.preset];
-  const script = new URL("../bench/transformer_torch.py", import.meta.url).pathname;
+  const script = new URL("../../bench/transformer_torch.py", import.meta.url).pathname;
   const args = [script, "--json", "--device", device, "--threads", "1"];
   for (
     const [k, v] of [

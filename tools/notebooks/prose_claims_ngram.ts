@@ -1,6 +1,6 @@
 /**
- * The checked claims of chapters 0 to 2 (the tour, counting, perplexity and smoothing): see tools/prose_claims.ts and
- * tools/prose_claims_book.ts.
+ * The checked claims of chapters 0 to 2 (the tour, counting, perplexity and smoothing): see tools/notebooks/prose_claims.ts and
+ * tools/notebooks/prose_claims_book.ts.
  *
  * @module
  */

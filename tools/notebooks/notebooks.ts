@@ -9,7 +9,7 @@
  * - {@link executeNotebooks}: runs several, two at a time on a 2-core machine,
  *   then alone each one that trains on every core ({@link trainsOnEveryCore}).
  *
- * CLI: `deno run -A tools/notebooks.ts [notebooks/NN_x.ipynb ...]` executes the
+ * CLI: `deno run -A tools/notebooks/notebooks.ts [notebooks/NN_x.ipynb ...]` executes the
  * given notebooks (default: all) and exits non-zero on any failure. A cell
  * may run for 15 minutes ({@link cellTimeoutSeconds}); with `LMBOOK_FULL=1`
  * (the opt-in long runs, e.g. `LMBOOK_FULL=1 deno task notebooks
@@ -23,7 +23,7 @@ import { checkProseClaims } from "./prose_claims.ts";
 import { CLAIM_BOOK } from "./prose_claims_book.ts";
 
 /** The repository root. */
-export const ROOT = resolve(new URL("..", import.meta.url).pathname);
+export const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 /** Where executed copies go (ignored by git). */
 export const EXECUTED_DIR = join(ROOT, "build", "executed");
 
@@ -355,7 +355,7 @@ export function plainMath(nb: Json): string[] {
  * for but that are not in the outputs, marked numbers in the prose that
  * the run contradicts ({@link checkProseNumbers}), computed prose more
  * precise than its cell's table ({@link checkProseAgainstTables}), and, given
- * the notebook's path, marked claims the run contradicts (tools/prose_claims.ts).
+ * the notebook's path, marked claims the run contradicts (tools/notebooks/prose_claims.ts).
  * @param nb the executed notebook JSON.
  * @param notebook its path (`notebooks/02_perplexity.ipynb`): its claims are checked.
  * @returns one message per problem.

@@ -2,7 +2,7 @@
  * Literals and brackets in TypeScript source for the grading tools, through
  * TypeScript's own scanner (`ts.createScanner`), which tokenises files that
  * do not parse. Used by the grader (`bracketsBalance`, to place a syntax
- * error inside one exercise function: in Deno by tools/graded_runner.ts, in
+ * error inside one exercise function: in Deno by tools/grade/graded_runner.ts, in
  * the page by the type-check worker, tools/web/typecheck_worker.ts, which
  * already holds the compiler) and by tests/hints_test.ts (to read every
  * check's options).

@@ -13,7 +13,7 @@
  *   there, else Deno's install script), fetches the npm packages of
  *   `deno.json` and caches every module the grader loads, so grading needs no
  *   network;
- * - `run_autograder` grades the submission with `tools/grade.ts
+ * - `run_autograder` grades the submission with `tools/grade/grade.ts
  *   --submission … --results-json …` (files missing from the submission count
  *   as not attempted) and, if the grader itself fails, still writes a
  *   `results.json` that says so, with score 0.
@@ -25,7 +25,7 @@
  */
 import { dirname, join, relative } from "node:path";
 import { zipSync } from "fflate";
-import { ROOT } from "./graded_runner.ts";
+import { ROOT } from "../grade/graded_files.ts";
 import { buildRelease, COURSE, type ReleaseManifest } from "./release.ts";
 
 /** The Deno version the autograder installs (the one CI tests with). */
@@ -55,7 +55,7 @@ deno --version
 # The npm packages, and every module the grader and the graded tests load, cached now:
 # grading then needs no network.
 deno install
-deno cache tools/grade.ts lib/mod.ts exercises/*.ts
+deno cache tools/grade/grade.ts lib/mod.ts exercises/*.ts
 chmod +x "$ROOT/source/run_autograder"
 echo "${COURSE} autograder ready"
 `;
@@ -73,7 +73,7 @@ export NO_COLOR=1
 # JSR may be out of reach from the grading machine: the graded tests do not need it.
 export LMBOOK_OFFLINE=1
 log=$(mktemp)
-deno run -A tools/grade.ts --submission "$ROOT/submission" --results-json "$ROOT/results/results.json" 2>&1 | tee "$log"
+deno run -A tools/grade/grade.ts --submission "$ROOT/submission" --results-json "$ROOT/results/results.json" 2>&1 | tee "$log"
 status=\${PIPESTATUS[0]}
 if [ ! -s "$ROOT/results/results.json" ]; then
   # The grader itself failed: say so instead of leaving Gradescope without a result.

@@ -1,8 +1,8 @@
 /**
- * The checked claims of the notebooks' prose (tools/prose_claims.ts): for each chapter, each sentence marked
+ * The checked claims of the notebooks' prose (tools/notebooks/prose_claims.ts): for each chapter, each sentence marked
  * `<!--claim:ID-->`, the check of what it says against the executed notebook's outputs. A check reads what the reader
  * sees (tables as shown, printed lines, computed prose, plotted series) and names the numbers it read. The checks
- * live by part of the book: tools/prose_claims_ngram.ts (chapters 0 to 2) and tools/prose_claims_neural.ts
+ * live by part of the book: tools/notebooks/prose_claims_ngram.ts (chapters 0 to 2) and tools/notebooks/prose_claims_neural.ts
  * (chapters 3 to 8; a new chapter adds its entry there, under its notebook's name).
  *
  * @module

@@ -14,17 +14,16 @@ import { dirname, join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import {
   exerciseModules,
-  type GradedResult,
-  type GradedStatus,
   gradedTestFiles,
   offlineRequested,
   parseTestName,
-  rewriteImports,
   ROOT,
-  runGradedReport,
   solutionReplacements,
   testFileInfo,
-} from "./graded_runner.ts";
+} from "./graded_files.ts";
+import { type GradedResult, type GradedStatus } from "./graded_results.ts";
+import { rewriteImports } from "./graded_jobs.ts";
+import { runGradedReport } from "./graded_runner.ts";
 
 /** Where the points are declared. */
 export const POINTS_FILE = "exercises/points.json";

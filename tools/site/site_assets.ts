@@ -1,6 +1,6 @@
 /**
  * The static site's shared files: `style.css` and `site.js` (written beside the
- * pages by `tools/site.ts`). Kept as strings so the renderer is one import.
+ * pages by `tools/site/site.ts`). Kept as strings so the renderer is one import.
  *
  * `site.js` draws every `.lmbook-plot[data-figure]` container from the JSON
  * element it names, when the container comes within a screen's height of view
@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { FIT_FIGURE_JS } from "../lib/display/plot_fit.ts";
+import { FIT_FIGURE_JS } from "../../lib/display/plot_fit.ts";
 
 /** The pages' script. */
 export const SITE_JS: string =

@@ -3,18 +3,18 @@
  *
  * Without Jupyter on the PATH, it renders the chapters from the committed, output-free notebooks
  * (`deno task render --no-execute --no-api`, into `build/lab-site/`; nothing is executed), serves them on
- * 127.0.0.1 (tools/serve.ts; `--port N`, default 8000, else any free port), opens the browser unless
+ * 127.0.0.1 (tools/site/serve.ts; `--port N`, default 8000, else any free port), opens the browser unless
  * `--no-browser` is given, and says how to install Jupyter for the full kernel experience. Each chapter page then
  * runs its cells (**Run all**) and grades the exercises (**Grade**) in the browser. Ctrl+C stops it.
  *
  * With Jupyter, it registers the Deno kernel if it is missing, with `"interrupt_mode": "message"` in its
- * kernelspec so that Jupyter's Stop button stops a cell and keeps its variables (tools/kernelspec.ts;
+ * kernelspec so that Jupyter's Stop button stops a cell and keeps its variables (tools/notebooks/kernelspec.ts;
  * an existing kernelspec gets that line added), sets up the npm dependencies
  * quietly (one line instead of Deno's per-package "Initialize" lines and its
  * lifecycle-script warning in the kernel's log), writes the plotly.js copy
  * that plot outputs load (`notebooks/lmbook_static/`), then starts JupyterLab
  * if it is installed, else the classic notebook, at `notebooks/`, with the training V8 flags in
- * `DENO_V8_FLAGS` for its kernels (tools/v8_flags.ts). Extra arguments are
+ * `DENO_V8_FLAGS` for its kernels (tools/notebooks/v8_flags.ts). Extra arguments are
  * passed to Jupyter (e.g. `deno task lab --no-browser --port 8890`).
  *
  * @module
@@ -22,9 +22,9 @@
 import { join } from "node:path";
 import { ROOT } from "./notebooks.ts";
 import { INTERRUPT_MODE, registerDenoKernel } from "./kernelspec.ts";
-import { serveSite } from "./serve.ts";
+import { serveSite } from "../site/serve.ts";
 import { trainingV8Env } from "./v8_flags.ts";
-import { ensurePlotlyAsset } from "../lib/display/plot.ts";
+import { ensurePlotlyAsset } from "../../lib/display/plot.ts";
 
 /** Where the live edition is built when Jupyter is missing (ignored by git, like all of `build/`). */
 export const LAB_SITE_DIR = join(ROOT, "build", "lab-site");
@@ -69,7 +69,7 @@ async function openBrowser(url: string): Promise<boolean> {
  * Runs until interrupted.
  */
 async function liveEdition(args: string[]): Promise<never> {
-  const renderer = join(ROOT, "tools", "site.ts");
+  const renderer = join(ROOT, "tools", "site", "site.ts");
   if (!(await Deno.stat(renderer).then((st) => st.isFile, () => false))) {
     // A student release ships without the site renderer: Jupyter is the only way here.
     console.error(`Jupyter is not installed, and the workbook's chapters are Jupyter notebooks.
@@ -172,7 +172,7 @@ const child = new Deno.Command("jupyter", {
   // Jupyter refuses to start as root (containers, CI) unless told it is fine.
   args: [app, `--notebook-dir=${join(ROOT, "notebooks")}`, ...(Deno.uid() === 0 ? ["--allow-root"] : []), ...Deno.args],
   cwd: join(ROOT, "notebooks"),
-  env: trainingV8Env(), // the Deno kernels it starts inherit them (tools/v8_flags.ts: less memory per worker)
+  env: trainingV8Env(), // the Deno kernels it starts inherit them (tools/notebooks/v8_flags.ts: less memory per worker)
   stdin: "inherit",
   stdout: "inherit",
   stderr: "inherit",

@@ -23,33 +23,39 @@
  *   a whole process that hangs anyway is killed after a generous budget and
  *   the tests that did finish keep their results.
  *
+ * The parts: `graded_files.ts` (the root, the graded files and what a test
+ * file declares), `graded_jobs.ts` (a job made into files and run in one
+ * `deno test` process), `graded_results.ts` (results, statuses, messages and
+ * an exercise's verdict); this module diagnoses and repairs what does not
+ * load, and runs the jobs.
+ *
  * @module
  */
 import { fileURLToPath as fromFileUrl, pathToFileURL } from "node:url";
-import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { isAbsolute, join, relative } from "node:path";
 import { bracketsBalance, type TS } from "./source_scan.ts";
-
-/** The repository root (the folder above `tests/`). */
-export const ROOT = resolve(fromFileUrl(new URL("..", import.meta.url)));
-
-/** How a graded test ended. */
-export type GradedStatus = "passed" | "wrong" | "not attempted" | "error" | "timed out";
-
-/** One graded test's outcome. */
-export interface GradedResult {
-  /** The test file, relative to the root (e.g. `exercises/ch00_tour_test.ts`). */
-  file: string;
-  /** The test's full name, e.g. `0.1 softmax: rows sum to one`. */
-  name: string;
-  /** The exercise number, e.g. `0.1` (`?` when the file failed to load and its tests are unknown). */
-  exercise: string;
-  /** How it ended. */
-  status: GradedStatus;
-  /** The failure message (empty when passed), written for the student. */
-  message: string;
-  /** Seconds the test took, when known. */
-  seconds?: number;
-}
+import {
+  gradedTestFiles,
+  offlineRequested,
+  parseTestName,
+  type Region,
+  regionAt,
+  ROOT,
+  solutionReplacements,
+  type TestFileInfo,
+  testFileInfo,
+  topLevelRegions,
+} from "./graded_files.ts";
+import {
+  applyOverride,
+  type GradedResult,
+  type GradedStatus,
+  indent,
+  type Override,
+  shortenPaths,
+  typeErrorBlame,
+} from "./graded_results.ts";
+import { type GradeJob, materialize, type Materialized, runProcess, splitResults } from "./graded_jobs.ts";
 
 /** Options of {@link runGraded}. */
 export interface RunGradedOptions {
@@ -85,284 +91,6 @@ export interface GradeRun {
   seconds: number;
 }
 
-/** Whether JSR is out of reach, so the offline import map must be used. */
-export function offlineRequested(): boolean {
-  return Deno.env.get("LMBOOK_OFFLINE") === "1";
-}
-
-/** The graded test files, sorted. */
-export function gradedTestFiles(dir = "exercises"): string[] {
-  const files: string[] = [];
-  for (const e of Deno.readDirSync(join(ROOT, dir))) {
-    if (e.isFile && e.name.endsWith("_test.ts")) files.push(`${dir}/${e.name}`);
-  }
-  return files.sort();
-}
-
-/** The exercise modules (student files) that the graded tests import. */
-export function exerciseModules(dir = "exercises"): string[] {
-  const files: string[] = [];
-  for (const e of Deno.readDirSync(join(ROOT, dir))) {
-    if (e.isFile && e.name.endsWith(".ts") && !e.name.endsWith("_test.ts") && !e.name.startsWith("_")) {
-      files.push(`${dir}/${e.name}`);
-    }
-  }
-  return files.sort();
-}
-
-/**
- * Builds an import map: the project's imports (online or offline) plus
- * replacements of exercise modules.
- * @param replace map from a root-relative module path to its replacement.
- * @param offline whether to start from the offline import map.
- * @returns the import map as an object with absolute URLs.
- */
-export function buildImportMap(
-  replace: Record<string, string>,
-  offline: boolean,
-): { imports: Record<string, string> } {
-  const base = offline
-    ? JSON.parse(Deno.readTextFileSync(join(ROOT, "tests/offline_import_map.json"))).imports
-    : JSON.parse(Deno.readTextFileSync(join(ROOT, "deno.json"))).imports;
-  const baseDir = offline ? join(ROOT, "tests") : ROOT;
-  const imports: Record<string, string> = {};
-  for (const [k, v] of Object.entries(base as Record<string, string>)) {
-    imports[k] = v.startsWith(".") ? pathToFileURL(join(baseDir, v)).href : v;
-  }
-  for (const [from, to] of Object.entries(replace)) {
-    imports[pathToFileURL(join(ROOT, from)).href] = pathToFileURL(resolve(ROOT, to)).href;
-  }
-  return { imports };
-}
-
-/** Replacements that point every exercise module at its reference solution. */
-export function solutionReplacements(): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const m of exerciseModules()) out[m] = m.replace(/^exercises\//, "solutions/");
-  return out;
-}
-
-function decode(s: string): string {
-  return s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"')
-    .replace(/&apos;/g, "'").replace(/&#10;/g, "\n").replace(/&#13;/g, "").replace(/&amp;/g, "&");
-}
-
-/**
- * Classifies a failure message by the name `graded()` gave its error
- * (`not attempted`, `wrong answer`, `your code threw …`) or Deno's timeout.
- * @param message the failure text as Deno reports it.
- * @returns the status.
- */
-export function classify(message: string): GradedStatus {
-  const head = message.trimStart().replace(/^Uncaught /, "");
-  if (/^(Test )?timed out after/i.test(head)) return "timed out";
-  if (/^not attempted: /.test(head)) return "not attempted";
-  if (/^wrong answer: /.test(head)) return "wrong";
-  if (/^your code threw /.test(head)) return "error";
-  // Older class names of graded()'s errors.
-  if (/^NotAttempted\b/.test(head)) return "not attempted";
-  if (/^WrongAnswerError\b/.test(head)) return "wrong";
-  return "error";
-}
-
-/** Makes a failure text readable: no class prefix, no Deno-internal frames, short paths. */
-export function tidyMessage(text: string, status: GradedStatus): string {
-  let t = text.replace(/^Uncaught /, "");
-  t = t.split("\n").filter((l, i, all) =>
-    !/^\s*at .*\(?ext:[a-z_]+\//.test(l) && !(i > 0 && l.trim().startsWith("at ") && l.trim() === all[i - 1].trim())
-  ).join("\n");
-  t = t.replace(/^(NotAttempted|WrongAnswerError|StudentCodeError): /, "");
-  if (status === "wrong" && !/^wrong answer/.test(t)) t = `wrong answer: ${t}`;
-  if (status === "not attempted" && !/^not attempted/.test(t)) t = `not attempted: ${t}`;
-  if (status === "error" && !/^error/.test(t)) t = `error: ${t}`;
-  if (status === "timed out") {
-    const ms = /(\d+)\s*ms/.exec(t)?.[1];
-    t = `timed out: the test did not finish within ${ms ? `${Number(ms) / 1000} s` : "its time limit"}. ` +
-      "Look for a loop whose condition never becomes false (or a recursion without a base case), " +
-      "or for work that grows far faster than it should.";
-  }
-  return shortenPaths(t).trim();
-}
-
-/** Replaces absolute file URLs/paths under the root with root-relative ones. */
-function shortenPaths(text: string): string {
-  const rootUrl = pathToFileURL(ROOT).href + "/";
-  return text.split(rootUrl).join("").split(ROOT + "/").join("");
-}
-
-/** Parses Deno's JUnit XML into results. */
-export function parseJunit(xml: string, file: string): GradedResult[] {
-  const out: GradedResult[] = [];
-  const re = /<testcase\b([^>]*?)(\/>|>([\s\S]*?)<\/testcase>)/g;
-  for (const m of xml.matchAll(re)) {
-    const name = decode(/name="([^"]*)"/.exec(m[1])?.[1] ?? "");
-    const time = Number(/time="([^"]*)"/.exec(m[1])?.[1] ?? NaN);
-    const body = m[3] ?? "";
-    const fail = /<failure\b([^>]*)>([\s\S]*?)<\/failure>|<failure\b([^>]*)\/>/.exec(body);
-    let message = "";
-    let status: GradedStatus = "passed";
-    if (fail) {
-      const attr = decode(/message="([^"]*)"/.exec(fail[1] ?? fail[3] ?? "")?.[1] ?? "");
-      const raw = decode(fail[2] ?? "").trim() || attr;
-      status = classify(raw);
-      message = tidyMessage(raw, status);
-    }
-    out.push({
-      file,
-      name,
-      exercise: /^(\d+\.\d+) /.exec(name)?.[1] ?? "?",
-      status,
-      message,
-      ...(Number.isFinite(time) ? { seconds: time } : {}),
-    });
-  }
-  return out;
-}
-
-// ---------------------------------------------------------------------------
-// Static facts about test files and exercise modules.
-
-/** What a graded test file declares, read from its source without running it. */
-export interface TestFileInfo {
-  /** The test file, root-relative. */
-  file: string;
-  /** The exercise modules it imports (root-relative), e.g. `exercises/ch00_tour.ts`. */
-  modules: string[];
-  /** The graded test names written as string literals, in order. */
-  names: string[];
-  /** The largest `timeout:` written in the file (ms), at least the default 10 000. */
-  maxTimeoutMs: number;
-}
-
-/**
- * Reads a graded test file's imports and test names.
- * @param file the test file, root-relative.
- * @returns its modules, test names and largest timeout.
- */
-export function testFileInfo(file: string): TestFileInfo {
-  const src = Deno.readTextFileSync(join(ROOT, file));
-  const dir = dirname(join(ROOT, file));
-  const modules: string[] = [];
-  for (const m of src.matchAll(/\bfrom\s*["'](\.{1,2}\/[^"']+)["']/g)) {
-    const abs = resolve(dir, m[1]);
-    const rel = relative(ROOT, abs);
-    if (/^exercises\/[^/]+\.ts$/.test(rel) && !rel.endsWith("_test.ts")) modules.push(rel);
-  }
-  const names: string[] = [];
-  for (const m of src.matchAll(/\bgraded\(\s*(?:"((?:\\.|[^"\\])*)"|'((?:\\.|[^'\\])*)'|`((?:\\.|[^`\\$])*)`)/g)) {
-    const lit = m[1] ?? m[2] ?? m[3] ?? "";
-    names.push(lit.replace(/\\(["'`\\])/g, "$1"));
-  }
-  let maxTimeoutMs = 10_000;
-  for (const m of src.matchAll(/\btimeout\s*:\s*([\d_]+)/g)) {
-    maxTimeoutMs = Math.max(maxTimeoutMs, Number(m[1].replace(/_/g, "")));
-  }
-  return { file, modules: [...new Set(modules)], names, maxTimeoutMs };
-}
-
-/** The exercise number and function of a test name like `0.1 softmax: small input`. */
-export function parseTestName(name: string): { exercise: string; fn: string } {
-  const m = /^(\d+\.\d+)\s+([A-Za-z_$][\w$]*)/.exec(name);
-  return { exercise: m?.[1] ?? "?", fn: m?.[2] ?? "" };
-}
-
-/** A top-level stretch of a source file (1-based, inclusive lines). */
-export interface Region {
-  /** The declared name, if the region declares one. */
-  name: string | null;
-  /** Whether the region is a function (declaration or arrow function constant). */
-  isFunction: boolean;
-  /** Whether it is exported. */
-  exported: boolean;
-  /** First line (the JSDoc or comment above it, if any). */
-  start: number;
-  /** Line of the declaration itself. */
-  header: number;
-  /** Last line. */
-  end: number;
-}
-
-/**
- * Splits a TypeScript source into top-level regions by what starts at column
- * 0 (declarations, imports, comments). Works on files that do not parse, as
- * long as they are formatted in the usual way.
- * @param source the file's text.
- * @returns regions in order; comment lines belong to the declaration below them.
- */
-export function topLevelRegions(source: string): Region[] {
-  const lines = source.split("\n");
-  const starts: { line: number; name: string | null; isFunction: boolean; exported: boolean; comment: boolean }[] = [];
-  let inComment = false;
-  for (let i = 0; i < lines.length; i++) {
-    const l = lines[i];
-    if (inComment) {
-      if (l.includes("*/")) inComment = false;
-      continue;
-    }
-    let m: RegExpExecArray | null;
-    if (/^\/\*/.test(l)) {
-      starts.push({ line: i + 1, name: null, isFunction: false, exported: false, comment: true });
-      if (!l.includes("*/", 2)) inComment = true;
-    } else if (/^\/\//.test(l)) {
-      starts.push({ line: i + 1, name: null, isFunction: false, exported: false, comment: true });
-    } else if ((m = /^(export\s+)?(?:default\s+)?(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)/.exec(l))) {
-      starts.push({ line: i + 1, name: m[2], isFunction: true, exported: !!m[1], comment: false });
-    } else if (
-      (m =
-        /^(export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=]*)?=\s*(async\b|function\b|\(|[A-Za-z_$][\w$]*\s*=>)?/
-          .exec(l))
-    ) {
-      starts.push({ line: i + 1, name: m[2], isFunction: !!m[3], exported: !!m[1], comment: false });
-    } else if (
-      (m = /^(export\s+)?(?:declare\s+)?(?:abstract\s+)?(?:class|interface|type|enum|namespace)\s+([A-Za-z_$][\w$]*)/
-        .exec(l))
-    ) {
-      starts.push({ line: i + 1, name: m[2], isFunction: false, exported: !!m[1], comment: false });
-    } else if (/^(import|export)\b/.test(l) || /^[A-Za-z_$]/.test(l)) {
-      starts.push({ line: i + 1, name: null, isFunction: false, exported: false, comment: false });
-    }
-  }
-  const regions: Region[] = [];
-  let pendingComment: number | null = null;
-  for (const s of starts) {
-    if (s.comment) {
-      if (pendingComment === null) pendingComment = s.line;
-      continue;
-    }
-    regions.push({
-      name: s.name,
-      isFunction: s.isFunction,
-      exported: s.exported,
-      start: pendingComment ?? s.line,
-      header: s.line,
-      end: lines.length,
-    });
-    pendingComment = null;
-  }
-  for (let i = 0; i < regions.length - 1; i++) regions[i].end = regions[i + 1].start - 1;
-  return regions;
-}
-
-/** The region that contains a line, if any. */
-function regionAt(regions: Region[], line: number): Region | undefined {
-  return regions.find((r) => line >= r.start && line <= r.end);
-}
-
-// ---------------------------------------------------------------------------
-// Jobs: one test file against one implementation, run in batches.
-
-/** One test file graded against one implementation. */
-export interface GradeJob {
-  /** A unique id made of letters, digits and underscores. */
-  id: string;
-  /** The test file, root-relative. */
-  file: string;
-  /** Exercise module (root-relative) to the file implementing it (root-relative or absolute). */
-  impl: Record<string, string>;
-  /** Exercise numbers to run; default all. */
-  only?: string[];
-}
-
 /** What a job produced. */
 export interface JobOutcome {
   /** The job. */
@@ -393,198 +121,6 @@ export interface RunJobsOptions {
   batchSize?: number;
   /** Only jobs with the same key share a process (e.g. the exercise file of a mutant). */
   groupBy?: (job: GradeJob) => string;
-}
-
-interface Materialized {
-  job: GradeJob;
-  dir: string;
-  testCopy: string;
-  /** Exercise module -> the file the copy imports for it. */
-  implPaths: Record<string, string>;
-  /** Patched copies of implementation files (syntax errors cut out, missing exports added). */
-  patched: Record<string, string>;
-  info: TestFileInfo;
-}
-
-interface RawRun {
-  code: number;
-  killed: boolean;
-  stdout: string;
-  stderr: string;
-  junit: string | null;
-}
-
-const TAG = (id: string) => ` [[job:${id}]]`;
-const TAG_RE = / \[\[job:(\w+)\]\]$/;
-
-/**
- * Rewrites the relative import specifiers of a module, as if it lived at `asIf`.
- * @param src the module source.
- * @param asIf the absolute path the module is meant to live at.
- * @param map turns a resolved absolute path into the specifier to write.
- * @returns the rewritten source.
- */
-export function rewriteImports(src: string, asIf: string, map: (abs: string) => string): string {
-  const dir = dirname(asIf);
-  const fix = (spec: string) => spec.startsWith("./") || spec.startsWith("../") ? map(resolve(dir, spec)) : spec;
-  return src
-    .replace(/(\bfrom\s*)(["'])([^"'\n]+)\2/g, (_m, a, q, s) => `${a}${q}${fix(s)}${q}`)
-    .replace(/(^|[\s;])(import\s*)(["'])([^"'\n]+)\3/g, (_m, p, a, q, s) => `${p}${a}${q}${fix(s)}${q}`)
-    .replace(/(\bimport\(\s*)(["'])([^"'\n]+)\2/g, (_m, a, q, s) => `${a}${q}${fix(s)}${q}`);
-}
-
-async function materialize(job: GradeJob, tmp: string, patched: Record<string, string> = {}): Promise<Materialized> {
-  const info = testFileInfo(job.file);
-  const dir = join(tmp, job.id);
-  await Deno.mkdir(dir, { recursive: true });
-  const implPaths: Record<string, string> = {};
-  for (const mod of info.modules) {
-    const impl = job.impl[mod] ?? mod;
-    implPaths[mod] = isAbsolute(impl) ? impl : join(ROOT, impl);
-  }
-  // Patched implementations live under <dir>/patched/exercises/ so messages still say "exercises/…".
-  for (const [mod, source] of Object.entries(patched)) {
-    const p = join(dir, "patched", mod);
-    await Deno.mkdir(dirname(p), { recursive: true });
-    const orig = implPaths[mod];
-    await Deno.writeTextFile(p, rewriteImports(source, orig, (abs) => pathToFileURL(abs).href));
-    implPaths[mod] = p;
-  }
-  const libMod = join(ROOT, "lib/mod.ts");
-  const shim = join(dir, "lmbook_shim.ts");
-  await Deno.writeTextFile(
-    shim,
-    [
-      "// Generated by tools/graded_runner.ts: lib/mod.ts with a graded() that tags (and filters) tests.",
-      `import { graded as gradedOriginal, type GradedOptions, groupNotAttempted } from ${
-        JSON.stringify(pathToFileURL(libMod).href)
-      };`,
-      `export * from ${JSON.stringify(pathToFileURL(libMod).href)};`,
-      "// The grader's tables need a result for every test, also of an exercise not attempted.",
-      "groupNotAttempted(false);",
-      `const ONLY: string[] | null = ${JSON.stringify(job.only ?? null)};`,
-      "export function graded(name: string, fn: () => void | Promise<void>, options?: GradedOptions): void {",
-      '  if (ONLY !== null && !ONLY.includes(name.split(" ")[0])) return;',
-      `  gradedOriginal(name + ${JSON.stringify(TAG(job.id))}, fn, options);`,
-      "}",
-      "",
-    ].join("\n"),
-  );
-  const testAbs = join(ROOT, job.file);
-  const testCopy = join(dir, basename(job.file));
-  const src = await Deno.readTextFile(testAbs);
-  await Deno.writeTextFile(
-    testCopy,
-    rewriteImports(src, testAbs, (abs) => {
-      if (abs === libMod) return "./lmbook_shim.ts";
-      const rel = relative(ROOT, abs);
-      if (implPaths[rel]) return pathToFileURL(implPaths[rel]).href;
-      return pathToFileURL(abs).href;
-    }),
-  );
-  return { job, dir, testCopy, implPaths, patched, info };
-}
-
-async function readCapped(
-  stream: ReadableStream<Uint8Array>,
-  seen: { text: string } = { text: "" },
-  cap = 2_000_000,
-): Promise<string> {
-  const dec = new TextDecoder();
-  for await (const chunk of stream) {
-    if (seen.text.length < cap) seen.text += dec.decode(chunk, { stream: true });
-  }
-  return seen.text.length > cap ? seen.text.slice(0, cap) + "\n[output truncated]" : seen.text;
-}
-
-/** How long the test modules may take to load before the process is stopped (a loop at the top level). */
-export const LOAD_TIMEOUT_MS = 30_000;
-
-async function runProcess(ms: Materialized[], tmp: string, check: boolean, offline: boolean, extraArgs: string[]) {
-  const junitPath = join(tmp, `junit_${ms.map((m) => m.job.id).join("_").slice(0, 80)}_${crypto.randomUUID()}.xml`);
-  const budget = 60_000 + ms.reduce((s, m) => s + Math.max(1, m.info.names.length) * (m.info.maxTimeoutMs + 2_000), 0);
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "test",
-      "--no-prompt",
-      ...(check ? [] : ["--no-check"]),
-      ...(offline ? ["--import-map", join(ROOT, "tests/offline_import_map.json")] : []),
-      `--junit-path=${junitPath}`,
-      ...extraArgs,
-      ...ms.map((m) => m.testCopy),
-    ],
-    cwd: ROOT,
-    env: { NO_COLOR: "1", RUST_BACKTRACE: "0" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let killed = false;
-  const kill = () => {
-    killed = true;
-    try {
-      child.kill("SIGKILL");
-    } catch { /* already gone */ }
-  };
-  const timer = setTimeout(kill, budget);
-  // Deno loads a test module, runs its tests, then loads the next. Silence for LOAD_TIMEOUT_MS while no
-  // test is in progress means a module hangs while loading (a loop at the top level): stop the process.
-  // A test in progress ("name ..." not yet followed by its verdict) is left to its own timeout.
-  const out = { text: "" };
-  let lastLength = 0, lastChange = Date.now();
-  const watchdog = setInterval(() => {
-    if (out.text.length !== lastLength) {
-      lastLength = out.text.length;
-      lastChange = Date.now();
-      return;
-    }
-    const tail = out.text.slice(-4000);
-    const inTest = / \.\.\.\s*$/.test(tail) ||
-      tail.lastIndexOf("------- output -------") > tail.lastIndexOf("----- output end -----");
-    if (!inTest && Date.now() - lastChange > LOAD_TIMEOUT_MS) kill();
-  }, 1_000);
-  const [status, stdout, stderr] = await Promise.all([
-    child.status,
-    readCapped(child.stdout, out),
-    readCapped(child.stderr),
-  ]);
-  clearTimeout(timer);
-  clearInterval(watchdog);
-  let junit: string | null = null;
-  try {
-    junit = await Deno.readTextFile(junitPath);
-  } catch { /* not written: the run did not get that far */ }
-  const raw: RawRun = { code: status.code, killed, stdout, stderr, junit };
-  return raw;
-}
-
-/** Splits a JUnit report and the live progress lines of a batch into per-job results. */
-function splitResults(raw: RawRun, ms: Materialized[]): Map<string, GradedResult[]> {
-  const byJob = new Map<string, GradedResult[]>(ms.map((m) => [m.job.id, []]));
-  const fileOf = new Map(ms.map((m) => [m.job.id, m.job.file]));
-  const add = (r: GradedResult) => {
-    const tag = TAG_RE.exec(r.name);
-    const id = tag?.[1] ?? (ms.length === 1 ? ms[0].job.id : undefined);
-    if (!id || !byJob.has(id)) return;
-    r.name = r.name.replace(TAG_RE, "");
-    r.file = fileOf.get(id)!;
-    byJob.get(id)!.push(r);
-  };
-  if (raw.junit) {
-    for (const r of parseJunit(raw.junit, "")) add(r);
-  } else if (raw.killed) {
-    // Partial results from the progress lines: "<name> ... ok (3ms)" / "... FAILED (3ms)".
-    for (const m of raw.stdout.matchAll(/^(.*? \[\[job:\w+\]\]) \.\.\. (ok|FAILED)\b/gm)) {
-      add({
-        file: "",
-        name: m[1],
-        exercise: /^(\d+\.\d+) /.exec(m[1])?.[1] ?? "?",
-        status: m[2] === "ok" ? "passed" : "error",
-        message: m[2] === "ok" ? "" : "failed (the grader was stopped before it could collect the message)",
-      });
-    }
-  }
-  return byJob;
 }
 
 /** A compiler or loader message found in `deno test` output. */
@@ -696,35 +232,12 @@ function functionExercises(names: string[]): Map<string, string> {
   return out;
 }
 
-/**
- * The exercise a line of a graded test file belongs to: the `graded("N.M …")` call around it.
- * @param src the test file's text.
- * @param line 1-based line.
- * @returns the exercise number, or undefined outside any graded test.
- */
-export function testExerciseAtSource(src: string, line: number): string | undefined {
-  const region = regionAt(topLevelRegions(src), line);
-  if (!region) return undefined;
-  const text = src.split("\n").slice(region.header - 1, region.header + 2).join("\n");
-  return /\bgraded\(\s*["'`](\d+\.\d+) /.exec(text)?.[1];
-}
-
 /** Stub text that keeps line numbers: one line that throws, then blank lines. */
 function stubLines(name: string, exported: boolean, count: number, why: string): string[] {
   const head = `${exported ? "export " : ""}function ${name}(..._args: any[]): any { throw new Error(${
     JSON.stringify(why)
   }); }`;
   return [head, ...Array(Math.max(0, count - 1)).fill("")];
-}
-
-/** A verdict that replaces the results of one exercise's tests (a syntax or type error, a missing export). */
-export interface Override {
-  /** The status every test of the exercise gets. */
-  status: GradedStatus;
-  /** The message every test of the exercise gets. */
-  message: string;
-  /** Keep the underlying result's verdict as a note ("ignoring the type error, …"). */
-  noteUnderlying: boolean;
 }
 
 /** What the grader learns about one job while repairing it for grading. */
@@ -846,73 +359,6 @@ function blameTypeError(s: JobState, d: Diagnostic, text: string, where: "impl" 
   if (!blame) return;
   if ("warning" in blame) s.warnings.push(blame.warning);
   else s.overrides.set(blame.exercise, blame.override);
-}
-
-/** What {@link typeErrorBlame} needs to know about one type error. */
-export interface TypeErrorFacts {
-  /** Exercise number by function name (from the test names). */
-  fnEx: Map<string, string>;
-  /** Whether the error is in an exercise module or in the graded test file. */
-  where: "impl" | "test";
-  /** The text of the file the error is in (as checked), read only when needed. */
-  source: () => string;
-  /** For "impl": whether the exercise module is known. */
-  hasModule: boolean;
-  /** 1-based line of the error. */
-  line?: number;
-  /** For `has no exported member 'x'`: the name. */
-  name?: string;
-  /** The diagnostic as `deno check` words it (`TS2322: …` with its place), paths as the student knows them. */
-  text: string;
-  /** The file the hint tells the student to `deno check`. */
-  checkTarget: string;
-  /** The verdicts already given to exercises of this test file. */
-  overrides: Map<string, Override>;
-}
-
-/**
- * The rule of `deno task grade` for one type error: the exercise whose function (or graded test) holds
- * it scores 0, with the checker's words and a hint; outside any exercise function it is a warning that
- * costs nothing. The command line and the page's type check (tools/web/grade_run.ts) both use it.
- * @param f the error and what is known about the file.
- * @returns the exercise and its new verdict, a warning, or undefined when the exercise already has a
- *   verdict that a type error does not change (a syntax error, a missing export).
- */
-export function typeErrorBlame(
-  f: TypeErrorFacts,
-): { exercise: string; override: Override } | { warning: string } | undefined {
-  let ex: string | undefined;
-  if (f.name && f.fnEx.has(f.name)) ex = f.fnEx.get(f.name);
-  else if (f.where === "impl" && f.hasModule && f.line) {
-    const r = regionAt(topLevelRegions(f.source()), f.line);
-    if (r?.name) ex = f.fnEx.get(r.name);
-  } else if (f.where === "test" && f.line) {
-    ex = testExerciseAtSource(f.source(), f.line);
-  }
-  const text = f.text;
-  if (!ex) {
-    return { warning: `type error outside the exercise functions (it costs no points, but fix it):\n${indent(text)}` };
-  }
-  const prev = f.overrides.get(ex);
-  if (prev && !prev.noteUnderlying) return undefined; // already a syntax error or a missing export
-  const d = { name: f.name };
-  const missing = d.name !== undefined && f.fnEx.get(d.name) === ex;
-  const head = missing
-    ? `error: your file no longer exports ${d.name} (renamed or deleted?). Keep the name and the ` +
-      "signature the exercise file started with."
-    : `error: type error in your code, so exercise ${ex} scores 0 (TypeScript found it; the other ` +
-      "exercises are graded without it):";
-  const tail = missing ? "" : `\n  hint:     fix it: \`deno check ${f.checkTarget}\` lists every type error.`;
-  return {
-    exercise: ex,
-    override: {
-      status: "error",
-      message: prev
-        ? prev.message.replace(/\n {2}hint:[\s\S]*$/, "") + `\n${indent(text)}${tail}`
-        : `${head}\n${indent(text)}${tail}`,
-      noteUnderlying: !missing,
-    },
-  };
 }
 
 /**
@@ -1123,25 +569,6 @@ function finish(s: JobState, results: GradedResult[]): JobOutcome {
   return { job, results: out, warnings: s.warnings, loadProblems };
 }
 
-/**
- * Gives a test its exercise's verdict; after a type error, the note says what the test gave without it.
- * @param r the test's result (changed in place).
- * @param o the exercise's verdict.
- */
-export function applyOverride(r: GradedResult, o: Override): void {
-  const note = o.noteUnderlying
-    ? `\n  (ignoring the type error, this test ${
-      r.status === "passed" ? "passed" : `gave: ${r.message.split("\n")[0].slice(0, 200)}`
-    })`
-    : "";
-  r.status = o.status;
-  r.message = o.message + note;
-}
-
-function indent(text: string): string {
-  return text.split("\n").map((l) => `    ${l}`).join("\n");
-}
-
 /** Runs tasks with at most `limit` at a time. */
 export async function pool<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
@@ -1260,9 +687,9 @@ export async function runGraded(
 
 if (import.meta.main) {
   // Usage:
-  //   deno run -A tools/graded_runner.ts exercises [test files...]   grade the student files
-  //   deno run -A tools/graded_runner.ts solutions [test files...]   grade the reference solutions
-  //   deno run -A tools/graded_runner.ts replace exercises/X.ts other.ts [test files...]
+  //   deno run -A tools/grade/graded_runner.ts exercises [test files...]   grade the student files
+  //   deno run -A tools/grade/graded_runner.ts solutions [test files...]   grade the reference solutions
+  //   deno run -A tools/grade/graded_runner.ts replace exercises/X.ts other.ts [test files...]
   const [target = "exercises", ...rest] = Deno.args;
   let replace: Record<string, string> = {};
   if (target === "solutions") replace = solutionReplacements();

@@ -1,6 +1,6 @@
 /**
  * The checked claims of chapters 3 to 8 (neural models, attention, transformers, decoding, scale): see
- * tools/prose_claims.ts and tools/prose_claims_book.ts.
+ * tools/notebooks/prose_claims.ts and tools/notebooks/prose_claims_book.ts.
  *
  * @module
  */

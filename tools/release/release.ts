@@ -22,9 +22,9 @@
  */
 import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "./graded_runner.ts";
-import type { GradeReport } from "./grade.ts";
-import { loadPoints } from "./grade.ts";
+import { exerciseModules, gradedTestFiles, ROOT, testFileInfo } from "../grade/graded_files.ts";
+import type { GradeReport } from "../grade/grade.ts";
+import { loadPoints } from "../grade/grade.ts";
 
 /** Options of {@link buildRelease}. */
 export interface ReleaseOptions {
@@ -50,8 +50,9 @@ export function forbidden(path: string): string | null {
   if (/^tests\/(suite|mutation|mutation_test|grade_test|grade_fixtures)\.ts$/.test(path)) {
     return "an instructor test";
   }
-  // serve.ts ships: deno task lab serves a live edition with it where one was built (not in a release, which has no renderer).
-  if (/^tools\/(release|release_cli|gradescope|site\w*)\.ts$/.test(path)) return "an instructor tool";
+  // tools/site/serve.ts ships: deno task lab serves a live edition with it where one was built (not in a release,
+  // which has no renderer).
+  if (/^tools\/release\//.test(path) || /^tools\/site\/site\w*\.ts$/.test(path)) return "an instructor tool";
   if (/\.ipynb$/.test(path) && /^build\//.test(path)) return "an executed notebook";
   return null;
 }
@@ -211,8 +212,8 @@ export function pruneLock(lock: DenoLock, roots: Iterable<string>): DenoLock {
 function studentDenoJson(codeFiles: string[], notebooks: string[]): string {
   const cfg = JSON.parse(Deno.readTextFileSync(join(ROOT, "deno.json")));
   const tasks: Record<string, string> = {};
-  if (cfg.tasks?.lab && Deno.statSync(join(ROOT, "tools/lab.ts")).isFile) tasks.lab = cfg.tasks.lab;
-  tasks.grade = "deno run -A tools/grade.ts";
+  if (cfg.tasks?.lab && Deno.statSync(join(ROOT, "tools/notebooks/lab.ts")).isFile) tasks.lab = cfg.tasks.lab;
+  tasks.grade = "deno run -A tools/grade/grade.ts";
   tasks.test = "deno test exercises/";
   // Only the packages the released code imports (not the instructor's browser, site or benchmark tools).
   const specifiers = [
@@ -337,12 +338,12 @@ export async function buildRelease(options: ReleaseOptions = {}): Promise<Releas
     .filter((e) => e.isFile && e.name.endsWith(".ipynb")).map((e) => `notebooks/${e.name}`).sort();
   const entries = new Set<string>([
     "lib/mod.ts",
-    "tools/grade.ts",
+    "tools/grade/grade.ts",
     ...gradedTestFiles(),
     ...exerciseModules(),
     ...notebooks.flatMap(notebookImports),
   ]);
-  if (JSON.parse(Deno.readTextFileSync(join(ROOT, "deno.json"))).tasks?.lab) entries.add("tools/lab.ts");
+  if (JSON.parse(Deno.readTextFileSync(join(ROOT, "deno.json"))).tasks?.lab) entries.add("tools/notebooks/lab.ts");
   const code = await localGraph(
     [...entries].filter((e) => {
       try {
@@ -462,7 +463,7 @@ export async function checkRelease(
   let report: GradeReport | null = null;
   try {
     const res = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "tools/grade.ts", "--json"],
+      args: ["run", "-A", "tools/grade/grade.ts", "--json"],
       cwd: dir,
       env: { NO_COLOR: "1" },
       stdout: "piped",

@@ -16,8 +16,8 @@
  * @module
  */
 import { join } from "node:path";
-import * as lm from "../lib/mod.ts";
-import { ROOT } from "./notebooks.ts";
+import * as lm from "../../lib/mod.ts";
+import { ROOT } from "../notebooks/notebooks.ts";
 
 const USAGE = `deno task pretrain [--model lm|mlm|both] [--out DIR] [--steps N] [--workers N|auto]
 

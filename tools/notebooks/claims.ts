@@ -1,5 +1,5 @@
 /**
- * The notebooks' prose claims from the command line (tools/prose_claims.ts).
+ * The notebooks' prose claims from the command line (tools/notebooks/prose_claims.ts).
  *
  * - `deno task claims [notebooks/NN_x.ipynb ...]` lists the markdown sentences that may state a trend, comparison or
  *   count and carry neither a claim mark nor an output mark (a word list finds them: where to look, not a verdict).

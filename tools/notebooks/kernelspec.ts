@@ -10,7 +10,7 @@
  * the JavaScript that is running and keeping every variable (see the README's
  * "Stopping a long cell", and lib/core/interrupt.ts for what lib does then).
  *
- * CLI: `deno run -A tools/kernelspec.ts [--force]`: registers the kernel if
+ * CLI: `deno run -A tools/notebooks/kernelspec.ts [--force]`: registers the kernel if
  * Jupyter has none named `deno` (with `--force`, registers it afresh, as
  * `deno jupyter --install --force` does), then sets its `interrupt_mode`;
  * prints what it did and the kernelspec's path.
