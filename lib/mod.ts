@@ -227,6 +227,7 @@ export {
   type SequenceDatasetOptions,
   SGD,
   type SGDOptions,
+  type ShardResult,
   shardSizes,
   type StepShare,
   type TrainableModel,

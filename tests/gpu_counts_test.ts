@@ -77,6 +77,8 @@ Deno.test("a training step reads nothing back, uploads its AdamW constants once,
 Deno.test("Trainer.run reads the loss and gradient norm only when it logs", async () => {
   await lm.initBackend("cpu", { probeWebGpu: false });
   const { model, trainer } = tinyTrainer({ maxSteps: 10, logEvery: 5 });
+  // The fast-path guard's one check per model (issue 49) reads its probe's results; it runs before the count.
+  await model.checkPaths();
   const { counts } = await countBackend(() => trainer.run());
   trainer.dispose();
   model.dispose();

@@ -55,6 +55,7 @@ import { platform } from "./platform.ts";
  */
 export class InterruptedError extends Error {
   /**
+   * An error for a loop that Jupyter's Stop ended.
    * @param message where the loop stopped and what it kept.
    */
   constructor(message: string) {

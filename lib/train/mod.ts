@@ -32,4 +32,4 @@ export * from "./curves.ts";
 export * from "./model_file.ts";
 export { DataParallel, type DataParallelOptions, type ModelSpec } from "./data_parallel.ts";
 export { chooseWorkers, type ChooseWorkersOptions, type WorkersChoice } from "./choose_workers.ts";
-export { defaultShards, shardSizes } from "./shards.ts";
+export { defaultShards, type ShardResult, shardSizes } from "./shards.ts";
