@@ -358,13 +358,19 @@ export async function runMutationCheck(options: MutationOptions = {}): Promise<M
   good.forEach((m, i) =>
     jobs.push({ id: `m${i}`, file: m.testFile, impl: { [m.module]: m.path }, only: [m.exercise] })
   );
+  // A mutant is caught by any failed check: its property checks stop at their first failing input, unshrunk.
+  const shrink = Deno.env.get("LMBOOK_PROPERTY_SHRINK");
+  Deno.env.set("LMBOOK_PROPERTY_SHRINK", "0");
   const outcomes = await runJobs(jobs, {
     offline: options.offline ?? offlineRequested(),
     check: false,
     concurrency: options.concurrency ?? 2,
     groupBy: (j) => j.file,
     batchSize: 16,
-  });
+    extraArgs: ["--allow-env=LMBOOK_PROPERTY_SHRINK"], // (graded code reads no other variable)
+  }).finally(() =>
+    shrink === undefined ? Deno.env.delete("LMBOOK_PROPERTY_SHRINK") : Deno.env.set("LMBOOK_PROPERTY_SHRINK", shrink)
+  );
   const byId = new Map(outcomes.map((o) => [o.job.id, o]));
   const baselineOk = new Map<string, boolean>(); // `${testFile} ${exercise}` -> solution passes
   for (const [tf, id] of baselines) {

@@ -136,7 +136,23 @@ function parameters<T>(options: ForAllOptions<T>): fc.Parameters<[T]> {
     numRuns: runs,
     examples: (options.examples ?? []).map((e) => [e] as [T]),
     interruptAfterTimeLimit: options.timeLimitMs ?? PROPERTY_TIME_LIMIT_MS,
+    // The mutation check only asks whether a check fails: it skips shrinking the failing input (a message's nicety).
+    endOnFailure: !shrinking(),
   };
+}
+
+/**
+ * Whether a failing property check shrinks its input to a small one (the default), or stops at its first failure:
+ * `LMBOOK_PROPERTY_SHRINK=0` (set by the mutation check, which only counts failures). In a page, always.
+ */
+export function shrinking(): boolean {
+  try {
+    return (globalThis as { Deno?: { env: { get(k: string): string | undefined } } }).Deno?.env.get(
+      "LMBOOK_PROPERTY_SHRINK",
+    ) !== "0";
+  } catch {
+    return true; // no permission to read the environment
+  }
 }
 
 /** A deep copy of an input (structuredClone), or the input itself when it cannot be cloned (it holds a function). */
