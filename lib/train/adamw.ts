@@ -271,12 +271,16 @@ export class AdamW implements Optimizer {
     let m = this.#mSimd.get(name), v = this.#vSimd.get(name);
     if (!m || !v) {
       // Moments from earlier steps on another backend carry over.
+      // Each moment is in its map before it is kept: a step stopped in between (Jupyter's Stop) leaves no kept
+      // tensor that nothing owns (the scope frees an unkept one, and a restore replaces the maps).
       const mJs = this.#mJs.get(name), vJs = this.#vJs.get(name);
-      m = tf.keep(mJs ? tf.tensor(mJs, p.shape, "float32") : tf.zeros(p.shape, "float32"));
-      v = tf.keep(vJs ? tf.tensor(vJs, p.shape, "float32") : tf.zeros(p.shape, "float32"));
-      for (const map of [this.#mJs, this.#vJs, this.#wJs, this.#wData]) map.delete(name);
+      m = mJs ? tf.tensor(mJs, p.shape, "float32") : tf.zeros(p.shape, "float32");
       this.#mSimd.set(name, m);
+      tf.keep(m);
+      v = vJs ? tf.tensor(vJs, p.shape, "float32") : tf.zeros(p.shape, "float32");
       this.#vSimd.set(name, v);
+      tf.keep(v);
+      for (const map of [this.#mJs, this.#vJs, this.#wJs, this.#wData]) map.delete(name);
     }
     const next = fusedAdamW(p, { g, m, v, ...step }); // updates m and v in place
     p.assign(next);

@@ -627,16 +627,23 @@ export class RunKeeper {
     const lastRecord = run.history.train[done.trainRecords - 1]?.step ?? 0;
     live.pending = lastRecord <= s.position.stepsDone ? s.pending.map((t) => t.clone()) : [];
     live.best = s.best && cloneTensors(s.best);
+    // The replay in a scope of its own: stopped again while it replays, the guard's next repair closes the scope, so
+    // a step's loss or norm not yet handed to `live` is freed, not left over; what `live` holds is kept.
+    tf.engine().startScope();
     for (let step = s.position.stepsDone + 1; step <= n; step++) {
       const { loss, gradNorm } = h.trainStep();
       gradNorm.dispose();
-      if (step > lastRecord) live.pending.push(loss);
-      else loss.dispose();
+      if (step > lastRecord) {
+        live.pending.push(loss);
+        tf.keep(loss);
+      } else loss.dispose();
       if (run.restoreBest && done.best?.step === step) {
         tf.dispose(Object.values(live.best ?? {}));
         live.best = Object.fromEntries(Object.entries(h.trainer.model.variables()).map(([k, v]) => [k, v.clone()]));
+        for (const t of Object.values(live.best)) tf.keep(t);
       }
     }
+    tf.engine().endScope();
     const hist = run.history;
     hist.train.length = done.trainRecords;
     hist.val.length = done.valRecords;
