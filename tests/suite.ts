@@ -2,7 +2,10 @@
  * The whole test suite: `deno task test` (the README's test command; CI runs it).
  *
  * Stages, in order:
- * 1. library and tool tests, with the JSDoc examples (`deno test --doc`);
+ * 1. library and tool tests, with the JSDoc examples (`deno test --doc`); the
+ *    mutation check (`tests/mutation_test.ts`, stage 1b) runs in a process of
+ *    its own from the start, at the lowest CPU priority (`nice -n 19`), beside
+ *    stages 1 to 5, and is reported after them;
  * 2. the graded tests against the reference solutions: every one must pass;
  * 3. the graded tests against the untouched stubs: every one must fail as
  *    "not attempted", so no graded test passes by accident; then the student's
@@ -31,7 +34,7 @@ import { solutionReplacements } from "../tools/grade/graded_files.ts";
 import { runGraded } from "../tools/grade/graded_runner.ts";
 import { executeNotebooks, jupyterMissing, notebookFiles, reportRun, ROOT } from "../tools/notebooks/notebooks.ts";
 import { runSiteStage } from "./site_stage.ts";
-import { denoTestCounts, runEcho } from "./proc.ts";
+import { denoTestCounts, runEcho, runQuiet } from "./proc.ts";
 import { checkStudentCommand, declaredGradedTests } from "./student_command.ts";
 import { planLastStages } from "./suite_plan.ts";
 
@@ -81,14 +84,24 @@ function heading(title: string) {
   console.log(`\n=== ${title} ${"=".repeat(Math.max(3, 70 - title.length))}`);
 }
 
+const mapArgs = offline ? ["--import-map", "tests/offline_import_map.json"] : [];
+
+// 1b. The mutation check (tests/mutation_test.ts, about a third of the suite's work) starts now in a process of its
+// own at the lowest CPU priority: it uses the cycles the other stages leave idle (most of stage 1 runs on one core)
+// and cannot slow them. Its output is kept and printed when it is awaited, after stage 5.
+const MUTATION_TEST = "tests/mutation_test.ts";
+const mutationStart = performance.now();
+const mutationRun = runQuiet([Deno.execPath(), "test", "-A", ...mapArgs, MUTATION_TEST], {
+  NO_COLOR: "1",
+}, { nice: true });
+
 // 1. Library and tool tests.
 {
   heading("1. library and tool tests (with JSDoc examples)");
   const t0 = performance.now();
   const topTests = [...Deno.readDirSync(join(ROOT, "tests"))]
-    .filter((e) => e.isFile && e.name.endsWith("_test.ts"))
+    .filter((e) => e.isFile && e.name.endsWith("_test.ts") && `tests/${e.name}` !== MUTATION_TEST)
     .map((e) => `tests/${e.name}`).sort();
-  const mapArgs = offline ? ["--import-map", "tests/offline_import_map.json"] : [];
   const { code, text } = await runEcho(
     [Deno.execPath(), "test", "-A", "--doc", ...mapArgs, "lib/", "tools/web/", ...topTests],
     { NO_COLOR: "1" },
@@ -199,6 +212,22 @@ if (!plan.browser.run) notRun("site and browser", plan.browser);
 else {
   heading("5. the rendered site in headless Chromium; deno task lab tried live");
   stages.push(...await runSiteStage({ offline }));
+}
+
+// 1b, awaited: the mutation check that ran beside the stages above.
+{
+  heading(`1b. the mutation check (${MUTATION_TEST}), run beside the stages above at low priority`);
+  const { code, text } = await mutationRun;
+  console.log(text.trimEnd());
+  const m = denoTestCounts(text);
+  const failed = m?.failed ?? 1;
+  stages.push({
+    name: "mutation check",
+    passed: m?.passed ?? 0,
+    failed: code !== 0 && failed === 0 ? 1 : failed,
+    seconds: (performance.now() - mutationStart) / 1000,
+    note: code !== 0 && !m ? "deno test failed before running tests (type error?)" : "wall time from the suite's start",
+  });
 }
 
 heading("summary");
