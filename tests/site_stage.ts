@@ -3,9 +3,12 @@
  *
  * 1. render the static site from the notebooks the suite just executed
  *    (`renderSite({ fromExecuted: true })`: no second execution);
- * 2. run the browser tests, `deno test -A tests/browser/` (the site's pages in
- *    headless Chromium, the break-on-purpose checks, and `deno task lab` tried
- *    live on chapter 0).
+ * 2. run the browser tests, `deno test -A --parallel tests/browser/` (the
+ *    site's pages in headless Chromium, the break-on-purpose checks, and
+ *    `deno task lab` tried live on chapter 0), two test files at a time
+ *    (`DENO_JOBS=2`): a page spends much of its time on one core of the
+ *    browser's main thread. The browser test files change no process-wide
+ *    state (environment, working directory), so they can share a process.
  *
  * Returns one entry per part in the suite's stage shape. CLI: `deno run -A
  * tests/site_stage.ts` runs the stage alone (after `deno task notebooks`).
@@ -15,6 +18,9 @@
 import { join } from "node:path";
 import { formatSiteReport, renderSite } from "../tools/site/site.ts";
 import { denoTestCounts, runEcho } from "./proc.ts";
+
+/** Browser test files run at once (`DENO_JOBS` for `deno test --parallel`). */
+export const BROWSER_JOBS = 2;
 
 /** A stage result, as tests/suite.ts prints it. */
 export interface StageResult {
@@ -60,8 +66,8 @@ export async function runSiteStage(options: SiteStageOptions = {}): Promise<Stag
   t0 = performance.now();
   const mapArgs = options.offline ? ["--import-map", join("tests", "offline_import_map.json")] : [];
   const { code, text } = await runEcho(
-    [Deno.execPath(), "test", "-A", ...mapArgs, "tests/browser/"],
-    { NO_COLOR: "1", ...(options.skipLab ? { LMBOOK_SKIP_LAB: "1" } : {}) },
+    [Deno.execPath(), "test", "-A", "--parallel", ...mapArgs, "tests/browser/"],
+    { NO_COLOR: "1", DENO_JOBS: String(BROWSER_JOBS), ...(options.skipLab ? { LMBOOK_SKIP_LAB: "1" } : {}) },
   );
   const m = denoTestCounts(text);
   const passed = m?.passed ?? 0;
