@@ -7,7 +7,7 @@
  * this file, never by calling a reference solution.
  * @module
  */
-import { expectClose, expectEqual, expectThrows, graded, Rng } from "../lib/mod.ts";
+import { arb, expectClose, expectEqual, expectThrows, fc, forAll, graded, Rng } from "../lib/mod.ts";
 import { countPairs, encodeWord, fitPowerLaw, mergePair } from "./ch08_bpe_scaling.ts";
 
 /** Sennrich et al.'s toy corpus: low x5, lower x2, newest x6, widest x3. */
@@ -41,25 +41,47 @@ function randomCorpus(rng: Rng, trial: number): Map<string, number> {
   return words;
 }
 
+/** How a symbol list is read from a word: right (split on " "), or a careless way that changes the symbols. */
+type SplitHow = "right" | "whitespace" | "nfc" | "lower";
+
+/** The symbols of a corpus word, read the right way or a careless one. */
+function splitWord(word: string, how: SplitHow | string = "right"): string[] {
+  if (how === "whitespace") return word.split(/\s+/);
+  if (how === "nfc") return word.normalize("NFC").split(" ");
+  return (how === "lower" ? word.toLowerCase() : word).split(" ");
+}
+
 /** Reference 8.1, and its common wrong versions. */
 function refCountPairs(
   words: Map<string, number>,
-  how: "right" | "unweighted" | "noLast" | "noFirst" | "oncePerWord" | "chars" | "noSpace" = "right",
+  how: SplitHow | "unweighted" | "noLast" | "noFirst" | "oncePerWord" | "chars" | "noSpace" | "int32" = "right",
 ): Map<string, number> {
   const out = new Map<string, number>();
   for (const [word, freq] of words) {
-    const s = how === "chars" ? Array.from(word.replaceAll(" ", "")) : word.split(" ");
+    const s = how === "chars" ? Array.from(word.replaceAll(" ", "")) : splitWord(word, how);
     const seen = new Set<string>();
     const last = how === "noLast" ? s.length - 2 : s.length - 1;
     for (let i = how === "noFirst" ? 1 : 0; i < last; i++) {
       const key = how === "noSpace" ? s[i] + s[i + 1] : s[i] + " " + s[i + 1];
       if (how === "oncePerWord" && seen.has(key)) continue;
       seen.add(key);
-      out.set(key, (out.get(key) ?? 0) + (how === "unweighted" ? 1 : freq));
+      const total = (out.get(key) ?? 0) + (how === "unweighted" ? 1 : freq);
+      out.set(key, how === "int32" ? total | 0 : total);
     }
   }
   return out;
 }
+
+/** The wrong versions that change what a symbol is, or how totals are kept (8.1 and 8.2 alike). */
+const SYMBOL_MISTAKES = {
+  whitespace: 'the words were split on any whitespace (split(/\\s+/)): split on " " only; a tab or a non-breaking ' +
+    "space belongs to its symbol",
+  nfc: "the text was normalised (normalize()): keep the symbols exactly as written; é as one code point and e " +
+    "plus a combining accent are different symbols",
+  lower: "the symbols were lower-cased: compare them exactly as written (T and t are different symbols)",
+  int32: "the totals were cut to 32-bit integers (| 0, or an Int32Array): add plain numbers; counts above " +
+    "2,147,483,647 are exact",
+} as const;
 
 function countPairsMistakes(words: Map<string, number>): { value: unknown; hint: string }[] {
   return [
@@ -84,11 +106,20 @@ function countPairsMistakes(words: Map<string, number>): { value: unknown; hint:
       value: refCountPairs(words, "noSpace"),
       hint: 'the keys have no space: key the pair as `${a} ${b}` ("a bc" and "ab c" are different pairs)',
     },
+    ...Object.entries(SYMBOL_MISTAKES).map(([how, hint]) => ({
+      value: () => refCountPairs(words, how as keyof typeof SYMBOL_MISTAKES),
+      hint,
+    })),
   ];
 }
 
 /** Merges the symbol list left to right (reference for 8.2 and 8.3), or a wrong version. */
-function mergeSymbols(s: string[], a: string, b: string, how: "right" | "first" | "rightToLeft" = "right"): string[] {
+function mergeSymbols(
+  s: string[],
+  a: string,
+  b: string,
+  how: "right" | "first" | "rightToLeft" | "lower" = "right",
+): string[] {
   if (how === "rightToLeft") {
     const out: string[] = [];
     for (let i = s.length - 1; i >= 0; i--) {
@@ -101,9 +132,11 @@ function mergeSymbols(s: string[], a: string, b: string, how: "right" | "first" 
   }
   const out: string[] = [];
   let done = false;
+  // "lower": compares the symbols lower-cased and glues the two found.
+  const same = (x: string, y: string) => (how === "lower" ? x.toLowerCase() === y.toLowerCase() : x === y);
   for (let i = 0; i < s.length; i++) {
-    if (!done && i + 1 < s.length && s[i] === a && s[i + 1] === b) {
-      out.push(a + b);
+    if (!done && i + 1 < s.length && same(s[i], a) && same(s[i + 1], b)) {
+      out.push(s[i] + s[i + 1]);
       i++;
       if (how === "first") done = true;
     } else out.push(s[i]);
@@ -115,16 +148,22 @@ function mergeSymbols(s: string[], a: string, b: string, how: "right" | "first" 
 function refMergePair(
   words: Map<string, number>,
   pair: [string, string],
-  how: "right" | "first" | "rightToLeft" | "overwrite" | "text" = "right",
+  how: SplitHow | "first" | "rightToLeft" | "overwrite" | "text" | "int32" | "object" = "right",
 ): Map<string, number> {
   const out = new Map<string, number>();
+  // The wrong version that keeps the counts in a plain object: `constructor` finds a function, `__proto__` is lost.
+  const object: Record<string, number> = {};
+  const [a, b] = how === "nfc" ? pair.map((p) => p.normalize("NFC")) : pair;
+  const merge = how === "first" || how === "rightToLeft" || how === "lower" ? how : "right";
   for (const [word, freq] of words) {
     const key = how === "text"
       ? word.replaceAll(`${pair[0]} ${pair[1]}`, pair[0] + pair[1])
-      : mergeSymbols(word.split(" "), pair[0], pair[1], how === "overwrite" ? "right" : how).join(" ");
-    out.set(key, how === "overwrite" ? freq : (out.get(key) ?? 0) + freq);
+      : mergeSymbols(splitWord(word, how === "lower" ? "right" : how), a, b, merge).join(" ");
+    if (how === "object") object[key] = (object[key] ?? 0) + freq;
+    const total = (out.get(key) ?? 0) + freq;
+    out.set(key, how === "overwrite" ? freq : how === "int32" ? total | 0 : total);
   }
-  return out;
+  return how === "object" ? new Map(Object.entries(object)) : out;
 }
 
 function mergePairMistakes(words: Map<string, number>, pair: [string, string]): { value: unknown; hint: string }[] {
@@ -144,6 +183,15 @@ function mergePairMistakes(words: Map<string, number>, pair: [string, string]): 
     {
       value: refMergePair(words, pair, "text"),
       hint: 'the text was replaced (replaceAll): compare whole symbols after splitting on " "',
+    },
+    ...Object.entries(SYMBOL_MISTAKES).map(([how, hint]) => ({
+      value: () => refMergePair(words, pair, how as keyof typeof SYMBOL_MISTAKES),
+      hint,
+    })),
+    {
+      value: () => refMergePair(words, pair, "object"),
+      hint: "the counts were kept in a plain object: a word such as constructor or __proto__ finds the object's own " +
+        "property there; use a Map",
     },
   ];
 }
@@ -236,6 +284,92 @@ graded("8.1 countPairs: random corpora with prefix symbols match a from-scratch 
     what: "whether countPairs(empty) returned its input object",
     hint: "always return a new Map, even for an empty corpus",
   });
+});
+
+/**
+ * Symbols for the property checks: a tiny alphabet with capitals (so symbols differ only in case or are prefixes of
+ * one another), regex and replacement specials, separators a lookup key might use, whitespace that is not a space (a
+ * tab, a non-breaking space), é written as one code point and as e plus a combining accent, an emoji, a flag, ß, and
+ * names a plain object already has (constructor, __proto__).
+ */
+const ANY_SYMBOL: fc.Arbitrary<string> = fc.oneof(
+  { arbitrary: fc.string({ unit: fc.constantFrom("a", "b", "A", "B"), minLength: 1, maxLength: 3 }), weight: 6 },
+  { arbitrary: fc.constantFrom(".", "*", "$&", "$", "a*", "b.", "(", "\\", ",", "|", "</w>", "Ġ"), weight: 2 },
+  {
+    arbitrary: fc.constantFrom(
+      "\t",
+      "a\tb",
+      "\u00a0",
+      "a\u00a0",
+      "\u00e9",
+      "e\u0301",
+      "E\u0301",
+      "🙂",
+      "🇫🇷",
+      "ß",
+      "SS",
+    ),
+    weight: 2,
+  },
+  { arbitrary: fc.constantFrom(...arb.TRAP_WORDS), weight: 1 },
+);
+
+/** A corpus word: 1 to 6 symbols joined by single spaces. */
+const ANY_WORD = fc.array(ANY_SYMBOL, { minLength: 1, maxLength: 6 }).map((s) => s.join(" "));
+
+/**
+ * Frequencies: whole numbers >= 1, mostly small, some past 2^31 (where `| 0` and Int32Array wrap) up to 2^45, so that
+ * every total of a corpus drawn here (at most 9 words of 5 pairs, a word's count at most 2^46) stays below 2^53 and
+ * is an exact sum.
+ */
+const FREQUENCY: fc.Arbitrary<number> = fc.oneof(
+  { arbitrary: fc.integer({ min: 1, max: 9 }), weight: 4 },
+  { arbitrary: fc.constantFrom(1, 2 ** 31 - 1, 2 ** 31, 2 ** 32 + 1, 2 ** 45), weight: 1 },
+  { arbitrary: fc.bigInt({ min: 1n, max: 2n ** 45n }).map(Number), weight: 1 },
+);
+
+/** Flips the case of the letters that `flips` marks ("a B" -> "A B"), so two words differ only in case. */
+function flipCase(text: string, flips: boolean[]): string {
+  return Array.from(
+    text,
+    (ch, i) => (flips[i % flips.length] ? ch === ch.toLowerCase() ? ch.toUpperCase() : ch.toLowerCase() : ch),
+  )
+    .join("");
+}
+
+/**
+ * Corpora of 0 to 6 distinct words (the empty corpus and one word included), and now and then a seventh that
+ * differs from the first only in case.
+ */
+const ANY_CORPUS: fc.Arbitrary<Map<string, number>> = fc.tuple(
+  fc.uniqueArray(fc.tuple(ANY_WORD, FREQUENCY), { selector: ([w]) => w, maxLength: 6 }),
+  fc.option(fc.tuple(fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }), FREQUENCY), { freq: 3 }),
+).map(([entries, twin]) => {
+  const words = new Map(entries);
+  if (twin && entries.length) words.set(flipCase(entries[0][0], twin[0]), twin[1]);
+  return words;
+});
+
+graded("8.1 countPairs: any corpus, against a from-scratch count", () => {
+  forAll(ANY_CORPUS, (words) => {
+    const before = [...words];
+    const got = countPairs(words);
+    expectEqual(got, refCountPairs(words), {
+      what: "countPairs(words)",
+      hint: "for every neighbouring pair (a, b) of every word, add the word's frequency to the key `${a} ${b}`; the " +
+        'symbols are the pieces between single spaces, kept exactly as written (split(" "), no case folding, no ' +
+        "normalize()), and the totals are plain sums",
+      mistakes: countPairsMistakes(words),
+    });
+    expectEqual([...words], before, {
+      what: "the corpus after countPairs(words)",
+      hint: "leave the input Map unchanged",
+    });
+    expectEqual(got === words, false, {
+      what: "whether countPairs(words) returned its input object",
+      hint: "always return a new Map, even for an empty corpus",
+    });
+  }, { runs: 150, examples: [new Map(), new Map([["a", 1]]), new Map([["T h e", 2 ** 31], ["t h e", 2 ** 31]])] });
 });
 
 // ------------------------------------------------------------- 8.2 mergePair
@@ -382,6 +516,81 @@ graded("8.2 mergePair: symbols with regex specials or sharing text, and a pair t
   expectEqual(got === empty, false, {
     what: "whether mergePair(empty corpus) returned its input object",
     hint: "return a new Map, even for an empty corpus",
+  });
+});
+
+/** Splits a symbol of 2 or more code points in two at the `cut`-th place: ("abc", 0) -> ["a", "bc"]. */
+function cutSymbol(symbol: string, cut: number): [string, string] | null {
+  const cps = Array.from(symbol);
+  if (cps.length < 2) return null;
+  const at = 1 + (cut % (cps.length - 1));
+  return [cps.slice(0, at).join(""), cps.slice(at).join("")];
+}
+
+/** A corpus and the pair to merge in it. */
+type MergeCase = [Map<string, number>, [string, string]];
+
+/**
+ * A corpus and a pair to merge: mostly a pair that occurs, sometimes one with a letter's case flipped, the glued text
+ * of a pair cut elsewhere ("a", "bc" where "ab c" occurs), or any two symbols; now and then with words added that
+ * the merge turns into a word already there, or into a name a plain object has (constructor, __proto__).
+ */
+const MERGE_CASES: fc.Arbitrary<MergeCase> = fc.tuple(
+  ANY_CORPUS,
+  fc.constantFrom("occurs", "occurs", "occurs", "case", "cut", "any"),
+  fc.nat(),
+  fc.tuple(ANY_SYMBOL, ANY_SYMBOL),
+  fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }),
+  fc.option(fc.tuple(fc.constantFrom("merged", "trap"), fc.nat(), FREQUENCY), { freq: 3 }),
+).map(([corpus, kind, k, any, flips, extra]) => {
+  const words = new Map(corpus); // a copy: fast-check may hand the same corpus to several cases
+  const present = [...refCountPairs(words).keys()].map((key) => key.split(" ") as [string, string]);
+  let pair: [string, string] = any;
+  if (kind !== "any" && present.length) {
+    const chosen = present[k % present.length];
+    pair = kind === "case"
+      ? [flipCase(chosen[0], flips), chosen[1]]
+      : kind === "cut"
+      ? cutSymbol(chosen[0] + chosen[1], k + Array.from(chosen[0]).length) ?? chosen
+      : chosen;
+  }
+  if (extra) {
+    const [what, i, freq] = extra;
+    const trap = arb.TRAP_WORDS[i % arb.TRAP_WORDS.length];
+    const glued = what === "trap" ? cutSymbol(trap, i) ?? pair : pair;
+    if (what === "trap") pair = glued;
+    words.set(glued[0] + glued[1], (words.get(glued[0] + glued[1]) ?? 0) + freq);
+    words.set(`${glued[0]} ${glued[1]}`, (words.get(`${glued[0]} ${glued[1]}`) ?? 0) + freq);
+  }
+  return [words, pair] as MergeCase;
+});
+
+graded("8.2 mergePair: any corpus and pair, against a from-scratch merge", () => {
+  forAll(MERGE_CASES, ([words, pair]) => {
+    const before = [...words];
+    const got = mergePair(words, pair);
+    expectEqual(got, refMergePair(words, pair), {
+      what: `mergePair(words, ${JSON.stringify(pair)})`,
+      hint: 'split each word on " " only, merge every (pair[0], pair[1]) left to right comparing the symbols exactly ' +
+        '(case and all, no normalize()), join with " ", and add the frequencies of words that become equal, in a Map',
+      mistakes: mergePairMistakes(words, pair),
+    });
+    expectEqual([...words], before, {
+      what: `the corpus after mergePair(words, ${JSON.stringify(pair)})`,
+      hint: "leave the input Map unchanged: build a new one",
+    });
+    expectEqual(got === words, false, {
+      what: `whether mergePair(words, ${JSON.stringify(pair)}) returned its input object`,
+      hint: "return a new Map, even when no word contains the pair",
+    });
+  }, {
+    runs: 150,
+    examples: [
+      [new Map(), ["a", "b"]],
+      [new Map([["constr uctor", 2], ["__pro to__", 3], ["toString", 1]]), ["constr", "uctor"]],
+      [new Map([["a b", 2 ** 31], ["ab", 2 ** 31]]), ["a", "b"]],
+    ] as MergeCase[],
+    show: ([words, pair]) => ({ words, pair }),
   });
 });
 
