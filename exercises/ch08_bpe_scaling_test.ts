@@ -670,16 +670,30 @@ type EncodeHow =
   | "utf16"
   | "stringRanks"
   | "lastDuplicate"
-  | "concatKey";
+  | "concatKey"
+  | "commaKey"
+  | "graphemes"
+  | "nfc";
+
+/** The lookup keys of the wrong versions that key a pair by one string. */
+const PAIR_KEYS: Partial<Record<EncodeHow, (a: string, b: string) => string>> = {
+  concatKey: (a, b) => a + b,
+  commaKey: (a, b) => `${a},${b}`,
+};
 
 /** Reference 8.3 (a linear search for each pair's rank), and its common wrong versions. */
 function refEncode(word: string, merges: [string, string][], how: EncodeHow = "right"): string[] {
-  let s = how === "utf16" ? word.split("") : Array.from(word);
+  let s = how === "utf16"
+    ? word.split("")
+    : how === "graphemes"
+    ? Array.from(new Intl.Segmenter().segment(word), (g) => g.segment)
+    : Array.from(how === "nfc" ? word.normalize("NFC") : word);
+  const key = PAIR_KEYS[how];
   const rank = (a: string, b: string) =>
     how === "lastDuplicate"
       ? merges.findLastIndex((m) => m[0] === a && m[1] === b)
-      : how === "concatKey"
-      ? merges.findIndex((m) => m[0] + m[1] === a + b)
+      : key
+      ? merges.findIndex((m) => key(m[0], m[1]) === key(a, b))
       : merges.findIndex((m) => m[0] === a && m[1] === b);
   if (how === "sequential") {
     for (const [a, b] of merges) s = mergeSymbols(s, a, b);
@@ -703,11 +717,11 @@ function refEncode(word: string, merges: [string, string][], how: EncodeHow = "r
     }
     if (best < 0) return s;
     const [a, b] = merges[best];
-    if (how === "concatKey") {
-      // Every neighbouring pair whose text is a + b merges, whatever its two symbols are.
+    if (key) {
+      // Every neighbouring pair with the key of (a, b) merges, whatever its two symbols are.
       const out: string[] = [];
       for (let i = 0; i < s.length;) {
-        if (i + 1 < s.length && s[i] + s[i + 1] === a + b) [out[out.length], i] = [a + b, i + 2];
+        if (i + 1 < s.length && key(s[i], s[i + 1]) === key(a, b)) [out[out.length], i] = [s[i] + s[i + 1], i + 2];
         else [out[out.length], i] = [s[i], i + 1];
       }
       s = out;
@@ -752,6 +766,21 @@ function encodeMistakes(word: string, merges: [string, string][]): { value: unkn
     {
       value: () => refEncode(word, merges, "concatKey"),
       hint: "pairs were looked up by a + b, so (a, bc) was taken for (ab, c): compare both symbols",
+    },
+    {
+      value: () => refEncode(word, merges, "commaKey"),
+      hint: 'pairs were looked up by the key `${a},${b}`, so (a, ",b") was taken for ("a,", b): symbols may ' +
+        "contain a comma; compare both symbols (a Map of Maps)",
+    },
+    {
+      value: () => refEncode(word, merges, "graphemes"),
+      hint: "the word was split into what the eye sees as characters (Intl.Segmenter): start from its code points, " +
+        "Array.from(word), where a combining accent and each half of a flag are symbols of their own",
+    },
+    {
+      value: () => refEncode(word, merges, "nfc"),
+      hint: "the word was normalised (normalize()): start from its code points as written, e plus a combining accent " +
+        "is two symbols",
     },
   ];
 }
@@ -933,6 +962,107 @@ graded("8.3 encodeWord: a merge can make a pair of an earlier merge; keys never 
     what: 'encodeWord("abc", [["b","c"], ["a","b"], ["b","c"]])',
     hint: "a merge listed twice keeps the priority of its first place",
     mistakes: encodeMistakes("abc", m4),
+  });
+});
+
+/**
+ * Code points for the property check of 8.3: a and its capital, the space (GPT-2 keeps it) and characters a lookup
+ * key might use as a separator (",", "|", a tab), e with a combining accent that may follow any letter, the two halves
+ * of the flag 🇫🇷, and an emoji outside the Basic Multilingual Plane.
+ */
+const CODE_POINTS = ["a", "b", "A", " ", ",", "|", "\t", "e", "\u0301", "🇫", "🇷", "🙂"];
+
+/** How a merge list is grown: join two symbols of the pool, repeat a merge, cut a symbol elsewhere, flip case. */
+type MergeStep = ["join" | "repeat" | "cut" | "case", number, number];
+
+/**
+ * A merge list grown like a learned one from the word's alphabet: joins of two symbols (whose result, up to four
+ * code points, joins later ones), repeats of an earlier merge, a symbol of the pool cut at another place (so two
+ * merges glue to the same text), a merge with a letter's case flipped; then some merges swapped, so a merge may come
+ * before the merges that make its parts.
+ */
+function growMerges(alphabet: string[], steps: MergeStep[], swaps: [number, number][]): [string, string][] {
+  const pool = [...alphabet];
+  const merges: [string, string][] = [];
+  for (const [kind, p, q] of steps) {
+    if (kind === "repeat" && merges.length) {
+      merges.push([...merges[p % merges.length]]);
+      continue;
+    }
+    if (kind === "case" && merges.length) {
+      const [a, b] = merges[p % merges.length];
+      merges.push(q % 2 ? [flipCase(a, [true]), b] : [a, flipCase(b, [true])]);
+      continue;
+    }
+    const long = pool.filter((t) => Array.from(t).length >= 2);
+    if (kind === "cut" && long.length) {
+      merges.push(cutSymbol(long[p % long.length], q)!);
+      continue;
+    }
+    const a = pool[p % pool.length], b = pool[q % pool.length];
+    merges.push([a, b]);
+    if (Array.from(a + b).length <= 4 && !pool.includes(a + b)) pool.push(a + b);
+  }
+  for (const [i, j] of swaps) {
+    if (merges.length) {
+      [merges[i % merges.length], merges[j % merges.length]] = [merges[j % merges.length], merges[i % merges.length]];
+    }
+  }
+  return merges;
+}
+
+/** A word and a merge list. */
+type EncodeCase = [string, [string, string][]];
+
+/**
+ * A word of 0 to 10 code points from an alphabet of 1 to 4 of {@link CODE_POINTS}, or of one aimed at a trap (so
+ * pairs repeat and merges interact), and a merge list of 0 to 14 entries grown from that alphabet.
+ */
+const ENCODE_CASES: fc.Arbitrary<EncodeCase> = fc.oneof(
+  fc.shuffledSubarray(CODE_POINTS, { minLength: 1, maxLength: 4 }),
+  // Alphabets aimed at one trap each: a separator inside symbols, case, a combining accent, a flag's halves.
+  fc.constantFrom<string[]>(
+    ["a", ","],
+    ["a", "b", ","],
+    ["a", "|"],
+    [" ", "a"],
+    ["a", "A", "b"],
+    ["e", "\u0301"],
+    ["🇫", "🇷"],
+  ),
+).chain((alphabet) =>
+  fc.tuple(
+    fc.array(fc.constantFrom(...alphabet), { maxLength: 10 }).map((cps) => cps.join("")),
+    fc.array(fc.tuple(fc.constantFrom("join", "join", "join", "repeat", "cut", "case"), fc.nat(), fc.nat()), {
+      maxLength: 14,
+    }),
+    fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 4 }),
+  ).map(([word, steps, swaps]) => [word, growMerges(alphabet, steps as MergeStep[], swaps)] as EncodeCase)
+);
+
+graded("8.3 encodeWord: any word and merge list, against a from-scratch encoder", () => {
+  forAll(ENCODE_CASES, ([word, merges]) => {
+    const copy = merges.map((m) => [...m]);
+    expectEqual(encodeWord(word, merges), refEncode(word, merges), {
+      what: `encodeWord(${JSON.stringify(word)}, merges)`,
+      hint: "start from the code points, Array.from(word); repeat: the neighbouring pair with the smallest index in " +
+        "merges, compared as two whole symbols exactly as written, merges everywhere left to right; stop when no " +
+        "neighbouring pair is in merges",
+      mistakes: encodeMistakes(word, merges),
+    });
+    expectEqual(merges, copy, {
+      what: `merges after encodeWord(${JSON.stringify(word)}, merges)`,
+      hint: "leave the merge list unchanged (no sort, reverse or splice on it)",
+    });
+  }, {
+    runs: 300,
+    examples: [
+      ["", []],
+      ["a", [["a", "a"]]],
+      ["a,b", [["a,", "b"], [",", "b"], ["a", ","]]],
+      ["e\u0301e", [["e\u0301", "e"]]],
+    ] as EncodeCase[],
+    show: ([word, merges]) => ({ word, merges }),
   });
 });
 
