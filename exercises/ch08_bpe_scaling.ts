@@ -139,7 +139,10 @@ export interface PowerLaw {
  * and return `alpha = -slope` and `scale = exp(intercept)`.
  *
  * Least squares: slope = sum((v - mean v)(u - mean u)) / sum((v - mean v)^2),
- * intercept = mean u - slope * mean v.
+ * intercept = mean u - slope * mean v. Use these centred sums as written: the
+ * expanded form (n sum(v u) - sum v sum u) / (n sum(v^2) - (sum v)^2) loses
+ * every digit when the logs are close, and can divide by 0 where the centred
+ * one does not.
  *
  * Errors: throw a RangeError whose message names the argument (for a bad
  * value, with its index and the value, e.g. `y[2] must be positive: y[2]=0`)

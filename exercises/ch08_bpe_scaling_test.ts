@@ -1277,7 +1277,7 @@ graded("8.4 fitPowerLaw: NaN, Infinity, zero and negative values, empty and uneq
     rtol: 1e-9,
     hint: "two points with different x define a line: fit it (the minimum is 2 points, not 3)",
   });
-  // All x equal in value, whatever rounding does to sum((v - mean v)^2): compare the values themselves.
+  // All x equal in value, whatever rounding does to sum((v - mean v)^2): compare the logs themselves.
   const rng = new Rng(8404);
   for (const n of [2, 3, 5, 7, 11]) {
     for (const value of [1.1, 0.3, 7, 1e-3 * (1 + rng.next()), 10 ** (6 * rng.next())]) {
@@ -1286,8 +1286,225 @@ graded("8.4 fitPowerLaw: NaN, Infinity, zero and negative values, empty and uneq
         what: `fitPowerLaw(${n} copies of x = ${value}, [${y.map((t) => t.toFixed(3))}])`,
         mentions: ["x"],
         hint: "rounding can leave sum((v - mean v)^2) a hair above 0 for equal x (seven copies of 1.1): test " +
-          "whether all x are equal (x.every((t) => t === x[0])), not whether that sum is exactly 0",
+          "whether all ln x are equal (v.every((t) => t === v[0])), not whether that sum is exactly 0",
       });
     }
   }
+});
+
+/** Why points are valid, for an error thrown on them. */
+const VALID_FIT = "these points are valid: every x and y is a positive finite number (5e-324 and 1.8e308 included: " +
+  "test t > 0 && Number.isFinite(t), no threshold) and not all ln x are equal (compare the logs exactly, no " +
+  "tolerance), so fit them";
+
+/** Positive finite numbers: of any size (5e-324 to 1.8e308, evenly over the exponent), or everyday ones. */
+const POSITIVE: fc.Arbitrary<number> = fc.oneof(arb.magnitude(), arb.magnitude({ min: 0.5, max: 1e9 }));
+
+/** The least-squares line through (ln x, ln y), from the formulas, and the numbers its rounding depends on. */
+function logLine(x: number[], y: number[]) {
+  const n = x.length, v = x.map(Math.log), u = y.map(Math.log);
+  let mv = 0, mu = 0, svv = 0, svu = 0;
+  for (let i = 0; i < n; i++) [mv, mu] = [mv + v[i] / n, mu + u[i] / n];
+  for (let i = 0; i < n; i++) [svv, svu] = [svv + (v[i] - mv) ** 2, svu + (v[i] - mv) * (u[i] - mu)];
+  const slope = svu / svv, intercept = mu - slope * mv;
+  const spread = (t: number[]) => t.reduce((m, s) => Math.max(m, s), -Infinity) - t.reduce((m, s) => Math.min(m, s));
+  const top = v.reduce((m, s) => Math.max(m, Math.abs(s)), 0);
+  // What rounding may move the slope by in any correct order of the sums: the means of ln x (up to 745 in size) are
+  // rounded, and every v - mean v with them, relative to the spread of ln x.
+  const slopeError = (16 * n * Number.EPSILON * (1 + top) * (1 + spread(u))) / spread(v) ** 2;
+  const interceptError = (1 + top) * slopeError + 16 * Number.EPSILON * (Math.abs(mu) + Math.abs(slope * mv));
+  return { slope, intercept, spreadV: spread(v), slopeError, interceptError };
+}
+
+/**
+ * Points (x, y) of every size the doc allows: 2 to 8 of them, x and y positive finite numbers from 5e-324 to
+ * 1.8e308 or everyday ones, y either independent of x or a noisy power law of it (kept within the doubles); cases
+ * whose ln x spread over at least 0.5 (closer x are the next test's) and whose scale is a normal double (1e-300 to
+ * 1e300), so that it is compared relatively.
+ */
+const FIT_CASES: fc.Arbitrary<[number[], number[]]> = fc.integer({ min: 2, max: 8 }).chain((n) =>
+  fc.tuple(
+    fc.array(POSITIVE, { minLength: n, maxLength: n }),
+    fc.oneof(
+      fc.array(POSITIVE, { minLength: n, maxLength: n }),
+      fc.tuple(
+        fc.double({ min: -3, max: 3, noNaN: true }),
+        fc.double({ min: -700, max: 700, noNaN: true }),
+        fc.array(fc.double({ min: -0.3, max: 0.3, noNaN: true }), { minLength: n, maxLength: n }),
+      ),
+    ),
+  ).map(([x, law]) => {
+    if (!Array.isArray(law[2])) return [x, law as number[]] as [number[], number[]];
+    const [alpha, lnScale, noise] = law as [number, number, number[]];
+    const y = x.map((t, i) => Math.exp(Math.min(709, Math.max(-744, lnScale - alpha * Math.log(t) + noise[i]))));
+    return [x, y] as [number[], number[]];
+  })
+).filter(([x, y]) => {
+  const line = logLine(x, y);
+  return line.spreadV >= 0.5 && Math.abs(line.intercept) <= 690;
+});
+
+/** The student's fit of valid points; an error it throws fails the check, saying that the points were valid. */
+function fitValid(x: number[], y: number[], hint: string): { alpha?: number; scale?: number } {
+  try {
+    return fitPowerLaw(x, y);
+  } catch (err) {
+    if (!(err instanceof Error) || err.name === "NotImplementedError") throw err;
+    expectEqual(`${err.name}: ${err.message}`, "no error", { what: "the error fitPowerLaw(x, y) threw", hint });
+    throw err;
+  }
+}
+
+graded("8.4 fitPowerLaw: any positive x and y, however small or large, against a from-scratch fit", () => {
+  forAll(FIT_CASES, ([x, y]) => {
+    const [xc, yc] = [[...x], [...y]];
+    const got = fitValid(x, y, VALID_FIT), line = logLine(x, y);
+    const [alpha, scale] = refFit(x, y);
+    const mistakes = fitMistakes(x, y);
+    expectClose(got?.alpha, alpha, {
+      what: "alpha of fitPowerLaw(x, y)",
+      atol: 1e-9 + line.slopeError,
+      rtol: 1e-7,
+      hint: "every positive finite x and y is valid, 5e-324 and 1.8e308 included (no threshold): v = ln x, u = ln y, " +
+        "slope = sum((v - mean v)(u - mean u)) / sum((v - mean v)^2), alpha = -slope",
+      mistakes: mistakes.map((m) => ({ value: (m.value as number[])[0], hint: m.hint })),
+    });
+    expectClose(got?.scale, scale, {
+      what: "scale of fitPowerLaw(x, y)",
+      atol: 0,
+      rtol: 1e-7 + line.interceptError,
+      hint: "scale = exp(mean u - slope * mean v), with natural logs",
+      mistakes: mistakes.map((m) => ({ value: (m.value as number[])[1], hint: m.hint })),
+    });
+    expectEqual([x, y], [xc, yc], {
+      what: "x and y after fitPowerLaw(x, y)",
+      hint: "leave the caller's arrays unchanged (sort a copy if you need one)",
+    });
+  }, {
+    runs: 200,
+    examples: [[[Number.MIN_VALUE, 1, Number.MAX_VALUE], [Number.MAX_VALUE, 1e-300, 1]], [[1e-300, 1e300], [2, 3]]],
+    show: ([x, y]) => ({ x, y }),
+  });
+});
+
+/**
+ * x of 2 to 7 values a few doubles apart around one value of any size (all equal now and then), and y of the same
+ * length: near 1 their logs differ, from about 1e5 up (and in the subnormals' other end) they round alike.
+ */
+const NEAR_TIES: fc.Arbitrary<[number[], number[]]> = fc.tuple(
+  fc.oneof(POSITIVE, fc.constantFrom(1, 1.5, 3, 10, 1e5, 1e300, Number.MIN_VALUE, Number.MAX_VALUE)),
+  fc.oneof(
+    fc.array(fc.integer({ min: -3, max: 3 }), { minLength: 2, maxLength: 7 }),
+    fc.integer({ min: 2, max: 7 }).map((n) => new Array<number>(n).fill(0)),
+  ),
+  fc.array(POSITIVE, { minLength: 7, maxLength: 7 }),
+).map(([a, steps, ys]) => {
+  const x = steps.map((k) => {
+    const t = arb.ulpStep(a, k);
+    return t > 0 && Number.isFinite(t) ? t : a;
+  });
+  return [x, ys.slice(0, x.length)] as [number[], number[]];
+});
+
+graded(
+  "8.4 fitPowerLaw: x whose logs are all equal is a RangeError; x whose logs differ, by one bit even, is fitted",
+  () => {
+    forAll(NEAR_TIES, ([x, y]) => {
+      const v = x.map(Math.log);
+      if (v.every((t) => t === v[0])) {
+        expectThrows(() => fitPowerLaw(x, y), RangeError, {
+          what: "fitPowerLaw(x, y) with all ln x equal",
+          mentions: ["x"],
+          hint:
+            "when all ln x are equal no line is defined (the slope is 0 / 0): equal x, or distinct x so close their " +
+            "logs round alike (1e300 and the next double); test v.every((t) => t === v[0]) on v = ln x",
+        });
+        return;
+      }
+      const got = fitValid(x, y, VALID_FIT), line = logLine(x, y);
+      expectClose(got?.alpha, -line.slope, {
+        what: "alpha of fitPowerLaw(x, y) for x whose logs differ in their last bits",
+        atol: 1e-9 + line.slopeError,
+        rtol: 1e-7,
+        hint: "x whose logs differ, by one bit even, define a line: no tolerance when telling whether all x are " +
+          "equal (compare the logs exactly), and the centred sums of the doc keep the slope finite",
+      });
+      expectEqual(Number.isNaN(got?.scale), false, {
+        what: "whether the scale of fitPowerLaw(x, y) is NaN, for x whose logs differ in their last bits",
+        hint: "scale = exp(mean u - slope * mean v) is never NaN when the slope is finite",
+      });
+    }, { runs: 200, show: ([x, y]) => ({ x, y }) });
+  },
+);
+
+/** One thing wrong with a call of fitPowerLaw, on otherwise valid points. */
+type FitFault =
+  | { kind: "length"; x: number[]; y: number[] }
+  | { kind: "size"; x: number[]; y: number[] }
+  | { kind: "value"; x: number[]; y: number[]; name: "x" | "y"; at: number; bad: number };
+
+/** Values an x or y must not be: 0 of both signs, negatives of any size, NaN and the infinities. */
+const NOT_POSITIVE = fc.constantFrom(
+  0,
+  -0,
+  -Number.MIN_VALUE,
+  -1e-300,
+  -3,
+  -Number.MAX_VALUE,
+  NaN,
+  Infinity,
+  -Infinity,
+);
+
+const FIT_FAULTS: fc.Arbitrary<FitFault> = fc.oneof(
+  // Lengths that differ, an empty one included (an empty y is not a missing y).
+  fc.tuple(fc.array(POSITIVE, { maxLength: 5 }), fc.array(POSITIVE, { maxLength: 5 }))
+    .filter(([x, y]) => x.length !== y.length)
+    .map(([x, y]): FitFault => ({ kind: "length", x, y })),
+  // No point or one.
+  fc.array(fc.tuple(POSITIVE, POSITIVE), { maxLength: 1 })
+    .map((p): FitFault => ({ kind: "size", x: p.map((q) => q[0]), y: p.map((q) => q[1]) })),
+  // One bad value anywhere, among points whose ln x are not all equal.
+  fc.integer({ min: 2, max: 6 }).chain((n) =>
+    fc.tuple(
+      fc.array(POSITIVE, { minLength: n, maxLength: n }).filter((x) => new Set(x.map(Math.log)).size > 1),
+      fc.array(POSITIVE, { minLength: n, maxLength: n }),
+      fc.constantFrom<"x" | "y">("x", "y"),
+      fc.nat(n - 1),
+      NOT_POSITIVE,
+    ).map(([x, y, name, at, bad]): FitFault => {
+      (name === "x" ? x : y)[at] = bad;
+      return { kind: "value", x, y, name, at, bad };
+    })
+  ),
+);
+
+graded("8.4 fitPowerLaw: any bad argument is a RangeError naming it, one fault at a time", () => {
+  forAll(FIT_FAULTS, (f) => {
+    const call = () => fitPowerLaw(f.x, f.y);
+    const what = `fitPowerLaw(x, y) with x.length=${f.x.length}, y.length=${f.y.length}`;
+    if (f.kind === "length") {
+      const both = f.x.length >= 2 && f.y.length >= 2;
+      expectThrows(call, RangeError, {
+        what,
+        mentions: both ? ["x", "y"] : [],
+        hint: "compare x.length with y.length before anything else (an empty y too: it is given, and shorter) and " +
+          "name both, e.g. `x and y must have the same length: x.length=2, y.length=0`",
+      });
+    } else if (f.kind === "size") {
+      expectThrows(call, RangeError, {
+        what,
+        mentions: ["x", f.x.length],
+        hint: "fewer than 2 points (none at all included) is a RangeError naming the number of points, e.g. " +
+          "`x needs at least 2 points: x.length=1`",
+      });
+    } else {
+      expectThrows(call, RangeError, {
+        what: `${what}, ${f.name}[${f.at}]=${Object.is(f.bad, -0) ? "-0" : f.bad}`,
+        mentions: Object.is(f.bad, -0) ? [f.name, f.at] : [f.name, f.at, f.bad],
+        hint: "check every value with Number.isFinite(t) && t > 0 and name the argument, the index and the value, " +
+          "e.g. `y[2] must be positive: y[2]=0`",
+      });
+    }
+  }, { runs: 200, examples: [{ kind: "length", x: [1, 2], y: [] }, { kind: "size", x: [], y: [] }] });
 });
