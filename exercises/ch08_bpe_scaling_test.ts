@@ -201,6 +201,10 @@ function mergePairMistakes(words: Map<string, number>, pair: [string, string]): 
 // Spec 8.1: for each word (symbols separated by single spaces) and each of its n - 1 neighbouring pairs (a, b),
 // add the word's frequency to key `${a} ${b}`; a pair repeated in a word counts every time; one-symbol words
 // add nothing; only occurring pairs appear; an empty corpus gives an empty map; a NEW map, the input unchanged.
+// Symbols hold any character but the space (a tab, a non-breaking space, combining accents) and are kept as
+// written (no case folding, no normalize()); frequencies are whole numbers >= 1 and the totals exact sums.
+// Property test: ANY_CORPUS (0 to 7 words of such symbols, case twins, frequencies past 2^31).
+// The rules, with the tests and a mutant of each: tests/mutants/ch08_bpe_scaling.json "rules".
 
 graded("8.1 countPairs: every pair of the toy corpus, weighted by word frequency", () => {
   const expected = new Map([
@@ -377,7 +381,9 @@ graded("8.1 countPairs: any corpus, against a from-scratch count", () => {
 // Spec 8.2: in each word, every occurrence of symbol pair[0] followed by symbol pair[1] becomes one symbol,
 // scanning left to right and continuing after a merge (no overlap); whole symbols only (regex specials, "$&" and
 // prefixes are plain symbols); frequencies kept, and added when two words become equal; a NEW map even when
-// nothing merges; the input unchanged.
+// nothing merges; the input unchanged; symbols as in 8.1; any word a key (constructor, __proto__).
+// Property test: MERGE_CASES (any corpus; a pair that occurs, case-flipped, cut elsewhere or anything).
+// The rules: tests/mutants/ch08_bpe_scaling.json "rules".
 
 graded("8.2 mergePair: merging (e, s) in the toy corpus", () => {
   const expected = new Map([
@@ -600,7 +606,9 @@ graded("8.2 mergePair: any corpus and pair, against a from-scratch merge", () =>
 // EARLIEST in `merges` (a repeated merge counts at its first index), merge all its occurrences left to right
 // (8.2), until no neighbouring pair is in `merges`; pairs are matched as two whole symbols, so symbols that
 // contain spaces or are prefixes of one another never collide; the empty word gives []; `merges` is left
-// unchanged.
+// unchanged. Code points, not grapheme clusters (a combining accent, a flag's half is a symbol); no normalize();
+// symbols compared as written. Property test: ENCODE_CASES (words from small alphabets aimed at each trap, merge
+// lists grown like learned ones). The rules: tests/mutants/ch08_bpe_scaling.json "rules".
 
 graded("8.3 encodeWord: applies the merges until none is left", () => {
   const merges: [string, string][] = [["l", "o"], ["lo", "w"], ["e", "r"]];
@@ -1072,7 +1080,10 @@ graded("8.3 encodeWord: any word and merge list, against a from-scratch encoder"
 // (negative when y rises), scale = exp(intercept); any n >= 2 and any spread of x over orders of magnitude;
 // RangeErrors: different lengths (naming the lengths), fewer than 2 points (empty included), an x or y that is
 // not a positive finite number (0, negative, NaN, +-Infinity; naming the argument with its index and the
-// value), all x equal; x and y left unchanged.
+// value), all ln x equal (equal x, or distinct x whose logs round alike); every other positive finite input is
+// fitted (5e-324 to 1.8e308; logs differing in the last bit); x and y left unchanged.
+// Property tests: FIT_CASES (any sizes), NEAR_TIES (x a few doubles apart), FIT_FAULTS (one fault at a time).
+// The rules: tests/mutants/ch08_bpe_scaling.json "rules".
 
 graded("8.4 fitPowerLaw: recovers an exact power law", () => {
   const x = [1e3, 1e4, 1e5, 1e6];
