@@ -23,10 +23,16 @@ import { notImplemented } from "../lib/mod.ts";
  * Exercise 8.1: count adjacent symbol pairs over a corpus.
  *
  * `words` maps each distinct word, written as its symbols separated by single
- * spaces, to how many times it occurs in the corpus. Symbols never contain a
- * space, but can be longer than one character (`"lo w </w>"` has the three
- * symbols `lo`, `w` and `</w>`). Symbols are kept exactly as written: `T`
- * and `t` are different symbols (in 8.1, 8.2 and 8.3 alike).
+ * spaces, to how many times it occurs in the corpus (a whole number >= 1, of
+ * any size up to `Number.MAX_SAFE_INTEGER`; the totals stay below it too, so
+ * they are exact sums). A word has at least one symbol. Symbols are never
+ * empty and never contain a space (U+0020), but can be longer than one
+ * character (`"lo w </w>"` has the three symbols `lo`, `w` and `</w>`) and
+ * can hold any other character: a tab, a non-breaking space, an emoji, a
+ * combining accent, `.` or `,`. Symbols are kept exactly as written: `T` and
+ * `t` are different symbols, and so are `é` written as one code point and
+ * `e` followed by a combining accent (in 8.1, 8.2 and 8.3 alike: no case
+ * folding, no `normalize()`, no splitting on other whitespace).
  *
  * For every pair of neighbouring symbols `a`, `b` in a word, add the word's
  * frequency to the count of the pair, keyed `"a b"` (the two symbols with one
@@ -60,7 +66,10 @@ export function countPairs(words: Map<string, number>): Map<string, number> {
  * contains the pair) with the same frequencies. If two words become the same
  * after the merge, their frequencies add up. Symbols may contain characters
  * that are special in regular expressions or replacement strings (`.`, `*`,
- * `$&`): they are plain symbols.
+ * `$&`): they are plain symbols. A word is any such string, names that a
+ * plain object already has (`constructor`, `__proto__`) included: keep the
+ * counts in a Map, not in an object. The two symbols of `pair` follow the
+ * rules of 8.1's symbols (non-empty, no space) and need not occur anywhere.
  *
  * @param words word (symbols separated by spaces) -> frequency.
  * @param pair the two symbols to merge, e.g. `["e", "r"]`.
@@ -78,7 +87,10 @@ export function mergePair(
  * Exercise 8.3: encode one word with a learned merge list.
  *
  * Start from the word's characters (Unicode code points: `Array.from(word)`,
- * so an emoji is ONE symbol, not two UTF-16 halves). `merges` is in priority
+ * so an emoji is ONE symbol, not two UTF-16 halves; but an accent written as
+ * a combining mark, or a flag made of two regional indicators, is TWO
+ * symbols, code points and not what the eye sees as one letter: no
+ * `Intl.Segmenter`, no `normalize()`). `merges` is in priority
  * order: `merges[0]` was learned first and wins over every later merge. The
  * list may be as long as a real tokenizer's (GPT-4o has about 200,000
  * merges): compare ranks as numbers (`sort()` without a comparator compares
@@ -91,11 +103,13 @@ export function mergePair(
  * pair is in `merges`. This is how GPT-2's tokenizer encodes each word.
  *
  * A pair is two whole symbols: the word may contain spaces (GPT-2 keeps the
- * leading space), so a symbol may contain spaces too, and one symbol may be
- * a prefix of another. A lookup keyed by `${a} ${b}` or `a + b` lets
- * different pairs collide (`(" ", " l")` and `("  ", "l")`); compare both
- * symbols (e.g. a Map of Maps). A pair listed twice keeps the priority of
- * its first place. Leave `merges` unchanged.
+ * leading space) and any other character (`,`, `|`, a tab), so a symbol may
+ * contain them too, and one symbol may be a prefix of another. A lookup
+ * keyed by `${a} ${b}`, `${a},${b}` or `a + b` lets different pairs collide
+ * (`(" ", " l")` and `("  ", "l")`); compare both symbols (e.g. a Map of
+ * Maps). Each merge is a pair of non-empty strings; it may name symbols the
+ * word never has. A pair listed twice keeps the priority of its first place.
+ * Symbols are compared exactly as written (8.1). Leave `merges` unchanged.
  *
  * @param word the word to encode (may be empty).
  * @param merges pairs of symbols in priority order.
@@ -125,7 +139,10 @@ export interface PowerLaw {
  * and return `alpha = -slope` and `scale = exp(intercept)`.
  *
  * Least squares: slope = sum((v - mean v)(u - mean u)) / sum((v - mean v)^2),
- * intercept = mean u - slope * mean v.
+ * intercept = mean u - slope * mean v. Use these centred sums as written: the
+ * expanded form (n sum(v u) - sum v sum u) / (n sum(v^2) - (sum v)^2) loses
+ * every digit when the logs are close, and can divide by 0 where the centred
+ * one does not.
  *
  * Errors: throw a RangeError whose message names the argument (for a bad
  * value, with its index and the value, e.g. `y[2] must be positive: y[2]=0`)
@@ -134,11 +151,18 @@ export interface PowerLaw {
  * at all included; say so, naming the number of points, e.g. `x needs at
  * least 2 points: x.length=1`), when an x or y is not a positive finite
  * number (the log of 0 or of a negative number does not exist; NaN and
- * +-Infinity are rejected too), or when all x are equal (no line is defined:
- * the slope is 0 / 0). The wording is yours; the examples show one way.
- * Any number of points works, e.g. a Zipf fit over the 200,000 ranks of a
- * vocabulary (loop over them: `Math.min(...x)` overflows the call stack at
- * that length). Leave `x` and `y` unchanged.
+ * +-Infinity are rejected too), or when all `ln x` are equal (no line is
+ * defined: the slope is 0 / 0). That happens when all x are equal, and also
+ * when distinct x are so close that their logs round to the same number
+ * (`1e300` and the next double up): compare the logs exactly, `v[i] === v[0]`,
+ * not `sum((v - mean v)^2) === 0` (rounding can leave that a hair above 0 for
+ * seven copies of 1.1). The wording is yours; the examples show one way.
+ * Everything else is a valid input and gets its fit: any positive finite
+ * number, however small (`Number.MIN_VALUE`, 5e-324) or large
+ * (`Number.MAX_VALUE`), and x whose logs differ in the last bit only (no
+ * tolerance). Any number of points works, e.g. a Zipf fit over the 200,000
+ * ranks of a vocabulary (loop over them: `Math.min(...x)` overflows the call
+ * stack at that length). Leave `x` and `y` unchanged.
  *
  * @param x sizes, all positive, e.g. parameter counts.
  * @param y measurements, all positive, e.g. losses.

@@ -7,7 +7,7 @@
  * this file, never by calling a reference solution.
  * @module
  */
-import { expectClose, expectEqual, expectThrows, graded, Rng } from "../lib/mod.ts";
+import { arb, expectClose, expectEqual, expectThrows, fc, forAll, graded, Rng } from "../lib/mod.ts";
 import { countPairs, encodeWord, fitPowerLaw, mergePair } from "./ch08_bpe_scaling.ts";
 
 /** Sennrich et al.'s toy corpus: low x5, lower x2, newest x6, widest x3. */
@@ -41,25 +41,47 @@ function randomCorpus(rng: Rng, trial: number): Map<string, number> {
   return words;
 }
 
+/** How a symbol list is read from a word: right (split on " "), or a careless way that changes the symbols. */
+type SplitHow = "right" | "whitespace" | "nfc" | "lower";
+
+/** The symbols of a corpus word, read the right way or a careless one. */
+function splitWord(word: string, how: SplitHow | string = "right"): string[] {
+  if (how === "whitespace") return word.split(/\s+/);
+  if (how === "nfc") return word.normalize("NFC").split(" ");
+  return (how === "lower" ? word.toLowerCase() : word).split(" ");
+}
+
 /** Reference 8.1, and its common wrong versions. */
 function refCountPairs(
   words: Map<string, number>,
-  how: "right" | "unweighted" | "noLast" | "noFirst" | "oncePerWord" | "chars" | "noSpace" = "right",
+  how: SplitHow | "unweighted" | "noLast" | "noFirst" | "oncePerWord" | "chars" | "noSpace" | "int32" = "right",
 ): Map<string, number> {
   const out = new Map<string, number>();
   for (const [word, freq] of words) {
-    const s = how === "chars" ? Array.from(word.replaceAll(" ", "")) : word.split(" ");
+    const s = how === "chars" ? Array.from(word.replaceAll(" ", "")) : splitWord(word, how);
     const seen = new Set<string>();
     const last = how === "noLast" ? s.length - 2 : s.length - 1;
     for (let i = how === "noFirst" ? 1 : 0; i < last; i++) {
       const key = how === "noSpace" ? s[i] + s[i + 1] : s[i] + " " + s[i + 1];
       if (how === "oncePerWord" && seen.has(key)) continue;
       seen.add(key);
-      out.set(key, (out.get(key) ?? 0) + (how === "unweighted" ? 1 : freq));
+      const total = (out.get(key) ?? 0) + (how === "unweighted" ? 1 : freq);
+      out.set(key, how === "int32" ? total | 0 : total);
     }
   }
   return out;
 }
+
+/** The wrong versions that change what a symbol is, or how totals are kept (8.1 and 8.2 alike). */
+const SYMBOL_MISTAKES = {
+  whitespace: 'the words were split on any whitespace (split(/\\s+/)): split on " " only; a tab or a non-breaking ' +
+    "space belongs to its symbol",
+  nfc: "the text was normalised (normalize()): keep the symbols exactly as written; é as one code point and e " +
+    "plus a combining accent are different symbols",
+  lower: "the symbols were lower-cased: compare them exactly as written (T and t are different symbols)",
+  int32: "the totals were cut to 32-bit integers (| 0, or an Int32Array): add plain numbers; counts above " +
+    "2,147,483,647 are exact",
+} as const;
 
 function countPairsMistakes(words: Map<string, number>): { value: unknown; hint: string }[] {
   return [
@@ -84,11 +106,20 @@ function countPairsMistakes(words: Map<string, number>): { value: unknown; hint:
       value: refCountPairs(words, "noSpace"),
       hint: 'the keys have no space: key the pair as `${a} ${b}` ("a bc" and "ab c" are different pairs)',
     },
+    ...Object.entries(SYMBOL_MISTAKES).map(([how, hint]) => ({
+      value: () => refCountPairs(words, how as keyof typeof SYMBOL_MISTAKES),
+      hint,
+    })),
   ];
 }
 
 /** Merges the symbol list left to right (reference for 8.2 and 8.3), or a wrong version. */
-function mergeSymbols(s: string[], a: string, b: string, how: "right" | "first" | "rightToLeft" = "right"): string[] {
+function mergeSymbols(
+  s: string[],
+  a: string,
+  b: string,
+  how: "right" | "first" | "rightToLeft" | "lower" = "right",
+): string[] {
   if (how === "rightToLeft") {
     const out: string[] = [];
     for (let i = s.length - 1; i >= 0; i--) {
@@ -101,9 +132,11 @@ function mergeSymbols(s: string[], a: string, b: string, how: "right" | "first" 
   }
   const out: string[] = [];
   let done = false;
+  // "lower": compares the symbols lower-cased and glues the two found.
+  const same = (x: string, y: string) => (how === "lower" ? x.toLowerCase() === y.toLowerCase() : x === y);
   for (let i = 0; i < s.length; i++) {
-    if (!done && i + 1 < s.length && s[i] === a && s[i + 1] === b) {
-      out.push(a + b);
+    if (!done && i + 1 < s.length && same(s[i], a) && same(s[i + 1], b)) {
+      out.push(s[i] + s[i + 1]);
       i++;
       if (how === "first") done = true;
     } else out.push(s[i]);
@@ -115,16 +148,22 @@ function mergeSymbols(s: string[], a: string, b: string, how: "right" | "first" 
 function refMergePair(
   words: Map<string, number>,
   pair: [string, string],
-  how: "right" | "first" | "rightToLeft" | "overwrite" | "text" = "right",
+  how: SplitHow | "first" | "rightToLeft" | "overwrite" | "text" | "int32" | "object" = "right",
 ): Map<string, number> {
   const out = new Map<string, number>();
+  // The wrong version that keeps the counts in a plain object: `constructor` finds a function, `__proto__` is lost.
+  const object: Record<string, number> = {};
+  const [a, b] = how === "nfc" ? pair.map((p) => p.normalize("NFC")) : pair;
+  const merge = how === "first" || how === "rightToLeft" || how === "lower" ? how : "right";
   for (const [word, freq] of words) {
     const key = how === "text"
       ? word.replaceAll(`${pair[0]} ${pair[1]}`, pair[0] + pair[1])
-      : mergeSymbols(word.split(" "), pair[0], pair[1], how === "overwrite" ? "right" : how).join(" ");
-    out.set(key, how === "overwrite" ? freq : (out.get(key) ?? 0) + freq);
+      : mergeSymbols(splitWord(word, how === "lower" ? "right" : how), a, b, merge).join(" ");
+    if (how === "object") object[key] = (object[key] ?? 0) + freq;
+    const total = (out.get(key) ?? 0) + freq;
+    out.set(key, how === "overwrite" ? freq : how === "int32" ? total | 0 : total);
   }
-  return out;
+  return how === "object" ? new Map(Object.entries(object)) : out;
 }
 
 function mergePairMistakes(words: Map<string, number>, pair: [string, string]): { value: unknown; hint: string }[] {
@@ -145,6 +184,15 @@ function mergePairMistakes(words: Map<string, number>, pair: [string, string]): 
       value: refMergePair(words, pair, "text"),
       hint: 'the text was replaced (replaceAll): compare whole symbols after splitting on " "',
     },
+    ...Object.entries(SYMBOL_MISTAKES).map(([how, hint]) => ({
+      value: () => refMergePair(words, pair, how as keyof typeof SYMBOL_MISTAKES),
+      hint,
+    })),
+    {
+      value: () => refMergePair(words, pair, "object"),
+      hint: "the counts were kept in a plain object: a word such as constructor or __proto__ finds the object's own " +
+        "property there; use a Map",
+    },
   ];
 }
 
@@ -153,6 +201,10 @@ function mergePairMistakes(words: Map<string, number>, pair: [string, string]): 
 // Spec 8.1: for each word (symbols separated by single spaces) and each of its n - 1 neighbouring pairs (a, b),
 // add the word's frequency to key `${a} ${b}`; a pair repeated in a word counts every time; one-symbol words
 // add nothing; only occurring pairs appear; an empty corpus gives an empty map; a NEW map, the input unchanged.
+// Symbols hold any character but the space (a tab, a non-breaking space, combining accents) and are kept as
+// written (no case folding, no normalize()); frequencies are whole numbers >= 1 and the totals exact sums.
+// Property test: ANY_CORPUS (0 to 7 words of such symbols, case twins, frequencies past 2^31).
+// The rules, with the tests and a mutant of each: tests/mutants/ch08_bpe_scaling.json "rules".
 
 graded("8.1 countPairs: every pair of the toy corpus, weighted by word frequency", () => {
   const expected = new Map([
@@ -238,12 +290,100 @@ graded("8.1 countPairs: random corpora with prefix symbols match a from-scratch 
   });
 });
 
+/**
+ * Symbols for the property checks: a tiny alphabet with capitals (so symbols differ only in case or are prefixes of
+ * one another), regex and replacement specials, separators a lookup key might use, whitespace that is not a space (a
+ * tab, a non-breaking space), é written as one code point and as e plus a combining accent, an emoji, a flag, ß, and
+ * names a plain object already has (constructor, __proto__).
+ */
+const ANY_SYMBOL: fc.Arbitrary<string> = fc.oneof(
+  { arbitrary: fc.string({ unit: fc.constantFrom("a", "b", "A", "B"), minLength: 1, maxLength: 3 }), weight: 6 },
+  { arbitrary: fc.constantFrom(".", "*", "$&", "$", "a*", "b.", "(", "\\", ",", "|", "</w>", "Ġ"), weight: 2 },
+  {
+    arbitrary: fc.constantFrom(
+      "\t",
+      "a\tb",
+      "\u00a0",
+      "a\u00a0",
+      "\u00e9",
+      "e\u0301",
+      "E\u0301",
+      "🙂",
+      "🇫🇷",
+      "ß",
+      "SS",
+    ),
+    weight: 2,
+  },
+  { arbitrary: fc.constantFrom(...arb.TRAP_WORDS), weight: 1 },
+);
+
+/** A corpus word: 1 to 6 symbols joined by single spaces. */
+const ANY_WORD = fc.array(ANY_SYMBOL, { minLength: 1, maxLength: 6 }).map((s) => s.join(" "));
+
+/**
+ * Frequencies: whole numbers >= 1, mostly small, some past 2^31 (where `| 0` and Int32Array wrap) up to 2^45, so that
+ * every total of a corpus drawn here (at most 9 words of 5 pairs, a word's count at most 2^46) stays below 2^53 and
+ * is an exact sum.
+ */
+const FREQUENCY: fc.Arbitrary<number> = fc.oneof(
+  { arbitrary: fc.integer({ min: 1, max: 9 }), weight: 4 },
+  { arbitrary: fc.constantFrom(1, 2 ** 31 - 1, 2 ** 31, 2 ** 32 + 1, 2 ** 45), weight: 1 },
+  { arbitrary: fc.bigInt({ min: 1n, max: 2n ** 45n }).map(Number), weight: 1 },
+);
+
+/** Flips the case of the letters that `flips` marks ("a B" -> "A B"), so two words differ only in case. */
+function flipCase(text: string, flips: boolean[]): string {
+  return Array.from(
+    text,
+    (ch, i) => (flips[i % flips.length] ? ch === ch.toLowerCase() ? ch.toUpperCase() : ch.toLowerCase() : ch),
+  )
+    .join("");
+}
+
+/**
+ * Corpora of 0 to 6 distinct words (the empty corpus and one word included), and now and then a seventh that
+ * differs from the first only in case.
+ */
+const ANY_CORPUS: fc.Arbitrary<Map<string, number>> = fc.tuple(
+  fc.uniqueArray(fc.tuple(ANY_WORD, FREQUENCY), { selector: ([w]) => w, maxLength: 6 }),
+  fc.option(fc.tuple(fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }), FREQUENCY), { freq: 3 }),
+).map(([entries, twin]) => {
+  const words = new Map(entries);
+  if (twin && entries.length) words.set(flipCase(entries[0][0], twin[0]), twin[1]);
+  return words;
+});
+
+graded("8.1 countPairs: any corpus, against a from-scratch count", () => {
+  forAll(ANY_CORPUS, (words) => {
+    const before = [...words];
+    const got = countPairs(words);
+    expectEqual(got, refCountPairs(words), {
+      what: "countPairs(words)",
+      hint: "for every neighbouring pair (a, b) of every word, add the word's frequency to the key `${a} ${b}`; the " +
+        'symbols are the pieces between single spaces, kept exactly as written (split(" "), no case folding, no ' +
+        "normalize()), and the totals are plain sums",
+      mistakes: countPairsMistakes(words),
+    });
+    expectEqual([...words], before, {
+      what: "the corpus after countPairs(words)",
+      hint: "leave the input Map unchanged",
+    });
+    expectEqual(got === words, false, {
+      what: "whether countPairs(words) returned its input object",
+      hint: "always return a new Map, even for an empty corpus",
+    });
+  }, { runs: 150, examples: [new Map(), new Map([["a", 1]]), new Map([["T h e", 2 ** 31], ["t h e", 2 ** 31]])] });
+});
+
 // ------------------------------------------------------------- 8.2 mergePair
 
 // Spec 8.2: in each word, every occurrence of symbol pair[0] followed by symbol pair[1] becomes one symbol,
 // scanning left to right and continuing after a merge (no overlap); whole symbols only (regex specials, "$&" and
 // prefixes are plain symbols); frequencies kept, and added when two words become equal; a NEW map even when
-// nothing merges; the input unchanged.
+// nothing merges; the input unchanged; symbols as in 8.1; any word a key (constructor, __proto__).
+// Property test: MERGE_CASES (any corpus; a pair that occurs, case-flipped, cut elsewhere or anything).
+// The rules: tests/mutants/ch08_bpe_scaling.json "rules".
 
 graded("8.2 mergePair: merging (e, s) in the toy corpus", () => {
   const expected = new Map([
@@ -385,13 +525,90 @@ graded("8.2 mergePair: symbols with regex specials or sharing text, and a pair t
   });
 });
 
+/** Splits a symbol of 2 or more code points in two at the `cut`-th place: ("abc", 0) -> ["a", "bc"]. */
+function cutSymbol(symbol: string, cut: number): [string, string] | null {
+  const cps = Array.from(symbol);
+  if (cps.length < 2) return null;
+  const at = 1 + (cut % (cps.length - 1));
+  return [cps.slice(0, at).join(""), cps.slice(at).join("")];
+}
+
+/** A corpus and the pair to merge in it. */
+type MergeCase = [Map<string, number>, [string, string]];
+
+/**
+ * A corpus and a pair to merge: mostly a pair that occurs, sometimes one with a letter's case flipped, the glued text
+ * of a pair cut elsewhere ("a", "bc" where "ab c" occurs), or any two symbols; now and then with words added that
+ * the merge turns into a word already there, or into a name a plain object has (constructor, __proto__).
+ */
+const MERGE_CASES: fc.Arbitrary<MergeCase> = fc.tuple(
+  ANY_CORPUS,
+  fc.constantFrom("occurs", "occurs", "occurs", "case", "cut", "any"),
+  fc.nat(),
+  fc.tuple(ANY_SYMBOL, ANY_SYMBOL),
+  fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }),
+  fc.option(fc.tuple(fc.constantFrom("merged", "trap"), fc.nat(), FREQUENCY), { freq: 3 }),
+).map(([corpus, kind, k, any, flips, extra]) => {
+  const words = new Map(corpus); // a copy: fast-check may hand the same corpus to several cases
+  const present = [...refCountPairs(words).keys()].map((key) => key.split(" ") as [string, string]);
+  let pair: [string, string] = any;
+  if (kind !== "any" && present.length) {
+    const chosen = present[k % present.length];
+    pair = kind === "case"
+      ? [flipCase(chosen[0], flips), chosen[1]]
+      : kind === "cut"
+      ? cutSymbol(chosen[0] + chosen[1], k + Array.from(chosen[0]).length) ?? chosen
+      : chosen;
+  }
+  if (extra) {
+    const [what, i, freq] = extra;
+    const trap = arb.TRAP_WORDS[i % arb.TRAP_WORDS.length];
+    const glued = what === "trap" ? cutSymbol(trap, i) ?? pair : pair;
+    if (what === "trap") pair = glued;
+    words.set(glued[0] + glued[1], (words.get(glued[0] + glued[1]) ?? 0) + freq);
+    words.set(`${glued[0]} ${glued[1]}`, (words.get(`${glued[0]} ${glued[1]}`) ?? 0) + freq);
+  }
+  return [words, pair] as MergeCase;
+});
+
+graded("8.2 mergePair: any corpus and pair, against a from-scratch merge", () => {
+  forAll(MERGE_CASES, ([words, pair]) => {
+    const before = [...words];
+    const got = mergePair(words, pair);
+    expectEqual(got, refMergePair(words, pair), {
+      what: `mergePair(words, ${JSON.stringify(pair)})`,
+      hint: 'split each word on " " only, merge every (pair[0], pair[1]) left to right comparing the symbols exactly ' +
+        '(case and all, no normalize()), join with " ", and add the frequencies of words that become equal, in a Map',
+      mistakes: mergePairMistakes(words, pair),
+    });
+    expectEqual([...words], before, {
+      what: `the corpus after mergePair(words, ${JSON.stringify(pair)})`,
+      hint: "leave the input Map unchanged: build a new one",
+    });
+    expectEqual(got === words, false, {
+      what: `whether mergePair(words, ${JSON.stringify(pair)}) returned its input object`,
+      hint: "return a new Map, even when no word contains the pair",
+    });
+  }, {
+    runs: 150,
+    examples: [
+      [new Map(), ["a", "b"]],
+      [new Map([["constr uctor", 2], ["__pro to__", 3], ["toString", 1]]), ["constr", "uctor"]],
+      [new Map([["a b", 2 ** 31], ["ab", 2 ** 31]]), ["a", "b"]],
+    ] as MergeCase[],
+    show: ([words, pair]) => ({ words, pair }),
+  });
+});
+
 // ----------------------------------------------------------- 8.3 encodeWord
 
 // Spec 8.3: start from the word's code points; repeatedly pick, among the neighbouring pairs present, the one
 // EARLIEST in `merges` (a repeated merge counts at its first index), merge all its occurrences left to right
 // (8.2), until no neighbouring pair is in `merges`; pairs are matched as two whole symbols, so symbols that
 // contain spaces or are prefixes of one another never collide; the empty word gives []; `merges` is left
-// unchanged.
+// unchanged. Code points, not grapheme clusters (a combining accent, a flag's half is a symbol); no normalize();
+// symbols compared as written. Property test: ENCODE_CASES (words from small alphabets aimed at each trap, merge
+// lists grown like learned ones). The rules: tests/mutants/ch08_bpe_scaling.json "rules".
 
 graded("8.3 encodeWord: applies the merges until none is left", () => {
   const merges: [string, string][] = [["l", "o"], ["lo", "w"], ["e", "r"]];
@@ -461,16 +678,30 @@ type EncodeHow =
   | "utf16"
   | "stringRanks"
   | "lastDuplicate"
-  | "concatKey";
+  | "concatKey"
+  | "commaKey"
+  | "graphemes"
+  | "nfc";
+
+/** The lookup keys of the wrong versions that key a pair by one string. */
+const PAIR_KEYS: Partial<Record<EncodeHow, (a: string, b: string) => string>> = {
+  concatKey: (a, b) => a + b,
+  commaKey: (a, b) => `${a},${b}`,
+};
 
 /** Reference 8.3 (a linear search for each pair's rank), and its common wrong versions. */
 function refEncode(word: string, merges: [string, string][], how: EncodeHow = "right"): string[] {
-  let s = how === "utf16" ? word.split("") : Array.from(word);
+  let s = how === "utf16"
+    ? word.split("")
+    : how === "graphemes"
+    ? Array.from(new Intl.Segmenter().segment(word), (g) => g.segment)
+    : Array.from(how === "nfc" ? word.normalize("NFC") : word);
+  const key = PAIR_KEYS[how];
   const rank = (a: string, b: string) =>
     how === "lastDuplicate"
       ? merges.findLastIndex((m) => m[0] === a && m[1] === b)
-      : how === "concatKey"
-      ? merges.findIndex((m) => m[0] + m[1] === a + b)
+      : key
+      ? merges.findIndex((m) => key(m[0], m[1]) === key(a, b))
       : merges.findIndex((m) => m[0] === a && m[1] === b);
   if (how === "sequential") {
     for (const [a, b] of merges) s = mergeSymbols(s, a, b);
@@ -494,11 +725,11 @@ function refEncode(word: string, merges: [string, string][], how: EncodeHow = "r
     }
     if (best < 0) return s;
     const [a, b] = merges[best];
-    if (how === "concatKey") {
-      // Every neighbouring pair whose text is a + b merges, whatever its two symbols are.
+    if (key) {
+      // Every neighbouring pair with the key of (a, b) merges, whatever its two symbols are.
       const out: string[] = [];
       for (let i = 0; i < s.length;) {
-        if (i + 1 < s.length && s[i] + s[i + 1] === a + b) [out[out.length], i] = [a + b, i + 2];
+        if (i + 1 < s.length && key(s[i], s[i + 1]) === key(a, b)) [out[out.length], i] = [s[i] + s[i + 1], i + 2];
         else [out[out.length], i] = [s[i], i + 1];
       }
       s = out;
@@ -543,6 +774,21 @@ function encodeMistakes(word: string, merges: [string, string][]): { value: unkn
     {
       value: () => refEncode(word, merges, "concatKey"),
       hint: "pairs were looked up by a + b, so (a, bc) was taken for (ab, c): compare both symbols",
+    },
+    {
+      value: () => refEncode(word, merges, "commaKey"),
+      hint: 'pairs were looked up by the key `${a},${b}`, so (a, ",b") was taken for ("a,", b): symbols may ' +
+        "contain a comma; compare both symbols (a Map of Maps)",
+    },
+    {
+      value: () => refEncode(word, merges, "graphemes"),
+      hint: "the word was split into what the eye sees as characters (Intl.Segmenter): start from its code points, " +
+        "Array.from(word), where a combining accent and each half of a flag are symbols of their own",
+    },
+    {
+      value: () => refEncode(word, merges, "nfc"),
+      hint: "the word was normalised (normalize()): start from its code points as written, e plus a combining accent " +
+        "is two symbols",
     },
   ];
 }
@@ -727,13 +973,117 @@ graded("8.3 encodeWord: a merge can make a pair of an earlier merge; keys never 
   });
 });
 
+/**
+ * Code points for the property check of 8.3: a and its capital, the space (GPT-2 keeps it) and characters a lookup
+ * key might use as a separator (",", "|", a tab), e with a combining accent that may follow any letter, the two halves
+ * of the flag 🇫🇷, and an emoji outside the Basic Multilingual Plane.
+ */
+const CODE_POINTS = ["a", "b", "A", " ", ",", "|", "\t", "e", "\u0301", "🇫", "🇷", "🙂"];
+
+/** How a merge list is grown: join two symbols of the pool, repeat a merge, cut a symbol elsewhere, flip case. */
+type MergeStep = ["join" | "repeat" | "cut" | "case", number, number];
+
+/**
+ * A merge list grown like a learned one from the word's alphabet: joins of two symbols (whose result, up to four
+ * code points, joins later ones), repeats of an earlier merge, a symbol of the pool cut at another place (so two
+ * merges glue to the same text), a merge with a letter's case flipped; then some merges swapped, so a merge may come
+ * before the merges that make its parts.
+ */
+function growMerges(alphabet: string[], steps: MergeStep[], swaps: [number, number][]): [string, string][] {
+  const pool = [...alphabet];
+  const merges: [string, string][] = [];
+  for (const [kind, p, q] of steps) {
+    if (kind === "repeat" && merges.length) {
+      merges.push([...merges[p % merges.length]]);
+      continue;
+    }
+    if (kind === "case" && merges.length) {
+      const [a, b] = merges[p % merges.length];
+      merges.push(q % 2 ? [flipCase(a, [true]), b] : [a, flipCase(b, [true])]);
+      continue;
+    }
+    const long = pool.filter((t) => Array.from(t).length >= 2);
+    if (kind === "cut" && long.length) {
+      merges.push(cutSymbol(long[p % long.length], q)!);
+      continue;
+    }
+    const a = pool[p % pool.length], b = pool[q % pool.length];
+    merges.push([a, b]);
+    if (Array.from(a + b).length <= 4 && !pool.includes(a + b)) pool.push(a + b);
+  }
+  for (const [i, j] of swaps) {
+    if (merges.length) {
+      [merges[i % merges.length], merges[j % merges.length]] = [merges[j % merges.length], merges[i % merges.length]];
+    }
+  }
+  return merges;
+}
+
+/** A word and a merge list. */
+type EncodeCase = [string, [string, string][]];
+
+/**
+ * A word of 0 to 10 code points from an alphabet of 1 to 4 of {@link CODE_POINTS}, or of one aimed at a trap (so
+ * pairs repeat and merges interact), and a merge list of 0 to 14 entries grown from that alphabet.
+ */
+const ENCODE_CASES: fc.Arbitrary<EncodeCase> = fc.oneof(
+  fc.shuffledSubarray(CODE_POINTS, { minLength: 1, maxLength: 4 }),
+  // Alphabets aimed at one trap each: a separator inside symbols, case, a combining accent, a flag's halves.
+  fc.constantFrom<string[]>(
+    ["a", ","],
+    ["a", "b", ","],
+    ["a", "|"],
+    [" ", "a"],
+    ["a", "A", "b"],
+    ["e", "\u0301"],
+    ["🇫", "🇷"],
+  ),
+).chain((alphabet) =>
+  fc.tuple(
+    fc.array(fc.constantFrom(...alphabet), { maxLength: 10 }).map((cps) => cps.join("")),
+    fc.array(fc.tuple(fc.constantFrom("join", "join", "join", "repeat", "cut", "case"), fc.nat(), fc.nat()), {
+      maxLength: 14,
+    }),
+    fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 4 }),
+  ).map(([word, steps, swaps]) => [word, growMerges(alphabet, steps as MergeStep[], swaps)] as EncodeCase)
+);
+
+graded("8.3 encodeWord: any word and merge list, against a from-scratch encoder", () => {
+  forAll(ENCODE_CASES, ([word, merges]) => {
+    const copy = merges.map((m) => [...m]);
+    expectEqual(encodeWord(word, merges), refEncode(word, merges), {
+      what: `encodeWord(${JSON.stringify(word)}, merges)`,
+      hint: "start from the code points, Array.from(word); repeat: the neighbouring pair with the smallest index in " +
+        "merges, compared as two whole symbols exactly as written, merges everywhere left to right; stop when no " +
+        "neighbouring pair is in merges",
+      mistakes: encodeMistakes(word, merges),
+    });
+    expectEqual(merges, copy, {
+      what: `merges after encodeWord(${JSON.stringify(word)}, merges)`,
+      hint: "leave the merge list unchanged (no sort, reverse or splice on it)",
+    });
+  }, {
+    runs: 300,
+    examples: [
+      ["", []],
+      ["a", [["a", "a"]]],
+      ["a,b", [["a,", "b"], [",", "b"], ["a", ","]]],
+      ["e\u0301e", [["e\u0301", "e"]]],
+    ] as EncodeCase[],
+    show: ([word, merges]) => ({ word, merges }),
+  });
+});
+
 // ---------------------------------------------------------- 8.4 fitPowerLaw
 
 // Spec 8.4: natural logs v = ln x, u = ln y; ordinary least squares of u on v (centred sums); alpha = -slope
 // (negative when y rises), scale = exp(intercept); any n >= 2 and any spread of x over orders of magnitude;
 // RangeErrors: different lengths (naming the lengths), fewer than 2 points (empty included), an x or y that is
 // not a positive finite number (0, negative, NaN, +-Infinity; naming the argument with its index and the
-// value), all x equal; x and y left unchanged.
+// value), all ln x equal (equal x, or distinct x whose logs round alike); every other positive finite input is
+// fitted (5e-324 to 1.8e308; logs differing in the last bit); x and y left unchanged.
+// Property tests: FIT_CASES (any sizes), NEAR_TIES (x a few doubles apart), FIT_FAULTS (one fault at a time).
+// The rules: tests/mutants/ch08_bpe_scaling.json "rules".
 
 graded("8.4 fitPowerLaw: recovers an exact power law", () => {
   const x = [1e3, 1e4, 1e5, 1e6];
@@ -938,7 +1288,7 @@ graded("8.4 fitPowerLaw: NaN, Infinity, zero and negative values, empty and uneq
     rtol: 1e-9,
     hint: "two points with different x define a line: fit it (the minimum is 2 points, not 3)",
   });
-  // All x equal in value, whatever rounding does to sum((v - mean v)^2): compare the values themselves.
+  // All x equal in value, whatever rounding does to sum((v - mean v)^2): compare the logs themselves.
   const rng = new Rng(8404);
   for (const n of [2, 3, 5, 7, 11]) {
     for (const value of [1.1, 0.3, 7, 1e-3 * (1 + rng.next()), 10 ** (6 * rng.next())]) {
@@ -947,8 +1297,225 @@ graded("8.4 fitPowerLaw: NaN, Infinity, zero and negative values, empty and uneq
         what: `fitPowerLaw(${n} copies of x = ${value}, [${y.map((t) => t.toFixed(3))}])`,
         mentions: ["x"],
         hint: "rounding can leave sum((v - mean v)^2) a hair above 0 for equal x (seven copies of 1.1): test " +
-          "whether all x are equal (x.every((t) => t === x[0])), not whether that sum is exactly 0",
+          "whether all ln x are equal (v.every((t) => t === v[0])), not whether that sum is exactly 0",
       });
     }
   }
+});
+
+/** Why points are valid, for an error thrown on them. */
+const VALID_FIT = "these points are valid: every x and y is a positive finite number (5e-324 and 1.8e308 included: " +
+  "test t > 0 && Number.isFinite(t), no threshold) and not all ln x are equal (compare the logs exactly, no " +
+  "tolerance), so fit them";
+
+/** Positive finite numbers: of any size (5e-324 to 1.8e308, evenly over the exponent), or everyday ones. */
+const POSITIVE: fc.Arbitrary<number> = fc.oneof(arb.magnitude(), arb.magnitude({ min: 0.5, max: 1e9 }));
+
+/** The least-squares line through (ln x, ln y), from the formulas, and the numbers its rounding depends on. */
+function logLine(x: number[], y: number[]) {
+  const n = x.length, v = x.map(Math.log), u = y.map(Math.log);
+  let mv = 0, mu = 0, svv = 0, svu = 0;
+  for (let i = 0; i < n; i++) [mv, mu] = [mv + v[i] / n, mu + u[i] / n];
+  for (let i = 0; i < n; i++) [svv, svu] = [svv + (v[i] - mv) ** 2, svu + (v[i] - mv) * (u[i] - mu)];
+  const slope = svu / svv, intercept = mu - slope * mv;
+  const spread = (t: number[]) => t.reduce((m, s) => Math.max(m, s), -Infinity) - t.reduce((m, s) => Math.min(m, s));
+  const top = v.reduce((m, s) => Math.max(m, Math.abs(s)), 0);
+  // What rounding may move the slope by in any correct order of the sums: the means of ln x (up to 745 in size) are
+  // rounded, and every v - mean v with them, relative to the spread of ln x.
+  const slopeError = (16 * n * Number.EPSILON * (1 + top) * (1 + spread(u))) / spread(v) ** 2;
+  const interceptError = (1 + top) * slopeError + 16 * Number.EPSILON * (Math.abs(mu) + Math.abs(slope * mv));
+  return { slope, intercept, spreadV: spread(v), slopeError, interceptError };
+}
+
+/**
+ * Points (x, y) of every size the doc allows: 2 to 8 of them, x and y positive finite numbers from 5e-324 to
+ * 1.8e308 or everyday ones, y either independent of x or a noisy power law of it (kept within the doubles); cases
+ * whose ln x spread over at least 0.5 (closer x are the next test's) and whose scale is a normal double (1e-300 to
+ * 1e300), so that it is compared relatively.
+ */
+const FIT_CASES: fc.Arbitrary<[number[], number[]]> = fc.integer({ min: 2, max: 8 }).chain((n) =>
+  fc.tuple(
+    fc.array(POSITIVE, { minLength: n, maxLength: n }),
+    fc.oneof(
+      fc.array(POSITIVE, { minLength: n, maxLength: n }),
+      fc.tuple(
+        fc.double({ min: -3, max: 3, noNaN: true }),
+        fc.double({ min: -700, max: 700, noNaN: true }),
+        fc.array(fc.double({ min: -0.3, max: 0.3, noNaN: true }), { minLength: n, maxLength: n }),
+      ),
+    ),
+  ).map(([x, law]) => {
+    if (!Array.isArray(law[2])) return [x, law as number[]] as [number[], number[]];
+    const [alpha, lnScale, noise] = law as [number, number, number[]];
+    const y = x.map((t, i) => Math.exp(Math.min(709, Math.max(-744, lnScale - alpha * Math.log(t) + noise[i]))));
+    return [x, y] as [number[], number[]];
+  })
+).filter(([x, y]) => {
+  const line = logLine(x, y);
+  return line.spreadV >= 0.5 && Math.abs(line.intercept) <= 690;
+});
+
+/** The student's fit of valid points; an error it throws fails the check, saying that the points were valid. */
+function fitValid(x: number[], y: number[], hint: string): { alpha?: number; scale?: number } {
+  try {
+    return fitPowerLaw(x, y);
+  } catch (err) {
+    if (!(err instanceof Error) || err.name === "NotImplementedError") throw err;
+    expectEqual(`${err.name}: ${err.message}`, "no error", { what: "the error fitPowerLaw(x, y) threw", hint });
+    throw err;
+  }
+}
+
+graded("8.4 fitPowerLaw: any positive x and y, however small or large, against a from-scratch fit", () => {
+  forAll(FIT_CASES, ([x, y]) => {
+    const [xc, yc] = [[...x], [...y]];
+    const got = fitValid(x, y, VALID_FIT), line = logLine(x, y);
+    const [alpha, scale] = refFit(x, y);
+    const mistakes = fitMistakes(x, y);
+    expectClose(got?.alpha, alpha, {
+      what: "alpha of fitPowerLaw(x, y)",
+      atol: 1e-9 + line.slopeError,
+      rtol: 1e-7,
+      hint: "every positive finite x and y is valid, 5e-324 and 1.8e308 included (no threshold): v = ln x, u = ln y, " +
+        "slope = sum((v - mean v)(u - mean u)) / sum((v - mean v)^2), alpha = -slope",
+      mistakes: mistakes.map((m) => ({ value: (m.value as number[])[0], hint: m.hint })),
+    });
+    expectClose(got?.scale, scale, {
+      what: "scale of fitPowerLaw(x, y)",
+      atol: 0,
+      rtol: 1e-7 + line.interceptError,
+      hint: "scale = exp(mean u - slope * mean v), with natural logs",
+      mistakes: mistakes.map((m) => ({ value: (m.value as number[])[1], hint: m.hint })),
+    });
+    expectEqual([x, y], [xc, yc], {
+      what: "x and y after fitPowerLaw(x, y)",
+      hint: "leave the caller's arrays unchanged (sort a copy if you need one)",
+    });
+  }, {
+    runs: 200,
+    examples: [[[Number.MIN_VALUE, 1, Number.MAX_VALUE], [Number.MAX_VALUE, 1e-300, 1]], [[1e-300, 1e300], [2, 3]]],
+    show: ([x, y]) => ({ x, y }),
+  });
+});
+
+/**
+ * x of 2 to 7 values a few doubles apart around one value of any size (all equal now and then), and y of the same
+ * length: near 1 their logs differ, from about 1e5 up (and in the subnormals' other end) they round alike.
+ */
+const NEAR_TIES: fc.Arbitrary<[number[], number[]]> = fc.tuple(
+  fc.oneof(POSITIVE, fc.constantFrom(1, 1.5, 3, 10, 1e5, 1e300, Number.MIN_VALUE, Number.MAX_VALUE)),
+  fc.oneof(
+    fc.array(fc.integer({ min: -3, max: 3 }), { minLength: 2, maxLength: 7 }),
+    fc.integer({ min: 2, max: 7 }).map((n) => new Array<number>(n).fill(0)),
+  ),
+  fc.array(POSITIVE, { minLength: 7, maxLength: 7 }),
+).map(([a, steps, ys]) => {
+  const x = steps.map((k) => {
+    const t = arb.ulpStep(a, k);
+    return t > 0 && Number.isFinite(t) ? t : a;
+  });
+  return [x, ys.slice(0, x.length)] as [number[], number[]];
+});
+
+graded(
+  "8.4 fitPowerLaw: x whose logs are all equal is a RangeError; x whose logs differ, by one bit even, is fitted",
+  () => {
+    forAll(NEAR_TIES, ([x, y]) => {
+      const v = x.map(Math.log);
+      if (v.every((t) => t === v[0])) {
+        expectThrows(() => fitPowerLaw(x, y), RangeError, {
+          what: "fitPowerLaw(x, y) with all ln x equal",
+          mentions: ["x"],
+          hint:
+            "when all ln x are equal no line is defined (the slope is 0 / 0): equal x, or distinct x so close their " +
+            "logs round alike (1e300 and the next double); test v.every((t) => t === v[0]) on v = ln x",
+        });
+        return;
+      }
+      const got = fitValid(x, y, VALID_FIT), line = logLine(x, y);
+      expectClose(got?.alpha, -line.slope, {
+        what: "alpha of fitPowerLaw(x, y) for x whose logs differ in their last bits",
+        atol: 1e-9 + line.slopeError,
+        rtol: 1e-7,
+        hint: "x whose logs differ, by one bit even, define a line: no tolerance when telling whether all x are " +
+          "equal (compare the logs exactly), and the centred sums of the doc keep the slope finite",
+      });
+      expectEqual(Number.isNaN(got?.scale), false, {
+        what: "whether the scale of fitPowerLaw(x, y) is NaN, for x whose logs differ in their last bits",
+        hint: "scale = exp(mean u - slope * mean v) is never NaN when the slope is finite",
+      });
+    }, { runs: 200, show: ([x, y]) => ({ x, y }) });
+  },
+);
+
+/** One thing wrong with a call of fitPowerLaw, on otherwise valid points. */
+type FitFault =
+  | { kind: "length"; x: number[]; y: number[] }
+  | { kind: "size"; x: number[]; y: number[] }
+  | { kind: "value"; x: number[]; y: number[]; name: "x" | "y"; at: number; bad: number };
+
+/** Values an x or y must not be: 0 of both signs, negatives of any size, NaN and the infinities. */
+const NOT_POSITIVE = fc.constantFrom(
+  0,
+  -0,
+  -Number.MIN_VALUE,
+  -1e-300,
+  -3,
+  -Number.MAX_VALUE,
+  NaN,
+  Infinity,
+  -Infinity,
+);
+
+const FIT_FAULTS: fc.Arbitrary<FitFault> = fc.oneof(
+  // Lengths that differ, an empty one included (an empty y is not a missing y).
+  fc.tuple(fc.array(POSITIVE, { maxLength: 5 }), fc.array(POSITIVE, { maxLength: 5 }))
+    .filter(([x, y]) => x.length !== y.length)
+    .map(([x, y]): FitFault => ({ kind: "length", x, y })),
+  // No point or one.
+  fc.array(fc.tuple(POSITIVE, POSITIVE), { maxLength: 1 })
+    .map((p): FitFault => ({ kind: "size", x: p.map((q) => q[0]), y: p.map((q) => q[1]) })),
+  // One bad value anywhere, among points whose ln x are not all equal.
+  fc.integer({ min: 2, max: 6 }).chain((n) =>
+    fc.tuple(
+      fc.array(POSITIVE, { minLength: n, maxLength: n }).filter((x) => new Set(x.map(Math.log)).size > 1),
+      fc.array(POSITIVE, { minLength: n, maxLength: n }),
+      fc.constantFrom<"x" | "y">("x", "y"),
+      fc.nat(n - 1),
+      NOT_POSITIVE,
+    ).map(([x, y, name, at, bad]): FitFault => {
+      (name === "x" ? x : y)[at] = bad;
+      return { kind: "value", x, y, name, at, bad };
+    })
+  ),
+);
+
+graded("8.4 fitPowerLaw: any bad argument is a RangeError naming it, one fault at a time", () => {
+  forAll(FIT_FAULTS, (f) => {
+    const call = () => fitPowerLaw(f.x, f.y);
+    const what = `fitPowerLaw(x, y) with x.length=${f.x.length}, y.length=${f.y.length}`;
+    if (f.kind === "length") {
+      const both = f.x.length >= 2 && f.y.length >= 2;
+      expectThrows(call, RangeError, {
+        what,
+        mentions: both ? ["x", "y"] : [],
+        hint: "compare x.length with y.length before anything else (an empty y too: it is given, and shorter) and " +
+          "name both, e.g. `x and y must have the same length: x.length=2, y.length=0`",
+      });
+    } else if (f.kind === "size") {
+      expectThrows(call, RangeError, {
+        what,
+        mentions: ["x", f.x.length],
+        hint: "fewer than 2 points (none at all included) is a RangeError naming the number of points, e.g. " +
+          "`x needs at least 2 points: x.length=1`",
+      });
+    } else {
+      expectThrows(call, RangeError, {
+        what: `${what}, ${f.name}[${f.at}]=${Object.is(f.bad, -0) ? "-0" : f.bad}`,
+        mentions: Object.is(f.bad, -0) ? [f.name, f.at] : [f.name, f.at, f.bad],
+        hint: "check every value with Number.isFinite(t) && t > 0 and name the argument, the index and the value, " +
+          "e.g. `y[2] must be positive: y[2]=0`",
+      });
+    }
+  }, { runs: 200, examples: [{ kind: "length", x: [1, 2], y: [] }, { kind: "size", x: [], y: [] }] });
 });

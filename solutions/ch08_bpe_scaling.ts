@@ -5,7 +5,10 @@
  */
 
 /**
- * Exercise 8.1: count adjacent symbol pairs over a corpus.
+ * Exercise 8.1: count adjacent symbol pairs over a corpus. Symbols are the
+ * pieces between single spaces, kept exactly as written (case, accents and any
+ * other whitespace included); frequencies are whole numbers >= 1 whose totals
+ * stay exact.
  * @param words word (symbols separated by spaces) -> frequency.
  * @returns pair `"a b"` -> total count, weighted by word frequency.
  */
@@ -22,7 +25,8 @@ export function countPairs(words: Map<string, number>): Map<string, number> {
 }
 
 /**
- * Exercise 8.2: apply one merge to every word of the corpus.
+ * Exercise 8.2: apply one merge to every word of the corpus. Any word is a
+ * key, `constructor` and `__proto__` included (a Map, not an object).
  * @param words word (symbols separated by spaces) -> frequency.
  * @param pair the two symbols to merge.
  * @returns a new map: the corpus after the merge.
@@ -52,7 +56,9 @@ export function mergePair(
 }
 
 /**
- * Exercise 8.3: encode one word with a learned merge list.
+ * Exercise 8.3: encode one word with a learned merge list, starting from the
+ * word's code points (a combining accent or each half of a flag is a symbol of
+ * its own); pairs compared as two whole symbols, exactly as written.
  * @param word the word to encode.
  * @param merges pairs of symbols in priority order.
  * @returns the word's symbols after applying the merges.
@@ -98,7 +104,9 @@ export interface PowerLaw {
 }
 
 /**
- * Exercise 8.4: fit a power law by least squares in log-log space.
+ * Exercise 8.4: fit a power law by least squares in log-log space. A RangeError
+ * when all ln x are equal (equal x, or x so close their logs round alike);
+ * every other positive finite input, however small or large, is fitted.
  * @param x sizes, all positive.
  * @param y measurements, all positive.
  * @returns `{ alpha, scale }` with `y ~ scale * x^(-alpha)`.
@@ -123,8 +131,9 @@ export function fitPowerLaw(x: number[], y: number[]): PowerLaw {
     svv += (v[i] - mv) ** 2;
     svu += (v[i] - mv) * (u[i] - mu);
   }
-  // Compare the values, not svv: rounding can leave svv a hair above 0 for equal x (seven 1.1s).
-  if (x.every((t) => t === x[0])) throw new RangeError(`x must not all be equal: x=[${x.join(", ")}]`);
+  // Compare the logs, not svv: rounding can leave svv a hair above 0 for equal x (seven 1.1s); and distinct x
+  // whose logs round alike (1e300 and the next double) leave no line either.
+  if (v.every((t) => t === v[0])) throw new RangeError(`ln x must not all be equal: x=[${x.join(", ")}]`);
   const slope = svu / svv;
   const intercept = mu - slope * mv;
   return { alpha: -slope, scale: Math.exp(intercept) };

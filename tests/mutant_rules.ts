@@ -37,9 +37,7 @@ export interface Rule {
  * Chapters (mutant file stems) whose rule tables are still to be written: their exercises without rules are listed
  * in the report but do not fail the check. Remove a chapter when its table is complete.
  */
-export const RULES_PENDING: ReadonlySet<string> = new Set([
-  "ch08_bpe_scaling",
-]);
+export const RULES_PENDING: ReadonlySet<string> = new Set<string>();
 
 /** What {@link checkRuleTable} reads about one chapter. */
 export interface RuleTableInput {
