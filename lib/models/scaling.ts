@@ -68,7 +68,8 @@ function checkPositiveFinite(values: readonly number[], name: string, shift = 0)
  * @param options `offset`: an irreducible loss to subtract first.
  * @returns the fit: `alpha`, `scale`, `xc`, `r2`, `alphaStdErr`, `predict`.
  * @throws {RangeError} when the arrays differ in length, hold fewer than two
- * points, contain a non-positive or non-finite value, or all x are equal.
+ * points, contain a non-positive or non-finite value, or all x are equal (or
+ * so close that their logs are).
  *
  * @example
  * ```ts
@@ -111,8 +112,10 @@ export function fitPowerLaw(
     sxy += (lx[i] - mx) * (ly[i] - my);
     syy += (ly[i] - my) ** 2;
   }
-  if (sxx <= 1e-300 * n) {
-    throw new RangeError(`x must not all be equal for a fit: x=[${x.join(", ")}]`);
+  // The logs, not sxx: rounding leaves sxx a hair above 0 for equal x (seven 1.1s), and distinct x whose logs
+  // round alike (1e300 and the next double) leave no line either.
+  if (lx.every((t) => t === lx[0])) {
+    throw new RangeError(`x must not all be equal for a fit (their logs are): x=[${x.join(", ")}]`);
   }
   const slope = sxy / sxx;
   const intercept = my - slope * mx;

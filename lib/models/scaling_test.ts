@@ -52,6 +52,10 @@ Deno.test("fitPowerLaw: clear errors on bad data", () => {
   assertThrows(() => fitPowerLaw([1, 2], [1, NaN]), RangeError, "y[1] must be a finite number: y[1]=NaN");
   assertThrows(() => fitPowerLaw([1, Infinity], [1, 2]), RangeError, "x[1]=Infinity");
   assertThrows(() => fitPowerLaw([3, 3, 3], [1, 2, 3]), RangeError, "must not all be equal");
+  // Seven equal x whose mean log rounds off their log (sxx a hair above 0), and distinct x with equal logs.
+  assertThrows(() => fitPowerLaw(Array(7).fill(1.1), [1, 2, 3, 4, 5, 6, 7]), RangeError, "must not all be equal");
+  const next = 1e300 * (1 + Number.EPSILON);
+  assertThrows(() => fitPowerLaw([1e300, next], [1, 2]), RangeError, "must not all be equal");
   assertThrows(() => fitPowerLaw([1, 2], [2, 1.5], { offset: 1.5 }), RangeError, "y[1] must exceed offset");
   assertThrows(() => fitPowerLaw([1, 2], [2, 1.5], { offset: -1 }), RangeError, "offset=-1");
   assertThrows(() => fitPowerLaw([1, 2], [2, 1]).predict(0), RangeError, "x=0");
