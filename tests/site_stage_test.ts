@@ -3,7 +3,7 @@
  * that is only sound while no module they load changes process-wide state. This scans their whole local module
  * graph (`deno info --json`) for changes to the environment or the working directory.
  *
- * Run: deno test -A --import-map tests/offline_import_map.json tests/site_stage_test.ts
+ * Run: LMBOOK_OFFLINE=1 deno test -A --import-map tests/offline_import_map.json tests/site_stage_test.ts
  * @module
  */
 import { assert, assertEquals } from "@std/assert";
