@@ -68,8 +68,8 @@ export {
 // the time-major attention, the loss and lookup kernels) are internals: import them from
 // "./kernels/mod.ts", where every kernel is exported.
 export { gelu, repeatKVHeads, rmsNormFused, ropeRotate, swigluGate } from "./kernels/mod.ts";
-// Chapter 6: how matrix products run on webgpu (for benchmarks, and the browser tests of the product shader).
-export { setWebGpuMatMul, type WebGpuMatMul, webGpuRewrites } from "./kernels/mod.ts";
+// Chapter 6: how matrix products and the fused transformer ops run on webgpu (for benchmarks and tests).
+export { setWebGpuFusion, setWebGpuMatMul, webGpuFusion, type WebGpuMatMul, webGpuRewrites } from "./kernels/mod.ts";
 // Chapters 1, 6, 8, 9: corpora, vocabularies and tokenisers, and chapter 9's labelled task.
 export {
   type Bengio2003Brown,

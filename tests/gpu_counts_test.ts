@@ -4,13 +4,18 @@
  * update's constants made once per step rather than once per variable (each
  * is a buffer upload on a GPU backend). Runs on the cpu backend with the
  * tensor implementation of AdamW, the code path that webgpu takes; the
- * counter itself is checked to see reads and uploads.
+ * counter itself is checked to see reads and uploads. On webgpu (issue 52),
+ * the GPU dispatches of a training step with the fused shaders: at most 300
+ * for the baby config and 600 for the GPU config at batch 1 (a missing
+ * adapter skips that test, or fails it under LMBOOK_REQUIRE_WEBGPU=1).
  *
  * Run: deno test -A --import-map tests/offline_import_map.json tests/gpu_counts_test.ts
  */
 import { assert, assertEquals } from "@std/assert";
 import * as lm from "../lib/mod.ts";
 import { countBackend } from "../tools/gpu/gpu_counts.ts";
+import { GPU_CONFIGS } from "../tools/gpu/gpu.ts";
+import { probeWebGpu } from "../lib/core/backend.ts";
 const { tf } = lm;
 
 function tinyTrainer(options: Partial<lm.TrainerOptions> = {}) {
@@ -112,4 +117,71 @@ Deno.test("AdamW's tensor step runs at most 13 kernels per variable and uploads 
   );
   assert(counts.fromCpu <= 10, `what: tensors made from CPU values in one AdamW step: ${counts.fromCpu}`);
   assertEquals(counts.newTensors, 0, "what: tensors left by an AdamW step");
+});
+
+/** Whether a WebGPU adapter is here (CI sets LMBOOK_REQUIRE_WEBGPU=1: then a missing one fails). */
+async function webGpuHere(): Promise<boolean> {
+  if (await probeWebGpu()) return true;
+  if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
+  console.log("no WebGPU adapter: skipped");
+  return false;
+}
+
+/**
+ * The counts of the second training step on webgpu of a config of `deno task gpu`, set up as it sets it up
+ * (`gpuTrainer`), at a given context length (the dispatches do not depend on it: one shader per op at any size).
+ */
+async function webGpuStep(config: keyof typeof GPU_CONFIGS, o: { batchSize: number; blockSize?: number }) {
+  await lm.initBackend("webgpu");
+  const { vocab, train } = lm.mobyDickChars();
+  const { preset, dropout } = GPU_CONFIGS[config];
+  const tc = lm.transformerConfig(preset, {
+    vocabSize: vocab.size,
+    dropout,
+    ...(o.blockSize ? { blockSize: o.blockSize } : {}),
+  });
+  const model = new lm.TransformerLM(tc, { seed: 1 });
+  const data = lm.sequenceDataset(train, tc.blockSize);
+  const options = {
+    batchSize: o.batchSize,
+    maxSteps: 2,
+    lr: 1e-3,
+    weightDecay: 0.1,
+    gradClip: 1,
+    seed: 1,
+    progress: false,
+  };
+  const trainer = new lm.Trainer(model, data, options);
+  const verdict = await model.checkPaths(); // the guard compares the fused webgpu pass with gpt.ts (issue 49)
+  assertEquals([verdict.path, verdict.agrees], ["fast", true], verdict.reason);
+  const batch = data.batch(Array.from({ length: o.batchSize }, (_, i) => 97 * i)); // (B, T)
+  const step = () => tf.dispose(Object.values(trainer.step(batch)));
+  step(); // the first step makes the moments
+  const { counts } = await countBackend(step);
+  await tf.zeros([1]).data(); // the step has run
+  tf.dispose([batch.x, batch.y]);
+  trainer.dispose();
+  model.dispose();
+  await lm.initBackend("cpu", { probeWebGpu: false });
+  return { counts, blockSize: tc.blockSize };
+}
+
+Deno.test("webgpu: a baby-config step runs at most 300 dispatches, a GPU-config step at batch 1 at most 600", async () => {
+  if (!(await webGpuHere())) return;
+  // The baby config as deno task gpu trains it; the GPU config's 6 layers, 6 heads, 384 channels and dropout at a
+  // context of 32 rather than 256 (the same dispatches, eight times less work for the software adapter).
+  const baby = await webGpuStep("baby", { batchSize: GPU_CONFIGS.baby.batchSize });
+  const gpu = await webGpuStep("gpu", { batchSize: 1, blockSize: 32 });
+  // 1,546 and 2,323 before issue 52 (tfjs's kernels one by one); 119 and 171 with the fused shaders.
+  for (const [what, r, most] of [["baby config, batch 12", baby, 300], ["GPU config, batch 1", gpu, 600]] as const) {
+    const c = r.counts;
+    assert(
+      c.dispatches <= most,
+      `what: GPU dispatches in one training step of the ${what}: ${c.dispatches}, at most ${most}; ` +
+        `by op: ${JSON.stringify(c.byDispatch)}; hint: see deno task gpu --profile`,
+    );
+    assertEquals(c.syncReads + c.asyncReads, 0, `what: reads back to the CPU in a step of the ${what}`);
+    assertEquals(c.newTensors, 0, `what: tensors left by a step of the ${what}`);
+  }
+  console.log(`dispatches: baby ${baby.counts.dispatches}, gpu ${gpu.counts.dispatches} (T=${gpu.blockSize})`);
 });

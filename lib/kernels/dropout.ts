@@ -119,6 +119,39 @@ function maskValues(
   return values;
 }
 
+/**
+ * What a shader needs to draw the mask of {@link dropoutMask} itself
+ * (chapter 6): the seed's hash, the keep threshold and the kept units' scale.
+ * `lib/kernels/webgpu_*.ts` apply dropout inside their shaders with
+ * {@link DROPOUT_WGSL}, so no mask is stored.
+ * @param rate the fraction dropped, in [0, 1).
+ * @param seed an integer in [0, 2^32).
+ * @returns the three uniforms.
+ * @throws {RangeError} naming the argument when rate or seed is invalid.
+ */
+export function dropoutUniforms(rate: number, seed: number): { seedHash: number; threshold: number; scale: number } {
+  check([1], { rate, seed });
+  return { seedHash: mix((seed ^ 0x9e3779b9) >>> 0), threshold: Math.ceil(rate * 2 ** 24), scale: 1 / (1 - rate) };
+}
+
+/**
+ * WGSL of the mask's hash: `dropKeep(n, seedHash, threshold, scale)` is
+ * element n's value in the mask (0 or scale), as {@link dropoutMask} draws it.
+ */
+export const DROPOUT_WGSL = `
+fn lowbias32(x0 : u32) -> u32 {
+  var x = x0;
+  x = x ^ (x >> 16u);
+  x = x * 0x7feb352du;
+  x = x ^ (x >> 15u);
+  x = x * 0x846ca68bu;
+  x = x ^ (x >> 16u);
+  return x;
+}
+fn dropKeep(n : u32, seedHash : u32, threshold : u32, scale : f32) -> f32 {
+  return select(0.0, scale, (lowbias32(lowbias32(n) ^ seedHash) >> 8u) >= threshold);
+}`;
+
 /** The WebGPU program: one thread per element, the logical position from the output's. */
 class MaskProgram {
   variableNames: string[] = [];

@@ -65,6 +65,21 @@ export {
   setMatMulKernel,
 } from "./matmul.ts";
 export {
+  type AttentionHalfWeights,
+  fusedAttentionHalf,
+  type FusedDrop,
+  fusedEmbedding,
+  fusedHead,
+  fusedMlpHalf,
+  fusedNorm,
+  type MlpHalfWeights,
+  setWebGpuFusion,
+  type StreamShape,
+  webGpuFusion,
+} from "./webgpu_blocks.ts";
+export { copyOnGpu, gpuOutput, onRawDispatch, rawWebGpuCounts } from "./webgpu_raw.ts";
+export { adamWOnGpu, clipNormOnGpu, type FlatAdamWStep, flatOnGpu } from "./webgpu_adamw.ts";
+export {
   gemmHelps,
   installWebGpuMatMul,
   setWebGpuMatMul,

@@ -45,6 +45,7 @@ import {
   tiedHead,
 } from "../kernels/mod.ts";
 import { causalBias, type GPTWeights } from "./gpt.ts";
+import { fusedWebGpuApplies, fusedWebGpuRun } from "./gpt_fast_webgpu.ts";
 import type { ForwardOptions, ForwardResult, FullTransformerConfig } from "./transformer_config.ts";
 
 /**
@@ -177,6 +178,13 @@ export class FastForward {
       throw new RangeError(
         `targets must have the same shape as idx: targets.shape=[${targets.shape}], idx.shape=[${idx.shape}]`,
       );
+    }
+    if (fusedWebGpuApplies(c, options)) {
+      // On webgpu: the same pass as a few fused shaders a layer (gpt_fast_webgpu.ts).
+      const sinusoids = c.positions === "sinusoidal"
+        ? this.#constant(`sin:${T}:0`, () => sinusoidalPositions(T, c.nEmbd, { offset: 0 })) as tf.Tensor2D
+        : undefined; // (T, C)
+      return fusedWebGpuRun(c, w, { idx, targets, sinusoids }, options);
     }
     const C = c.nEmbd, nH = c.nHead, nKV = c.nKVHead, hs = C / nH, N = T * B;
     const training = options.training ?? false;

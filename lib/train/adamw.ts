@@ -7,7 +7,15 @@
  * @module
  */
 import * as tf from "../core/tf.ts";
-import { type AdamWStep, fusedAdamW, wasmSimdReady } from "../kernels/mod.ts";
+import {
+  adamWOnGpu,
+  type AdamWStep,
+  copyOnGpu,
+  flatOnGpu,
+  fusedAdamW,
+  gpuOutput,
+  wasmSimdReady,
+} from "../kernels/mod.ts";
 import { checkStep, type Optimizer, type OptimizerState } from "./optimizer.ts";
 
 /** Hyper-parameters of {@link AdamW}. */
@@ -103,6 +111,10 @@ export class AdamW implements Optimizer {
   #mSimd = new Map<string, tf.Tensor>();
   #vSimd = new Map<string, tf.Tensor>();
   #impl: "auto" | "tensor" | "js";
+  /** On webgpu: every variable's moments in two flat tensors, laid out as `names` (sizes `sizes`). */
+  #flat:
+    | { names: string[]; sizes: number[]; shapes: number[][]; m: tf.Tensor1D; v: tf.Tensor1D; decay: tf.Tensor1D }
+    | undefined;
 
   /**
    * Creates the optimiser; moments are made on the first step.
@@ -170,9 +182,22 @@ export class AdamW implements Optimizer {
     const t = this.step;
     const bc1 = 1 - this.beta1 ** t, bc2 = 1 - this.beta2 ** t;
     if (this.implementation === "js") {
+      this.#unflatten();
       this.#stepJs(variables, grads, lr, options.scale ? options.scale.dataSync()[0] : 1);
       return;
     }
+    const named = Object.keys(grads).filter((k) => variables[k]);
+    if (tf.getBackend() === "webgpu" && named.every((k) => grads[k].dtype === "float32")) {
+      // One dispatch for every variable (webgpu_adamw.ts): flat weights, gradients and moments.
+      const step = { beta1: this.beta1, beta2: this.beta2, lrwd: lr * this.weightDecay };
+      this.#stepFlat(variables, named.map((k) => [k, grads[k]]), {
+        ...step,
+        stepSize: (lr / bc1) * Math.sqrt(bc2),
+        epsHat: this.epsilon * Math.sqrt(bc2),
+      }, options.scale);
+      return;
+    }
+    this.#unflatten();
     tf.tidy(() => {
       // The step's constants as tensors made once, not once per variable (on a GPU
       // backend each number in an op is a buffer upload), and folded as in the js
@@ -212,6 +237,79 @@ export class AdamW implements Optimizer {
         p.assign(decayed.sub(update));
       }
     });
+  }
+
+  /** The step on webgpu: gradients and weights copied flat, one AdamW dispatch, the weights copied back. */
+  #stepFlat(
+    variables: Record<string, tf.Variable>,
+    grads: [string, tf.Tensor][],
+    step: { beta1: number; beta2: number; stepSize: number; epsHat: number; lrwd: number },
+    scale?: tf.Scalar,
+  ): void {
+    const names = grads.map(([k]) => k), sizes = names.map((k) => variables[k].size);
+    const f = this.#flatState(variables, names, sizes);
+    tf.tidy(() => {
+      const g = flatOnGpu(grads.map(([, t]) => t)); // (n)
+      const w = flatOnGpu(names.map((k) => variables[k])); // (n)
+      adamWOnGpu({ w, m: f.m, v: f.v, decay: f.decay }, { g, scale }, step);
+      let at = 0;
+      for (const k of names) {
+        const p = variables[k], next = gpuOutput(p.shape);
+        copyOnGpu({ t: w, at }, { t: next, at: 0 }, p.size);
+        p.assign(next);
+        at += p.size;
+      }
+    });
+  }
+
+  /** The flat moments for this layout: made from the per-variable ones (or zeros) when the layout is new. */
+  #flatState(variables: Record<string, tf.Variable>, names: string[], sizes: number[]) {
+    const f = this.#flat;
+    if (f && f.names.join("\0") === names.join("\0") && f.sizes.join() === sizes.join()) return f;
+    this.#unflatten();
+    const n = sizes.reduce((a, b) => a + b, 0);
+    const moments = (key: "m" | "v") =>
+      tf.keep(tf.tidy(() =>
+        tf.concat(names.map((k) => {
+          const js = (key === "m" ? this.#mJs : this.#vJs).get(k), t = (key === "m" ? this.#m : this.#v).get(k);
+          return js ? tf.tensor1d(js) : t ? tf.reshape(t, [-1]) : tf.zeros([variables[k].size]);
+        }))
+      )) as tf.Tensor1D; // (n)
+    const decay = new Float32Array(n);
+    let at = 0;
+    names.forEach((k, i) => {
+      if (this.weightDecay > 0 && this.#decay(k, variables[k])) decay.fill(1, at, at + sizes[i]);
+      at += sizes[i];
+    });
+    const shapes = names.map((k) => variables[k].shape);
+    this.#flat = { names, sizes, shapes, m: moments("m"), v: moments("v"), decay: tf.keep(tf.tensor1d(decay)) };
+    for (const k of names) {
+      for (const map of [this.#mJs, this.#vJs]) map.delete(k);
+      for (const map of [this.#m, this.#v]) {
+        map.get(k)?.dispose();
+        map.delete(k);
+      }
+    }
+    return this.#flat;
+  }
+
+  /**
+   * Moves the flat moments back to one tensor per variable (the tensor implementation's), on the device: for a
+   * save, another backend, or variables laid out anew.
+   */
+  #unflatten(): void {
+    const f = this.#flat;
+    if (!f) return;
+    this.#flat = undefined;
+    let at = 0;
+    f.names.forEach((k, i) => {
+      for (const [flat, map] of [[f.m, this.#m], [f.v, this.#v]] as const) {
+        map.get(k)?.dispose();
+        map.set(k, tf.tidy(() => tf.variable(tf.reshape(tf.slice(flat, at, f.sizes[i]), f.shapes[i]), false)));
+      }
+      at += f.sizes[i];
+    });
+    tf.dispose([f.m, f.v, f.decay]);
   }
 
   /** The same update as one plain loop per variable (the `"js"` implementation). */
@@ -304,6 +402,7 @@ export class AdamW implements Optimizer {
    * @returns the state; the caller disposes its tensors.
    */
   saveState(): OptimizerState {
+    this.#unflatten();
     const tensors: Record<string, tf.Tensor> = {};
     for (
       const [key, tensorMap, jsMap, simdMap] of [["m", this.#m, this.#mJs, this.#mSimd], [
@@ -351,6 +450,8 @@ export class AdamW implements Optimizer {
 
   /** Frees the moment estimates. */
   dispose(): void {
+    if (this.#flat) tf.dispose([this.#flat.m, this.#flat.v, this.#flat.decay]);
+    this.#flat = undefined;
     tf.dispose([...this.#mSimd.values(), ...this.#vSimd.values()]);
     this.#mSimd.clear();
     this.#vSimd.clear();

@@ -5,7 +5,7 @@
  * @module
  */
 import * as tf from "../core/tf.ts";
-import { fusedSumOfSquares, wasmSimdReady } from "../kernels/mod.ts";
+import { clipNormOnGpu, flatOnGpu, fusedSumOfSquares, wasmSimdReady } from "../kernels/mod.ts";
 
 /** A learning-rate schedule (chapter 3). */
 export interface ScheduleOptions {
@@ -105,6 +105,13 @@ export function clipScale(
 ): { scale: tf.Scalar; norm: tf.Scalar } {
   if (!(maxNorm > 0)) {
     throw new RangeError(`maxNorm must be positive: maxNorm=${maxNorm}`);
+  }
+  if (tf.getBackend() === "webgpu" && grads.length > 0 && grads.every((g) => g.dtype === "float32")) {
+    // On webgpu: the gradients copied flat and two dispatches (webgpu_adamw.ts).
+    const flat = flatOnGpu(grads); // (n)
+    const out = clipNormOnGpu(flat, maxNorm);
+    flat.dispose(); // its buffer is freed once the queued work has read it
+    return out;
   }
   if (wasmSimdReady() && grads.every((g) => g.dtype === "float32")) {
     // On wasm: one read of each gradient, summed in float64, instead of two tfjs kernels per gradient.

@@ -593,8 +593,11 @@ async function main(args: string[]) {
         say(
           `         per step: ${k.kernels} kernels, ${k.dispatches} GPU dispatches, ${k.syncReads} sync reads ` +
             `(${k.gpuSyncReads} of GPU buffers), ${k.asyncReads} async reads, ${k.fromCpu} tensors from CPU values ` +
-            `(${mib(k.fromCpuValues * 4)}; ${k.uploads} buffers uploaded), ${k.newTensors} tensors left`,
+            `(${mib(k.fromCpuValues * 4)}; ${k.uploads} buffers uploaded), ${k.newTensors} tensors left` +
+            (k.copies ? `, ${k.copies} GPU copies` : ""),
         );
+        const ops = Object.entries(k.byDispatch).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+        if (ops.length > 0) say(`         dispatches by op: ${ops.map(([op, n]) => `${op} ${n}`).join(", ")}`);
       }
     }
     const [a, b] = runs.filter((r) => !r.error);

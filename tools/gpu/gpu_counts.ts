@@ -9,6 +9,7 @@
  * @module
  */
 import * as lm from "../../lib/mod.ts";
+import { onRawDispatch, rawWebGpuCounts } from "../../lib/kernels/mod.ts";
 const { tf } = lm;
 
 /** What one piece of work asked of the backend. */
@@ -23,8 +24,10 @@ export interface BackendCounts {
   fromCpu: number;
   /** Values (4 bytes each) in those tensors. */
   fromCpuValues: number;
-  /** webgpu only: compute programs dispatched. */
+  /** webgpu only: compute shaders dispatched (tfjs's programs and the library's own). */
   dispatches: number;
+  /** webgpu only: GPU-to-GPU copies the library recorded (copy commands, no shader). */
+  copies: number;
   /** webgpu only: synchronous reads that had to fetch a GPU buffer. */
   gpuSyncReads: number;
   /** webgpu only: tensors whose CPU values were copied to a GPU buffer. */
@@ -33,6 +36,11 @@ export interface BackendCounts {
   newTensors: number;
   /** Kernel names and how often each ran. */
   byKernel: Record<string, number>;
+  /**
+   * webgpu only: dispatches by what dispatched them: `Kernel/Program` for tfjs's programs (the kernel that
+   * ran it, or `-` outside one), `lmbook:<shader>` for the library's own.
+   */
+  byDispatch: Record<string, number>;
 }
 
 // deno-lint-ignore no-explicit-any
@@ -55,10 +63,12 @@ export async function countBackend<T>(work: () => T | Promise<T>): Promise<{ cou
     fromCpu: 0,
     fromCpuValues: 0,
     dispatches: 0,
+    copies: 0,
     gpuSyncReads: 0,
     uploads: 0,
     newTensors: 0,
     byKernel: {},
+    byDispatch: {},
   };
   const restore: (() => void)[] = [];
   const wrap = (obj: Any, name: string, before: (...args: Any[]) => void) => {
@@ -74,12 +84,28 @@ export async function countBackend<T>(work: () => T | Promise<T>): Promise<{ cou
       else delete obj[name];
     });
   };
-  wrap(engine, "runKernelFunc", (p: Any) => {
-    if (p && typeof p.kernelName === "string") {
-      c.kernels++;
-      c.byKernel[p.kernelName] = (c.byKernel[p.kernelName] ?? 0) + 1;
-    }
-  });
+  const kernelStack: string[] = [];
+  let label = "-";
+  if (typeof engine.runKernelFunc === "function") {
+    const original = engine.runKernelFunc, own = Object.prototype.hasOwnProperty.call(engine, "runKernelFunc");
+    engine.runKernelFunc = function (this: unknown, p: Any) {
+      const named = p && typeof p.kernelName === "string";
+      if (named) {
+        c.kernels++;
+        c.byKernel[p.kernelName] = (c.byKernel[p.kernelName] ?? 0) + 1;
+        kernelStack.push(p.kernelName);
+      }
+      try {
+        return original.call(this, p);
+      } finally {
+        if (named) kernelStack.pop();
+      }
+    };
+    restore.push(() => {
+      if (own) engine.runKernelFunc = original;
+      else delete engine.runKernelFunc;
+    });
+  }
   wrap(engine, "readSync", () => c.syncReads++);
   wrap(engine, "read", () => c.asyncReads++);
   wrap(engine, "makeTensor", (values: Any) => {
@@ -87,7 +113,20 @@ export async function countBackend<T>(work: () => T | Promise<T>): Promise<{ cou
     c.fromCpuValues += values?.length ?? 0;
   });
   if (tf.getBackend() === "webgpu") {
-    wrap(backend, "runWebGPUProgram", () => c.dispatches++);
+    wrap(backend, "runWebGPUProgram", (program: Any) => {
+      label = `${kernelStack.at(-1) ?? "-"}/${program?.constructor?.name ?? "?"}`;
+    });
+    const before = onRawDispatch((name) => label = `lmbook:${name}`);
+    restore.push(() => onRawDispatch(before));
+    const copies0 = rawWebGpuCounts().copies;
+    restore.push(() => c.copies = rawWebGpuCounts().copies - copies0);
+    // deno-lint-ignore no-explicit-any
+    const pass = (globalThis as any).GPUComputePassEncoder?.prototype;
+    wrap(pass, "dispatchWorkgroups", () => {
+      c.dispatches++;
+      c.byDispatch[label] = (c.byDispatch[label] ?? 0) + 1;
+      label = "-";
+    });
     wrap(backend, "readSync", (id: Any) => {
       if (backend.tensorMap.get(id)?.values == null) c.gpuSyncReads++;
     });
