@@ -2,7 +2,8 @@
  * The whole test suite: `deno task test` (the README's test command; CI runs it).
  *
  * Stages, in order:
- * 1. library and tool tests, with the JSDoc examples (`deno test --doc`); the
+ * 1. library and tool tests, with the JSDoc examples (`deno test --doc`), in
+ *    two processes at once (the grading and packaging tests beside the rest); the
  *    mutation check (`tests/mutation_test.ts`, stage 1b) runs in a process of
  *    its own from the start, at the lowest CPU priority (`nice -n 19`), beside
  *    stages 1 to 5, and is reported after them;
@@ -90,32 +91,54 @@ const mapArgs = offline ? ["--import-map", "tests/offline_import_map.json"] : []
 // own at the lowest CPU priority: it uses the cycles the other stages leave idle (most of stage 1 runs on one core)
 // and cannot slow them. Its output is kept and printed when it is awaited, after stage 5.
 const MUTATION_TEST = "tests/mutation_test.ts";
+/** Stage 1's second process: the grading and packaging tests (tests/grade*_test.ts, gradescope, release, gpu kit). */
+const SECOND_GROUP = /^tests\/(grade\w*|gradescope|release|gpu_kit)_test\.ts$/;
 const mutationStart = performance.now();
 const mutationRun = runQuiet([Deno.execPath(), "test", "-A", ...mapArgs, MUTATION_TEST], {
   NO_COLOR: "1",
 }, { nice: true });
 
-// 1. Library and tool tests.
+// 1. Library and tool tests, in two `deno test` processes at once (separate processes, so a test that sets the
+// environment or the working directory cannot disturb one in the other): the grading and packaging tests, which
+// mostly wait on the `deno test` and `deno task grade` processes they start, beside everything else. The first
+// prints as it goes, the second when it ends.
 {
   heading("1. library and tool tests (with JSDoc examples)");
   const t0 = performance.now();
   const topTests = [...Deno.readDirSync(join(ROOT, "tests"))]
     .filter((e) => e.isFile && e.name.endsWith("_test.ts") && `tests/${e.name}` !== MUTATION_TEST)
     .map((e) => `tests/${e.name}`).sort();
-  const { code, text } = await runEcho(
-    [Deno.execPath(), "test", "-A", "--doc", ...mapArgs, "lib/", "tools/web/", ...topTests],
-    { NO_COLOR: "1" },
-  );
+  const second = topTests.filter((f) => SECOND_GROUP.test(f));
+  const first = topTests.filter((f) => !SECOND_GROUP.test(f));
+  const cmd = (files: string[], doc: boolean) => [
+    Deno.execPath(),
+    "test",
+    "-A",
+    ...(doc ? ["--doc"] : []),
+    ...mapArgs,
+    ...files,
+  ];
+  const secondRun = runQuiet(cmd(second, false), { NO_COLOR: "1" });
+  const runs = [await runEcho(cmd(["lib/", "tools/web/", ...first], true), { NO_COLOR: "1" })];
+  console.log(`\n--- ${second.join(", ")} (run beside the above) ---`);
+  runs.push(await secondRun);
+  console.log(runs[1].text.trimEnd());
   // deno prints one summary line per run: "ok | 12 passed (3 steps) | 0 failed" (doc tests are counted in it).
-  const m = denoTestCounts(text);
-  const passed = m?.passed ?? 0;
-  const failed = m?.failed ?? 1;
+  let passed = 0, failed = 0;
+  for (const { code, text } of runs) {
+    const m = denoTestCounts(text);
+    const f = m?.failed ?? 1;
+    passed += m?.passed ?? 0;
+    failed += code !== 0 && f === 0 ? 1 : f;
+  }
   stages.push({
     name: "library and tool tests",
     passed,
-    failed: code !== 0 && failed === 0 ? 1 : failed,
+    failed,
     seconds: (performance.now() - t0) / 1000,
-    note: code !== 0 && !m ? "deno test failed before running tests (type error?)" : undefined,
+    note: runs.some(({ code, text }) => code !== 0 && !denoTestCounts(text))
+      ? "deno test failed before running tests (type error?)"
+      : undefined,
   });
 }
 
