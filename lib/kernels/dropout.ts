@@ -181,16 +181,7 @@ class MaskProgram {
       lines.push(`n = n + (rest % ${this.#out[d]}u) * ${this.#step[d]}u;`);
       lines.push(`rest = rest / ${this.#out[d]}u;`);
     }
-    return `
-    fn lowbias32(x0 : u32) -> u32 {
-      var x = x0;
-      x = x ^ (x >> 16u);
-      x = x * 0x7feb352du;
-      x = x ^ (x >> 15u);
-      x = x * 0x846ca68bu;
-      x = x ^ (x >> 16u);
-      return x;
-    }
+    return `${DROPOUT_WGSL}
     fn main(index : i32) {
       if (index < uniforms.size) {
         var rest = u32(index);

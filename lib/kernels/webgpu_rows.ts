@@ -29,15 +29,8 @@ fn rowSum(v : f32, li : u32) -> f32 {
   return r;
 }`;
 
-const NORM_FORWARD: ShaderDef = {
-  name: "norm",
-  outputs: ["Y:f32"],
-  inputs: ["X:f32", "G:f32", "Bt:f32"],
-  uniforms: ["rows:i32", "C:i32", "eps:f32", "rms:i32", "shift:i32"],
-  workgroup: [64, 1, 1],
-  code: `${ROW_SUM}
-{{main}} {
-  let row = i32(wid.y * nwg.x + wid.x);
+/** The statements that start a norm's row (one workgroup of 64 a row): `row`, `C`, `base`, `mean` and `rstd`. */
+const ROW_STATS = `let row = i32(wid.y * nwg.x + wid.x);
   if (row >= u.rows) { return; }
   let C = u.C;
   let base = row * C;
@@ -47,7 +40,17 @@ const NORM_FORWARD: ShaderDef = {
   if (u.rms == 1) { mean = 0.0; }
   var q = 0.0;
   for (var c = i32(lidx); c < C; c = c + 64) { let d = X[base + c] - mean; q = q + d * d; }
-  let rstd = inverseSqrt(rowSum(q, lidx) / f32(C) + u.eps);
+  let rstd = inverseSqrt(rowSum(q, lidx) / f32(C) + u.eps);`;
+
+const NORM_FORWARD: ShaderDef = {
+  name: "norm",
+  outputs: ["Y:f32"],
+  inputs: ["X:f32", "G:f32", "Bt:f32"],
+  uniforms: ["rows:i32", "C:i32", "eps:f32", "rms:i32", "shift:i32"],
+  workgroup: [64, 1, 1],
+  code: `${ROW_SUM}
+{{main}} {
+  ${ROW_STATS}
   for (var c = i32(lidx); c < C; c = c + 64) {
     var y = (X[base + c] - mean) * rstd * G[c];
     if (u.shift == 1) { y = y + Bt[c]; }
@@ -64,17 +67,7 @@ const NORM_BACKWARD: ShaderDef = {
   workgroup: [64, 1, 1],
   code: `${ROW_SUM}
 {{main}} {
-  let row = i32(wid.y * nwg.x + wid.x);
-  if (row >= u.rows) { return; }
-  let C = u.C;
-  let base = row * C;
-  var s = 0.0;
-  for (var c = i32(lidx); c < C; c = c + 64) { s = s + X[base + c]; }
-  var mean = rowSum(s, lidx) / f32(C);
-  if (u.rms == 1) { mean = 0.0; }
-  var q = 0.0;
-  for (var c = i32(lidx); c < C; c = c + 64) { let d = X[base + c] - mean; q = q + d * d; }
-  let rstd = inverseSqrt(rowSum(q, lidx) / f32(C) + u.eps);
+  ${ROW_STATS}
   var sa = 0.0;
   var sb = 0.0;
   for (var c = i32(lidx); c < C; c = c + 64) {
