@@ -67,7 +67,8 @@ export const FUSED_PATH: FastPath = {
   key: "fused",
   name: "the fast path (the fused kernels of lib/models/gpt_fast.ts)",
   short: "the fast path",
-  file: "lib/models/gpt_fast.ts",
+  file: "lib/models/gpt_fast.ts (on webgpu, its fused shaders: lib/models/gpt_fast_webgpu.ts and " +
+    "lib/kernels/webgpu_blocks.ts)",
   runs: "training and scoring",
 };
 
