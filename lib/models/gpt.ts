@@ -79,7 +79,9 @@
  * `history.path` and `history.pathReason` and `generate`'s `path` keep it).
  * Your edit then trains and generates as written; it is only slower (tfjs
  * runs this file op by op). To get the speed back, make the same change in
- * `gpt_fast.ts` and `lib/decode/fast_decoder.ts`: the guard then finds them
+ * `gpt_fast.ts` and `lib/decode/fast_decoder.ts` (on webgpu, also in the
+ * fused shaders of `gpt_fast_webgpu.ts` and `lib/kernels/webgpu_blocks.ts`,
+ * chapter 6's GPU path): the guard then finds them
  * equal again, and `gpt_fast_test.ts` checks them for every option. The
  * model's option `path: "readable"` skips the check; `path: "fast"` refuses
  * to run a fast path that differs.
