@@ -31,27 +31,18 @@ export async function runEcho(
   return { code: status.code, text };
 }
 
-/** Options of {@link runQuiet}. */
-export interface RunQuietOptions {
-  /** Run at the lowest CPU priority (`nice -n 19`, where the system has `nice`), so it only uses idle cycles. */
-  nice?: boolean;
-}
-
 /**
  * Runs a command at the repository root and keeps its output (stdout and stderr, in order of arrival) without
  * echoing it: for a job that runs beside others and is reported when it ends.
  * @param cmd the program and its arguments.
  * @param env extra environment variables.
- * @param options `nice`: lowest CPU priority.
  * @returns the exit code and the combined output.
  */
 export async function runQuiet(
   cmd: string[],
   env: Record<string, string> = {},
-  options: RunQuietOptions = {},
 ): Promise<{ code: number; text: string }> {
-  const full = options.nice && niceAvailable() ? ["nice", "-n", "19", ...cmd] : cmd;
-  const child = new Deno.Command(full[0], { args: full.slice(1), cwd: ROOT, env, stdout: "piped", stderr: "piped" })
+  const child = new Deno.Command(cmd[0], { args: cmd.slice(1), cwd: ROOT, env, stdout: "piped", stderr: "piped" })
     .spawn();
   let text = "";
   const collect = async (stream: ReadableStream<Uint8Array>) => {
@@ -60,15 +51,6 @@ export async function runQuiet(
   };
   const [status] = await Promise.all([child.status, collect(child.stdout), collect(child.stderr)]);
   return { code: status.code, text };
-}
-
-/** Whether `nice` runs here (coreutils on Linux and macOS; absent on Windows). */
-function niceAvailable(): boolean {
-  try {
-    return new Deno.Command("nice", { args: ["true"], stdout: "null", stderr: "null" }).outputSync().success;
-  } catch {
-    return false;
-  }
 }
 
 /**

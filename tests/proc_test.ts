@@ -1,7 +1,6 @@
 /**
- * The suite's process helpers (tests/proc.ts): a quiet run keeps the output of both streams and the exit code, and a
- * `nice` run really runs at the lowest CPU priority (the suite's mutation check relies on it to take only idle
- * cycles).
+ * The suite's process helpers (tests/proc.ts): a quiet run keeps the output of both streams and the exit code; the
+ * summary line of `deno test` is read.
  *
  * Run: deno test -A --import-map tests/offline_import_map.json tests/proc_test.ts
  * @module
@@ -14,13 +13,6 @@ Deno.test("runQuiet keeps stdout, stderr and the exit code", async () => {
   assertEquals(code, 3, "what: the exit code of the command");
   assertStringIncludes(text, "out\n");
   assertStringIncludes(text, "err\n");
-});
-
-Deno.test("runQuiet with nice runs the command at niceness 19; without it, at this process's niceness", async () => {
-  const mine = (await runQuiet(["nice"])).text.trim();
-  const niced = (await runQuiet(["nice"], {}, { nice: true })).text.trim();
-  assertEquals(niced, "19", `what: the niceness a nice run sees (this process's is ${mine})`);
-  assertEquals((await runQuiet(["nice"])).text.trim(), mine, "what: a plain run's niceness");
 });
 
 Deno.test("denoTestCounts reads the last summary line, with steps and ignored tests", () => {
