@@ -7,6 +7,8 @@
  *
  * Without a WebGPU adapter the test is skipped with a message, unless
  * LMBOOK_REQUIRE_WEBGPU=1 makes that a failure (CI sets it).
+ *
+ * Run: deno test -A --import-map tests/offline_import_map.json lib/kernels/webgpu_attention_test.ts
  */
 import { assert } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
