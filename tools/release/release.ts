@@ -14,9 +14,9 @@
  * `build/gradescope/autograder.zip`, a ready Gradescope autograder (see
  * {@link buildGradescope}).
  *
- * The check needs the npm packages: it links the repository's
- * `node_modules/` into the folder for the check and removes the link after
- * (students get theirs from `deno install` or on first run).
+ * The check needs the npm packages: it runs `deno install` in the folder
+ * (from Deno's cache) and removes that `node_modules/` after (students get
+ * theirs from `deno install` or on first run).
  *
  * @module
  */
@@ -456,12 +456,24 @@ export async function checkRelease(
     );
     if (dirty) problems.push(`${nb} has outputs: release notebooks must be clean`);
   }
-  // Grade inside the folder, as a student would.
-  const link = join(dir, "node_modules");
-  await Deno.symlink(join(ROOT, "node_modules"), link);
+  // Grade inside the folder, as a student would, with npm packages of its own (`deno install`, from Deno's cache).
+  // Not a link to the repository's node_modules: the folder's deno.json maps fewer packages, so Deno would set that
+  // node_modules up for them, re-linking packages under processes that are loading them (a `require` of tfjs's
+  // `long` failed so in a suite run).
+  const modules = join(dir, "node_modules");
   const t0 = performance.now();
   let report: GradeReport | null = null;
   try {
+    const install = await new Deno.Command(Deno.execPath(), {
+      args: ["install", "--quiet"],
+      cwd: dir,
+      env: { NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!install.success) {
+      problems.push(`deno install in the release failed:\n${new TextDecoder().decode(install.stderr)}`);
+    }
     const res = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "tools/grade/grade.ts", "--json"],
       cwd: dir,
@@ -480,7 +492,7 @@ export async function checkRelease(
       );
     }
   } finally {
-    await Deno.remove(link);
+    await Deno.remove(modules, { recursive: true }).catch(() => {});
   }
   const seconds = (performance.now() - t0) / 1000;
   if (report) {
