@@ -32,6 +32,28 @@ export async function runEcho(
 }
 
 /**
+ * Runs a command at the repository root and keeps its output (stdout and stderr, in order of arrival) without
+ * echoing it: for a job that runs beside others and is reported when it ends.
+ * @param cmd the program and its arguments.
+ * @param env extra environment variables.
+ * @returns the exit code and the combined output.
+ */
+export async function runQuiet(
+  cmd: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; text: string }> {
+  const child = new Deno.Command(cmd[0], { args: cmd.slice(1), cwd: ROOT, env, stdout: "piped", stderr: "piped" })
+    .spawn();
+  let text = "";
+  const collect = async (stream: ReadableStream<Uint8Array>) => {
+    const dec = new TextDecoder();
+    for await (const chunk of stream) text += dec.decode(chunk, { stream: true });
+  };
+  const [status] = await Promise.all([child.status, collect(child.stdout), collect(child.stderr)]);
+  return { code: status.code, text };
+}
+
+/**
  * The counts of the last `deno test` summary line in some output
  * (`ok | 12 passed (3 steps) | 0 failed | 1 ignored`).
  * @param text the output of `deno test`.

@@ -2,7 +2,10 @@
  * The whole test suite: `deno task test` (the README's test command; CI runs it).
  *
  * Stages, in order:
- * 1. library and tool tests, with the JSDoc examples (`deno test --doc`);
+ * 1. library and tool tests, with the JSDoc examples (`deno test --doc`), in
+ *    two processes at once (the grading and packaging tests beside the rest); the
+ *    mutation check (`tests/mutation_test.ts`, stage 1b) runs in a process of
+ *    its own beside them, and is reported after them;
  * 2. the graded tests against the reference solutions: every one must pass;
  * 3. the graded tests against the untouched stubs: every one must fail as
  *    "not attempted", so no graded test passes by accident; then the student's
@@ -31,7 +34,7 @@ import { solutionReplacements } from "../tools/grade/graded_files.ts";
 import { runGraded } from "../tools/grade/graded_runner.ts";
 import { executeNotebooks, jupyterMissing, notebookFiles, reportRun, ROOT } from "../tools/notebooks/notebooks.ts";
 import { runSiteStage } from "./site_stage.ts";
-import { denoTestCounts, runEcho } from "./proc.ts";
+import { denoTestCounts, runEcho, runQuiet } from "./proc.ts";
 import { checkStudentCommand, declaredGradedTests } from "./student_command.ts";
 import { planLastStages } from "./suite_plan.ts";
 
@@ -81,28 +84,77 @@ function heading(title: string) {
   console.log(`\n=== ${title} ${"=".repeat(Math.max(3, 70 - title.length))}`);
 }
 
-// 1. Library and tool tests.
+const mapArgs = offline ? ["--import-map", "tests/offline_import_map.json"] : [];
+
+// 1b. The mutation check (tests/mutation_test.ts, about a quarter of the suite's work) starts now in a process of its
+// own, at the same priority, beside stage 1's two processes; it is awaited, and its output printed, when stage 1
+// ends. Not at a lower priority: starved of CPU, the property checks' 5-second wall-clock limit fails the reference
+// solution (seen with nice -n 19 while notebooks ran).
+const MUTATION_TEST = "tests/mutation_test.ts";
+/** Stage 1's second process: the grading and packaging tests (tests/grade*_test.ts, gradescope, release, gpu kit). */
+const SECOND_GROUP = /^tests\/(grade\w*|gradescope|release|gpu_kit)_test\.ts$/;
+const mutationStart = performance.now();
+const mutationRun = runQuiet([Deno.execPath(), "test", "-A", ...mapArgs, MUTATION_TEST], { NO_COLOR: "1" });
+
+// 1. Library and tool tests, in two `deno test` processes at once (separate processes, so a test that sets the
+// environment or the working directory cannot disturb one in the other): the grading and packaging tests, which
+// mostly wait on the `deno test` and `deno task grade` processes they start, beside everything else. The first
+// prints as it goes, the second when it ends.
 {
   heading("1. library and tool tests (with JSDoc examples)");
   const t0 = performance.now();
   const topTests = [...Deno.readDirSync(join(ROOT, "tests"))]
-    .filter((e) => e.isFile && e.name.endsWith("_test.ts"))
+    .filter((e) => e.isFile && e.name.endsWith("_test.ts") && `tests/${e.name}` !== MUTATION_TEST)
     .map((e) => `tests/${e.name}`).sort();
-  const mapArgs = offline ? ["--import-map", "tests/offline_import_map.json"] : [];
-  const { code, text } = await runEcho(
-    [Deno.execPath(), "test", "-A", "--doc", ...mapArgs, "lib/", "tools/web/", ...topTests],
-    { NO_COLOR: "1" },
-  );
+  const second = topTests.filter((f) => SECOND_GROUP.test(f));
+  const first = topTests.filter((f) => !SECOND_GROUP.test(f));
+  const cmd = (files: string[], doc: boolean) => [
+    Deno.execPath(),
+    "test",
+    "-A",
+    ...(doc ? ["--doc"] : []),
+    ...mapArgs,
+    ...files,
+  ];
+  const secondRun = runQuiet(cmd(second, false), { NO_COLOR: "1" });
+  const runs = [await runEcho(cmd(["lib/", "tools/web/", ...first], true), { NO_COLOR: "1" })];
+  console.log(`\n--- ${second.join(", ")} (run beside the above) ---`);
+  runs.push(await secondRun);
+  console.log(runs[1].text.trimEnd());
   // deno prints one summary line per run: "ok | 12 passed (3 steps) | 0 failed" (doc tests are counted in it).
-  const m = denoTestCounts(text);
-  const passed = m?.passed ?? 0;
-  const failed = m?.failed ?? 1;
+  let passed = 0, failed = 0;
+  for (const { code, text } of runs) {
+    const m = denoTestCounts(text);
+    const f = m?.failed ?? 1;
+    passed += m?.passed ?? 0;
+    failed += code !== 0 && f === 0 ? 1 : f;
+  }
   stages.push({
     name: "library and tool tests",
     passed,
-    failed: code !== 0 && failed === 0 ? 1 : failed,
+    failed,
     seconds: (performance.now() - t0) / 1000,
-    note: code !== 0 && !m ? "deno test failed before running tests (type error?)" : undefined,
+    note: runs.some(({ code, text }) => code !== 0 && !denoTestCounts(text))
+      ? "deno test failed before running tests (type error?)"
+      : undefined,
+  });
+}
+
+// 1b, awaited: the mutation check that ran beside stage 1.
+{
+  heading(`1b. the mutation check (${MUTATION_TEST}), run beside stage 1`);
+  const { code, text } = await mutationRun;
+  console.log(text.trimEnd());
+  const m = denoTestCounts(text);
+  const failed = m?.failed ?? 1;
+  stages.push({
+    name: "mutation check",
+    passed: m?.passed ?? 0,
+    failed: code !== 0 && failed === 0 ? 1 : failed,
+    seconds: (performance.now() - mutationStart) / 1000,
+    note: code !== 0 && !m
+      ? "deno test failed before running tests (type error?)"
+      : "beside stage 1, from the suite's start",
   });
 }
 
