@@ -10,7 +10,11 @@
  * - every plot fits the viewport, and its title, axis titles and colour bar
  *   lie inside the figure (nothing cut off), the title clear of plotly's
  *   toolbar;
- * - every link inside the site resolves (HTTP 200) under the prefix.
+ * - every link inside the site resolves (HTTP 200) under the prefix;
+ * - and what `checkPage` checks on every page it opens: every plot drawn, no
+ *   JavaScript error, no request outside the site, no cell error (the only
+ *   test that loads every chapter page: `site_browser_test.ts` opens the
+ *   index and one chapter from disk).
  * Screenshots at phone width go to `build/screenshots/phone_*.png`.
  *
  * Run: deno test -A --import-map tests/offline_import_map.json tests/browser/site_responsive_test.ts
