@@ -118,6 +118,18 @@ function load(dst: string, src: string, part: string, from: string): string {
   }`;
 }
 
+/**
+ * WGSL opening the loop over key tiles from k0 = 0 (up to the diagonal's tile when causal): the workgroup loads the
+ * tile's keys and values into Ks and Vs, between barriers.
+ */
+const KEY_TILES = `var end = T;
+  if (u.causal == 1u) { end = min(T, t0 + n); }
+  for (var k0 = 0u; k0 < end; k0 = k0 + n) {
+    workgroupBarrier();
+    ${load("Ks", "QKV", "1u", "k0")}
+    ${load("Vs", "QKV", "2u", "k0")}
+    workgroupBarrier();`;
+
 /** WGSL giving `s`, the scaled score of query row `a` of `A` and key row `b` of `Bt`. */
 function score(a: string, A: string, b: string, Bt: string): string {
   return `var s = 0.0;
@@ -162,13 +174,7 @@ ${shared(["Ks:TILE * HS", "Vs:TILE * HS"])}
   }
   var m = NEG;
   var l = 0.0;
-  var end = T;
-  if (u.causal == 1u) { end = min(T, t0 + n); }
-  for (var k0 = 0u; k0 < end; k0 = k0 + n) {
-    workgroupBarrier();
-    ${load("Ks", "QKV", "1u", "k0")}
-    ${load("Vs", "QKV", "2u", "k0")}
-    workgroupBarrier();
+  ${KEY_TILES}
     if (mine) {
       var mt = m;
       for (var j = 0u; j < n; j = j + 1u) {
@@ -219,13 +225,7 @@ ${shared(["Ks:TILE * HS", "Vs:TILE * HS"])}
     D[z * T + t] = dot;
   }
   let tq = t;
-  var end = T;
-  if (u.causal == 1u) { end = min(T, t0 + n); }
-  for (var k0 = 0u; k0 < end; k0 = k0 + n) {
-    workgroupBarrier();
-    ${load("Ks", "QKV", "1u", "k0")}
-    ${load("Vs", "QKV", "2u", "k0")}
-    workgroupBarrier();
+  ${KEY_TILES}
     for (var j = 0u; j < n; j = j + 1u) {
       let tk = k0 + j;
       if (mine && live(tq, tk)) {
