@@ -3,34 +3,36 @@
  * and its second version, Dao, 2023), chapter 6: one dispatch forward and
  * two backward, no (B H, T, T) tensor of scores or weights in memory.
  *
- * Forward, a workgroup takes a tile of query rows of one head, copies it
- * into workgroup memory, and walks over the tiles of keys and values
- * (skipping those wholly above the diagonal when causal): the tile's scores,
- * the rows' running max m and sum l of exponentials (the online softmax),
- * and the output's running weighted sum, rescaled whenever a row's max
- * grows. Dropout on the weights multiplies only the weighted sum by the mask
+ * Forward, a workgroup of 64 threads takes 64 query rows of one head, a
+ * thread a row, and walks over the tiles of keys and values (skipping those
+ * wholly above the diagonal when causal), each loaded once into workgroup
+ * memory for all 64 rows: a thread scores its row against the tile, keeps
+ * its row's running max m and sum l of exponentials (the online softmax),
+ * and its output's running weighted sum, rescaled when its max grows. Dropout on the weights multiplies only the weighted sum by the mask
  * (l sums the undropped exponentials, as the softmax normalises before
  * dropout); the mask is the hash of each weight's index in the logical
  * (B, H, T, T) weights, the same mask `dropoutMask` draws. The output and
  * each row's log-sum-exp L = m + log l are written.
  *
- * Backward recomputes the weights from L: the first dispatch, per query
- * tile, finds D = rowsum(dO ∘ O) (dropout included, since O is the dropped
+ * Backward recomputes the weights from L: the first dispatch, a thread per
+ * query row walking over key tiles, finds D = rowsum(dO ∘ O) (dropout included, since O is the dropped
  * weights times v) and the queries' gradient dQ = scale dS K, with
- * dS = P ∘ (dP − D) and dP = (dO Vᵀ) ∘ mask; the second, per key tile, walks
- * over the query tiles for dV = (P ∘ mask)ᵀ dO and dK = scale dSᵀ Q.
+ * dS = P ∘ (dP − D) and dP = (dO Vᵀ) ∘ mask; the second, a thread per key
+ * row walking over tiles of queries and output gradients, finds dV = (P ∘ mask)ᵀ dO and dK = scale dSᵀ Q.
  *
  * q, k and v are read in place from one (3, T*B, C) tensor (the three
  * projections' outputs, rows time-major: head h of sequence b at position t
  * starts at element t B C + (b H + h) hs of its part), and the gradients are
  * written into one (3, T*B, C) tensor the same way.
  *
- * Each thread keeps a few scalars; the tiles, the running sums and the
- * output's accumulator live in workgroup memory (under WebGPU's default
- * 16 KiB), and loops run to bounds read from uniforms: a one-pass shader
- * that kept each query's sums in thread-private arrays took minutes to
- * compile on the software adapter CI uses (Mesa llvmpipe). A shader is
- * compiled per head size (its tiles' sizes).
+ * What the shape of these shaders owes to the software adapter CI uses
+ * (Mesa llvmpipe), where a shader's first compile is the cost: a one-pass
+ * shader that kept each query's sums in thread-private arrays took minutes;
+ * so a thread keeps only scalars, its row's sums (output, dQ, dK, dV)
+ * accumulate in place in the tensor it writes (each row is one thread's),
+ * loops run to bounds read from uniforms, and the tiles in workgroup memory
+ * are small (at most 530 floats), as the compile time grows with them. A
+ * shader is compiled per head size (its tiles' sizes).
  *
  * @module
  */
@@ -61,9 +63,13 @@ export interface AttentionSaved {
 
 /**
  * Floats of workgroup memory a shader may use. WebGPU allows 4,096, but on llvmpipe a shader's first compile grows
- * with it: the forward shader with 5,120 floats of tiles took 127 s of CPU time, with 512 about 1 s.
+ * with it: an earlier forward shader with 5,120 floats of tiles took 127 s of CPU time, with 512 about 1 s; these
+ * with 1,040 took about 3 s (forward) and 8 s (backward) at head size 64, with 260 about 0.4 s and 0.7 s.
  */
-const BUDGET = 1100;
+const BUDGET = 530;
+
+/** Rows a workgroup owns, one a thread: query rows (forward, dQ) or key rows (dK, dV). */
+const ROWS_PER_GROUP = 64;
 
 const UNIFORMS: ShaderDef["uniforms"] = [
   "groups:u32",
@@ -95,13 +101,13 @@ fn keepAt(z : u32, tq : u32, tk : u32) -> f32 {
 }`;
 
 /**
- * The statements that find the workgroup's head `z`, its first row `t0`, the sizes `T`, `hs` and `n` (the tile),
- * and the thread's own row `r` of the tile and its position `t`.
+ * The statements that find the workgroup's head `z`, its first row `t0`, the sizes `T`, `hs` and `n` (the
+ * other side's tile, {@link tileFor}), and the thread's own row `r` and its position `t`.
  */
 const START = `let g = wid.y * nwg.x + wid.x;
   if (g >= u.groups) { return; }
   let z = g / u.tiles;
-  let t0 = (g % u.tiles) * u.tile;
+  let t0 = (g % u.tiles) * ${ROWS_PER_GROUP}u;
   let T = u.T;
   let hs = u.hs;
   let n = u.tile;
@@ -110,7 +116,7 @@ const START = `let g = wid.y * nwg.x + wid.x;
 
 /** WGSL in which the workgroup copies `n` rows of head z from `from` on of `src` (part `part`) into `dst`, zeros past T. */
 function load(dst: string, src: string, part: string, from: string): string {
-  return `for (var e = lidx; e < n * hs; e = e + n) {
+  return `for (var e = lidx; e < n * hs; e = e + ${ROWS_PER_GROUP}u) {
     let te = ${from} + e / hs;
     var v = 0.0;
     if (te < T) { v = ${src}[at(${part}, z, te) + e % hs]; }
@@ -123,7 +129,7 @@ function load(dst: string, src: string, part: string, from: string): string {
  * tile's keys and values into Ks and Vs, between barriers.
  */
 const KEY_TILES = `var end = T;
-  if (u.causal == 1u) { end = min(T, t0 + n); }
+  if (u.causal == 1u) { end = min(T, t0 + ${ROWS_PER_GROUP}u); }
   for (var k0 = 0u; k0 < end; k0 = k0 + n) {
     workgroupBarrier();
     ${load("Ks", "QKV", "1u", "k0")}
@@ -262,14 +268,16 @@ ${shared(["Qs:TILE * HS", "Gs:TILE * HS", "Lr:TILE", "Dr:TILE"])}
     workgroupBarrier();
     ${load("Qs", "QKV", "0u", "q0")}
     ${load("Gs", "DY", "0u", "q0")}
-    var lse = 0.0;
-    var dot = 0.0;
-    if (q0 + r < T) {
-      lse = L[z * T + q0 + r];
-      dot = D[z * T + q0 + r];
+    for (var e = lidx; e < n; e = e + ${ROWS_PER_GROUP}u) {
+      var lse = 0.0;
+      var dot = 0.0;
+      if (q0 + e < T) {
+        lse = L[z * T + q0 + e];
+        dot = D[z * T + q0 + e];
+      }
+      Lr[e] = lse;
+      Dr[e] = dot;
     }
-    Lr[r] = lse;
-    Dr[r] = dot;
     workgroupBarrier();
     for (var i = 0u; i < n; i = i + 1u) {
       let tq = q0 + i;
@@ -288,14 +296,14 @@ ${shared(["Qs:TILE * HS", "Gs:TILE * HS", "Lr:TILE", "Dr:TILE"])}
   }
 }`;
 
-/** The three shaders for a tile of n rows (n threads a workgroup). */
-function shaders(n: number): { forward: ShaderDef; backwardQ: ShaderDef; backwardKV: ShaderDef } {
+/** The three shaders. */
+function shaders(): { forward: ShaderDef; backwardQ: ShaderDef; backwardKV: ShaderDef } {
   const def = (name: string, outputs: Binding[], inputs: Binding[], code: string): ShaderDef => ({
     name,
     outputs,
     inputs,
     uniforms: UNIFORMS,
-    workgroup: [n, 1, 1],
+    workgroup: [ROWS_PER_GROUP, 1, 1],
     code,
   });
   return {
@@ -305,10 +313,11 @@ function shaders(n: number): { forward: ShaderDef; backwardQ: ShaderDef; backwar
   };
 }
 
+const SHADERS = shaders();
+
 /**
- * The tile (rows a workgroup owns, and rows of the other side it loads at a time; one thread a row) for head size
- * hs: the largest of 16, 8, ..., 1 whose workgroup arrays fit all three shaders in {@link BUDGET} floats (the
- * key shader needs the most: two tiles of rows and two columns).
+ * The tile (rows of the other side a workgroup loads into workgroup memory at a time: keys and values, or queries
+ * and output gradients) for head size hs: the largest of 16, 8, ..., 1 whose arrays fit in {@link BUDGET} floats.
  */
 function tileFor(hs: number): number {
   for (let n = 16; n >= 1; n /= 2) if (2 * n * hs + 2 * n <= BUDGET) return n;
@@ -328,11 +337,10 @@ function headSize(qkv: tf.TensorInfo, o: AttentionOptions): number {
 
 /** The constants, uniforms and grid of the three shaders. */
 function plan(o: AttentionOptions, hs: number) {
-  const n = tileFor(hs), tiles = Math.ceil(o.T / n), groups = o.B * o.H * tiles;
+  const n = tileFor(hs), tiles = Math.ceil(o.T / ROWS_PER_GROUP), groups = o.B * o.H * tiles;
   const d = o.dropout ?? { seedHash: 0, threshold: 0, scale: 1, base: 0 };
   const uniforms = [groups, tiles, o.T, hs, o.B * o.H * hs, n, 1 / Math.sqrt(hs), o.causal ? 1 : 0, o.dropout ? 1 : 0];
   return {
-    n,
     constants: { TILE: n, HS: hs },
     uniforms: uniforms.concat([d.base, d.seedHash, d.threshold, d.scale]),
     grid: grid2d(groups),
@@ -353,8 +361,7 @@ function plan(o: AttentionOptions, hs: number) {
 export function attentionForward(qkv: tf.TensorInfo, o: AttentionOptions): { y: tf.TensorInfo; L: tf.TensorInfo } {
   const { B, T, H } = o, hs = headSize(qkv, o);
   const y = gpuOutput([T * B, H * hs]), L = gpuOutput([B * H * T]); // (N, C), (Z*T)
-  const { n, ...p } = plan(o, hs);
-  runShader(shaders(n).forward, { ...p, outputs: [y, L], inputs: [qkv] });
+  runShader(SHADERS.forward, { ...plan(o, hs), outputs: [y, L], inputs: [qkv] });
   return { y, L };
 }
 
@@ -372,7 +379,7 @@ export function attentionForward(qkv: tf.TensorInfo, o: AttentionOptions): { y: 
 export function attentionBackward(dy: tf.TensorInfo, saved: AttentionSaved, o: AttentionOptions): tf.TensorInfo {
   const { B, T, H } = o, { qkv, y, L } = saved, hs = headSize(qkv, o);
   const dqkv = gpuOutput([3, T * B, H * hs]), D = gpuOutput([B * H * T]); // (3, N, C), (Z*T)
-  const { n, ...p } = plan(o, hs), defs = shaders(n);
+  const p = plan(o, hs), defs = SHADERS;
   runShader(defs.backwardQ, { ...p, outputs: [dqkv, D], inputs: [qkv, y, dy, L] });
   runShader(defs.backwardKV, { ...p, outputs: [dqkv], inputs: [qkv, dy, L, D] });
   (D as tf.Tensor).dispose();

@@ -100,6 +100,7 @@ Deno.test("webgpu attention and its gradient equal attention written out, over s
     { B: 1, T: 70, H: 2, C: 8, causal: true, rate: 0.25 },
     { B: 2, T: 20, H: 2, C: 128, causal: true, rate: 0 },
     { B: 1, T: 19, H: 2, C: 128, causal: false, rate: 0.25 },
+    { B: 1, T: 67, H: 1, C: 64, causal: true, rate: 0.25 },
     { B: 3, T: 45, H: 2, C: 32, causal: true, rate: 0.25 },
     { B: 1, T: 33, H: 1, C: 32, causal: true, rate: 0.1 },
     { B: 2, T: 1, H: 2, C: 32, causal: true, rate: 0 },
