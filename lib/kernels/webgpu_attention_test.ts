@@ -1,9 +1,11 @@
 /**
  * The webgpu attention shaders (`webgpu_attention.ts`) against attention
  * written out in JavaScript (scores, mask, softmax, dropout, weighted sum,
- * and the backward pass of each), over several tiles of queries and keys
- * with a partial last one, causal and not, with dropout at a row offset,
- * and with the GPU config's head size (64).
+ * and the backward pass of each), and the rows' log-sum-exp the forward
+ * shader keeps: over several tiles of queries and keys with a partial last
+ * one, a single position, several sequences and heads, causal and not,
+ * with dropout at a row offset, and head sizes 4, 16, 32 (the baby
+ * config's) and 64 (the GPU config's), which get different tiles.
  *
  * Without a WebGPU adapter the test is skipped with a message, unless
  * LMBOOK_REQUIRE_WEBGPU=1 makes that a failure (CI sets it).
@@ -25,7 +27,7 @@ function reference(
 ) {
   const { B, T, H, C } = s, D = C / H, scale = 1 / Math.sqrt(D), N = T * B;
   const at = (z: number, t: number, b: number, h: number, d: number) => ((z * T + t) * B + b) * C + h * D + d;
-  const y = new Float32Array(N * C), grad = new Float32Array(3 * N * C);
+  const y = new Float32Array(N * C), grad = new Float32Array(3 * N * C), lse = new Float32Array(B * H * T);
   for (let b = 0; b < B; b++) {
     for (let h = 0; h < H; h++) {
       const P = Array.from({ length: T }, () => new Float64Array(T)), Z = P.map(() => new Float64Array(T));
@@ -39,6 +41,7 @@ function reference(
         }
         let sum = 0;
         for (let j = 0; j < T; j++) sum += P[i][j] = Math.exp(P[i][j] - m);
+        lse[(b * H + h) * T + i] = m + Math.log(sum);
         for (let j = 0; j < T; j++) {
           P[i][j] /= sum;
           Z[i][j] = s.keep ? s.keep[((b * H + h) * T + i) * T + j] : 1;
@@ -71,7 +74,7 @@ function reference(
       }
     }
   }
-  return { y, grad };
+  return { y, grad, lse };
 }
 
 function worst(got: Float32Array, want: Float32Array): string | undefined {
@@ -96,6 +99,12 @@ Deno.test("webgpu attention and its gradient equal attention written out, over s
     { B: 2, T: 37, H: 3, C: 12, causal: false, rate: 0.25 },
     { B: 1, T: 70, H: 2, C: 8, causal: true, rate: 0.25 },
     { B: 2, T: 20, H: 2, C: 128, causal: true, rate: 0 },
+    { B: 1, T: 19, H: 2, C: 128, causal: false, rate: 0.25 },
+    { B: 1, T: 67, H: 1, C: 64, causal: true, rate: 0.25 },
+    { B: 3, T: 45, H: 2, C: 32, causal: true, rate: 0.25 },
+    { B: 1, T: 33, H: 1, C: 32, causal: true, rate: 0.1 },
+    { B: 2, T: 1, H: 2, C: 32, causal: true, rate: 0 },
+    { B: 1, T: 1, H: 1, C: 16, causal: false, rate: 0.5 },
   ];
   for (const c of cases) {
     const { B, T, H, C } = c, N = T * B;
@@ -113,15 +122,17 @@ Deno.test("webgpu attention and its gradient equal attention written out, over s
       dropout: c.rate > 0 ? { ...dropoutUniforms(c.rate, seed), base: rowOffset * H * T * T } : undefined,
     };
     const qkv = tf.tensor3d(qkvValues, [3, N, C]), dy = tf.tensor2d(dyValues, [N, C]);
-    const { y, p, pd } = attentionForward(qkv, options);
-    const grad = attentionBackward(dy, { qkv, p, pd }, options);
+    const { y, L } = attentionForward(qkv, options);
+    const grad = attentionBackward(dy, { qkv, y, L }, options);
     const want = reference(qkvValues, dyValues, { ...c, keep });
     const what = JSON.stringify(c);
     const badY = worst(await (y as tf.Tensor).data() as Float32Array, want.y);
     assert(!badY, `what: ${what}: the output differs ${badY}`);
+    const badL = worst(await (L as tf.Tensor).data() as Float32Array, want.lse);
+    assert(!badL, `what: ${what}: the rows' log-sum-exp differs ${badL}`);
     const badG = worst(await (grad as tf.Tensor).data() as Float32Array, want.grad);
     assert(!badG, `what: ${what}: the gradient (dq, dk, dv) differs ${badG}`);
-    tf.dispose([...new Set([qkv, dy, y, p, pd, grad])] as tf.Tensor[]);
+    tf.dispose([qkv, dy, y, L, grad] as tf.Tensor[]);
   }
   await initBackend("cpu");
 });

@@ -2,8 +2,8 @@
  * The transformer's parts as fused ops on `webgpu` (chapter 6), each with a
  * hand-written gradient made of the shaders of `webgpu_gemm.ts`,
  * `webgpu_rows.ts` and `webgpu_attention.ts`: the embedding; a pre-LN
- * block's attention half, `x + dropout(attention(norm(x)))` (6 dispatches
- * forward, 11 backward); its MLP half, `x + dropout(mlp(norm(x)))` (3 and
+ * block's attention half, `x + dropout(attention(norm(x)))` (4 dispatches
+ * forward, 8 backward); its MLP half, `x + dropout(mlp(norm(x)))` (3 and
  * 6); the final norm; the tied head with the cross-entropy (3 and 2). The
  * fast path (`lib/models/gpt_fast.ts`) trains through them on `webgpu`;
  * `gpt_fast_test.ts` checks them against the readable model there.
@@ -158,9 +158,9 @@ export interface AttentionHalfWeights {
 
 /**
  * `x + dropout(attention(norm(x)) Wo + bo)` on time-major rows, with its
- * gradient: the norm, one product for q, k and v, attention (three
- * dispatches, `webgpu_attention.ts`), and the output projection with dropout
- * and the residual add.
+ * gradient: the norm, one product for q, k and v, attention (one dispatch
+ * forward and two backward, `webgpu_attention.ts`), and the output
+ * projection with dropout and the residual add.
  *
  * @param x (T*B, C) the residual stream.
  * @param w the norm's and the projections' weights (all with biases, or none).
@@ -203,7 +203,7 @@ export function fusedAttentionHalf(
       b: { ...matrix(wcat, C), sZ: C * C },
       bias: bcat && { t: bcat, sZ: C },
     }); // (3, N, C)
-    const att = attentionForward(qkv, flash); // (N, C), (B*H, T, T) twice
+    const att = attentionForward(qkv, flash); // (N, C), (B*H*T)
     const out = gemm({
       M: N,
       N: C,
@@ -216,11 +216,11 @@ export function fusedAttentionHalf(
       aux: { t: xs },
       residual: true,
     }); // (1, N, C)
-    save([xs, t(h), t(qkv), t(att.y), t(att.p), t(att.pd), wcat]);
+    save([xs, t(h), t(qkv), t(att.y), t(att.L), wcat]);
     return {
       value: tf.reshape(t(out), [N, C]),
       gradFunc: (dout, saved) => {
-        const [x2, h2, qkv2, y2, p2, pd2, wcat2] = saved;
+        const [x2, h2, qkv2, y2, L2, wcat2] = saved;
         const masked = { mask: outD !== undefined };
         const dy = gemm({
           M: N,
@@ -238,7 +238,7 @@ export function fusedAttentionHalf(
           b: { ...matrix(dout, C), ...masked },
           dropout: outD,
         }); // (1, C (+1), C)
-        const dqkv = attentionBackward(dy, { qkv: qkv2, p: p2, pd: pd2 }, flash); // (3, N, C)
+        const dqkv = attentionBackward(dy, { qkv: qkv2, y: y2, L: L2 }, flash); // (3, N, C)
         const dh = gemm({
           M: N,
           N: C,
