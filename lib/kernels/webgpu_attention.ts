@@ -1,38 +1,29 @@
 /**
- * Attention on `webgpu` in the manner of FlashAttention (Dao et al., 2022,
- * and its second version, Dao, 2023), chapter 6: one dispatch forward and
- * two backward, no (B H, T, T) tensor of scores or weights in memory.
+ * Attention on `webgpu` in the manner of FlashAttention (Dao et al., 2022, and its second version, Dao, 2023), chapter
+ * 6: one dispatch forward and two backward, no (B H, T, T) tensor of scores or weights in memory.
  *
- * Forward, a workgroup of 64 threads takes 64 query rows of one head, a
- * thread a row, and walks over the tiles of keys and values (skipping those
- * wholly above the diagonal when causal), each loaded once into workgroup
- * memory for all 64 rows: a thread scores its row against the tile, keeps
- * its row's running max m and sum l of exponentials (the online softmax),
- * and its output's running weighted sum, rescaled when its max grows. Dropout on the weights multiplies only the weighted sum by the mask
- * (l sums the undropped exponentials, as the softmax normalises before
- * dropout); the mask is the hash of each weight's index in the logical
- * (B, H, T, T) weights, the same mask `dropoutMask` draws. The output and
- * each row's log-sum-exp L = m + log l are written.
+ * Forward, a workgroup of 64 threads takes 64 query rows of one head, a thread a row, and walks over the tiles of keys
+ * and values (skipping those wholly above the diagonal when causal), each loaded once into workgroup memory for all 64
+ * rows: a thread scores its row against the tile, keeps its row's running max m and sum l of exponentials (the online
+ * softmax), and its output's running weighted sum, rescaled when its max grows. Dropout on the weights multiplies only
+ * the weighted sum by the mask (l sums the undropped exponentials, as the softmax normalises before dropout); the mask
+ * is the hash of each weight's index in the logical (B, H, T, T) weights, the same mask `dropoutMask` draws. The
+ * output and each row's log-sum-exp L = m + log l are written.
  *
- * Backward recomputes the weights from L: the first dispatch, a thread per
- * query row walking over key tiles, finds D = rowsum(dO ∘ O) (dropout included, since O is the dropped
- * weights times v) and the queries' gradient dQ = scale dS K, with
- * dS = P ∘ (dP − D) and dP = (dO Vᵀ) ∘ mask; the second, a thread per key
- * row walking over tiles of queries and output gradients, finds dV = (P ∘ mask)ᵀ dO and dK = scale dSᵀ Q.
+ * Backward recomputes the weights from L: the first dispatch, a thread per query row walking over key tiles, finds D =
+ * rowsum(dO ∘ O) (dropout included, since O is the dropped weights times v) and the queries' gradient dQ = scale dS K,
+ * with dS = P ∘ (dP − D) and dP = (dO Vᵀ) ∘ mask; the second, a thread per key row walking over tiles of queries and
+ * output gradients, finds dV = (P ∘ mask)ᵀ dO and dK = scale dSᵀ Q.
  *
- * q, k and v are read in place from one (3, T*B, C) tensor (the three
- * projections' outputs, rows time-major: head h of sequence b at position t
- * starts at element t B C + (b H + h) hs of its part), and the gradients are
- * written into one (3, T*B, C) tensor the same way.
+ * q, k and v are read in place from one (3, T*B, C) tensor (the three projections' outputs, rows time-major: head h of
+ * sequence b at position t starts at element t B C + (b H + h) hs of its part), and the gradients are written into one
+ * (3, T*B, C) tensor the same way.
  *
- * What the shape of these shaders owes to the software adapter CI uses
- * (Mesa llvmpipe), where a shader's first compile is the cost: a one-pass
- * shader that kept each query's sums in thread-private arrays took minutes;
- * so a thread keeps only scalars, its row's sums (output, dQ, dK, dV)
- * accumulate in place in the tensor it writes (each row is one thread's),
- * loops run to bounds read from uniforms, and the tiles in workgroup memory
- * are small (at most 530 floats), as the compile time grows with them. A
- * shader is compiled per head size (its tiles' sizes).
+ * What the shape of these shaders owes to the software adapter CI uses (Mesa llvmpipe), where a shader's first compile
+ * is the cost: a one-pass shader that kept each query's sums in thread-private arrays took minutes; so a thread keeps
+ * only scalars, its row's sums (output, dQ, dK, dV) accumulate in place in the tensor it writes (each row is one
+ * thread's), loops run to bounds read from uniforms, and the tiles in workgroup memory are small (at most 530 floats),
+ * as the compile time grows with them. A shader is compiled per head size (its tiles' sizes).
  *
  * @module
  */
@@ -114,7 +105,10 @@ const START = `let g = wid.y * nwg.x + wid.x;
   let r = lidx;
   let t = t0 + r;`;
 
-/** WGSL in which the workgroup copies `n` rows of head z from `from` on of `src` (part `part`) into `dst`, zeros past T. */
+/**
+ * WGSL in which the workgroup copies `n` rows of head z from `from` on of `src` (part `part`) into `dst`, zeros past
+ * T.
+ */
 function load(dst: string, src: string, part: string, from: string): string {
   return `for (var e = lidx; e < n * hs; e = e + ${ROWS_PER_GROUP}u) {
     let te = ${from} + e / hs;
@@ -143,7 +137,10 @@ function score(a: string, A: string, b: string, Bt: string): string {
         s = s * u.scale;`;
 }
 
-/** WGSL giving `keep`, a weight's dropout factor, and `dp`, its gradient: dO row `a` of `G` · value row `b` of `V` × keep. */
+/**
+ * WGSL giving `keep`, a weight's dropout factor, and `dp`, its gradient: dO row `a` of `G` · value row `b` of `V` ×
+ * keep.
+ */
 function dropGrad(a: string, G: string, b: string, V: string): string {
   return `let keep = keepAt(z, tq, tk);
         var dp = 0.0;
@@ -159,7 +156,10 @@ function shared(arrays: string[]): string {
   }).join("\n");
 }
 
-/** The positions a thread reads: its row `q` of QKV's part 0 and its row `y` of Y-shaped tensors (row T − 1 past T). */
+/**
+ * The positions a thread reads: its row `q` of QKV's part 0 and its row `y` of Y-shaped tensors (row T − 1 past
+ * T).
+ */
 const ROWS = `let mine = t < T;
   let tc = min(t, T - 1u);
   let y = at(0u, z, tc);`;

@@ -54,7 +54,8 @@ function reference(
           y[(i * B + b) * C + h * D + d] = acc;
         }
       }
-      // Backward: dP = (dY Vᵀ) ⊙ Z, dS = P ⊙ (dP - rowsum(dP ⊙ P)), dQ = dS K s, dK = dSᵀ Q s, dV = (P ⊙ Z)ᵀ dY.
+      // Backward: dP = (dY Vᵀ) ⊙ Z, dS = P ⊙ (dP - rowsum(dP ⊙ P)),
+      // dQ = dS K s, dK = dSᵀ Q s, dV = (P ⊙ Z)ᵀ dY.
       for (let i = 0; i < T; i++) {
         const dp = new Float64Array(T);
         let dot = 0;
