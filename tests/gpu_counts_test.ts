@@ -15,7 +15,7 @@ import { assert, assertEquals } from "@std/assert";
 import * as lm from "../lib/mod.ts";
 import { countBackend } from "../tools/gpu/gpu_counts.ts";
 import { GPU_CONFIGS } from "../tools/gpu/gpu.ts";
-import { probeWebGpu } from "../lib/core/backend.ts";
+import { webGpuOrSkip } from "../lib/core/backend.ts";
 const { tf } = lm;
 
 function tinyTrainer(options: Partial<lm.TrainerOptions> = {}) {
@@ -119,14 +119,6 @@ Deno.test("AdamW's tensor step runs at most 13 kernels per variable and uploads 
   assertEquals(counts.newTensors, 0, "what: tensors left by an AdamW step");
 });
 
-/** Whether a WebGPU adapter is here (CI sets LMBOOK_REQUIRE_WEBGPU=1: then a missing one fails). */
-async function webGpuHere(): Promise<boolean> {
-  if (await probeWebGpu()) return true;
-  if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
-  console.log("no WebGPU adapter: skipped");
-  return false;
-}
-
 /**
  * The counts of the second training step on webgpu of a config of `deno task gpu`, set up as it sets it up
  * (`gpuTrainer`), at a given context length (the dispatches do not depend on it: one shader per op at any size).
@@ -167,7 +159,7 @@ async function webGpuStep(config: keyof typeof GPU_CONFIGS, o: { batchSize: numb
 }
 
 Deno.test("webgpu: a baby-config step runs at most 300 dispatches, a GPU-config step at batch 1 at most 600", async () => {
-  if (!(await webGpuHere())) return;
+  if (!(await webGpuOrSkip())) return;
   // The baby config as deno task gpu trains it; the GPU config's 6 layers, 6 heads, 384 channels and dropout at a
   // context of 32 rather than 256 (the same dispatches, eight times less work for the software adapter).
   const baby = await webGpuStep("baby", { batchSize: GPU_CONFIGS.baby.batchSize });

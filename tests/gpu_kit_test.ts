@@ -12,7 +12,7 @@
  */
 import { assert, assertEquals } from "@std/assert";
 import { KIT_LIMIT_BYTES, KIT_PACKAGES } from "../tools/gpu/gpu_kit.ts";
-import { probeWebGpu } from "../lib/core/backend.ts";
+import { webGpuOrSkip } from "../lib/core/backend.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -52,13 +52,7 @@ Deno.test("deno task gpu-kit builds a kit within 60 MiB whose run.sh trains on w
     // run.sh must not lean on this checkout: it runs from a copy elsewhere, with a plain PATH.
     // As lib's tests: without an adapter the webgpu half is skipped unless LMBOOK_REQUIRE_WEBGPU=1.
     let first = "webgpu";
-    if (!(await probeWebGpu())) {
-      if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") {
-        throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
-      }
-      console.log("no WebGPU adapter: the kit runs cpu and wasm instead");
-      first = "cpu";
-    }
+    if (!(await webGpuOrSkip("webgpu: the kit runs cpu and wasm instead"))) first = "cpu";
     const args = ["--config", "tiny", "--steps", "2", "--backends", `${first},wasm`, "--no-torch"];
     const ran = await run(`${kit}/run.sh`, [out, ...args], { PATH: "/usr/bin:/bin" });
     const log = await Deno.readTextFile(`${out}/gpu.log`).catch(() => "(no gpu.log)");

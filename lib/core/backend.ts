@@ -97,6 +97,31 @@ export async function probeWebGpu(): Promise<
   }
 }
 
+/** The variable that makes a missing WebGPU adapter an error in tests (`.ci/run` sets it: CI has Mesa's software one). */
+export const REQUIRE_WEBGPU_ENV = "LMBOOK_REQUIRE_WEBGPU";
+
+/**
+ * Whether a test's webgpu part can run (chapter 6's GPU path): true when {@link probeWebGpu} finds an adapter;
+ * without one, false after saying what is skipped, or an error when `LMBOOK_REQUIRE_WEBGPU=1` (CI installs Mesa's
+ * software adapter, so there a missing one means the webgpu tests would silently not run).
+ * @param skipped what the caller skips without an adapter, for the message ("the webgpu half of this test").
+ * @returns whether a WebGPU adapter is here.
+ *
+ * @example
+ * ```ts
+ * import { webGpuOrSkip } from "./backend.ts";
+ * if (await webGpuOrSkip("the webgpu half of this example")) {
+ *   // initBackend("webgpu"), then the checks that need it
+ * }
+ * ```
+ */
+export async function webGpuOrSkip(skipped = "this test"): Promise<boolean> {
+  if (await probeWebGpu()) return true;
+  if (readEnv(REQUIRE_WEBGPU_ENV) === "1") throw new Error(`no WebGPU adapter, and ${REQUIRE_WEBGPU_ENV}=1`);
+  console.log(`no WebGPU adapter: skipped ${skipped}`);
+  return false;
+}
+
 const startHooks: ((name: BackendName) => void)[] = [];
 
 /**

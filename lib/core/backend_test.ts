@@ -1,7 +1,14 @@
 // Run: deno test -A --import-map tests/offline_import_map.json lib/core/backend_test.ts
 import { assertEquals, assertRejects, assertStringIncludes, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
-import { BACKEND_ENV, formatBackendReport, initBackend, parseBackend } from "./backend.ts";
+import {
+  BACKEND_ENV,
+  formatBackendReport,
+  initBackend,
+  parseBackend,
+  REQUIRE_WEBGPU_ENV,
+  webGpuOrSkip,
+} from "./backend.ts";
 import { platform, setPlatform } from "./platform.ts";
 
 Deno.test("parseBackend accepts the three names and rejects others, listing the valid ones", () => {
@@ -95,5 +102,28 @@ Deno.test("initBackend: probeWebGpu false with a CPU backend requests no adapter
     assertEquals(calls, 2, "the automatic choice needs the probe, so it still asks");
   } finally {
     gpu.requestAdapter = original;
+  }
+});
+
+Deno.test("webGpuOrSkip: without an adapter, false and a message naming what is skipped; an error when required", async () => {
+  // No adapter: navigator.gpu hidden for the test (no GPU driver is loaded).
+  const own = Object.getOwnPropertyDescriptor(navigator, "gpu");
+  Object.defineProperty(navigator, "gpu", { value: undefined, configurable: true });
+  const before = Deno.env.get(REQUIRE_WEBGPU_ENV);
+  const log = console.log, said: string[] = [];
+  try {
+    Deno.env.delete(REQUIRE_WEBGPU_ENV);
+    console.log = (...a: unknown[]) => void said.push(a.join(" "));
+    assertEquals(await webGpuOrSkip("the webgpu half"), false);
+    console.log = log;
+    assertEquals(said, ["no WebGPU adapter: skipped the webgpu half"]);
+    Deno.env.set(REQUIRE_WEBGPU_ENV, "1");
+    await assertRejects(() => webGpuOrSkip(), Error, "no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
+  } finally {
+    console.log = log;
+    if (before === undefined) Deno.env.delete(REQUIRE_WEBGPU_ENV);
+    else Deno.env.set(REQUIRE_WEBGPU_ENV, before);
+    if (own) Object.defineProperty(navigator, "gpu", own);
+    else delete (navigator as { gpu?: unknown }).gpu;
   }
 });

@@ -6,7 +6,7 @@
  */
 import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
-import { initBackend, probeWebGpu } from "../core/backend.ts";
+import { initBackend, webGpuOrSkip } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
 import { applyDropout, dropoutMask } from "./mod.ts";
 
@@ -108,12 +108,10 @@ Deno.test("dropoutMask follows its documented rule on cpu, wasm and webgpu, in a
   await checkBackend("cpu");
   await initBackend("wasm");
   await checkBackend("wasm");
-  if (await probeWebGpu()) {
+  if (await webGpuOrSkip("the webgpu part of this test")) {
     await initBackend("webgpu");
     await checkBackend("webgpu");
-  } else if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") {
-    throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
-  } else console.log("no WebGPU adapter: skipped the webgpu part of this test");
+  }
   await initBackend("cpu");
 });
 

@@ -4,7 +4,7 @@
  */
 import { assert, assertEquals } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
-import { initBackend, probeWebGpu } from "../core/backend.ts";
+import { initBackend, webGpuOrSkip } from "../core/backend.ts";
 import { wasmSimdReady } from "./mod.ts";
 import { Rng } from "../core/random.ts";
 import {
@@ -66,7 +66,7 @@ async function checkGrad(
 }
 
 // WebGPU too when an adapter exists (Mesa's software one is enough).
-const backends = ["cpu", "wasm", ...((await probeWebGpu()) ? ["webgpu"] : [])];
+const backends = ["cpu", "wasm", ...((await webGpuOrSkip("the webgpu cases of this file")) ? ["webgpu"] : [])];
 for (const backend of backends) {
   Deno.test(`kernels match autodiff on ${backend}`, async (t) => {
     await initBackend(backend);

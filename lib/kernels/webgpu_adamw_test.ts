@@ -13,7 +13,7 @@
  */
 import { assert, assertEquals } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
-import { initBackend, probeWebGpu } from "../core/backend.ts";
+import { initBackend, webGpuOrSkip } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
 import { AdamW } from "../train/adamw.ts";
 import { clipScale } from "../train/schedule.ts";
@@ -66,13 +66,7 @@ function close(what: string, got: number[], want: number[]): void {
 }
 
 Deno.test("webgpu AdamW in one dispatch and the clipping norm equal the js loop: weights, norms, saved moments", async () => {
-  if (!(await probeWebGpu())) {
-    if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") {
-      throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
-    }
-    console.log("no WebGPU adapter: skipped");
-    return;
-  }
+  if (!(await webGpuOrSkip())) return;
   const want = await train("cpu", "js");
   const got = await train("webgpu", "auto");
   close("gradient norms", got.norms, want.norms);

@@ -14,7 +14,7 @@
  */
 import { assert } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
-import { initBackend, probeWebGpu } from "../core/backend.ts";
+import { initBackend, webGpuOrSkip } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
 import { dropoutMask, dropoutUniforms } from "./dropout.ts";
 import { attentionBackward, attentionForward } from "./webgpu_attention.ts";
@@ -86,13 +86,7 @@ function worst(got: Float32Array, want: Float32Array): string | undefined {
 }
 
 Deno.test("webgpu attention and its gradient equal attention written out, over several tiles", async () => {
-  if (!(await probeWebGpu())) {
-    if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") {
-      throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
-    }
-    console.log("no WebGPU adapter: skipped");
-    return;
-  }
+  if (!(await webGpuOrSkip())) return;
   await initBackend("webgpu");
   const rng = new Rng(8);
   const cases = [

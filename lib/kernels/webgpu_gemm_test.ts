@@ -13,7 +13,7 @@
  */
 import { assert } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
-import { initBackend, probeWebGpu } from "../core/backend.ts";
+import { initBackend, webGpuOrSkip } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
 import { dropoutMask, dropoutUniforms } from "./dropout.ts";
 import { gemm, type GemmOperand, type GemmSpec } from "./webgpu_gemm.ts";
@@ -67,13 +67,7 @@ function reference(spec: GemmSpec, data: Map<tf.TensorInfo, Float32Array | Int32
 }
 
 Deno.test("the webgpu product shader computes every fused variant as a from-scratch product does", async () => {
-  if (!(await probeWebGpu())) {
-    if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") {
-      throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
-    }
-    console.log("no WebGPU adapter: skipped");
-    return;
-  }
+  if (!(await webGpuOrSkip())) return;
   await initBackend("webgpu");
   const rng = new Rng(4);
   const data = new Map<tf.TensorInfo, Float32Array | Int32Array>();

@@ -8,7 +8,7 @@
  */
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
-import { initBackend, probeWebGpu } from "../core/backend.ts";
+import { initBackend, webGpuOrSkip } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
 import { gemmHelps, setWebGpuMatMul, splitKFactor, transposeHelps, webGpuRewrites } from "./mod.ts";
 
@@ -108,13 +108,7 @@ function close(got: Float32Array, want: Float32Array, what: string): void {
 }
 
 Deno.test("webgpu products: the rewrites equal the definition, with gradients, and leak nothing", async () => {
-  if (!(await probeWebGpu())) {
-    if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") {
-      throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
-    }
-    console.log("no WebGPU adapter: skipped");
-    return;
-  }
+  if (!(await webGpuOrSkip())) return;
   await initBackend("webgpu");
   const backend = tf.backend() as unknown as { numDataIds(): number };
   const rng = new Rng(11);

@@ -13,7 +13,7 @@
  */
 import { assert } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
-import { initBackend, probeWebGpu } from "../core/backend.ts";
+import { initBackend, webGpuOrSkip } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
 import { FastDecoder } from "../decode/fast_decoder.ts";
 import type { KVCacheEntry } from "./attention.ts";
@@ -212,13 +212,7 @@ Deno.test("fast paths equal the readable model: logits, loss, gradients, KV cach
   await checkBackend("cpu");
   await initBackend("wasm");
   await checkBackend("wasm");
-  const adapter = await probeWebGpu();
-  if (!adapter) {
-    if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") {
-      throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
-    }
-    console.log("no WebGPU adapter: skipped the webgpu part of this test");
-  } else {
+  if (await webGpuOrSkip("the webgpu part of this test")) {
     await initBackend("webgpu");
     await checkBackend("webgpu");
   }

@@ -10,7 +10,7 @@
 import { loadModel, saveModel } from "../train/model_file.ts";
 import { assert, assertAlmostEquals, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import * as tf from "@tensorflow/tfjs";
-import { initBackend, probeWebGpu } from "../core/backend.ts";
+import { initBackend, webGpuOrSkip } from "../core/backend.ts";
 import { Rng } from "../core/random.ts";
 import { evaluate } from "../lm/lm.ts";
 import { sequenceDataset } from "../train/dataset.ts";
@@ -283,7 +283,7 @@ Deno.test("evaluation is exact on every backend, even where probabilities underf
   const stream = Int32Array.from([3, 9, 1, 7, 7, 2, 10, 4, 0, 5, 6, 8]);
   const results: Record<string, { lps: Float64Array; ppl: number; ref: number[] }> = {};
   const backends = ["cpu", "wasm"];
-  if (await probeWebGpu()) backends.push("webgpu");
+  if (await webGpuOrSkip("the webgpu part of this test")) backends.push("webgpu");
   for (const backend of backends) {
     await initBackend(backend);
     const model = new TransformerLM(tiny({ blockSize: 16 }), { seed: 21 });
@@ -363,13 +363,7 @@ Deno.test("the same training steps on wasm and webgpu match cpu within 1e-3", as
   assert(ref[steps - 1] < ref[0], `the loss should fall on cpu: ${ref}`);
   const wasm = await lossesOn("wasm", steps);
   wasm.forEach((l, i) => assertAlmostEquals(l, ref[i], BACKEND_TOLERANCE, `wasm step ${i}`));
-  const adapter = await probeWebGpu();
-  if (!adapter) {
-    if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") {
-      throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
-    }
-    console.log("no WebGPU adapter: skipped the webgpu half of this test");
-  } else {
+  if (await webGpuOrSkip("the webgpu half of this test")) {
     await initBackend("webgpu");
     // tfjs-webgpu's AddN silently drops inputs beyond the adapter's storage-buffer
     // limit (8 on llvmpipe): a trainer that adds up many gradient norms with
@@ -396,7 +390,7 @@ Deno.test("the same training steps on wasm and webgpu match cpu within 1e-3", as
 });
 
 Deno.test("webgpu: synchronous reads fail with a clear message, async ones work", async () => {
-  if (!(await probeWebGpu())) return;
+  if (!(await webGpuOrSkip())) return;
   await initBackend("webgpu");
   const model = new TransformerLM(tiny(), { seed: 15 });
   assertThrows(() => model.logProb(1, [2]), Error, "logProbs");
@@ -636,12 +630,7 @@ Deno.test("modern block: the same training steps on wasm and webgpu match cpu wi
     assert(got[steps] < 1e-4, `${name}: cached decoding differs from the full pass by ${got[steps]}`);
   };
   check("wasm", await modernLossesOn("wasm", steps));
-  if (!(await probeWebGpu())) {
-    if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") {
-      throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
-    }
-    console.log("no WebGPU adapter: skipped the webgpu half of this test");
-  } else check("webgpu", await modernLossesOn("webgpu", steps));
+  if (await webGpuOrSkip("the webgpu half of this test")) check("webgpu", await modernLossesOn("webgpu", steps));
   await initBackend("cpu");
 });
 
@@ -735,7 +724,7 @@ Deno.test("modern block: every combination of options trains, decodes with the c
   const ref = new Map<string, number[]>();
   await check("cpu", ALL_COMBINATIONS, ref);
   await check("wasm", ALL_COMBINATIONS, ref);
-  if (await probeWebGpu()) {
+  if (await webGpuOrSkip("the webgpu part of this test")) {
     // A covering subset on the (software, slow) adapter: every value of every option at least once.
     const cover = ALL_COMBINATIONS.filter((_, i) => i % 7 === 0);
     for (
@@ -748,8 +737,6 @@ Deno.test("modern block: every combination of options trains, decodes with the c
       for (const v of values) assert(cover.some((c) => c[k] === v), `the webgpu subset lacks ${k}=${v}`);
     }
     await check("webgpu", cover, ref);
-  } else if (Deno.env.get("LMBOOK_REQUIRE_WEBGPU") === "1") {
-    throw new Error("no WebGPU adapter, and LMBOOK_REQUIRE_WEBGPU=1");
   }
   await initBackend("cpu");
 });
