@@ -8,14 +8,17 @@ import { resolve } from "node:path";
 const ROOT = resolve(new URL("..", import.meta.url).pathname);
 
 /**
- * Runs a command at the repository root, echoing its output live.
+ * Runs a command at the repository root and keeps its output (stdout and stderr, in order of arrival), echoing it
+ * live unless `echo` is false (a job that runs beside others is reported when it ends).
  * @param cmd the program and its arguments.
  * @param env extra environment variables.
+ * @param options `echo`: print the output as it comes (default true).
  * @returns the exit code and the combined output.
  */
-export async function runEcho(
+async function run(
   cmd: string[],
-  env: Record<string, string> = {},
+  env: Record<string, string>,
+  options: { echo: boolean },
 ): Promise<{ code: number; text: string }> {
   const child = new Deno.Command(cmd[0], { args: cmd.slice(1), cwd: ROOT, env, stdout: "piped", stderr: "piped" })
     .spawn();
@@ -24,11 +27,21 @@ export async function runEcho(
     const dec = new TextDecoder();
     for await (const chunk of stream) {
       text += dec.decode(chunk, { stream: true });
-      await sink.write(chunk);
+      if (options.echo) await sink.write(chunk);
     }
   };
   const [status] = await Promise.all([child.status, pump(child.stdout, Deno.stdout), pump(child.stderr, Deno.stderr)]);
   return { code: status.code, text };
+}
+
+/**
+ * Runs a command at the repository root, echoing its output live.
+ * @param cmd the program and its arguments.
+ * @param env extra environment variables.
+ * @returns the exit code and the combined output.
+ */
+export function runEcho(cmd: string[], env: Record<string, string> = {}): Promise<{ code: number; text: string }> {
+  return run(cmd, env, { echo: true });
 }
 
 /**
@@ -38,19 +51,8 @@ export async function runEcho(
  * @param env extra environment variables.
  * @returns the exit code and the combined output.
  */
-export async function runQuiet(
-  cmd: string[],
-  env: Record<string, string> = {},
-): Promise<{ code: number; text: string }> {
-  const child = new Deno.Command(cmd[0], { args: cmd.slice(1), cwd: ROOT, env, stdout: "piped", stderr: "piped" })
-    .spawn();
-  let text = "";
-  const collect = async (stream: ReadableStream<Uint8Array>) => {
-    const dec = new TextDecoder();
-    for await (const chunk of stream) text += dec.decode(chunk, { stream: true });
-  };
-  const [status] = await Promise.all([child.status, collect(child.stdout), collect(child.stderr)]);
-  return { code: status.code, text };
+export function runQuiet(cmd: string[], env: Record<string, string> = {}): Promise<{ code: number; text: string }> {
+  return run(cmd, env, { echo: false });
 }
 
 /**
