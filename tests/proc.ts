@@ -12,7 +12,7 @@ const ROOT = resolve(new URL("..", import.meta.url).pathname);
  * live unless `echo` is false (a job that runs beside others is reported when it ends).
  * @param cmd the program and its arguments.
  * @param env extra environment variables.
- * @param options `echo`: print the output as it comes (default true).
+ * @param options `echo`: print the output as it comes.
  * @returns the exit code and the combined output.
  */
 async function run(

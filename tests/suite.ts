@@ -86,7 +86,7 @@ function heading(title: string) {
 
 const mapArgs = offline ? ["--import-map", "tests/offline_import_map.json"] : [];
 
-// 1b. The mutation check (tests/mutation_test.ts, about a quarter of the suite's work) starts now in a process of its
+// 1b. The mutation check (tests/mutation_test.ts, about a fifth of the suite's CPU time) starts now in a process of its
 // own, at the same priority, beside stage 1's two processes; it is awaited, and its output printed, when stage 1
 // ends. Not at a lower priority: starved of CPU, the property checks' 5-second wall-clock limit fails the reference
 // solution (seen with nice -n 19 while notebooks ran).
