@@ -304,6 +304,11 @@ export interface MutationOptions {
   find?: FindOptions;
   /** Chapters whose rule tables are still to be written (default {@link RULES_PENDING}). */
   rulesPending?: ReadonlySet<string>;
+  /**
+   * A batch's mutants in one worker (default true; the mutants are ours), or each in a worker of its own as a
+   * student's files are graded (`false`: about three times the CPU; for checking that the two agree).
+   */
+  oneModule?: boolean;
 }
 
 /**
@@ -367,6 +372,7 @@ export async function runMutationCheck(options: MutationOptions = {}): Promise<M
     concurrency: options.concurrency ?? 2,
     groupBy: (j) => j.file,
     batchSize: 16,
+    oneModule: options.oneModule ?? true,
     extraArgs: ["--allow-env=LMBOOK_PROPERTY_SHRINK"], // (graded code reads no other variable)
   }).finally(() =>
     shrink === undefined ? Deno.env.delete("LMBOOK_PROPERTY_SHRINK") : Deno.env.set("LMBOOK_PROPERTY_SHRINK", shrink)

@@ -11,7 +11,7 @@
  * @module
  */
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { ROOT } from "../tools/grade/graded_files.ts";
 import {
   findMutants,
@@ -197,6 +197,64 @@ Deno.test("a patch that no longer applies fails the check, named; a whole-file m
     assertEquals(noTest.length, 1, `the planted rule with no test is not reported:\n${r.problems.join("\n")}`);
     assert(r.problems.some((p) => p.startsWith("exercise 0.2 rowSoftmax of exercises/ch00_tour_test.ts has no rules")));
     assertStringIncludes(formatMutationReport(r), "RULE WITHOUT TEST");
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("one worker per batch (oneModule) gives every mutant the verdicts a worker of its own gives; a copy that throws on load is run alone", async () => {
+  Deno.mkdirSync(join(ROOT, "build"), { recursive: true });
+  const tmp = await Deno.makeTempDir({ dir: join(ROOT, "build"), prefix: "mutation-one-" });
+  try {
+    const all = readPatchFile(join(ROOT, MUTANTS_DIR, "ch00_tour.json")).mutants;
+    // Two mistakes of each exercise (caught by different tests), and (later) one that throws on load.
+    const some = ["0.1 ", "0.2 "].flatMap((ex) => all.filter((p) => p.exercise.startsWith(ex)).slice(0, 2));
+    const throws = {
+      name: "softmax__throws_on_load",
+      exercise: "0.1 softmax",
+      mistake: "the module throws when it loads",
+      edits: [{
+        find: "export function softmax",
+        replace: 'throw new Error("planted: this module throws on load");\nexport function softmax',
+      }],
+    };
+    const runBoth = async () => {
+      const out = [];
+      for (const oneModule of [true, false]) {
+        const r = await runMutationCheck({
+          chapters: ["ch00"],
+          find: { dir: tmp, builtDir: join(tmp, `built-${oneModule}`) },
+          rulesPending: new Set(["ch00_tour"]),
+          oneModule,
+        });
+        out.push({
+          results: r.results.map((x) => ({
+            mutant: basename(x.mutant.path),
+            caught: x.caught,
+            tests: x.results.map((t) => `${t.name}: ${t.status}`).sort(),
+          })).sort((a, b) => a.mutant.localeCompare(b.mutant)),
+          problems: r.problems.map((p) => p.replaceAll(`built-${oneModule}`, "built")).sort(),
+        });
+      }
+      return out;
+    };
+    // First the four alone: they share one worker (oneModule) or each has its own.
+    Deno.writeTextFileSync(join(tmp, "ch00_tour.json"), formatPatchFile({ rules: [], mutants: some }));
+    const [one, own] = await runBoth();
+    assertEquals(one.results.length, 4, "the four mutants were judged");
+    assert(one.results.every((x) => x.caught), "each of the chapter's mutants is caught");
+    assertEquals(one, own, "one worker per batch and a worker per mutant disagree");
+    // Then with one that throws on load: the batch's module stops; every job is run on its own, as before.
+    Deno.writeTextFileSync(join(tmp, "ch00_tour.json"), formatPatchFile({ rules: [], mutants: [...some, throws] }));
+    const [oneT, ownT] = await runBoth();
+    assertEquals(oneT, ownT, "with a module that throws on load, the two disagree");
+    assertEquals(oneT.results.length, 4, "the four are still judged");
+    assert(
+      oneT.problems.some((p) =>
+        p.includes("softmax__throws_on_load") && p.includes("planted: this module throws on load")
+      ),
+      `the module that throws is named:\n${oneT.problems.join("\n")}`,
+    );
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }

@@ -121,6 +121,12 @@ export interface RunJobsOptions {
   batchSize?: number;
   /** Only jobs with the same key share a process (e.g. the exercise file of a mutant). */
   groupBy?: (job: GradeJob) => string;
+  /**
+   * Load a batch's test copies through one module, in one worker (default false: a worker per copy, each loading
+   * the library anew). Much cheaper for many small jobs; the jobs then share module-level state, so it is for
+   * trusted implementations such as the mutants, not for grading a student's files.
+   */
+  oneModule?: boolean;
 }
 
 /** A compiler or loader message found in `deno test` output. */
@@ -463,7 +469,7 @@ async function runSingle(s: JobState, tmp: string, options: RunJobsOptions): Pro
   const wanted = (n: string) => !job.only || job.only.includes(parseTestName(n).exercise);
   for (let attempt = 0; attempt < 12 && !s.fileError; attempt++) {
     const m = await materialize(job, join(tmp, `${job.id}_run${attempt}`), s.patched);
-    const raw = await runProcess([m], m.dir, false, options.offline ?? false, options.extraArgs ?? []);
+    const raw = await runProcess([m], m.dir, { offline: options.offline, extraArgs: options.extraArgs });
     const results = splitResults(raw, [m]).get(job.id) ?? [];
     for (const r of results) r.message = translate(r.message, m);
     if (raw.killed) {
@@ -615,7 +621,11 @@ export async function runJobs(jobs: GradeJob[], options: RunJobsOptions = {}): P
       if (batch.length === 1) return void retry.push(batch[0]);
       const dir = join(tmp, `batch${bi}`);
       const ms = await Promise.all(batch.map((s) => materialize(s.job, dir, s.patched)));
-      const raw = await runProcess(ms, dir, false, options.offline ?? false, options.extraArgs ?? []);
+      const raw = await runProcess(ms, dir, {
+        offline: options.offline,
+        extraArgs: options.extraArgs,
+        oneModule: options.oneModule,
+      });
       const split = splitResults(raw, ms);
       for (const m of ms) {
         const s = batch.find((b) => b.job.id === m.job.id)!;
