@@ -9,6 +9,7 @@ import {
   EXECUTED_DIR,
   executeNotebooks,
   kernelDirs,
+  NOTEBOOK_SECONDS,
   notebookFiles,
   plainMath,
   ROOT,
@@ -299,6 +300,34 @@ Deno.test("executeNotebooks: notebooks that train on every core run alone, after
   assertEquals([mostWith.get("B"), mostWith.get("E")], [1, 1], `B and E must each run alone: ${log.join(", ")}`);
   const lastShared = Math.max(...["a", "c", "d"].map((nb) => log.indexOf(`end ${nb}`)));
   assertGreater(log.indexOf("start B"), lastShared, `the alone ones start after the rest: ${log.join(", ")}`);
+});
+
+Deno.test("executeNotebooks: the shared notebooks start longest first (NOTEBOOK_SECONDS), unlisted ones last", async () => {
+  const started: string[] = [];
+  const runs = await executeNotebooks(
+    ["notebooks/00_tour.ipynb", "notebooks/99_new.ipynb", "notebooks/09_finetuning.ipynb", "notebooks/04_rnn.ipynb"],
+    {
+      jobs: 2,
+      alone: () => false,
+      execute: (nb) => {
+        started.push(nb.replace(/^notebooks\/|\.ipynb$/g, ""));
+        return Promise.resolve({ notebook: nb, ok: true, seconds: 0, problems: [] });
+      },
+    },
+  );
+  const expected = ["09_finetuning", "04_rnn", "00_tour", "99_new"]
+    .sort((a, b) => (NOTEBOOK_SECONDS[b] ?? 0) - (NOTEBOOK_SECONDS[a] ?? 0));
+  assertEquals(started, expected, "the order they started in");
+  assertEquals(runs.map((r) => r.notebook.replace(/^notebooks\/|\.ipynb$/g, "")), [
+    "00_tour",
+    "99_new",
+    "09_finetuning",
+    "04_rnn",
+  ], "the runs come back in the order given");
+  for (const nb of notebookFiles()) {
+    const name = nb.replace(/^notebooks\/|\.ipynb$/g, "");
+    assertGreater(NOTEBOOK_SECONDS[name] ?? 0, 0, `${nb} has no entry in NOTEBOOK_SECONDS: it would start last`);
+  }
 });
 
 Deno.test('trainsOnEveryCore: chapters 3 and 6 (workers: "auto") run alone; chapter 1 does not', () => {

@@ -472,8 +472,32 @@ export function trainsOnEveryCore(notebook: string): boolean {
 }
 
 /**
- * Executes notebooks, `jobs` at a time (each kernel is mostly one busy core),
- * then, one at a time, those that train on every core ({@link trainsOnEveryCore}).
+ * Seconds each chapter's notebook took under the Deno kernel (a clean run of `deno task notebooks` on the 2-core CI
+ * machine, two at a time), used only to start the longest first, so that the last to start is a short one and
+ * neither core waits long on the other. A notebook not listed counts as 0 and starts last.
+ */
+export const NOTEBOOK_SECONDS: Readonly<Record<string, number>> = {
+  "00_tour": 12,
+  "01_counting": 17,
+  "02_perplexity": 37,
+  "03_neural_lm": 49,
+  "04_rnn": 129,
+  "05_attention": 32,
+  "06_transformer": 395,
+  "07_decoding": 50,
+  "08_scale": 61,
+  "09_finetuning": 144,
+};
+
+/** {@link NOTEBOOK_SECONDS} of a notebook path (`notebooks/04_rnn.ipynb`), 0 when not listed. */
+function expectedSeconds(notebook: string): number {
+  return NOTEBOOK_SECONDS[notebook.split("/").pop()!.replace(/\.ipynb$/, "")] ?? 0;
+}
+
+/**
+ * Executes notebooks, `jobs` at a time (each kernel is mostly one busy core), the
+ * longest first ({@link NOTEBOOK_SECONDS}), then, one at a time, those that train
+ * on every core ({@link trainsOnEveryCore}).
  * @param notebooks paths relative to the root.
  * @param options how many at once (default: the number of CPUs, at most 2), a
  *   callback per finished notebook, which notebooks run alone (default
@@ -504,7 +528,10 @@ export async function executeNotebooks(
     await Promise.all(Array.from({ length: Math.min(width, indices.length) }, worker));
   };
   const single = notebooks.map((nb, i) => alone(nb) ? i : -1).filter((i) => i >= 0);
-  await pool(notebooks.map((_, i) => i).filter((i) => !single.includes(i)), jobs);
+  const shared = notebooks.map((_, i) => i).filter((i) => !single.includes(i));
+  // Longest first (a stable sort: equal estimates keep the order given).
+  shared.sort((a, b) => expectedSeconds(notebooks[b]) - expectedSeconds(notebooks[a]));
+  await pool(shared, jobs);
   await pool(single, 1);
   return runs;
 }
