@@ -2,7 +2,8 @@
  * The whole test suite: `deno task test` (the README's test command; CI runs it).
  *
  * Stages, in order:
- * 1. library and tool tests, with the JSDoc examples (`deno test --doc`), in
+ * 1. library and tool tests, with the JSDoc examples (type-checked by `deno test
+ *    --doc --no-run`, run in one worker by `tests/doc_examples_test.ts`), in
  *    two processes at once (the grading and packaging tests beside the rest); the
  *    mutation check (`tests/mutation_test.ts`, stage 1b) runs in a process of
  *    its own beside them, and is reported after them;
@@ -108,16 +109,11 @@ const mutationRun = runQuiet([Deno.execPath(), "test", "-A", ...mapArgs, MUTATIO
     .map((e) => `tests/${e.name}`).sort();
   const second = topTests.filter((f) => SECOND_GROUP.test(f));
   const first = topTests.filter((f) => !SECOND_GROUP.test(f));
-  const cmd = (files: string[], doc: boolean) => [
-    Deno.execPath(),
-    "test",
-    "-A",
-    ...(doc ? ["--doc"] : []),
-    ...mapArgs,
-    ...files,
-  ];
-  const secondRun = runQuiet(cmd(second, false), { NO_COLOR: "1" });
-  const runs = [await runEcho(cmd(["lib/", "tools/web/", ...first], true), { NO_COLOR: "1" })];
+  // No --doc: it would start a worker per JSDoc example (215 of them, about 3 core-minutes); tests/doc_examples_test.ts
+  // (in `first`) type-checks them as --doc does and runs them in one worker.
+  const cmd = (files: string[]) => [Deno.execPath(), "test", "-A", ...mapArgs, ...files];
+  const secondRun = runQuiet(cmd(second), { NO_COLOR: "1" });
+  const runs = [await runEcho(cmd(["lib/", "tools/web/", ...first]), { NO_COLOR: "1" })];
   console.log(`\n--- ${second.join(", ")} (run beside the above) ---`);
   runs.push(await secondRun);
   console.log(runs[1].text.trimEnd());
