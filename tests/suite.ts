@@ -7,7 +7,9 @@
  *    two processes at once (the grading and packaging tests beside the rest); the
  *    mutation check (`tests/mutation_test.ts`, stage 1b) runs in a process of
  *    its own beside them, and is reported after them;
- * 2. the graded tests against the reference solutions: every one must pass;
+ * 2. the graded tests against the reference solutions: every one must pass
+ *    (stages 2 to 3b start when the mutation check ends, beside the rest of
+ *    stage 1, and print after it);
  * 3. the graded tests against the untouched stubs: every one must fail as
  *    "not attempted", so no graded test passes by accident; then the student's
  *    literal command, `deno test exercises/` with no flags, on the stubs (short:
@@ -75,14 +77,14 @@ const stages: Stage[] = [];
 // Stages 2 and 3 must grade every graded test the exercise files declare: a
 // run that finds fewer (or none) has not checked anything.
 const declared = declaredGradedTests();
-function missingTests(count: number): number {
+function missingTests(count: number, log: (line: string) => void = console.log): number {
   if (count === declared) return 0;
-  console.log(`FAILED graded ${count} tests, but exercises/*_test.ts declare ${declared}`);
+  log(`FAILED graded ${count} tests, but exercises/*_test.ts declare ${declared}`);
   return 1;
 }
 
-function heading(title: string) {
-  console.log(`\n=== ${title} ${"=".repeat(Math.max(3, 70 - title.length))}`);
+function heading(title: string, log: (line: string) => void = console.log) {
+  log(`\n=== ${title} ${"=".repeat(Math.max(3, 70 - title.length))}`);
 }
 
 const mapArgs = offline ? ["--import-map", "tests/offline_import_map.json"] : [];
@@ -95,7 +97,12 @@ const MUTATION_TEST = "tests/mutation_test.ts";
 /** Stage 1's second process: the grading and packaging tests (tests/grade*_test.ts, gradescope, release, gpu kit). */
 const SECOND_GROUP = /^tests\/(grade\w*|gradescope|release|gpu_kit)_test\.ts$/;
 const mutationStart = performance.now();
-const mutationRun = runQuiet([Deno.execPath(), "test", "-A", ...mapArgs, MUTATION_TEST], { NO_COLOR: "1" });
+const mutationRun = runQuiet([Deno.execPath(), "test", "-A", ...mapArgs, MUTATION_TEST], { NO_COLOR: "1" })
+  .then((r) => ({ ...r, seconds: (performance.now() - mutationStart) / 1000 }));
+// Stages 2, 3 and 3b follow it (see gradedStages), their lines kept until stage 1 has printed.
+const gradedLines: string[] = [];
+const gradedRun = mutationRun.then(() => gradedStages((line) => gradedLines.push(line)));
+gradedRun.catch(() => {}); // awaited below; this only keeps an early failure from ending the suite unreported
 
 // 1. Library and tool tests, in two `deno test` processes at once (separate processes, so a test that sets the
 // environment or the working directory cannot disturb one in the other): the grading and packaging tests, which
@@ -139,7 +146,7 @@ const mutationRun = runQuiet([Deno.execPath(), "test", "-A", ...mapArgs, MUTATIO
 // 1b, awaited: the mutation check that ran beside stage 1.
 {
   heading(`1b. the mutation check (${MUTATION_TEST}), run beside stage 1`);
-  const { code, text } = await mutationRun;
+  const { code, text, seconds } = await mutationRun;
   console.log(text.trimEnd());
   const m = denoTestCounts(text);
   const failed = m?.failed ?? 1;
@@ -147,76 +154,87 @@ const mutationRun = runQuiet([Deno.execPath(), "test", "-A", ...mapArgs, MUTATIO
     name: "mutation check",
     passed: m?.passed ?? 0,
     failed: code !== 0 && failed === 0 ? 1 : failed,
-    seconds: (performance.now() - mutationStart) / 1000,
+    seconds,
     note: code !== 0 && !m
       ? "deno test failed before running tests (type error?)"
       : "beside stage 1, from the suite's start",
   });
 }
 
-// 2. Graded tests against the solutions.
-{
-  heading("2. graded tests against the reference solutions (all must pass)");
-  const t0 = performance.now();
-  const results = await runGraded(solutionReplacements(), { offline });
-  let failed = 0;
-  for (const r of results) {
-    if (r.status !== "passed") {
-      failed++;
-      console.log(`FAILED ${r.name} [${r.status}]\n${r.message.replace(/^/gm, "    ")}`);
+// 2, 3 and 3b: the graded tests on the solutions and on the stubs, and the student's command. They start when the
+// mutation check ends, beside the rest of stage 1 (they work in temporary folders, and their property checks' 5-second
+// limits hold with a share of a core), and print when stage 1 has printed.
+async function gradedStages(log: (line: string) => void): Promise<Stage[]> {
+  const out: Stage[] = [];
+  // 2. Graded tests against the solutions.
+  {
+    heading("2. graded tests against the reference solutions (all must pass)", log);
+    const t0 = performance.now();
+    const results = await runGraded(solutionReplacements(), { offline });
+    let failed = 0;
+    for (const r of results) {
+      if (r.status !== "passed") {
+        failed++;
+        log(`FAILED ${r.name} [${r.status}]\n${r.message.replace(/^/gm, "    ")}`);
+      }
     }
+    log(`${results.length - failed} of ${results.length} graded tests pass on the solutions`);
+    out.push({
+      name: "graded tests on solutions",
+      passed: results.length - failed,
+      failed: failed + missingTests(results.length, log),
+      seconds: (performance.now() - t0) / 1000,
+    });
   }
-  console.log(`${results.length - failed} of ${results.length} graded tests pass on the solutions`);
-  stages.push({
-    name: "graded tests on solutions",
-    passed: results.length - failed,
-    failed: failed + missingTests(results.length),
-    seconds: (performance.now() - t0) / 1000,
-  });
+
+  // 3. Graded tests against the untouched stubs.
+  {
+    heading('3. graded tests against the untouched stubs (all must fail as "not attempted")', log);
+    const t0 = performance.now();
+    const results = await runGraded({}, { offline });
+    let failed = 0;
+    for (const r of results) {
+      if (r.status !== "not attempted") {
+        failed++;
+        log(
+          `FAILED ${r.name}: on the stub it is "${r.status}", expected "not attempted"\n${
+            r.message.replace(/^/gm, "    ")
+          }`,
+        );
+      }
+    }
+    log(`${results.length - failed} of ${results.length} graded tests report "not attempted" on the stubs`);
+    out.push({
+      name: "graded tests on stubs",
+      passed: results.length - failed,
+      failed: failed + missingTests(results.length, log),
+      seconds: (performance.now() - t0) / 1000,
+    });
+  }
+
+  // 3b. The student's own command, with no flags, as the README gives it.
+  {
+    heading("3b. the student's command: deno test exercises/ (no flags)", log);
+    const t0 = performance.now();
+    const runs = await checkStudentCommand();
+    for (const r of runs) {
+      log(`${r.ok ? "ok    " : "FAILED"} ${r.label}: ${r.summary}`);
+      if (r.detail) log(r.detail.replace(/^/gm, "    "));
+    }
+    const failed = runs.filter((r) => !r.ok).length;
+    out.push({
+      name: "student command",
+      passed: runs.length - failed,
+      failed,
+      seconds: (performance.now() - t0) / 1000,
+    });
+  }
+  return out;
 }
 
-// 3. Graded tests against the untouched stubs.
-{
-  heading('3. graded tests against the untouched stubs (all must fail as "not attempted")');
-  const t0 = performance.now();
-  const results = await runGraded({}, { offline });
-  let failed = 0;
-  for (const r of results) {
-    if (r.status !== "not attempted") {
-      failed++;
-      console.log(
-        `FAILED ${r.name}: on the stub it is "${r.status}", expected "not attempted"\n${
-          r.message.replace(/^/gm, "    ")
-        }`,
-      );
-    }
-  }
-  console.log(`${results.length - failed} of ${results.length} graded tests report "not attempted" on the stubs`);
-  stages.push({
-    name: "graded tests on stubs",
-    passed: results.length - failed,
-    failed: failed + missingTests(results.length),
-    seconds: (performance.now() - t0) / 1000,
-  });
-}
-
-// 3b. The student's own command, with no flags, as the README gives it.
-{
-  heading("3b. the student's command: deno test exercises/ (no flags)");
-  const t0 = performance.now();
-  const runs = await checkStudentCommand();
-  for (const r of runs) {
-    console.log(`${r.ok ? "ok    " : "FAILED"} ${r.label}: ${r.summary}`);
-    if (r.detail) console.log(r.detail.replace(/^/gm, "    "));
-  }
-  const failed = runs.filter((r) => !r.ok).length;
-  stages.push({
-    name: "student command",
-    passed: runs.length - failed,
-    failed,
-    seconds: (performance.now() - t0) / 1000,
-  });
-}
+// 2, 3 and 3b, which ran beside the end of stage 1.
+stages.push(...await gradedRun);
+console.log(gradedLines.join("\n"));
 
 // 4 and 5: which run, and why one is skipped (each skip's reason is printed now and in the summary).
 const plan = planLastStages({

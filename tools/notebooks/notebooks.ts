@@ -472,9 +472,10 @@ export function trainsOnEveryCore(notebook: string): boolean {
 }
 
 /**
- * Seconds each chapter's notebook took under the Deno kernel (a clean run of `deno task notebooks` on the 2-core CI
- * machine, two at a time), used only to start the longest first, so that the last to start is a short one and
- * neither core waits long on the other. A notebook not listed counts as 0 and starts last.
+ * Seconds each chapter's notebook took under the Deno kernel (one run of `deno task notebooks` on the 2-core CI
+ * machine, two at a time, while other work ran: only their order matters), used only to start the longest first, so
+ * that the last to start is a short one and neither core waits long on the other. A notebook not listed counts as 0
+ * and starts last.
  */
 export const NOTEBOOK_SECONDS: Readonly<Record<string, number>> = {
   "00_tour": 12,
