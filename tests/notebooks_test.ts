@@ -9,6 +9,7 @@ import {
   EXECUTED_DIR,
   executeNotebooks,
   kernelDirs,
+  lostOutput,
   NOTEBOOK_SECONDS,
   notebookFiles,
   plainMath,
@@ -328,6 +329,18 @@ Deno.test("executeNotebooks: the shared notebooks start longest first (NOTEBOOK_
     const name = nb.replace(/^notebooks\/|\.ipynb$/g, "");
     assertGreater(NOTEBOOK_SECONDS[name] ?? 0, 0, `${nb} has no entry in NOTEBOOK_SECONDS: it would start last`);
   }
+});
+
+Deno.test("lostOutput: a missing plot or a claim with no output to read is retried; a claim the run contradicts is not", () => {
+  const missingPlot = "cell 4: 2 plot(s) requested, 1 in the output";
+  const noOutput =
+    "cell 9: the check of [short-run] (the short run ...) cannot read the run: no output matches /epochs/";
+  const contradicted = "cell 9: the prose claims the loss falls [loss-falls], but the run shows 3.2 then 3.4";
+  assertEquals(lostOutput([missingPlot]), true);
+  assertEquals(lostOutput([noOutput, noOutput]), true);
+  assertEquals(lostOutput([missingPlot, noOutput]), true);
+  assertEquals(lostOutput([noOutput, contradicted]), false, "a contradicted claim is the notebook's fault");
+  assertEquals(lostOutput([]), false, "no problem, nothing to retry");
 });
 
 Deno.test('trainsOnEveryCore: chapters 3 and 6 (workers: "auto") run alone; chapter 1 does not', () => {
