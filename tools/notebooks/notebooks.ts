@@ -437,6 +437,10 @@ async function executeOnce(
   await Deno.mkdir(EXECUTED_DIR, { recursive: true });
   const name = notebook.split("/").pop()!;
   const output = join(EXECUTED_DIR, name);
+  // Written under another name and renamed when complete, so that a reader of build/executed/ (a test running at the
+  // same time) sees the previous copy or the new one, never half of one.
+  const partialName = `.partial-${name}`;
+  const partial = join(EXECUTED_DIR, partialName);
   const t0 = performance.now();
   const out = await new Deno.Command("jupyter", {
     args: [
@@ -449,7 +453,7 @@ async function executeOnce(
       "--output-dir",
       EXECUTED_DIR,
       "--output",
-      name,
+      partialName,
       join(ROOT, notebook),
     ],
     cwd: join(ROOT, "notebooks"),
@@ -459,6 +463,8 @@ async function executeOnce(
     stderr: "piped",
   }).output();
   const seconds = (performance.now() - t0) / 1000;
+  if (out.success) await Deno.rename(partial, output);
+  else await Deno.remove(partial).catch(() => {});
   if (!out.success) {
     const text = new TextDecoder().decode(out.stderr);
     const lines = text.split("\n").filter((l) => !/^\[NbConvertApp\]|Warning.*unstable/.test(l));
