@@ -49,6 +49,18 @@ export const CHROMIUM_ARGS = [
 ];
 
 /**
+ * Whether the browser tests save their screenshots (`build/screenshots/`, for a person to look at): yes, except under
+ * CI, where no one does and full-page screenshots of the long chapters cost about a minute of CPU; set
+ * `LMBOOK_SCREENSHOTS=1` to have them there too, `LMBOOK_SCREENSHOTS=0` to skip them anywhere.
+ * @returns true when screenshots are to be written.
+ */
+export function screenshotsWanted(): boolean {
+  const asked = Deno.env.get("LMBOOK_SCREENSHOTS");
+  if (asked === "1" || asked === "0") return asked === "1";
+  return !Deno.env.get("CI");
+}
+
+/**
  * The Chromium executable: `$LMBOOK_CHROMIUM`, else Debian's.
  * @returns its path, or undefined when there is none.
  */

@@ -15,7 +15,7 @@
  *   JavaScript error, no request outside the site, no cell error (the only
  *   test that loads every chapter page: `site_browser_test.ts` opens the
  *   index and one chapter from disk).
- * Screenshots at phone width go to `build/screenshots/phone_*.png`.
+ * Screenshots at phone width go to `build/screenshots/phone_*.png` (not under CI: `screenshotsWanted`).
  *
  * Run: deno test -A --import-map tests/offline_import_map.json tests/browser/site_responsive_test.ts
  * @module
@@ -26,7 +26,7 @@ import { figureHtml, heatmap, lineChart } from "../../lib/display/plot.ts";
 import { notebookFiles, ROOT } from "../../tools/notebooks/notebooks.ts";
 import { serveSite } from "../../tools/site/serve.ts";
 import { SITE_DIR, writeSite } from "../../tools/site/site.ts";
-import { checkPage, chromiumMissing, launchChromium } from "./chromium.ts";
+import { checkPage, chromiumMissing, launchChromium, screenshotsWanted } from "./chromium.ts";
 
 const missing = chromiumMissing();
 const isCI = Boolean(Deno.env.get("CI"));
@@ -154,7 +154,7 @@ async function checkSite(dir: string, pages: string[], t: Deno.TestContext, tag:
           await t.step(`${tag} ${p} at ${width} px`, async () => {
             const check = await checkPage(context, server.url + p, {
               allowOrigin: server.origin,
-              screenshot: width < 500
+              screenshot: width < 500 && screenshotsWanted()
                 ? join(SCREENSHOT_DIR, `phone_${tag}_${p.replace(/\.html$/, ".png")}`)
                 : undefined,
               inspect: async (page) => [...await layoutProblems(page), ...await linkProblems(page)],
