@@ -2,7 +2,7 @@
 // The Chromium launch options of the browser tests (tests/browser/chromium.ts), checked without launching a browser.
 import { assertEquals, assertThrows } from "@std/assert";
 import { join } from "node:path";
-import { CHROMIUM_ARGS, chromiumLaunchOptions } from "./browser/chromium.ts";
+import { CHROMIUM_ARGS, chromiumLaunchOptions, screenshotsWanted } from "./browser/chromium.ts";
 
 /** The flags DEVELOPERS.md's environment notes and issue 9 ask for: no sandbox, no GPU, no background traffic. */
 const REQUIRED = [
@@ -69,5 +69,25 @@ Deno.test("chromium launch options: the executable is $LMBOOK_CHROMIUM when set,
     });
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("screenshotsWanted: on by default, off under CI, LMBOOK_SCREENSHOTS=1 or 0 decides either way", () => {
+  const saved = { ci: Deno.env.get("CI"), shots: Deno.env.get("LMBOOK_SCREENSHOTS") };
+  const set = (name: string, value: string | undefined) =>
+    value === undefined ? Deno.env.delete(name) : Deno.env.set(name, value);
+  const wanted = (ci: string | undefined, shots: string | undefined) => {
+    set("CI", ci);
+    set("LMBOOK_SCREENSHOTS", shots);
+    return screenshotsWanted();
+  };
+  try {
+    assertEquals(wanted(undefined, undefined), true, "a person's run keeps its screenshots");
+    assertEquals(wanted("true", undefined), false, "CI skips them");
+    assertEquals(wanted("true", "1"), true, "LMBOOK_SCREENSHOTS=1 keeps them under CI");
+    assertEquals(wanted(undefined, "0"), false, "LMBOOK_SCREENSHOTS=0 skips them anywhere");
+  } finally {
+    set("CI", saved.ci);
+    set("LMBOOK_SCREENSHOTS", saved.shots);
   }
 });
