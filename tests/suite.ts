@@ -16,10 +16,7 @@
  *    a line per exercise, a closing line per file) and with the solutions
  *    copied over them, also graded one exercise at a time as the README shows
  *    (tests/student_command.ts);
- * 4. every notebook, executed top to bottom under the real Deno kernel (those
- *    that share the machine start beside the end of stage 1, when its second
- *    process and stages 2 to 3b are done; those that train on every core run
- *    after, alone);
+ * 4. every notebook, executed top to bottom under the real Deno kernel;
  * 5. the site rendered from those executed copies, checked page by page in
  *    headless Chromium (plots drawn, no errors), and `deno task lab` tried live.
  *
@@ -38,14 +35,7 @@
 import { join } from "node:path";
 import { solutionReplacements } from "../tools/grade/graded_files.ts";
 import { runGraded } from "../tools/grade/graded_runner.ts";
-import {
-  executeNotebooks,
-  jupyterMissing,
-  notebookFiles,
-  reportRun,
-  ROOT,
-  trainsOnEveryCore,
-} from "../tools/notebooks/notebooks.ts";
+import { executeNotebooks, jupyterMissing, notebookFiles, reportRun, ROOT } from "../tools/notebooks/notebooks.ts";
 import { runSiteStage } from "./site_stage.ts";
 import { denoTestCounts, runEcho, runQuiet } from "./proc.ts";
 import { checkStudentCommand, declaredGradedTests } from "./student_command.ts";
@@ -97,17 +87,6 @@ function heading(title: string, log: (line: string) => void = console.log) {
   log(`\n=== ${title} ${"=".repeat(Math.max(3, 70 - title.length))}`);
 }
 
-/** Runs `print` with console.log's lines kept in `into` instead of printed. */
-function captureLines(print: () => void, into: string[]): void {
-  const log = console.log;
-  console.log = (...xs: unknown[]) => void into.push(xs.map(String).join(" "));
-  try {
-    print();
-  } finally {
-    console.log = log;
-  }
-}
-
 const mapArgs = offline ? ["--import-map", "tests/offline_import_map.json"] : [];
 
 // 1b. The mutation check (tests/mutation_test.ts, about a fifth of the suite's CPU time) starts now in a process of its
@@ -129,44 +108,18 @@ gradedRun.catch(() => {}); // awaited below; this only keeps an early failure fr
 // environment or the working directory cannot disturb one in the other): the grading and packaging tests, which
 // mostly wait on the `deno test` and `deno task grade` processes they start, beside everything else. The first
 // prints as it goes, the second when it ends.
-const stage1Start = performance.now();
-const topTests = [...Deno.readDirSync(join(ROOT, "tests"))]
-  .filter((e) => e.isFile && e.name.endsWith("_test.ts") && `tests/${e.name}` !== MUTATION_TEST)
-  .map((e) => `tests/${e.name}`).sort();
-const second = topTests.filter((f) => SECOND_GROUP.test(f));
-const first = topTests.filter((f) => !SECOND_GROUP.test(f));
-// No --doc: it would start a worker per JSDoc example (215 of them, about 3 core-minutes); tests/doc_examples_test.ts
-// (in `first`) type-checks them as --doc does and runs them in one worker.
-const cmd = (files: string[]) => [Deno.execPath(), "test", "-A", ...mapArgs, ...files];
-const secondRun = runQuiet(cmd(second), { NO_COLOR: "1" });
-
-// 4 and 5: which run, and why one is skipped (each skip's reason is printed in stage 4's place and in the summary).
-const plan = planLastStages({
-  skipNotebooks: args.has("--skip-notebooks"),
-  skipBrowser: args.has("--skip-browser"),
-  jupyterMissing: args.has("--skip-notebooks") ? undefined : await jupyterMissing(),
-  isCI,
-});
-// 4, first part: the notebooks that share the machine (all but those that train on every core) start when stage 1's
-// second process and stages 2 to 3b are done, beside the end of stage 1's first process, which then runs alone on
-// one core. Their lines print in stage 4's place. Each executed copy appears whole (renamed when written), so a test
-// of stage 1 that reads build/executed/ never sees half of one.
-const notebookLines: string[] = [];
-let notebooksStart = 0;
-const sharedNotebooks = plan.notebooks.run
-  ? Promise.all([secondRun, gradedRun]).then(() => {
-    notebooksStart = performance.now();
-    return executeNotebooks(notebookFiles().filter((nb) => !trainsOnEveryCore(nb)), {
-      alone: () => false,
-      onDone: (run) => captureLines(() => reportRun(run), notebookLines),
-    });
-  })
-  : Promise.resolve([]);
-sharedNotebooks.catch(() => {}); // awaited in stage 4
-
 {
   heading("1. library and tool tests (with JSDoc examples)");
-  const t0 = stage1Start;
+  const t0 = performance.now();
+  const topTests = [...Deno.readDirSync(join(ROOT, "tests"))]
+    .filter((e) => e.isFile && e.name.endsWith("_test.ts") && `tests/${e.name}` !== MUTATION_TEST)
+    .map((e) => `tests/${e.name}`).sort();
+  const second = topTests.filter((f) => SECOND_GROUP.test(f));
+  const first = topTests.filter((f) => !SECOND_GROUP.test(f));
+  // No --doc: it would start a worker per JSDoc example (215 of them, about 3 core-minutes); tests/doc_examples_test.ts
+  // (in `first`) type-checks them as --doc does and runs them in one worker.
+  const cmd = (files: string[]) => [Deno.execPath(), "test", "-A", ...mapArgs, ...files];
+  const secondRun = runQuiet(cmd(second), { NO_COLOR: "1" });
   const runs = [await runEcho(cmd(["lib/", "tools/web/", ...first]), { NO_COLOR: "1" })];
   console.log(`\n--- ${second.join(", ")} (run beside the above) ---`);
   runs.push(await secondRun);
@@ -283,6 +236,13 @@ async function gradedStages(log: (line: string) => void): Promise<Stage[]> {
 stages.push(...await gradedRun);
 console.log(gradedLines.join("\n"));
 
+// 4 and 5: which run, and why one is skipped (each skip's reason is printed now and in the summary).
+const plan = planLastStages({
+  skipNotebooks: args.has("--skip-notebooks"),
+  skipBrowser: args.has("--skip-browser"),
+  jupyterMissing: args.has("--skip-notebooks") ? undefined : await jupyterMissing(),
+  isCI,
+});
 function notRun(name: string, decision: { skipped: string } | { failed: string }): void {
   const failed = "failed" in decision;
   const reason = failed ? decision.failed : decision.skipped;
@@ -294,22 +254,10 @@ function notRun(name: string, decision: { skipped: string } | { failed: string }
 if (!plan.notebooks.run) notRun("notebooks", plan.notebooks);
 else {
   heading("4. notebooks, executed under the Deno kernel");
-  const shared = await sharedNotebooks;
-  console.log(notebookLines.join("\n"));
-  // Then, on a quiet machine, one at a time, those that train on every core (their probe sees what a reader's does).
-  const alone = await executeNotebooks(notebookFiles().filter(trainsOnEveryCore), {
-    alone: () => true,
-    onDone: reportRun,
-  });
-  const runs = [...shared, ...alone];
+  const t0 = performance.now();
+  const runs = await executeNotebooks(notebookFiles(), { onDone: reportRun });
   const failed = runs.filter((r) => !r.ok).length, passed = runs.length - failed;
-  stages.push({
-    name: "notebooks",
-    passed,
-    failed,
-    seconds: (performance.now() - notebooksStart) / 1000,
-    note: "the shared ones beside the end of stage 1",
-  });
+  stages.push({ name: "notebooks", passed, failed, seconds: (performance.now() - t0) / 1000 });
 }
 
 // 5. The site rendered from the executed notebooks, checked in headless Chromium; deno task lab tried live.
