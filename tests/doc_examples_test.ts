@@ -11,20 +11,15 @@ import { assert, assertEquals } from "@std/assert";
 import { join } from "node:path";
 import { tf } from "../lib/mod.ts";
 import { allExamples, docSourceFiles, findExamples, ROOT, writeExample } from "./doc_examples.ts";
+import { runQuiet } from "./proc.ts";
 
 const offline = Deno.env.get("LMBOOK_OFFLINE") === "1";
 const mapArgs = offline ? ["--import-map", join(ROOT, "tests/offline_import_map.json")] : [];
 
+/** Runs deno with these arguments from the root; ok when it exits 0. */
 async function deno(args: string[]): Promise<{ ok: boolean; text: string }> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args,
-    cwd: ROOT,
-    env: { NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const dec = new TextDecoder();
-  return { ok: out.success, text: dec.decode(out.stdout) + dec.decode(out.stderr) };
+  const { code, text } = await runQuiet([Deno.execPath(), ...args], { NO_COLOR: "1" });
+  return { ok: code === 0, text };
 }
 
 Deno.test("the JSDoc examples type-check (deno test --doc --no-run, Deno's own extraction)", async () => {
