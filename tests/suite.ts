@@ -161,56 +161,55 @@ gradedRun.catch(() => {}); // awaited below; this only keeps an early failure fr
   });
 }
 
+/**
+ * Stage 2 or 3: every graded test run against an implementation must end with the expected status, and every test the
+ * exercise files declare must have run.
+ */
+async function gradedAgainst(
+  log: (line: string) => void,
+  o: { title: string; name: string; replace: Record<string, string>; expected: string; summary: string },
+): Promise<Stage> {
+  heading(o.title, log);
+  const t0 = performance.now();
+  const results = await runGraded(o.replace, { offline });
+  const wrong = results.filter((r) => r.status !== o.expected);
+  for (const r of wrong) {
+    log(`FAILED ${r.name}: it is "${r.status}", expected "${o.expected}"\n${r.message.replace(/^/gm, "    ")}`);
+  }
+  log(`${results.length - wrong.length} of ${results.length} graded tests ${o.summary}`);
+  return {
+    name: o.name,
+    passed: results.length - wrong.length,
+    failed: wrong.length + missingTests(results.length, log),
+    seconds: (performance.now() - t0) / 1000,
+  };
+}
+
 // 2, 3 and 3b: the graded tests on the solutions and on the stubs, and the student's command. They start when the
 // mutation check ends, beside the rest of stage 1 (they work in temporary folders, and their property checks' 5-second
 // limits hold with a share of a core), and print when stage 1 has printed.
 async function gradedStages(log: (line: string) => void): Promise<Stage[]> {
   const out: Stage[] = [];
-  // 2. Graded tests against the solutions.
-  {
-    heading("2. graded tests against the reference solutions (all must pass)", log);
-    const t0 = performance.now();
-    const results = await runGraded(solutionReplacements(), { offline });
-    let failed = 0;
-    for (const r of results) {
-      if (r.status !== "passed") {
-        failed++;
-        log(`FAILED ${r.name} [${r.status}]\n${r.message.replace(/^/gm, "    ")}`);
-      }
-    }
-    log(`${results.length - failed} of ${results.length} graded tests pass on the solutions`);
-    out.push({
+  // 2. Graded tests against the solutions: every one passes.
+  out.push(
+    await gradedAgainst(log, {
+      title: "2. graded tests against the reference solutions (all must pass)",
       name: "graded tests on solutions",
-      passed: results.length - failed,
-      failed: failed + missingTests(results.length, log),
-      seconds: (performance.now() - t0) / 1000,
-    });
-  }
-
-  // 3. Graded tests against the untouched stubs.
-  {
-    heading('3. graded tests against the untouched stubs (all must fail as "not attempted")', log);
-    const t0 = performance.now();
-    const results = await runGraded({}, { offline });
-    let failed = 0;
-    for (const r of results) {
-      if (r.status !== "not attempted") {
-        failed++;
-        log(
-          `FAILED ${r.name}: on the stub it is "${r.status}", expected "not attempted"\n${
-            r.message.replace(/^/gm, "    ")
-          }`,
-        );
-      }
-    }
-    log(`${results.length - failed} of ${results.length} graded tests report "not attempted" on the stubs`);
-    out.push({
+      replace: solutionReplacements(),
+      expected: "passed",
+      summary: "pass on the solutions",
+    }),
+  );
+  // 3. Graded tests against the untouched stubs: every one says "not attempted".
+  out.push(
+    await gradedAgainst(log, {
+      title: '3. graded tests against the untouched stubs (all must fail as "not attempted")',
       name: "graded tests on stubs",
-      passed: results.length - failed,
-      failed: failed + missingTests(results.length, log),
-      seconds: (performance.now() - t0) / 1000,
-    });
-  }
+      replace: {},
+      expected: "not attempted",
+      summary: 'report "not attempted" on the stubs',
+    }),
+  );
 
   // 3b. The student's own command, with no flags, as the README gives it.
   {

@@ -132,7 +132,7 @@ export async function materialize(
 /**
  * Writes one test module that imports every test copy of a batch, so that `deno test` loads the library (and tfjs)
  * once for the batch. Given the copies as separate files, `deno test` starts a fresh worker per file, which loads
- * the library again: about a second of CPU each, most of a mutant's cost (issue: CI time). The copies then share one
+ * the library again: about a second of CPU each, most of a mutant's cost in the mutation check. The copies then share one
  * isolate, so state at module level (tfjs's engine, the hints' evidence) is shared between jobs; each test still
  * measures its own tensors, draws its own seeded inputs and runs alone. A copy that throws on load stops the whole
  * module: every job of the batch then has no results and is run on its own.
